@@ -1,0 +1,233 @@
+/*
+ * libtntcomm public API: communicators and collectives for data-parallel
+ * training.
+ *
+ * Every function returns a tnt_result_t: 0 is success, positive values mean
+ * "not finished" (TNT_INPROGRESS, TNT_TIMEOUT), negative values are errors.
+ * After an error, tnt_last_error() gives a message for the calling thread
+ * that names the rank, the operation and the offending value.
+ *
+ * Handles are opaque so that the ABI survives internal changes; structs
+ * that cross the ABI start with `size` and `version` and are initialised
+ * with a macro (TNT_CONFIG_INIT).
+ */
+#ifndef TNT_TNT_H
+#define TNT_TNT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(TNT_BUILDING_LIBRARY)
+#define TNT_API __attribute__((visibility("default")))
+#else
+#define TNT_API
+#endif
+
+#define TNT_VERSION_MAJOR 0
+#define TNT_VERSION_MINOR 1
+#define TNT_VERSION_PATCH 0
+
+/*
+ * The one result list. Positive values are "not an error yet"; negative
+ * values are errors. tnt_strerror() strings come from the same list.
+ */
+#define TNT_RESULT_MAP(X)                                                   \
+    X(TNT_SUCCESS, 0, "success")                                            \
+    X(TNT_INPROGRESS, 1, "operation still in progress")                     \
+    X(TNT_TIMEOUT, 2, "operation timed out")                                \
+    X(TNT_ERR_INVALID_ARG, -1, "invalid argument")                          \
+    X(TNT_ERR_NO_MEMORY, -2, "out of memory")                               \
+    X(TNT_ERR_SYSTEM, -3, "system call failed")                             \
+    X(TNT_ERR_CONFIG, -4, "invalid configuration")                          \
+    X(TNT_ERR_CONNECT, -5, "could not connect")                             \
+    X(TNT_ERR_PEER_LOST, -6, "peer lost")                                   \
+    X(TNT_ERR_PROTOCOL, -7, "protocol violation on the wire")               \
+    X(TNT_ERR_MISMATCH, -8, "ranks called mismatched collectives")          \
+    X(TNT_ERR_ABORTED, -9, "communicator aborted")                          \
+    X(TNT_ERR_INVALID_COMM, -10, "invalid or freed communicator")           \
+    X(TNT_ERR_UNSUPPORTED, -11, "not supported")                            \
+    X(TNT_ERR_INTERNAL, -12, "internal error")
+
+typedef enum tnt_result {
+#define TNT_RESULT_ENUM_(name, value, text) name = value,
+    TNT_RESULT_MAP(TNT_RESULT_ENUM_)
+#undef TNT_RESULT_ENUM_
+} tnt_result_t;
+
+/** Element types. f16/bf16 partial results are rounded to the type after
+ *  every reduction step (round to nearest even), as NCCL does. */
+typedef enum tnt_dtype {
+    TNT_F32 = 0,
+    TNT_F64,
+    TNT_F16,
+    TNT_BF16,
+    TNT_I8,
+    TNT_U8,
+    TNT_I32,
+    TNT_U32,
+    TNT_I64,
+    TNT_U64,
+    TNT_DTYPE_COUNT
+} tnt_dtype_t;
+
+/** Reduction operations. AVG is a sum followed by one division by the
+ *  number of ranks at the end (integers: truncated toward zero). Integer
+ *  SUM and PROD wrap around modulo 2^bits. */
+typedef enum tnt_op {
+    TNT_SUM = 0,
+    TNT_AVG,
+    TNT_PROD,
+    TNT_MIN,
+    TNT_MAX,
+    TNT_OP_COUNT
+} tnt_op_t;
+
+typedef struct tnt_comm *tnt_comm_t;
+typedef struct tnt_request *tnt_request_t;
+
+/** Pass as sendbuf to reduce in place (sendbuf == recvbuf works too). */
+#define TNT_IN_PLACE ((const void *)1)
+
+/** The master rank: initial weights are broadcast from it. */
+#define TNT_MASTER_RANK 0
+
+/**
+ * Explicit communicator configuration. Initialise with TNT_CONFIG_INIT and
+ * set the fields you need; fields left at their initial value fall back to
+ * the environment (TNT_TIMEOUT, ...) or built-in defaults.
+ */
+typedef struct tnt_config {
+    size_t size;           /**< sizeof(tnt_config_t), set by TNT_CONFIG_INIT */
+    uint32_t version;      /**< TNT_CONFIG_VERSION, set by TNT_CONFIG_INIT */
+    int rank;              /**< this rank, 0 <= rank < nranks */
+    int nranks;            /**< number of ranks in the job */
+    const char *root_addr; /**< "host:port" of rank 0's rendezvous */
+    const char *job_key;   /**< shared secret of the job (may be NULL) */
+    double timeout_s;      /**< per-operation deadline; <= 0: TNT_TIMEOUT */
+} tnt_config_t;
+
+#define TNT_CONFIG_VERSION 1
+#define TNT_CONFIG_INIT                                                     \
+    { sizeof(tnt_config_t), TNT_CONFIG_VERSION, -1, 0, NULL, NULL, 0.0 }
+
+/* ---- errors and versions ------------------------------------------- */
+
+/** Static text for a result code ("unknown result" for unknown values). */
+TNT_API const char *tnt_strerror(tnt_result_t result);
+/** Detailed message of the last error on the calling thread ("" if none). */
+TNT_API const char *tnt_last_error(void);
+TNT_API void tnt_get_version(int *major, int *minor, int *patch);
+
+/* ---- communicators -------------------------------------------------- */
+
+/**
+ * Create the world communicator from the launcher's environment
+ * (TNT_RANK, TNT_SIZE, TNT_ROOT_ADDR, TNT_JOB_KEY). With none of these set
+ * the result is a world of one rank. Collective over all ranks.
+ */
+TNT_API tnt_result_t tnt_comm_init_from_env(tnt_comm_t *comm);
+/** Create a communicator from an explicit configuration. Collective. */
+TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
+                                   tnt_comm_t *comm);
+/** Free a communicator and everything it holds. Requests that were not
+ *  freed yet stay valid and report TNT_ERR_ABORTED if unfinished. */
+TNT_API tnt_result_t tnt_comm_free(tnt_comm_t comm);
+/** Fail every pending and future operation with TNT_ERR_ABORTED and close
+ *  all connections (peers then see this rank as lost). Free it after. */
+TNT_API tnt_result_t tnt_comm_abort(tnt_comm_t comm);
+
+TNT_API tnt_result_t tnt_comm_rank(tnt_comm_t comm, int *rank);
+TNT_API tnt_result_t tnt_comm_size(tnt_comm_t comm, int *size);
+/** The master rank (always TNT_MASTER_RANK, rank 0). */
+TNT_API tnt_result_t tnt_comm_master_rank(tnt_comm_t comm, int *rank);
+/** *is_master = 1 on the master rank, 0 elsewhere. */
+TNT_API tnt_result_t tnt_comm_is_master(tnt_comm_t comm, int *is_master);
+
+/* ---- collectives ------------------------------------------------------ */
+/*
+ * Blocking calls are the nonblocking call followed by tnt_wait(). Every
+ * rank must call the same collectives in the same order; the first message
+ * of each collective carries its signature, so a mismatch is reported as
+ * TNT_ERR_MISMATCH rather than corrupting memory.
+ */
+
+/** recvbuf[i] = op over ranks of sendbuf[i]. In place: sendbuf ==
+ *  TNT_IN_PLACE or sendbuf == recvbuf. */
+TNT_API tnt_result_t tnt_allreduce(tnt_comm_t comm, const void *sendbuf,
+                                   void *recvbuf, size_t count,
+                                   tnt_dtype_t dtype, tnt_op_t op);
+TNT_API tnt_result_t tnt_iallreduce(tnt_comm_t comm, const void *sendbuf,
+                                    void *recvbuf, size_t count,
+                                    tnt_dtype_t dtype, tnt_op_t op,
+                                    tnt_request_t *request);
+
+/** Copy `count` elements of root's buf into buf on every rank. */
+TNT_API tnt_result_t tnt_broadcast(tnt_comm_t comm, void *buf, size_t count,
+                                   tnt_dtype_t dtype, int root);
+TNT_API tnt_result_t tnt_ibroadcast(tnt_comm_t comm, void *buf,
+                                    size_t count, tnt_dtype_t dtype,
+                                    int root, tnt_request_t *request);
+
+TNT_API tnt_result_t tnt_barrier(tnt_comm_t comm);
+TNT_API tnt_result_t tnt_ibarrier(tnt_comm_t comm, tnt_request_t *request);
+
+/** recvbuf (size * count elements) = every rank's sendbuf, in rank order.
+ *  In place: sendbuf == TNT_IN_PLACE, own block already at rank*count. */
+TNT_API tnt_result_t tnt_allgather(tnt_comm_t comm, const void *sendbuf,
+                                   void *recvbuf, size_t count,
+                                   tnt_dtype_t dtype);
+TNT_API tnt_result_t tnt_iallgather(tnt_comm_t comm, const void *sendbuf,
+                                    void *recvbuf, size_t count,
+                                    tnt_dtype_t dtype,
+                                    tnt_request_t *request);
+
+/** sendbuf holds size * count elements; rank r receives block r of the
+ *  element-wise reduction (MPI_Reduce_scatter_block). */
+TNT_API tnt_result_t tnt_reduce_scatter(tnt_comm_t comm, const void *sendbuf,
+                                        void *recvbuf, size_t count,
+                                        tnt_dtype_t dtype, tnt_op_t op);
+TNT_API tnt_result_t tnt_ireduce_scatter(tnt_comm_t comm,
+                                         const void *sendbuf, void *recvbuf,
+                                         size_t count, tnt_dtype_t dtype,
+                                         tnt_op_t op,
+                                         tnt_request_t *request);
+
+/* ---- requests ----------------------------------------------------------- */
+
+/** TNT_SUCCESS when done, TNT_INPROGRESS if not yet, or the op's error. */
+TNT_API tnt_result_t tnt_test(tnt_request_t request);
+/** Wait for completion; returns the operation's result. The operation's own
+ *  deadline (TNT_TIMEOUT) bounds the wait. */
+TNT_API tnt_result_t tnt_wait(tnt_request_t request);
+/** Wait at most timeout_s seconds; TNT_TIMEOUT if still running (the
+ *  operation goes on and can be waited for again). */
+TNT_API tnt_result_t tnt_wait_timeout(tnt_request_t request,
+                                      double timeout_s);
+/** Release a request. An unfinished operation continues in the background;
+ *  its buffers must stay valid until it would have completed. */
+TNT_API tnt_result_t tnt_request_free(tnt_request_t request);
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/** Bytes per element of dtype, or 0 for an unknown dtype. */
+TNT_API size_t tnt_dtype_size(tnt_dtype_t dtype);
+TNT_API const char *tnt_dtype_name(tnt_dtype_t dtype);
+TNT_API const char *tnt_op_name(tnt_op_t op);
+
+/**
+ * Tarantella's split of a global batch: every rank gets global/size
+ * samples and the first global%size ranks one more. *offset is the index
+ * of this rank's first sample.
+ */
+TNT_API tnt_result_t tnt_micro_batch(size_t global_batch, int rank, int size,
+                                     size_t *offset, size_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TNT_TNT_H */

@@ -1,0 +1,66 @@
+/*
+ * The algorithm builders and the table that picks one. Each builder turns
+ * a collective's arguments into a schedule for one rank; none does I/O.
+ */
+#ifndef TNT_COLLECTIVES_ALGORITHMS_H
+#define TNT_COLLECTIVES_ALGORITHMS_H
+
+#include "collectives/schedule.h"
+
+enum tnt_coll_kind {
+    TNT_COLL_ALLREDUCE = 1,
+    TNT_COLL_BROADCAST,
+    TNT_COLL_BARRIER,
+    TNT_COLL_ALLGATHER,
+    TNT_COLL_REDUCE_SCATTER,
+    TNT_COLL_KIND_END
+};
+
+enum tnt_algo {
+    TNT_ALGO_AUTO = 0,
+    TNT_ALGO_RING,      /* allreduce, allgather, reduce-scatter */
+    TNT_ALGO_RD,        /* allreduce: recursive doubling */
+    TNT_ALGO_BINOMIAL,  /* broadcast */
+    TNT_ALGO_PIPELINE,  /* broadcast: pipelined chain */
+    TNT_ALGO_DISSEMINATION, /* barrier */
+    TNT_ALGO_LOCAL,     /* one rank: a copy at most */
+    TNT_ALGO_END
+};
+
+typedef struct tnt_coll_args {
+    int kind;            /* enum tnt_coll_kind */
+    tnt_dtype_t dtype;
+    tnt_op_t op;
+    size_t count;        /* elements (per rank for allgather/RS) */
+    int root;
+    int rank, nranks;
+    size_t esize;
+    int in_place;
+    size_t segment_bytes; /* pipelining granule; tests shrink it */
+} tnt_coll_args_t;
+
+const char *tnt__algo_name(int algo);
+/** Parse "ring", "rd", ... ; TNT_ALGO_AUTO for "auto"; -1 if unknown. */
+int tnt__algo_parse(const char *name);
+
+/** The selection table (size and rank count); `forced` wins if it applies
+ *  to this collective, else TNT_ERR_CONFIG. */
+tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
+                              int *algo);
+
+/** Build the schedule of `algo` for a. */
+tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
+                                 tnt_sched_t *s);
+
+tnt_result_t tnt__allreduce_ring(const tnt_coll_args_t *a, tnt_sched_t *s);
+tnt_result_t tnt__allreduce_rd(const tnt_coll_args_t *a, tnt_sched_t *s);
+tnt_result_t tnt__bcast_binomial(const tnt_coll_args_t *a, tnt_sched_t *s);
+tnt_result_t tnt__bcast_pipeline(const tnt_coll_args_t *a, tnt_sched_t *s);
+tnt_result_t tnt__barrier_dissemination(const tnt_coll_args_t *a,
+                                        tnt_sched_t *s);
+tnt_result_t tnt__allgather_ring(const tnt_coll_args_t *a, tnt_sched_t *s);
+tnt_result_t tnt__reduce_scatter_ring(const tnt_coll_args_t *a,
+                                      tnt_sched_t *s);
+tnt_result_t tnt__local_copy(const tnt_coll_args_t *a, tnt_sched_t *s);
+
+#endif /* TNT_COLLECTIVES_ALGORITHMS_H */

@@ -1,0 +1,87 @@
+/*
+ * Peer and chunk arithmetic shared by the algorithms. Pure functions with
+ * size_t counts throughout, so that counts above 2^32 are handled and can
+ * be tested without allocating anything.
+ */
+#include "collectives/patterns.h"
+
+void tnt__chunk_range(size_t count, int p, int c, size_t *off, size_t *len)
+{
+    size_t base = count / (size_t)p;
+    size_t extra = count % (size_t)p;
+    size_t uc = (size_t)c;
+    *off = uc * base + (uc < extra ? uc : extra);
+    *len = base + (uc < extra ? 1 : 0);
+}
+
+int tnt__mod(int a, int p)
+{
+    int m = a % p;
+    return m < 0 ? m + p : m;
+}
+
+int tnt__pow2_floor(int p)
+{
+    int v = 1;
+    while (v <= p / 2)
+        v *= 2;
+    return v;
+}
+
+size_t tnt__nsegments(size_t len, size_t segelems)
+{
+    if (len == 0)
+        return 1;
+    return len / segelems + (len % segelems != 0);
+}
+
+void tnt__segment(size_t len, size_t segelems, size_t j, size_t *off,
+                  size_t *n)
+{
+    size_t o = j * segelems;
+    if (o >= len) {
+        *off = len;
+        *n = 0;
+        return;
+    }
+    *off = o;
+    *n = len - o < segelems ? len - o : segelems;
+}
+
+int tnt__rd_newrank(int rank, int p)
+{
+    int rem = p - tnt__pow2_floor(p);
+    if (rank < 2 * rem)
+        return (rank % 2) ? rank / 2 : -1;
+    return rank - rem;
+}
+
+int tnt__rd_realrank(int newrank, int p)
+{
+    int rem = p - tnt__pow2_floor(p);
+    return newrank < rem ? newrank * 2 + 1 : newrank + rem;
+}
+
+int tnt__binomial_parent(int rank, int root, int p)
+{
+    int vr = tnt__mod(rank - root, p);
+    if (vr == 0)
+        return -1;
+    int low = vr & -vr;
+    return tnt__mod(vr - low + root, p);
+}
+
+int tnt__binomial_children(int rank, int root, int p, int *children, int max)
+{
+    int vr = tnt__mod(rank - root, p);
+    /* The children of vr are vr + m for every power of two m below vr's
+     * lowest set bit (below p's highest bit for the root). Larger m first:
+     * the biggest subtree should start earliest. */
+    int limit = vr ? (vr & -vr) : tnt__pow2_floor(p) * 2;
+    int n = 0;
+    for (int m = limit / 2; m >= 1; m /= 2) {
+        if (vr + m < p && n < max)
+            children[n++] = tnt__mod(vr + m + root, p);
+    }
+    return n;
+}

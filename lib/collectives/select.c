@@ -1,0 +1,139 @@
+/*
+ * Algorithm names and the selection table. The table picks by message
+ * size and rank count; TNT_ALLREDUCE_ALGO / TNT_BCAST_ALGO override it.
+ *
+ * Origin of the thresholds: first estimates from the usual latency /
+ * bandwidth trade-off (recursive doubling sends log2(p) full messages,
+ * ring 2(p-1)/p of one message in 2(p-1) steps); to be re-tuned from
+ * tnt-bench sweeps on loopback and the namespace test bed.
+ */
+#include <string.h>
+
+#include "collectives/algorithms.h"
+#include "core/error.h"
+
+#define ALLREDUCE_RD_MAX_BYTES ((size_t)64 << 10)
+#define BCAST_BINOMIAL_MAX_BYTES ((size_t)256 << 10)
+
+static const char *const algo_names[TNT_ALGO_END] = {
+    [TNT_ALGO_AUTO] = "auto",
+    [TNT_ALGO_RING] = "ring",
+    [TNT_ALGO_RD] = "rd",
+    [TNT_ALGO_BINOMIAL] = "binomial",
+    [TNT_ALGO_PIPELINE] = "pipeline",
+    [TNT_ALGO_DISSEMINATION] = "dissemination",
+    [TNT_ALGO_LOCAL] = "local",
+};
+
+const char *tnt__algo_name(int algo)
+{
+    if (algo < 0 || algo >= TNT_ALGO_END)
+        return "unknown";
+    return algo_names[algo];
+}
+
+int tnt__algo_parse(const char *name)
+{
+    if (!name)
+        return -1;
+    for (int i = 0; i < TNT_ALGO_END; i++)
+        if (strcmp(name, algo_names[i]) == 0)
+            return i;
+    if (strcmp(name, "recursive_doubling") == 0)
+        return TNT_ALGO_RD;
+    if (strcmp(name, "chain") == 0)
+        return TNT_ALGO_PIPELINE;
+    return -1;
+}
+
+static int applies(int kind, int algo)
+{
+    switch (kind) {
+    case TNT_COLL_ALLREDUCE:
+        return algo == TNT_ALGO_RING || algo == TNT_ALGO_RD;
+    case TNT_COLL_BROADCAST:
+        return algo == TNT_ALGO_BINOMIAL || algo == TNT_ALGO_PIPELINE;
+    default:
+        return 0;
+    }
+}
+
+tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
+                              int *algo)
+{
+    size_t bytes = a->count * a->esize;
+    if (a->nranks == 1) {
+        *algo = TNT_ALGO_LOCAL;
+        return TNT_SUCCESS;
+    }
+    if (forced != TNT_ALGO_AUTO) {
+        if (!applies(a->kind, forced))
+            return tnt__error(TNT_ERR_CONFIG, "algorithm '%s' does not "
+                              "apply to this collective",
+                              tnt__algo_name(forced));
+        *algo = forced;
+        return TNT_SUCCESS;
+    }
+    switch (a->kind) {
+    case TNT_COLL_ALLREDUCE:
+        *algo = (bytes <= ALLREDUCE_RD_MAX_BYTES ||
+                 a->count < (size_t)a->nranks)
+                    ? TNT_ALGO_RD
+                    : TNT_ALGO_RING;
+        break;
+    case TNT_COLL_BROADCAST:
+        *algo = (bytes <= BCAST_BINOMIAL_MAX_BYTES) ? TNT_ALGO_BINOMIAL
+                                                    : TNT_ALGO_PIPELINE;
+        break;
+    case TNT_COLL_BARRIER:
+        *algo = TNT_ALGO_DISSEMINATION;
+        break;
+    case TNT_COLL_ALLGATHER:
+    case TNT_COLL_REDUCE_SCATTER:
+        *algo = TNT_ALGO_RING;
+        break;
+    default:
+        return tnt__error(TNT_ERR_INTERNAL, "unknown collective kind %d",
+                          a->kind);
+    }
+    return TNT_SUCCESS;
+}
+
+tnt_result_t tnt__local_copy(const tnt_coll_args_t *a, tnt_sched_t *s)
+{
+    size_t bytes = a->count * a->esize;
+    int copies = (a->kind == TNT_COLL_ALLREDUCE ||
+                  a->kind == TNT_COLL_ALLGATHER ||
+                  a->kind == TNT_COLL_REDUCE_SCATTER);
+    if (copies && !a->in_place && bytes > 0)
+        tnt__sched_copy(s, tnt__ref(TNT_BUF_RECV, 0),
+                        tnt__ref(TNT_BUF_SEND, 0), bytes);
+    return TNT_SUCCESS;
+}
+
+tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
+                                 tnt_sched_t *s)
+{
+    tnt__sched_init(s, a->rank, a->nranks, a->esize);
+    tnt_result_t rc;
+    switch (algo) {
+    case TNT_ALGO_LOCAL: rc = tnt__local_copy(a, s); break;
+    case TNT_ALGO_RING:
+        rc = a->kind == TNT_COLL_ALLREDUCE   ? tnt__allreduce_ring(a, s)
+             : a->kind == TNT_COLL_ALLGATHER ? tnt__allgather_ring(a, s)
+                                             : tnt__reduce_scatter_ring(a, s);
+        break;
+    case TNT_ALGO_RD: rc = tnt__allreduce_rd(a, s); break;
+    case TNT_ALGO_BINOMIAL: rc = tnt__bcast_binomial(a, s); break;
+    case TNT_ALGO_PIPELINE: rc = tnt__bcast_pipeline(a, s); break;
+    case TNT_ALGO_DISSEMINATION: rc = tnt__barrier_dissemination(a, s); break;
+    default:
+        rc = tnt__error(TNT_ERR_INTERNAL, "no builder for algorithm %d",
+                        algo);
+    }
+    if (rc == TNT_SUCCESS)
+        rc = tnt__sched_finalize(s);
+    if (rc != TNT_SUCCESS)
+        tnt__sched_destroy(s);
+    return rc;
+}

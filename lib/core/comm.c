@@ -1,0 +1,303 @@
+/*
+ * Communicator lifetime: creation from the environment or a config
+ * struct (parameters, transport, bootstrap, progress thread), abort and
+ * free. Live communicators are kept in a registry so that a call on a
+ * freed handle is reported as TNT_ERR_INVALID_COMM instead of touching
+ * freed memory.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/bootstrap.h"
+#include "core/comm.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "transport/transport.h"
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tnt_comm **registry;
+static size_t registry_n, registry_cap;
+
+static int registry_add(struct tnt_comm *c)
+{
+    pthread_mutex_lock(&registry_lock);
+    if (registry_n == registry_cap) {
+        size_t cap = registry_cap ? registry_cap * 2 : 8;
+        struct tnt_comm **n = realloc(registry, cap * sizeof(*n));
+        if (!n) {
+            pthread_mutex_unlock(&registry_lock);
+            return -1;
+        }
+        registry = n;
+        registry_cap = cap;
+    }
+    registry[registry_n++] = c;
+    pthread_mutex_unlock(&registry_lock);
+    return 0;
+}
+
+/* Remove c; 1 if it was live. */
+static int registry_remove(struct tnt_comm *c)
+{
+    int found = 0;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < registry_n; i++)
+        if (registry[i] == c) {
+            registry[i] = registry[--registry_n];
+            found = 1;
+            break;
+        }
+    if (registry_n == 0) {
+        free(registry);
+        registry = NULL;
+        registry_cap = 0;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return found;
+}
+
+tnt_result_t tnt__comm_check(tnt_comm_t comm, const char *fn)
+{
+    int found = 0;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < registry_n && !found; i++)
+        found = (registry[i] == comm);
+    pthread_mutex_unlock(&registry_lock);
+    if (!found)
+        return tnt__error(TNT_ERR_INVALID_COMM, "%s: communicator %p is not "
+                          "live (NULL, freed, or never created)", fn,
+                          (void *)comm);
+    return TNT_SUCCESS;
+}
+
+/* FNV-1a: identifies the job on the wire so that two jobs on one host
+ * cannot mix. It is not authentication. */
+static uint64_t job_id_of(const char *key)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = key ? key : ""; *p; p++) {
+        h ^= (unsigned char)*p;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static tnt_result_t boot_listen(void *arg, const char *local_ip,
+                                tnt_boot_entry_t *entry)
+{
+    struct tnt_comm *comm = arg;
+    snprintf(comm->bind_ip, sizeof(comm->bind_ip), "%s", local_ip);
+    size_t len = sizeof(entry->addr);
+    tnt_result_t rc = comm->tp->listen(comm->tp_ctx, entry->addr, &len);
+    entry->addr_len = (uint32_t)len;
+    return rc;
+}
+
+static tnt_result_t validate_config(const tnt_config_t *c)
+{
+    if (!c)
+        return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_init: config is "
+                          "NULL");
+    if (c->size < offsetof(tnt_config_t, timeout_s) + sizeof(double) ||
+        c->version < 1)
+        return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_init: config not "
+                          "initialised with TNT_CONFIG_INIT (size %zu, "
+                          "version %u)", c->size, c->version);
+    if (c->nranks < 1)
+        return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_init: nranks=%d; "
+                          "expected at least 1", c->nranks);
+    if (c->rank < 0 || c->rank >= c->nranks)
+        return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_init: rank=%d; "
+                          "expected 0..%d", c->rank, c->nranks - 1);
+    if (c->nranks > 1 && (!c->root_addr || !*c->root_addr))
+        return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_init: root_addr "
+                          "is required when nranks > 1");
+    if (!isfinite(c->timeout_s) || c->timeout_s < 0)
+        return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_init: timeout_s="
+                          "%g; expected >= 0 (0: TNT_TIMEOUT)", c->timeout_s);
+    return TNT_SUCCESS;
+}
+
+static void comm_destroy(struct tnt_comm *comm)
+{
+    tnt__progress_stop(comm);
+    if (comm->tp_ctx)
+        comm->tp->finalize(comm->tp_ctx);
+    tnt__engine_reap(comm);
+    tnt__progress_close(comm);
+    free(comm->peers);
+    pthread_cond_destroy(&comm->cond);
+    pthread_mutex_destroy(&comm->lock);
+    free(comm);
+}
+
+TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
+                                   tnt_comm_t *out)
+{
+    if (!out)
+        return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_init: comm output "
+                          "pointer is NULL");
+    *out = NULL;
+    TNT_CHECK(validate_config(config));
+    struct tnt_comm *comm = calloc(1, sizeof(*comm));
+    if (!comm)
+        return tnt__error(TNT_ERR_NO_MEMORY, "tnt_comm_init: out of memory");
+    comm->rank = config->rank;
+    comm->nranks = config->nranks;
+    comm->comm_id = 1;
+    comm->job_id = job_id_of(config->job_key);
+    comm->epfd = comm->wakefd = -1;
+    pthread_mutex_init(&comm->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&comm->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    tnt__log_init(comm->rank);
+    gethostname(comm->host, sizeof(comm->host) - 1);
+
+    tnt_result_t rc = tnt__params_load(&comm->params);
+    if (rc == TNT_SUCCESS && config->timeout_s > 0)
+        comm->params.timeout_s = config->timeout_s;
+    if (rc == TNT_SUCCESS) {
+        comm->peers = calloc((size_t)comm->nranks, sizeof(*comm->peers));
+        if (!comm->peers)
+            rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory for %d peers",
+                            comm->nranks);
+    }
+    if (rc == TNT_SUCCESS) {
+        comm->tp = tnt__transport_find(getenv("TNT_TRANSPORT"));
+        rc = comm->tp ? tnt__progress_start(comm) : TNT_ERR_CONFIG;
+    }
+    if (rc == TNT_SUCCESS) {
+        tnt__engine_fill_env(comm);
+        comm->tp_env.bind_ip = comm->bind_ip;
+        rc = comm->tp->init(&comm->tp_env, &comm->tp_ctx);
+    }
+    if (rc == TNT_SUCCESS && comm->nranks > 1) {
+        tnt_boot_entry_t *table = calloc((size_t)comm->nranks,
+                                         sizeof(*table));
+        tnt_boot_args_t ba = {config->root_addr, comm->rank, comm->nranks,
+                              comm->job_id, comm->params.connect_timeout_s,
+                              comm->host, boot_listen, comm};
+        rc = table ? tnt__bootstrap(&ba, table)
+                   : tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+        for (int i = 0; rc == TNT_SUCCESS && i < comm->nranks; i++) {
+            tnt_peer_t *p = &comm->peers[i];
+            p->rank = i;
+            p->addr_len = table[i].addr_len;
+            memcpy(p->addr, table[i].addr, p->addr_len);
+            memcpy(p->host, table[i].host, sizeof(p->host));
+        }
+        free(table);
+    }
+    if (rc == TNT_SUCCESS)
+        rc = tnt__progress_run_thread(comm);
+    if (rc == TNT_SUCCESS && registry_add(comm) != 0)
+        rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+    if (rc != TNT_SUCCESS) {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "%s", tnt_last_error());
+        comm_destroy(comm);
+        return tnt__error_str(rc, msg);
+    }
+    TNT_LOG_INFO("communicator of %d ranks ready (transport %s)",
+                 comm->nranks, comm->tp->name);
+    *out = comm;
+    return TNT_SUCCESS;
+}
+
+TNT_API tnt_result_t tnt_comm_init_from_env(tnt_comm_t *out)
+{
+    const char *r = getenv("TNT_RANK"), *s = getenv("TNT_SIZE");
+    const char *root = getenv("TNT_ROOT_ADDR");
+    tnt_config_t cfg = TNT_CONFIG_INIT;
+    cfg.job_key = getenv("TNT_JOB_KEY");
+    if (!r && !s && !root) {
+        tnt__log_init(0);
+        TNT_LOG_INFO("no launcher environment (TNT_RANK, TNT_SIZE, "
+                     "TNT_ROOT_ADDR); running as a world of one rank");
+        cfg.rank = 0;
+        cfg.nranks = 1;
+        return tnt_comm_init(&cfg, out);
+    }
+    long size, rank;
+    if (!s)
+        return tnt__error(TNT_ERR_CONFIG, "TNT_RANK or TNT_ROOT_ADDR is set "
+                          "but TNT_SIZE is not; start ranks with tnt-run");
+    TNT_CHECK(tnt__parse_long("TNT_SIZE", s, 1, 1 << 20, &size));
+    if (!r)
+        return tnt__error(TNT_ERR_CONFIG, "TNT_SIZE is set but TNT_RANK is "
+                          "not; start ranks with tnt-run");
+    TNT_CHECK(tnt__parse_long("TNT_RANK", r, 0, size - 1, &rank));
+    if (size > 1 && (!root || !*root))
+        return tnt__error(TNT_ERR_CONFIG, "TNT_SIZE=%ld but TNT_ROOT_ADDR "
+                          "is not set; expected host:port of rank 0", size);
+    cfg.rank = (int)rank;
+    cfg.nranks = (int)size;
+    cfg.root_addr = root;
+    return tnt_comm_init(&cfg, out);
+}
+
+TNT_API tnt_result_t tnt_comm_free(tnt_comm_t comm)
+{
+    if (!registry_remove(comm))
+        return tnt__error(TNT_ERR_INVALID_COMM, "tnt_comm_free: "
+                          "communicator %p is not live (NULL, freed twice, "
+                          "or never created)", (void *)comm);
+    pthread_mutex_lock(&comm->lock);
+    tnt__engine_drain(comm, TNT_ERR_ABORTED);
+    pthread_mutex_unlock(&comm->lock);
+    comm_destroy(comm);
+    return TNT_SUCCESS;
+}
+
+TNT_API tnt_result_t tnt_comm_abort(tnt_comm_t comm)
+{
+    TNT_CHECK(tnt__comm_check(comm, "tnt_comm_abort"));
+    pthread_mutex_lock(&comm->lock);
+    tnt__engine_fail(comm, TNT_ERR_ABORTED, "rank %d: communicator aborted "
+                     "by tnt_comm_abort()", comm->rank);
+    pthread_mutex_unlock(&comm->lock);
+    return TNT_SUCCESS;
+}
+
+static tnt_result_t out_int(tnt_comm_t comm, const char *fn, int *out,
+                            int value)
+{
+    TNT_CHECK(tnt__comm_check(comm, fn));
+    if (!out)
+        return tnt__error(TNT_ERR_INVALID_ARG, "%s: output pointer is NULL",
+                          fn);
+    *out = value;
+    return TNT_SUCCESS;
+}
+
+TNT_API tnt_result_t tnt_comm_rank(tnt_comm_t comm, int *rank)
+{
+    return out_int(comm, "tnt_comm_rank", rank,
+                   tnt__comm_check(comm, "") ? 0 : comm->rank);
+}
+
+TNT_API tnt_result_t tnt_comm_size(tnt_comm_t comm, int *size)
+{
+    return out_int(comm, "tnt_comm_size", size,
+                   tnt__comm_check(comm, "") ? 0 : comm->nranks);
+}
+
+TNT_API tnt_result_t tnt_comm_master_rank(tnt_comm_t comm, int *rank)
+{
+    return out_int(comm, "tnt_comm_master_rank", rank, TNT_MASTER_RANK);
+}
+
+TNT_API tnt_result_t tnt_comm_is_master(tnt_comm_t comm, int *is_master)
+{
+    return out_int(comm, "tnt_comm_is_master", is_master,
+                   tnt__comm_check(comm, "") ? 0
+                                             : comm->rank == TNT_MASTER_RANK);
+}

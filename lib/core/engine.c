@@ -1,0 +1,785 @@
+/*
+ * Executing schedules and matching messages. Every function here runs with
+ * comm->lock held (the progress thread's transport callbacks and the user
+ * threads that post and wait share that one lock).
+ *
+ * Failure policy: any error inside a collective (peer lost, mismatch,
+ * protocol violation, deadline) fails the whole communicator. Sequence
+ * numbers and in-flight messages are no longer consistent after such an
+ * event, so going on would risk wrong results; closing every connection
+ * makes the peers fail fast too, instead of waiting for their deadlines.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/progress.h"
+
+static const char *kind_name(int kind)
+{
+    switch (kind) {
+    case TNT_COLL_ALLREDUCE: return "allreduce";
+    case TNT_COLL_BROADCAST: return "broadcast";
+    case TNT_COLL_BARRIER: return "barrier";
+    case TNT_COLL_ALLGATHER: return "allgather";
+    case TNT_COLL_REDUCE_SCATTER: return "reduce_scatter";
+    default: return "unknown";
+    }
+}
+
+static void describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, op=%s, root=%d, "
+             "algo=%s)", kind_name(h->kind), h->count,
+             tnt_dtype_name((tnt_dtype_t)h->dtype),
+             tnt_op_name((tnt_op_t)h->op), h->root, tnt__algo_name(h->algo));
+}
+
+static unsigned char *ref_ptr(struct tnt_request *req, tnt_bufref_t r)
+{
+    return req->bufs[r.buf] + r.off;
+}
+
+/* ---- request lifetime --------------------------------------------- */
+
+static void free_request(struct tnt_request *req)
+{
+    tnt__sched_destroy(&req->sched);
+    free(req->ops);
+    free(req->ready);
+    free(req->scratch);
+    free(req);
+}
+
+static void unlink_all(struct tnt_comm *comm, struct tnt_request *req)
+{
+    if (req->all_prev)
+        req->all_prev->all_next = req->all_next;
+    else if (comm->all_head == req)
+        comm->all_head = req->all_next;
+    if (req->all_next)
+        req->all_next->all_prev = req->all_prev;
+    req->all_next = req->all_prev = NULL;
+}
+
+static void finish(struct tnt_request *req, tnt_result_t rc)
+{
+    struct tnt_comm *comm = req->comm;
+    if (req->result != TNT_INPROGRESS)
+        return;
+    req->result = rc;
+    if (req->active) {
+        if (req->prev)
+            req->prev->next = req->next;
+        else
+            comm->active_head = req->next;
+        if (req->next)
+            req->next->prev = req->prev;
+        else
+            comm->active_tail = req->prev;
+        req->next = req->prev = NULL;
+        req->active = 0;
+    }
+    if (req->detached) {
+        /* Freed at a safe point: the caller may still be walking it. */
+        unlink_all(comm, req);
+        req->reap_next = comm->reap_head;
+        comm->reap_head = req;
+    }
+    comm->last_activity = tnt__now();
+    pthread_cond_broadcast(&comm->cond);
+}
+
+void tnt__engine_reap(struct tnt_comm *comm)
+{
+    while (comm->reap_head) {
+        struct tnt_request *r = comm->reap_head;
+        comm->reap_head = r->reap_next;
+        free_request(r);
+    }
+}
+
+/* ---- failure ---------------------------------------------------------- */
+
+static void free_unexpected(struct tnt_comm *comm, tnt_peer_t *p)
+{
+    while (p->unexp_head) {
+        tnt_unexp_t *u = p->unexp_head;
+        p->unexp_head = u->next;
+        comm->unexp_bytes -= u->len;
+        free(u);
+    }
+    p->unexp_tail = NULL;
+}
+
+void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
+                      const char *fmt, ...)
+{
+    if (comm->state != TNT_COMM_OK)
+        return;
+    comm->state = (rc == TNT_ERR_ABORTED) ? TNT_COMM_ABORTED
+                                          : TNT_COMM_FAILED;
+    comm->fail_rc = rc;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(comm->fail_msg, sizeof(comm->fail_msg), fmt, ap);
+    va_end(ap);
+    if (rc == TNT_ERR_ABORTED)
+        TNT_LOG_INFO("%s", comm->fail_msg);
+    else
+        TNT_LOG_ERR("%s", comm->fail_msg);
+    /* Close first: afterwards no transport holds a pointer into any
+     * request, so the requests can be finished and freed. */
+    for (int i = 0; i < comm->nranks; i++) {
+        tnt_peer_t *p = &comm->peers[i];
+        if (p->ep)
+            comm->tp->close(comm->tp_ctx, p->ep);
+        p->ep = NULL;
+        p->connecting = 0;
+        p->pending_head = p->pending_tail = NULL;
+        p->posted = NULL;
+        free_unexpected(comm, p);
+    }
+    while (comm->active_head)
+        finish(comm->active_head, rc);
+}
+
+/* ---- executing operations ------------------------------------------- */
+
+static void push_ready(struct tnt_request *req, uint32_t op)
+{
+    req->ready[req->nready++] = op;
+}
+
+static void op_complete(struct tnt_request *req, uint32_t op)
+{
+    tnt_opstate_t *os = &req->ops[op];
+    const tnt_sop_t *sop = &req->sched.ops[op];
+    if (os->done)
+        return;
+    os->done = 1;
+    req->ops_left--;
+    for (uint32_t i = 0; i < sop->succ_count; i++) {
+        uint32_t s = req->sched.succ[sop->succ_begin + i];
+        if (--req->ops[s].deps_left == 0)
+            push_ready(req, s);
+    }
+}
+
+static void ensure_connect(struct tnt_comm *comm, tnt_peer_t *p)
+{
+    if (p->ep || p->connecting)
+        return;
+    p->connecting = 1;
+    /* The lower rank of a pair connects; the higher one waits for it.
+     * Every algorithm's traffic is symmetric in need, so the lower rank
+     * always gets there. */
+    if (comm->rank < p->rank) {
+        tnt_result_t rc = comm->tp->connect(comm->tp_ctx, p->rank, p->addr,
+                                            p->addr_len);
+        if (rc < 0)
+            tnt__engine_fail(comm, TNT_ERR_CONNECT, "rank %d: cannot "
+                             "connect to rank %d (host %s): %s", comm->rank,
+                             p->rank, p->host, tnt_last_error());
+    }
+}
+
+static void start_send(struct tnt_comm *comm, struct tnt_request *req,
+                       uint32_t op)
+{
+    const tnt_sop_t *sop = &req->sched.ops[op];
+    tnt_opstate_t *os = &req->ops[op];
+    tnt_peer_t *p = &comm->peers[sop->peer];
+    tnt_result_t rc = comm->tp->send(comm->tp_ctx, p->ep, &os->hdr,
+                                     sizeof(os->hdr), ref_ptr(req, sop->a),
+                                     sop->bytes, os);
+    if (rc == TNT_SUCCESS)
+        op_complete(req, op);
+    else if (rc < 0)
+        tnt__engine_fail(comm, TNT_ERR_PEER_LOST, "rank %d: %s to rank %d "
+                         "(host %s) failed: %s", comm->rank,
+                         kind_name(req->args.kind), sop->peer, p->host,
+                         tnt_last_error());
+}
+
+static void fail_dead_peer(struct tnt_comm *comm, struct tnt_request *req,
+                           const tnt_peer_t *p)
+{
+    tnt__engine_fail(comm, TNT_ERR_PEER_LOST, "rank %d: %s seq %" PRIu64
+                     " needs rank %d (host %s), which is lost",
+                     comm->rank, kind_name(req->args.kind), req->seq,
+                     p->rank, p->host);
+}
+
+static int matches(const tnt_msg_hdr_t *h, const struct tnt_request *req,
+                   uint32_t step)
+{
+    return h->seq == req->seq && h->step == step;
+}
+
+static void post_recv(struct tnt_comm *comm, struct tnt_request *req,
+                      uint32_t op)
+{
+    const tnt_sop_t *sop = &req->sched.ops[op];
+    tnt_opstate_t *os = &req->ops[op];
+    tnt_peer_t *p = &comm->peers[sop->peer];
+    tnt_unexp_t *prev = NULL;
+    for (tnt_unexp_t *u = p->unexp_head; u; prev = u, u = u->next) {
+        if (!matches(&u->hdr, req, sop->step) || u->claimed)
+            continue;
+        if (u->len != sop->bytes) {
+            tnt__engine_fail(comm, TNT_ERR_MISMATCH, "rank %d: %s seq %"
+                             PRIu64 " step %u expected %zu bytes from rank "
+                             "%d but got %zu", comm->rank,
+                             kind_name(req->args.kind), req->seq, sop->step,
+                             sop->bytes, p->rank, u->len);
+            return;
+        }
+        if (!u->complete) {
+            u->claimed = os; /* copied when its payload has landed */
+            return;
+        }
+        if (u->len)
+            memcpy(ref_ptr(req, sop->dst), u->data, u->len);
+        if (prev)
+            prev->next = u->next;
+        else
+            p->unexp_head = u->next;
+        if (p->unexp_tail == u)
+            p->unexp_tail = prev;
+        comm->unexp_bytes -= u->len;
+        free(u);
+        op_complete(req, op);
+        return;
+    }
+    if (p->dead) {
+        fail_dead_peer(comm, req, p);
+        return;
+    }
+    os->next = p->posted;
+    p->posted = os;
+    ensure_connect(comm, p);
+}
+
+static void start_op(struct tnt_comm *comm, struct tnt_request *req,
+                     uint32_t op)
+{
+    const tnt_sop_t *sop = &req->sched.ops[op];
+    size_t n = req->sched.esize ? sop->bytes / req->sched.esize : 0;
+    switch (sop->kind) {
+    case TNT_SOP_SEND: {
+        tnt_peer_t *p = &comm->peers[sop->peer];
+        if (p->dead) {
+            fail_dead_peer(comm, req, p);
+            return;
+        }
+        if (!p->ep) {
+            tnt_opstate_t *os = &req->ops[op];
+            os->next = NULL;
+            if (p->pending_tail)
+                p->pending_tail->next = os;
+            else
+                p->pending_head = os;
+            p->pending_tail = os;
+            ensure_connect(comm, p);
+            return;
+        }
+        start_send(comm, req, op);
+        return;
+    }
+    case TNT_SOP_RECV:
+        post_recv(comm, req, op);
+        return;
+    case TNT_SOP_REDUCE:
+        if (n)
+            req->reduce(ref_ptr(req, sop->dst), ref_ptr(req, sop->a),
+                        ref_ptr(req, sop->b), n);
+        break;
+    case TNT_SOP_COPY: {
+        unsigned char *d = ref_ptr(req, sop->dst), *s = ref_ptr(req, sop->a);
+        if (d != s && sop->bytes)
+            memcpy(d, s, sop->bytes);
+        break;
+    }
+    case TNT_SOP_SCALE:
+        if (n)
+            tnt__scale_avg(ref_ptr(req, sop->dst), n, req->args.dtype,
+                           req->args.nranks);
+        break;
+    }
+    op_complete(req, op);
+}
+
+/* Run everything that is ready; stop early if the collective failed. */
+static void run_ready(struct tnt_comm *comm, struct tnt_request *req)
+{
+    while (req->nready && req->result == TNT_INPROGRESS &&
+           comm->state == TNT_COMM_OK)
+        start_op(comm, req, req->ready[--req->nready]);
+    if (req->result == TNT_INPROGRESS && req->ops_left == 0)
+        finish(req, TNT_SUCCESS);
+}
+
+/* ---- posting -------------------------------------------------------- */
+
+static int sig_equal(const tnt_msg_hdr_t *a, const tnt_msg_hdr_t *b)
+{
+    return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op &&
+           a->algo == b->algo && a->count == b->count &&
+           a->root == b->root && a->nranks == b->nranks;
+}
+
+static void report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
+                            const tnt_msg_hdr_t *theirs, int peer)
+{
+    char mine[160], other[160];
+    describe_sig(&req->sig, mine, sizeof(mine));
+    describe_sig(theirs, other, sizeof(other));
+    tnt__engine_fail(comm, TNT_ERR_MISMATCH, "collective #%" PRIu64
+                     " mismatch: rank %d called %s but rank %d called %s",
+                     req->seq, comm->rank, mine, peer, other);
+}
+
+tnt_result_t tnt__engine_post(struct tnt_comm *comm,
+                              const tnt_coll_args_t *args, const void *send,
+                              void *recv, struct tnt_request **out)
+{
+    int forced = TNT_ALGO_AUTO;
+    if (args->kind == TNT_COLL_ALLREDUCE)
+        forced = comm->params.allreduce_algo;
+    else if (args->kind == TNT_COLL_BROADCAST)
+        forced = comm->params.bcast_algo;
+    struct tnt_request *req = calloc(1, sizeof(*req));
+    if (!req)
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for a request");
+    req->args = *args;
+    req->result = TNT_INPROGRESS;
+    tnt_result_t rc = tnt__algo_select(args, forced, &req->algo);
+    if (rc == TNT_SUCCESS)
+        rc = tnt__build_schedule(args, req->algo, &req->sched);
+    if (rc != TNT_SUCCESS) {
+        free(req);
+        return rc;
+    }
+    uint32_t nops = req->sched.nops;
+    req->ops = calloc(nops ? nops : 1, sizeof(*req->ops));
+    req->ready = malloc((nops ? nops : 1) * sizeof(*req->ready));
+    if (req->sched.scratch_bytes)
+        req->scratch = malloc(req->sched.scratch_bytes);
+    if (!req->ops || !req->ready ||
+        (req->sched.scratch_bytes && !req->scratch)) {
+        size_t scratch = req->sched.scratch_bytes;
+        free_request(req);
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for a %s of %zu "
+                          "elements (%zu bytes of scratch)",
+                          kind_name(args->kind), args->count, scratch);
+    }
+    req->bufs[TNT_BUF_SEND] = (unsigned char *)(uintptr_t)send;
+    req->bufs[TNT_BUF_RECV] = recv;
+    req->bufs[TNT_BUF_SCRATCH] = req->scratch;
+    req->reduce = tnt__reduce_fn(args->dtype, args->op);
+    req->ops_left = nops;
+
+    tnt_msg_hdr_t *sig = &req->sig;
+    sig->magic = TNT_MSG_MAGIC;
+    sig->comm_id = comm->comm_id;
+    sig->kind = (uint8_t)args->kind;
+    sig->dtype = (uint8_t)args->dtype;
+    sig->op = (uint8_t)args->op;
+    sig->algo = (uint8_t)req->algo;
+    sig->count = args->count;
+    sig->root = args->root;
+    sig->nranks = args->nranks;
+
+    pthread_mutex_lock(&comm->lock);
+    if (comm->state != TNT_COMM_OK) {
+        rc = tnt__error_str(comm->fail_rc, comm->fail_msg);
+        pthread_mutex_unlock(&comm->lock);
+        free_request(req);
+        return rc;
+    }
+    req->comm = comm;
+    req->seq = comm->next_seq++;
+    sig->seq = req->seq;
+    req->deadline = tnt__now() + comm->params.timeout_s;
+    for (uint32_t i = 0; i < nops; i++) {
+        tnt_opstate_t *os = &req->ops[i];
+        os->type = TNT_COOKIE_OP;
+        os->coll = req;
+        os->op = i;
+        os->deps_left = req->sched.ops[i].ndeps;
+        if (req->sched.ops[i].kind == TNT_SOP_SEND) {
+            os->hdr = *sig;
+            os->hdr.step = req->sched.ops[i].step;
+        }
+        if (os->deps_left == 0)
+            push_ready(req, i);
+    }
+    req->active = 1;
+    req->prev = comm->active_tail;
+    if (comm->active_tail)
+        comm->active_tail->next = req;
+    else
+        comm->active_head = req;
+    comm->active_tail = req;
+    req->all_next = comm->all_head;
+    if (comm->all_head)
+        comm->all_head->all_prev = req;
+    comm->all_head = req;
+    comm->last_activity = tnt__now();
+
+    /* Messages of this collective may have arrived already: check their
+     * signatures now, so a mismatch is reported before any data moves. */
+    for (int i = 0; i < comm->nranks && req->result == TNT_INPROGRESS; i++)
+        for (tnt_unexp_t *u = comm->peers[i].unexp_head; u; u = u->next)
+            if (u->hdr.seq == req->seq && !sig_equal(&u->hdr, sig)) {
+                report_mismatch(comm, req, &u->hdr, i);
+                break;
+            }
+    run_ready(comm, req);
+    tnt__engine_reap(comm);
+    pthread_mutex_unlock(&comm->lock);
+    *out = req;
+    return TNT_SUCCESS;
+}
+
+/* ---- waiting and releasing -------------------------------------------- */
+
+tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s)
+{
+    struct tnt_comm *comm = req->comm;
+    if (!comm) /* communicator freed: the result was fixed then */
+        return req->result;
+    struct timespec abs;
+    if (timeout_s >= 0) {
+        double t = tnt__now() + timeout_s;
+        abs.tv_sec = (time_t)t;
+        abs.tv_nsec = (long)((t - (double)abs.tv_sec) * 1e9);
+    }
+    pthread_mutex_lock(&comm->lock);
+    while (req->result == TNT_INPROGRESS) {
+        if (timeout_s < 0) {
+            pthread_cond_wait(&comm->cond, &comm->lock);
+        } else if (pthread_cond_timedwait(&comm->cond, &comm->lock, &abs) ==
+                   ETIMEDOUT) {
+            break;
+        }
+    }
+    tnt_result_t rc = req->result;
+    if (rc == TNT_INPROGRESS)
+        rc = tnt__error(TNT_TIMEOUT, "rank %d: %s #%" PRIu64 " not done "
+                        "after %.3f s", comm->rank, kind_name(req->args.kind),
+                        req->seq, timeout_s);
+    else if (rc < 0)
+        tnt__error_str(rc, comm->fail_msg);
+    pthread_mutex_unlock(&comm->lock);
+    return rc;
+}
+
+void tnt__engine_release(struct tnt_request *req)
+{
+    struct tnt_comm *comm = req->comm;
+    if (!comm) {
+        free_request(req);
+        return;
+    }
+    pthread_mutex_lock(&comm->lock);
+    if (req->result == TNT_INPROGRESS) {
+        req->detached = 1;
+    } else {
+        unlink_all(comm, req);
+        free_request(req);
+    }
+    pthread_mutex_unlock(&comm->lock);
+}
+
+void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
+{
+    if (comm->active_head)
+        tnt__engine_fail(comm, rc, "rank %d: communicator freed with "
+                         "collectives in flight", comm->rank);
+    tnt__engine_reap(comm);
+    /* Requests the user still holds outlive the communicator. */
+    while (comm->all_head) {
+        struct tnt_request *r = comm->all_head;
+        comm->all_head = r->all_next;
+        r->all_next = r->all_prev = NULL;
+        r->comm = NULL;
+    }
+}
+
+/* ---- deadlines -------------------------------------------------------- */
+
+static void hang_report(struct tnt_comm *comm, struct tnt_request *req,
+                        char *buf, size_t len)
+{
+    size_t n = 0;
+    int shown = 0;
+    for (uint32_t i = 0; i < req->sched.nops && shown < 4; i++) {
+        const tnt_sop_t *s = &req->sched.ops[i];
+        tnt_opstate_t *os = &req->ops[i];
+        if (os->done || os->deps_left != 0)
+            continue;
+        if (s->kind != TNT_SOP_SEND && s->kind != TNT_SOP_RECV)
+            continue;
+        int w = snprintf(buf + n, len - n, "%s%s step %u %s rank %d "
+                         "(%zu bytes)", shown ? "; " : "",
+                         s->kind == TNT_SOP_SEND ? "send" : "recv", s->step,
+                         s->kind == TNT_SOP_SEND ? "to" : "from", s->peer,
+                         s->bytes);
+        if (w < 0 || (size_t)w >= len - n)
+            break;
+        n += (size_t)w;
+        shown++;
+    }
+    if (!shown)
+        snprintf(buf, len, "no operation posted");
+    (void)comm;
+}
+
+void tnt__engine_check_deadlines(struct tnt_comm *comm, double now)
+{
+    for (struct tnt_request *r = comm->active_head; r; r = r->next) {
+        if (now < r->deadline)
+            continue;
+        char what[400], sig[160];
+        hang_report(comm, r, what, sizeof(what));
+        describe_sig(&r->sig, sig, sizeof(sig));
+        tnt__engine_fail(comm, TNT_TIMEOUT, "rank %d: %s #%" PRIu64
+                         " timed out after %.1f s (TNT_TIMEOUT), %u of %u "
+                         "operations left; waiting for: %s", comm->rank, sig,
+                         r->seq, comm->params.timeout_s, r->ops_left,
+                         r->sched.nops, what);
+        return;
+    }
+}
+
+/* ---- transport upcalls ------------------------------------------------ */
+
+static void up_connected(void *core, int peer, void *ep)
+{
+    struct tnt_comm *comm = core;
+    if (peer < 0 || peer >= comm->nranks || comm->state != TNT_COMM_OK) {
+        comm->tp->close(comm->tp_ctx, ep);
+        return;
+    }
+    tnt_peer_t *p = &comm->peers[peer];
+    if (p->ep && p->ep != ep) {
+        TNT_LOG_WARN("rank %d: second connection from rank %d refused",
+                     comm->rank, peer);
+        comm->tp->close(comm->tp_ctx, ep);
+        return;
+    }
+    p->ep = ep;
+    p->connecting = 0;
+    /* Flush the sends that waited for the connection, in order. */
+    while (p->pending_head && comm->state == TNT_COMM_OK) {
+        tnt_opstate_t *os = p->pending_head;
+        p->pending_head = os->next;
+        if (!p->pending_head)
+            p->pending_tail = NULL;
+        struct tnt_request *req = os->coll;
+        start_send(comm, req, os->op);
+        run_ready(comm, req);
+    }
+}
+
+static tnt_result_t up_header(void *core, int peer, const void *hdr,
+                              size_t hdr_len, size_t payload_len,
+                              void **dest, void **cookie)
+{
+    struct tnt_comm *comm = core;
+    tnt_msg_hdr_t h;
+    if (hdr_len != sizeof(h))
+        return tnt__error(TNT_ERR_PROTOCOL, "header of %zu bytes, expected "
+                          "%zu", hdr_len, sizeof(h));
+    memcpy(&h, hdr, sizeof(h));
+    size_t esize = tnt_dtype_size((tnt_dtype_t)h.dtype);
+    if (h.magic != TNT_MSG_MAGIC || h.comm_id != comm->comm_id ||
+        h.nranks != comm->nranks || h.kind < TNT_COLL_ALLREDUCE ||
+        h.kind >= TNT_COLL_KIND_END || esize == 0 || h.op >= TNT_OP_COUNT ||
+        h.count > SIZE_MAX / esize / (size_t)comm->nranks ||
+        payload_len > (size_t)h.count * esize * (size_t)comm->nranks)
+        return tnt__error(TNT_ERR_PROTOCOL, "malformed message header from "
+                          "rank %d", peer);
+    if (comm->state != TNT_COMM_OK)
+        return tnt__error_str(comm->fail_rc, comm->fail_msg);
+    tnt_peer_t *p = &comm->peers[peer];
+
+    struct tnt_request *req = comm->active_head;
+    while (req && req->seq != h.seq)
+        req = req->next;
+    if (req) {
+        if (!sig_equal(&h, &req->sig)) {
+            report_mismatch(comm, req, &h, peer);
+            return TNT_ERR_MISMATCH;
+        }
+        tnt_opstate_t **pp = &p->posted;
+        for (; *pp; pp = &(*pp)->next) {
+            tnt_opstate_t *os = *pp;
+            const tnt_sop_t *sop = &os->coll->sched.ops[os->op];
+            if (os->coll != req || sop->step != h.step)
+                continue;
+            if (sop->bytes != payload_len) {
+                tnt__engine_fail(comm, TNT_ERR_MISMATCH, "rank %d: %s #%"
+                                 PRIu64 " step %u: rank %d sent %zu bytes, "
+                                 "expected %zu", comm->rank,
+                                 kind_name(req->args.kind), req->seq, h.step,
+                                 peer, payload_len, sop->bytes);
+                return TNT_ERR_MISMATCH;
+            }
+            *pp = os->next;
+            *dest = ref_ptr(req, sop->dst);
+            *cookie = os;
+            return TNT_SUCCESS;
+        }
+    } else if (h.seq < comm->next_seq) {
+        tnt__engine_fail(comm, TNT_ERR_PROTOCOL, "rank %d: rank %d sent a "
+                         "message for collective #%" PRIu64 ", which has "
+                         "already finished here", comm->rank, peer, h.seq);
+        return TNT_ERR_PROTOCOL;
+    }
+    /* Early: keep it until its receive is posted, within the budget. */
+    if (payload_len > comm->params.max_unexpected_bytes - comm->unexp_bytes) {
+        tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: more than "
+                         "TNT_MAX_UNEXPECTED_BYTES=%zu bytes of early "
+                         "messages (rank %d sent %zu more)", comm->rank,
+                         comm->params.max_unexpected_bytes, peer,
+                         payload_len);
+        return TNT_ERR_NO_MEMORY;
+    }
+    tnt_unexp_t *u = malloc(sizeof(*u) + payload_len);
+    if (!u) {
+        tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: out of memory "
+                         "for an early message of %zu bytes", comm->rank,
+                         payload_len);
+        return TNT_ERR_NO_MEMORY;
+    }
+    u->type = TNT_COOKIE_UNEXP;
+    u->next = NULL;
+    u->hdr = h;
+    u->len = payload_len;
+    u->complete = 0;
+    u->claimed = NULL;
+    if (p->unexp_tail)
+        p->unexp_tail->next = u;
+    else
+        p->unexp_head = u;
+    p->unexp_tail = u;
+    comm->unexp_bytes += payload_len;
+    *dest = u->data;
+    *cookie = u;
+    return TNT_SUCCESS;
+}
+
+static void up_payload(void *core, int peer, void *cookie)
+{
+    struct tnt_comm *comm = core;
+    if (*(int *)cookie == TNT_COOKIE_OP) {
+        tnt_opstate_t *os = cookie;
+        op_complete(os->coll, os->op);
+        run_ready(comm, os->coll);
+        return;
+    }
+    tnt_unexp_t *u = cookie;
+    u->complete = 1;
+    if (!u->claimed)
+        return;
+    /* A receive was posted while the payload was still arriving. */
+    tnt_opstate_t *os = u->claimed;
+    tnt_peer_t *p = &comm->peers[peer];
+    tnt_unexp_t *prev = NULL;
+    for (tnt_unexp_t *it = p->unexp_head; it && it != u; it = it->next)
+        prev = it;
+    if (prev)
+        prev->next = u->next;
+    else
+        p->unexp_head = u->next;
+    if (p->unexp_tail == u)
+        p->unexp_tail = prev;
+    const tnt_sop_t *sop = &os->coll->sched.ops[os->op];
+    if (u->len)
+        memcpy(ref_ptr(os->coll, sop->dst), u->data, u->len);
+    comm->unexp_bytes -= u->len;
+    free(u);
+    op_complete(os->coll, os->op);
+    run_ready(comm, os->coll);
+}
+
+static void up_send_done(void *core, void *cookie)
+{
+    struct tnt_comm *comm = core;
+    tnt_opstate_t *os = cookie;
+    op_complete(os->coll, os->op);
+    run_ready(comm, os->coll);
+}
+
+/* Does any unfinished operation in flight involve `peer`? */
+static int peer_needed(struct tnt_comm *comm, int peer)
+{
+    for (struct tnt_request *r = comm->active_head; r; r = r->next)
+        for (uint32_t i = 0; i < r->sched.nops; i++) {
+            const tnt_sop_t *s = &r->sched.ops[i];
+            if (!r->ops[i].done && s->peer == peer &&
+                (s->kind == TNT_SOP_SEND || s->kind == TNT_SOP_RECV))
+                return 1;
+        }
+    return 0;
+}
+
+static void up_peer_error(void *core, int peer, tnt_result_t err,
+                          const char *what)
+{
+    struct tnt_comm *comm = core;
+    if (peer < 0 || peer >= comm->nranks)
+        return;
+    tnt_peer_t *p = &comm->peers[peer];
+    p->ep = NULL; /* the transport has closed it */
+    p->connecting = 0;
+    p->dead = err ? err : TNT_ERR_PEER_LOST;
+    /* Partial early messages from it can never complete. */
+    tnt_unexp_t **pp = &p->unexp_head;
+    p->unexp_tail = NULL;
+    while (*pp) {
+        tnt_unexp_t *u = *pp;
+        if (!u->complete && !u->claimed) {
+            *pp = u->next;
+            comm->unexp_bytes -= u->len;
+            free(u);
+        } else {
+            p->unexp_tail = u;
+            pp = &u->next;
+        }
+    }
+    if (comm->state == TNT_COMM_OK && peer_needed(comm, peer))
+        tnt__engine_fail(comm, TNT_ERR_PEER_LOST, "rank %d lost rank %d "
+                         "(host %s): %s", comm->rank, peer, p->host,
+                         what ? what : "connection closed");
+    else
+        TNT_LOG_DEBUG("rank %d: connection to rank %d closed: %s",
+                      comm->rank, peer, what ? what : "");
+}
+
+void tnt__engine_fill_env(struct tnt_comm *comm)
+{
+    tnt_transport_env_v1_t *env = &comm->tp_env;
+    memset(env, 0, sizeof(*env));
+    env->size = sizeof(*env);
+    env->version = TNT_TRANSPORT_VERSION;
+    env->rank = comm->rank;
+    env->nranks = comm->nranks;
+    env->comm_id = comm->comm_id;
+    env->job_id = comm->job_id;
+    tnt__progress_fill_services(comm, env);
+    env->on_connected = up_connected;
+    env->on_header = up_header;
+    env->on_payload = up_payload;
+    env->on_send_done = up_send_done;
+    env->on_peer_error = up_peer_error;
+}

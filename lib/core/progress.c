@@ -1,0 +1,275 @@
+/*
+ * The progress thread and the fd services it offers transports. The
+ * thread blocks in epoll_wait with the communicator lock released and
+ * dispatches readiness to transport callbacks with the lock held. It never
+ * spins: while collectives are in flight it wakes at least once a second
+ * to enforce deadlines, and after two idle seconds it sleeps until an fd
+ * or the wake eventfd fires.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/engine.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/progress.h"
+
+#define IDLE_GRACE_S 2.0
+#define MAX_EVENTS 64
+
+double tnt__now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint32_t to_epoll(uint32_t events)
+{
+    uint32_t e = 0;
+    if (events & TNT_FD_READ)
+        e |= EPOLLIN;
+    if (events & TNT_FD_WRITE)
+        e |= EPOLLOUT;
+    return e;
+}
+
+static uint32_t from_epoll(uint32_t e)
+{
+    uint32_t events = 0;
+    /* Errors and hang-ups are reported as readable: the transport finds
+     * out what happened from the read itself. */
+    if (e & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+        events |= TNT_FD_READ;
+    if (e & EPOLLOUT)
+        events |= TNT_FD_WRITE;
+    return events;
+}
+
+static tnt_result_t svc_watch_fd(void *core, int fd, uint32_t events,
+                                 tnt_fd_cb_t cb, void *arg)
+{
+    struct tnt_comm *comm = core;
+    if (fd < 0)
+        return tnt__error(TNT_ERR_INVALID_ARG, "watch of fd %d", fd);
+    if (fd >= comm->watches_cap) {
+        int cap = comm->watches_cap ? comm->watches_cap : 64;
+        while (cap <= fd)
+            cap *= 2;
+        tnt_watch_t **n = realloc(comm->watches, (size_t)cap * sizeof(*n));
+        if (!n)
+            return tnt__error(TNT_ERR_NO_MEMORY, "out of memory watching "
+                              "fd %d", fd);
+        memset(n + comm->watches_cap, 0,
+               (size_t)(cap - comm->watches_cap) * sizeof(*n));
+        comm->watches = n;
+        comm->watches_cap = cap;
+    }
+    tnt_watch_t *w = calloc(1, sizeof(*w));
+    if (!w)
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory watching fd");
+    w->fd = fd;
+    w->cb = cb;
+    w->arg = arg;
+    struct epoll_event ev = {.events = to_epoll(events), .data.ptr = w};
+    if (epoll_ctl(comm->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        int e = errno;
+        free(w);
+        return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(ADD, fd %d): %s", fd,
+                          strerror(e));
+    }
+    comm->watches[fd] = w;
+    return TNT_SUCCESS;
+}
+
+static tnt_result_t svc_modify_fd(void *core, int fd, uint32_t events,
+                                  tnt_fd_cb_t cb, void *arg)
+{
+    struct tnt_comm *comm = core;
+    if (fd < 0 || fd >= comm->watches_cap || !comm->watches[fd])
+        return tnt__error(TNT_ERR_INVALID_ARG, "fd %d is not watched", fd);
+    tnt_watch_t *w = comm->watches[fd];
+    w->cb = cb;
+    w->arg = arg;
+    struct epoll_event ev = {.events = to_epoll(events), .data.ptr = w};
+    if (epoll_ctl(comm->epfd, EPOLL_CTL_MOD, fd, &ev) != 0)
+        return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(MOD, fd %d): %s", fd,
+                          strerror(errno));
+    return TNT_SUCCESS;
+}
+
+static void svc_unwatch_fd(void *core, int fd)
+{
+    struct tnt_comm *comm = core;
+    if (fd < 0 || fd >= comm->watches_cap || !comm->watches[fd])
+        return;
+    tnt_watch_t *w = comm->watches[fd];
+    epoll_ctl(comm->epfd, EPOLL_CTL_DEL, fd, NULL);
+    comm->watches[fd] = NULL;
+    /* An event for it may already sit in the batch being dispatched or
+     * in one collected while the lock was free: free it only after the
+     * next batch has been handled. */
+    w->dead = 1;
+    w->next = comm->graveyard;
+    comm->graveyard = w;
+}
+
+static void svc_log(void *core, int level, const char *fmt, ...)
+{
+    (void)core;
+    if (!tnt__log_enabled(level))
+        return;
+    char buf[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    tnt__log(level, "%s", buf);
+}
+
+void tnt__progress_fill_services(struct tnt_comm *comm,
+                                 tnt_transport_env_v1_t *env)
+{
+    env->core = comm;
+    env->watch_fd = svc_watch_fd;
+    env->modify_fd = svc_modify_fd;
+    env->unwatch_fd = svc_unwatch_fd;
+    env->log = svc_log;
+}
+
+static void wake_cb(void *arg, uint32_t events)
+{
+    struct tnt_comm *comm = arg;
+    (void)events;
+    uint64_t v;
+    ssize_t r = read(comm->wakefd, &v, sizeof(v));
+    (void)r;
+}
+
+/* Called after a batch has been dispatched: an entry removed from epoll
+ * before the next epoll_wait cannot show up in a later batch, so every
+ * entry in the graveyard can go now. */
+static void free_graveyard(struct tnt_comm *comm)
+{
+    while (comm->graveyard) {
+        tnt_watch_t *w = comm->graveyard;
+        comm->graveyard = w->next;
+        free(w);
+    }
+}
+
+static int next_timeout_ms(struct tnt_comm *comm, double now)
+{
+    if (!comm->active_head) {
+        if (now - comm->last_activity > IDLE_GRACE_S)
+            return -1;
+        return 1000;
+    }
+    double left = comm->active_head->deadline - now;
+    for (struct tnt_request *r = comm->active_head; r; r = r->next)
+        if (r->deadline - now < left)
+            left = r->deadline - now;
+    if (left < 0)
+        return 0;
+    if (left > 1.0)
+        return 1000;
+    return (int)(left * 1000.0) + 1;
+}
+
+static void *progress_main(void *arg)
+{
+    struct tnt_comm *comm = arg;
+    struct epoll_event evs[MAX_EVENTS];
+    pthread_mutex_lock(&comm->lock);
+    while (!comm->stop) {
+        tnt__engine_reap(comm);
+        int timeout = next_timeout_ms(comm, tnt__now());
+        pthread_mutex_unlock(&comm->lock);
+        int n = epoll_wait(comm->epfd, evs, MAX_EVENTS, timeout);
+        pthread_mutex_lock(&comm->lock);
+        if (n < 0 && errno != EINTR) {
+            tnt__engine_fail(comm, TNT_ERR_SYSTEM, "rank %d: epoll_wait: %s",
+                             comm->rank, strerror(errno));
+            break;
+        }
+        for (int i = 0; i < n && !comm->stop; i++) {
+            tnt_watch_t *w = evs[i].data.ptr;
+            if (!w->dead)
+                w->cb(w->arg, from_epoll(evs[i].events));
+        }
+        tnt__engine_check_deadlines(comm, tnt__now());
+        free_graveyard(comm);
+    }
+    pthread_mutex_unlock(&comm->lock);
+    return NULL;
+}
+
+tnt_result_t tnt__progress_start(struct tnt_comm *comm)
+{
+    comm->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (comm->epfd < 0)
+        return tnt__error(TNT_ERR_SYSTEM, "epoll_create1: %s",
+                          strerror(errno));
+    comm->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (comm->wakefd < 0)
+        return tnt__error(TNT_ERR_SYSTEM, "eventfd: %s", strerror(errno));
+    comm->wake_watch.fd = comm->wakefd;
+    comm->wake_watch.cb = wake_cb;
+    comm->wake_watch.arg = comm;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &comm->wake_watch};
+    if (epoll_ctl(comm->epfd, EPOLL_CTL_ADD, comm->wakefd, &ev) != 0)
+        return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(eventfd): %s",
+                          strerror(errno));
+    comm->last_activity = tnt__now();
+    return TNT_SUCCESS;
+}
+
+tnt_result_t tnt__progress_run_thread(struct tnt_comm *comm)
+{
+    int e = pthread_create(&comm->thread, NULL, progress_main, comm);
+    if (e != 0)
+        return tnt__error(TNT_ERR_SYSTEM, "pthread_create: %s", strerror(e));
+    comm->thread_started = 1;
+    return TNT_SUCCESS;
+}
+
+void tnt__progress_wake(struct tnt_comm *comm)
+{
+    uint64_t one = 1;
+    ssize_t r = write(comm->wakefd, &one, sizeof(one));
+    (void)r;
+}
+
+void tnt__progress_stop(struct tnt_comm *comm)
+{
+    if (comm->thread_started) {
+        pthread_mutex_lock(&comm->lock);
+        comm->stop = 1;
+        pthread_mutex_unlock(&comm->lock);
+        tnt__progress_wake(comm);
+        pthread_join(comm->thread, NULL);
+        comm->thread_started = 0;
+    }
+}
+
+void tnt__progress_close(struct tnt_comm *comm)
+{
+    free_graveyard(comm);
+    for (int fd = 0; fd < comm->watches_cap; fd++)
+        free(comm->watches[fd]);
+    free(comm->watches);
+    comm->watches = NULL;
+    comm->watches_cap = 0;
+    if (comm->epfd >= 0)
+        close(comm->epfd);
+    if (comm->wakefd >= 0)
+        close(comm->wakefd);
+    comm->epfd = comm->wakefd = -1;
+}
