@@ -151,7 +151,7 @@ tnt_result_t tnt__addr_blob_decode(const void *blob, size_t len,
                                    socklen_t *sslen)
 {
     const unsigned char *b = blob;
-    uint16_t fam;
+    uint16_t fam = 0;
     memset(ss, 0, sizeof(*ss));
     if (len >= 2)
         memcpy(&fam, b, 2);

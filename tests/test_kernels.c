@@ -1,0 +1,873 @@
+/*
+ * Unit tests of the reduction kernels and half-precision conversions in
+ * lib/collectives/reduce.c. Every result is checked against a reference
+ * written independently of the library: floating-point values are decoded
+ * with ldexp() and combined in long double, half formats are rounded by
+ * searching a table of all their values, and integers are combined exactly
+ * in 128-bit arithmetic and then wrapped explicitly. The inputs are chosen
+ * so that the wide reference is exact (or provably rounds the same way),
+ * hence results must match bit for bit. Needs only CUnit and reduce.c.
+ */
+#include <CUnit/Basic.h>
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives/reduce.h"
+#include "tnt/tnt.h"
+
+#ifdef __SIZEOF_INT128__
+__extension__ typedef __int128 wide_int;
+__extension__ typedef unsigned __int128 wide_uint;
+#else /* Low 64 bits of sums and products are still right in uint64_t. */
+typedef int64_t wide_int;
+typedef uint64_t wide_uint;
+#endif
+
+/* ---- Small helpers ------------------------------------------------------ */
+
+static const size_t esize[TNT_DTYPE_COUNT] = {4, 8, 2, 2, 1, 1, 4, 4, 8, 8};
+static const char *const dt_name[TNT_DTYPE_COUNT] = {
+    "f32", "f64", "f16", "bf16", "i8", "u8", "i32", "u32", "i64", "u64"};
+static const char *const op_name[TNT_OP_COUNT] = {"sum", "avg", "prod",
+                                                  "min", "max"};
+/* The element lengths that reach every prologue, block and tail path. */
+static const size_t lengths[] = {0,  1,  2,  3,  7,   8,    15,  16,
+                                 17, 31, 33, 100, 1000, 4097};
+#define NLENGTHS (sizeof lengths / sizeof lengths[0])
+
+static uint64_t rng_state;
+
+/* splitmix64: tiny, seedable, good enough to spread bits. */
+static uint64_t rnd(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int is_float(tnt_dtype_t dt) { return dt <= TNT_BF16; }
+static int is_signed_int(tnt_dtype_t dt)
+{
+    return dt == TNT_I8 || dt == TNT_I32 || dt == TNT_I64;
+}
+
+/* Raw bits of one element, zero-extended. */
+static uint64_t load_bits(tnt_dtype_t dt, const void *p)
+{
+    uint8_t u8;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    switch (esize[dt]) {
+    case 1: memcpy(&u8, p, 1); return u8;
+    case 2: memcpy(&u16, p, 2); return u16;
+    case 4: memcpy(&u32, p, 4); return u32;
+    default: memcpy(&u64, p, 8); return u64;
+    }
+}
+
+static void store_bits(tnt_dtype_t dt, void *p, uint64_t v)
+{
+    uint8_t u8 = (uint8_t)v;
+    uint16_t u16 = (uint16_t)v;
+    uint32_t u32 = (uint32_t)v;
+    switch (esize[dt]) {
+    case 1: memcpy(p, &u8, 1); break;
+    case 2: memcpy(p, &u16, 2); break;
+    case 4: memcpy(p, &u32, 4); break;
+    default: memcpy(p, &v, 8); break;
+    }
+}
+
+static float f32_of(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint32_t bits_of_f32(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* ---- Reference half formats (value based, via ldexp) ------------------- */
+
+static double ref_f16_value(uint16_t h)
+{
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v = e == 0x1f ? (m ? NAN : INFINITY)
+               : e ? ldexp(1024 + m, e - 25) : ldexp(m, -24);
+    return (h & 0x8000) ? -v : v;
+}
+
+static double ref_bf16_value(uint16_t h)
+{
+    int e = (h >> 7) & 0xff, m = h & 0x7f;
+    double v = e == 0xff ? (m ? NAN : INFINITY)
+               : e ? ldexp(128 + m, e - 134) : ldexp(m, -133);
+    return (h & 0x8000) ? -v : v;
+}
+
+/* Magnitudes of the patterns 0 .. inf (the infinity pattern's entry is the
+ * next power of two: IEEE rounds to infinity from half an ulp above the
+ * largest finite value, exactly as if that value existed). */
+#define F16_INF 0x7c00u
+#define BF16_INF 0x7f80u
+static double f16_table[F16_INF + 1], bf16_table[BF16_INF + 1];
+
+static void build_tables(void)
+{
+    for (unsigned p = 0; p < F16_INF; p++)
+        f16_table[p] = ref_f16_value((uint16_t)p);
+    f16_table[F16_INF] = 65536.0;
+    for (unsigned p = 0; p < BF16_INF; p++)
+        bf16_table[p] = ref_bf16_value((uint16_t)p);
+    bf16_table[BF16_INF] = ldexp(1.0, 128);
+}
+
+/* Round v to the nearest table entry, ties to the even pattern. A NaN
+ * gives the canonical quiet NaN; callers compare NaNs by class only. */
+static uint16_t ref_round(const double *t, unsigned inf, unsigned qnan,
+                          double v)
+{
+    uint16_t sign = signbit(v) ? 0x8000 : 0;
+    double m = fabs(v);
+    unsigned lo = 0, hi = inf;
+
+    if (isnan(v))
+        return (uint16_t)(sign | qnan);
+    if (m >= t[inf])
+        return (uint16_t)(sign | inf);
+    while (hi - lo > 1) { /* Invariant: t[lo] <= m < t[hi]. */
+        unsigned mid = (lo + hi) / 2;
+        if (t[mid] <= m)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    double mid = (t[lo] + t[hi]) / 2; /* Exact: few significant bits. */
+    unsigned p = m < mid ? lo : m > mid ? hi : (lo & 1) ? hi : lo;
+    return (uint16_t)(sign | p);
+}
+
+static uint16_t ref_f16(double v)
+{
+    return ref_round(f16_table, F16_INF, 0x7e00, v);
+}
+
+static uint16_t ref_bf16(double v)
+{
+    return ref_round(bf16_table, BF16_INF, 0x7fc0, v);
+}
+
+static int f16_is_nan(uint16_t h) { return (h & 0x7fff) > 0x7c00; }
+static int bf16_is_nan(uint16_t h) { return (h & 0x7fff) > 0x7f80; }
+
+/* ---- Reference element operations -------------------------------------- */
+
+static long double load_float(tnt_dtype_t dt, const void *p)
+{
+    uint64_t u = load_bits(dt, p);
+    double d;
+    switch (dt) {
+    case TNT_F32: return f32_of((uint32_t)u);
+    case TNT_F64: memcpy(&d, &u, 8); return d;
+    case TNT_F16: return ref_f16_value((uint16_t)u);
+    default: return ref_bf16_value((uint16_t)u);
+    }
+}
+
+static int elem_is_nan(tnt_dtype_t dt, const void *p)
+{
+    return is_float(dt) && isnan(load_float(dt, p));
+}
+
+/* Does this NaN have its quiet bit set? */
+static int elem_is_quiet(tnt_dtype_t dt, const void *p)
+{
+    static const uint64_t quiet[] = {0x400000, 0x8000000000000ull, 0x200,
+                                     0x40};
+    return (load_bits(dt, p) & quiet[dt]) != 0;
+}
+
+static int64_t sign_extend(uint64_t raw, unsigned bits)
+{
+    uint64_t sign = 1ull << (bits - 1);
+    /* Written without implementation-defined conversions. */
+    return (raw & sign) ? -(int64_t)((sign - (raw & (sign - 1)) - 1)) - 1
+                        : (int64_t)raw;
+}
+
+/* out = a op b, the way reduce.h specifies it, in wide arithmetic. */
+static void ref_op(tnt_dtype_t dt, tnt_op_t op, const void *a, const void *b,
+                   void *out)
+{
+    size_t es = esize[dt];
+    unsigned bits = (unsigned)(8 * es);
+    uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    uint64_t ua = load_bits(dt, a), ub = load_bits(dt, b);
+    int pick_b;
+
+    if (op == TNT_MIN || op == TNT_MAX) {
+        if (is_float(dt)) {
+            long double fa = load_float(dt, a), fb = load_float(dt, b);
+            pick_b = op == TNT_MIN ? fb < fa : fb > fa;
+        } else if (is_signed_int(dt)) {
+            int64_t sa = sign_extend(ua, bits), sb = sign_extend(ub, bits);
+            pick_b = op == TNT_MIN ? sb < sa : sb > sa;
+        } else {
+            pick_b = op == TNT_MIN ? ub < ua : ub > ua;
+        }
+        memcpy(out, pick_b ? b : a, es);
+        return;
+    }
+    if (is_float(dt)) {
+        long double fa = load_float(dt, a), fb = load_float(dt, b);
+        long double r = op == TNT_PROD ? fa * fb : fa + fb;
+        float f = (float)r;
+        double d = (double)r;
+        uint16_t h;
+        switch (dt) {
+        case TNT_F32: memcpy(out, &f, 4); break;
+        case TNT_F64: memcpy(out, &d, 8); break;
+        case TNT_F16: h = ref_f16(f); memcpy(out, &h, 2); break;
+        default: h = ref_bf16(f); memcpy(out, &h, 2); break;
+        }
+        return;
+    }
+    if (is_signed_int(dt)) {
+        wide_int sa = sign_extend(ua, bits), sb = sign_extend(ub, bits);
+        wide_int r = op == TNT_PROD ? sa * sb : sa + sb;
+        store_bits(dt, out, (uint64_t)r & mask);
+    } else {
+        wide_uint r = op == TNT_PROD ? (wide_uint)ua * ub : (wide_uint)ua + ub;
+        store_bits(dt, out, (uint64_t)r & mask);
+    }
+}
+
+/* ---- Test data ------------------------------------------------------------ */
+
+/*
+ * Floats are mostly "nice": a full significand times 2^e with |e| <= 12,
+ * so that sums and products are exact in long double and the reference
+ * rounds only once, like the kernel. One element in 16 is special. Half
+ * formats take any bit pattern: their sums and products are exact in long
+ * double (bf16 sums far apart round to the larger operand either way).
+ */
+static void gen_elem(tnt_dtype_t dt, void *p)
+{
+    static const uint32_t f32_special[] = {
+        0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00001,
+        0x7f800001, 0x7f7fffff, 0xff7fffff, 0x00800000, 0x00000001,
+        0x80000001, 0x007fffff};
+    static const double f64_special[] = {
+        0.0, -0.0, INFINITY, -INFINITY, NAN, 0x1p1023, -0x1.8p1023,
+        0x1p-1074, -0x1p-1022, 0x0.00000fffffp-1022};
+    uint64_t r = rnd(), pick = rnd();
+    int special = (pick & 15) == 0;
+    unsigned bits = (unsigned)(8 * esize[dt]);
+    int e = (int)((pick >> 8) % 25) - 12;
+    float f;
+    double d;
+
+    switch (dt) {
+    case TNT_F32:
+        if (special) {
+            store_bits(dt, p, f32_special[r % 13]);
+            return;
+        }
+        f = ldexpf((float)((r & 0x7fffff) | 0x800000), e - 23);
+        f = (pick & 16) ? -f : f;
+        memcpy(p, &f, 4);
+        return;
+    case TNT_F64:
+        d = special ? f64_special[r % 10]
+                    : ldexp((double)((r & 0x1ffffff) | 0x2000000), e - 25);
+        d = (!special && (pick & 16)) ? -d : d;
+        memcpy(p, &d, 8);
+        return;
+    case TNT_F16:
+    case TNT_BF16:
+        store_bits(dt, p, special ? (r & 0x8000) : (r & 0xffff));
+        return;
+    default:
+        if (special) { /* 0, 1, -1, MIN, MAX, 2 of the type. */
+            uint64_t top = 1ull << (bits - 1);
+            const uint64_t edge[] = {0, 1, ~0ull, top, top - 1, 2};
+            r = edge[r % 6];
+        }
+        store_bits(dt, p, r);
+    }
+}
+
+static void gen(tnt_dtype_t dt, void *buf, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        gen_elem(dt, (char *)buf + i * esize[dt]);
+}
+
+/* A buffer with 64-byte guard zones on both sides; data is 64-byte
+ * aligned, or one element past that when `off` is set. */
+#define GUARD 64
+struct gbuf {
+    unsigned char *base, *data;
+    size_t bytes;
+};
+
+static int gbuf_init(struct gbuf *g, size_t n, size_t es, int off)
+{
+    size_t total = (2 * GUARD + (n + 1) * es + 63) / 64 * 64;
+    g->base = aligned_alloc(64, total);
+    if (g->base == NULL)
+        return -1;
+    memset(g->base, 0xa5, total);
+    g->data = g->base + GUARD + (off ? es : 0);
+    g->bytes = total;
+    return 0;
+}
+
+/* Everything outside data[0, n) must still be 0xa5. */
+static int gbuf_guards_intact(const struct gbuf *g, size_t n, size_t es)
+{
+    for (size_t i = 0; i < g->bytes; i++) {
+        const unsigned char *p = g->base + i;
+        if ((p < g->data || p >= g->data + n * es) && *p != 0xa5)
+            return 0;
+    }
+    return 1;
+}
+
+/* ---- Kernel sweeps ------------------------------------------------------- */
+
+enum alias { DISTINCT, DST_IS_A, DST_IS_B, A_IS_B, ALL_SAME, NALIAS };
+static const char *const alias_name[NALIAS] = {"distinct", "dst==a",
+                                               "dst==b", "a==b", "all same"};
+
+/* Compare one result element; arithmetic NaNs need only be quiet NaNs. */
+static int elem_ok(tnt_dtype_t dt, tnt_op_t op, const void *want,
+                   const void *got)
+{
+    if (op != TNT_MIN && op != TNT_MAX && elem_is_nan(dt, want))
+        return elem_is_nan(dt, got) && elem_is_quiet(dt, got);
+    return memcmp(want, got, esize[dt]) == 0;
+}
+
+static int reported;
+
+/* Run one (dtype, op, n, aliasing, offset) case; 0 if all is well. */
+static int run_case(tnt_dtype_t dt, tnt_op_t op, size_t n, enum alias al,
+                    int off)
+{
+    size_t es = esize[dt];
+    tnt_reduce_fn_t fn = tnt__reduce_fn(dt, op);
+    struct gbuf A, B, D;
+    unsigned char *want = malloc(n * es + 1), *a0 = malloc(n * es + 1);
+    unsigned char *b0 = malloc(n * es + 1);
+    int bad = 0;
+
+    if (fn == NULL || !want || !a0 || !b0 || gbuf_init(&A, n, es, off) ||
+        gbuf_init(&B, n, es, off) || gbuf_init(&D, n, es, off)) {
+        fprintf(stderr, "setup failed for %s %s\n", dt_name[dt],
+                op_name[op]);
+        exit(2); /* Leaks are moot: nothing else can be tested. */
+    }
+    gen(dt, A.data, n);
+    gen(dt, B.data, n);
+    unsigned char *a = A.data;
+    unsigned char *b = (al == A_IS_B || al == ALL_SAME) ? A.data : B.data;
+    unsigned char *dst = al == DST_IS_A || al == ALL_SAME ? A.data
+                         : al == DST_IS_B                 ? B.data
+                                                          : D.data;
+    memcpy(a0, a, n * es);
+    memcpy(b0, b, n * es);
+    for (size_t i = 0; i < n; i++)
+        ref_op(dt, op, a0 + i * es, b0 + i * es, want + i * es);
+
+    fn(dst, a, b, n);
+
+    for (size_t i = 0; i < n && !bad; i++) {
+        if (!elem_ok(dt, op, want + i * es, dst + i * es)) {
+            bad = 1;
+            if (reported++ < 10)
+                fprintf(stderr,
+                        "\n  %s %s n=%zu %s off=%d: [%zu] a=%#" PRIx64
+                        " b=%#" PRIx64 " want %#" PRIx64 " got %#" PRIx64,
+                        dt_name[dt], op_name[op], n, alias_name[al], off, i,
+                        load_bits(dt, a0 + i * es), load_bits(dt, b0 + i * es),
+                        load_bits(dt, want + i * es),
+                        load_bits(dt, dst + i * es));
+        }
+    }
+    /* Inputs that are not the destination must be left alone. */
+    if ((dst != a && memcmp(a, a0, n * es)) ||
+        (dst != b && memcmp(b, b0, n * es)))
+        bad = 1;
+    if (!gbuf_guards_intact(&A, n, es) || !gbuf_guards_intact(&B, n, es) ||
+        !gbuf_guards_intact(&D, n, es)) {
+        bad = 1;
+        if (reported++ < 10)
+            fprintf(stderr, "\n  %s %s n=%zu %s: wrote outside dst",
+                    dt_name[dt], op_name[op], n, alias_name[al]);
+    }
+    free(A.base);
+    free(B.base);
+    free(D.base);
+    free(want);
+    free(a0);
+    free(b0);
+    return bad;
+}
+
+static void sweep_dtype(tnt_dtype_t dt)
+{
+    unsigned failed = 0;
+
+    rng_state = 0x5eed0000u + (unsigned)dt;
+    for (int op = 0; op < TNT_OP_COUNT; op++)
+        for (size_t li = 0; li < NLENGTHS; li++)
+            for (int al = 0; al < NALIAS; al++)
+                for (int off = 0; off < 2; off++)
+                    failed += (unsigned)run_case(dt, (tnt_op_t)op,
+                                                 lengths[li],
+                                                 (enum alias)al, off);
+    CU_ASSERT_EQUAL(failed, 0);
+}
+
+static void test_sweep_f32(void) { sweep_dtype(TNT_F32); }
+static void test_sweep_f64(void) { sweep_dtype(TNT_F64); }
+static void test_sweep_f16(void) { sweep_dtype(TNT_F16); }
+static void test_sweep_bf16(void) { sweep_dtype(TNT_BF16); }
+static void test_sweep_i8(void) { sweep_dtype(TNT_I8); }
+static void test_sweep_u8(void) { sweep_dtype(TNT_U8); }
+static void test_sweep_i32(void) { sweep_dtype(TNT_I32); }
+static void test_sweep_u32(void) { sweep_dtype(TNT_U32); }
+static void test_sweep_i64(void) { sweep_dtype(TNT_I64); }
+static void test_sweep_u64(void) { sweep_dtype(TNT_U64); }
+
+/* The engine accumulates rank after rank in place; each step rounds. */
+static void test_half_chain(void)
+{
+    enum { N = 1000, RANKS = 8 };
+    static uint16_t in[RANKS][N], acc[N], want[N];
+
+    for (int dt = TNT_F16; dt <= TNT_BF16; dt++) {
+        for (int op = TNT_SUM; op < TNT_OP_COUNT; op++) {
+            tnt_reduce_fn_t fn = tnt__reduce_fn((tnt_dtype_t)dt, op);
+            rng_state = 77;
+            for (int r = 0; r < RANKS; r++)
+                for (int i = 0; i < N; i++) /* Moderate values: no inf. */
+                    in[r][i] = (uint16_t)((rnd() & 0x83ff) |
+                                          (dt == TNT_F16 ? 0x3800 : 0x3f00));
+            memcpy(acc, in[0], sizeof acc);
+            memcpy(want, in[0], sizeof want);
+            for (int r = 1; r < RANKS; r++) {
+                fn(acc, acc, in[r], N);
+                for (int i = 0; i < N; i++) {
+                    uint16_t w;
+                    ref_op((tnt_dtype_t)dt, op, &want[i], &in[r][i], &w);
+                    want[i] = w;
+                }
+            }
+            CU_ASSERT(memcmp(acc, want, sizeof acc) == 0);
+        }
+    }
+}
+
+/* ---- Conversions ---------------------------------------------------------- */
+
+/* f16 -> f32 -> f16 over all 65536 patterns; values checked by ldexp. */
+static void roundtrip_all(tnt_dtype_t dt)
+{
+    unsigned bad = 0;
+    uint16_t quiet = dt == TNT_F16 ? 0x200 : 0x40;
+
+    for (uint32_t p = 0; p <= 0xffff; p++) {
+        uint16_t h = (uint16_t)p, back;
+        float f = dt == TNT_F16 ? tnt__f16_to_f32(h) : tnt__bf16_to_f32(h);
+        double want = dt == TNT_F16 ? ref_f16_value(h) : ref_bf16_value(h);
+        int nan = dt == TNT_F16 ? f16_is_nan(h) : bf16_is_nan(h), ok;
+
+        back = dt == TNT_F16 ? tnt__f32_to_f16(f) : tnt__f32_to_bf16(f);
+        if (nan) /* Quiet NaN in f32; back: same sign and payload, quiet. */
+            ok = isnan(f) && (bits_of_f32(f) & 0x400000) &&
+                 !signbit(f) == !(h & 0x8000) && back == (h | quiet);
+        else
+            ok = (double)f == want && !signbit(f) == !(h & 0x8000) &&
+                 back == h;
+        bad += !ok;
+        if (!ok && reported++ < 10)
+            fprintf(stderr, "\n  %s pattern %#x: f32 %a back %#x",
+                    dt_name[dt], (unsigned)h, (double)f, (unsigned)back);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_f16_roundtrip(void) { roundtrip_all(TNT_F16); }
+static void test_bf16_roundtrip(void) { roundtrip_all(TNT_BF16); }
+
+/* One f32 -> half conversion against the table reference. */
+static int convert_ok(tnt_dtype_t dt, float f)
+{
+    uint16_t got = dt == TNT_F16 ? tnt__f32_to_f16(f) : tnt__f32_to_bf16(f);
+    uint16_t want = dt == TNT_F16 ? ref_f16(f) : ref_bf16(f);
+    int ok;
+
+    if (isnan(f)) /* Quiet NaN with the same sign, never infinity. */
+        ok = (dt == TNT_F16 ? f16_is_nan(got) : bf16_is_nan(got)) &&
+             (got & (dt == TNT_F16 ? 0x200 : 0x40)) &&
+             !(got & 0x8000) == !signbit(f);
+    else
+        ok = got == want;
+    if (!ok && reported++ < 10)
+        fprintf(stderr, "\n  f32 %#x (%a) -> %s: want %#x got %#x",
+                bits_of_f32(f), (double)f, dt_name[dt], want, got);
+    return ok;
+}
+
+/* Around every representable half value: the value itself, the f32
+ * neighbours of the midpoint to the next value, the midpoint itself, and
+ * the f32 values just inside both ends; then a million random patterns. */
+static void sweep_conversion(tnt_dtype_t dt)
+{
+    const double *t = dt == TNT_F16 ? f16_table : bf16_table;
+    unsigned inf = dt == TNT_F16 ? F16_INF : BF16_INF, bad = 0;
+
+    for (unsigned p = 0; p < inf; p++) {
+        float lo = (float)t[p], hi = (float)t[p + 1];
+        float mid = (float)((t[p] + t[p + 1]) / 2); /* Exact in f32. */
+        float probes[] = {lo, nextafterf(lo, INFINITY), nextafterf(mid, 0),
+                          mid, nextafterf(mid, INFINITY),
+                          nextafterf(hi, 0)};
+        if (isinf(hi)) /* bf16: the past-the-end value 2^128 is no f32. */
+            probes[5] = FLT_MAX;
+        for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+            bad += !convert_ok(dt, probes[i]);
+            bad += !convert_ok(dt, -probes[i]);
+        }
+    }
+    rng_state = 1234;
+    for (int i = 0; i < (1 << 20); i++)
+        bad += !convert_ok(dt, f32_of((uint32_t)rnd()));
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_f16_rounding_sweep(void) { sweep_conversion(TNT_F16); }
+static void test_bf16_rounding_sweep(void) { sweep_conversion(TNT_BF16); }
+
+/* Hand-picked cases whose answers are known without any reference. */
+static void test_f16_chosen(void)
+{
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(1.0f), 0x3c00);
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(1.0f + 0x1p-11f), 0x3c00); /* tie: even */
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(1.0f + 0x3p-11f), 0x3c02); /* tie: even */
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(f32_of(0x3f801001)), 0x3c01);
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(-2.0f), 0xc000);
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(65504.0f), 0x7bff);
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(65519.99f), 0x7bff);
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(65520.0f), 0x7c00); /* overflow tie */
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(1e10f), 0x7c00);
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(-FLT_MAX), 0xfc00);
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(INFINITY), 0x7c00);
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(-INFINITY), 0xfc00);
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(-0.0f), 0x8000);
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(0x1p-14f), 0x0400);   /* min normal */
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(0x1p-24f), 0x0001);   /* min subnormal */
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(0x1p-25f), 0x0000);   /* tie: even 0 */
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(-0x1.000002p-25f), 0x8001);
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(0x3p-25f), 0x0002);   /* tie 1|2: 2 */
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(0x1p-14f - 0x1p-25f), 0x0400); /* carry */
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(0x1p-149f), 0x0000);
+    CU_ASSERT_EQUAL(tnt__f16_to_f32(0x0001), 0x1p-24f);
+    CU_ASSERT_EQUAL(tnt__f16_to_f32(0x03ff), 0x3ffp-24f);
+    CU_ASSERT_EQUAL(tnt__f16_to_f32(0x7bff), 65504.0f);
+    CU_ASSERT_EQUAL(tnt__f16_to_f32(0xc000), -2.0f);
+    CU_ASSERT(isinf(tnt__f16_to_f32(0xfc00)) && tnt__f16_to_f32(0xfc00) < 0);
+    /* Signalling NaNs (quiet bit clear) must not become infinities. */
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(f32_of(0x7f800001)), 0x7e00);
+    CU_ASSERT_EQUAL(tnt__f32_to_f16(f32_of(0xffc00000)), 0xfe00);
+    CU_ASSERT_EQUAL(bits_of_f32(tnt__f16_to_f32(0x7c01)), 0x7fc02000);
+}
+
+static void test_bf16_chosen(void)
+{
+    CU_ASSERT_EQUAL(tnt__f32_to_bf16(1.0f), 0x3f80);
+    CU_ASSERT_EQUAL(tnt__f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);  /* tie: even */
+    CU_ASSERT_EQUAL(tnt__f32_to_bf16(1.0f + 0x3p-8f), 0x3f82);  /* tie: even */
+    CU_ASSERT_EQUAL(tnt__f32_to_bf16(1.0f + 0x1.02p-8f), 0x3f81);
+    CU_ASSERT_EQUAL(tnt__f32_to_bf16(f32_of(0x7f7f7fff)), 0x7f7f);
+    CU_ASSERT_EQUAL(tnt__f32_to_bf16(f32_of(0x7f7f8000)), 0x7f80); /* inf */
+    CU_ASSERT_EQUAL(tnt__f32_to_bf16(FLT_MAX), 0x7f80);
+    CU_ASSERT_EQUAL(tnt__f32_to_bf16(-FLT_MAX), 0xff80);
+    CU_ASSERT_EQUAL(tnt__f32_to_bf16(-0.0f), 0x8000);
+    CU_ASSERT_EQUAL(tnt__f32_to_bf16(f32_of(0x00008000)), 0x0000); /* tie */
+    CU_ASSERT_EQUAL(tnt__f32_to_bf16(f32_of(0x00018000)), 0x0002); /* tie */
+    CU_ASSERT_EQUAL(tnt__f32_to_bf16(f32_of(0x00008001)), 0x0001);
+    /* Truncating these NaNs would give infinity (0x7f80) or, with the
+     * rounding carry, negative zero. */
+    CU_ASSERT_EQUAL(tnt__f32_to_bf16(f32_of(0x7f800001)), 0x7fc0);
+    CU_ASSERT_EQUAL(tnt__f32_to_bf16(f32_of(0x7fffffff)), 0x7fff);
+    CU_ASSERT_EQUAL(tnt__f32_to_bf16(f32_of(0xff80ffff)), 0xffc0);
+    CU_ASSERT_EQUAL(tnt__bf16_to_f32(0x3f80), 1.0f);
+    CU_ASSERT_EQUAL(tnt__bf16_to_f32(0x0001), 0x1p-133f);
+    CU_ASSERT_EQUAL(bits_of_f32(tnt__bf16_to_f32(0x7f81)), 0x7fc10000);
+}
+
+/* ---- Integer wrap-around and float MIN/MAX --------------------------- */
+
+#define APPLY(dt, op, T, x, y, want)                                        \
+    do {                                                                    \
+        T a_[1] = {x}, b_[1] = {y}, d_[1];                                  \
+        tnt__reduce_fn(dt, op)(d_, a_, b_, 1);                              \
+        CU_ASSERT(d_[0] == (T)(want));                                      \
+    } while (0)
+
+static void test_integer_wrap(void)
+{
+    APPLY(TNT_I32, TNT_SUM, int32_t, INT32_MAX, 1, INT32_MIN);
+    APPLY(TNT_I32, TNT_SUM, int32_t, INT32_MIN, -1, INT32_MAX);
+    APPLY(TNT_I32, TNT_PROD, int32_t, INT32_MAX, 2, -2);
+    APPLY(TNT_I32, TNT_PROD, int32_t, INT32_MIN, -1, INT32_MIN);
+    APPLY(TNT_I8, TNT_SUM, int8_t, 127, 1, -128);
+    APPLY(TNT_I8, TNT_PROD, int8_t, 100, 3, 44);      /* 300 - 256 */
+    APPLY(TNT_I8, TNT_PROD, int8_t, -128, -1, -128);
+    APPLY(TNT_I8, TNT_PROD, int8_t, -7, 5, -35);
+    APPLY(TNT_U8, TNT_SUM, uint8_t, 255, 1, 0);
+    APPLY(TNT_U8, TNT_PROD, uint8_t, 255, 255, 1);    /* 65025 mod 256 */
+    APPLY(TNT_U32, TNT_PROD, uint32_t, 65536u, 65536u, 0);
+    APPLY(TNT_U32, TNT_SUM, uint32_t, UINT32_MAX, 2u, 1);
+    APPLY(TNT_U64, TNT_SUM, uint64_t, UINT64_MAX, 2u, 1);
+    APPLY(TNT_U64, TNT_PROD, uint64_t, 1ull << 32, 1ull << 32, 0);
+    APPLY(TNT_U64, TNT_PROD, uint64_t, 0x100000001ull, 0x100000001ull,
+          0x200000001ull);
+    APPLY(TNT_I64, TNT_SUM, int64_t, INT64_MAX, 1, INT64_MIN);
+    APPLY(TNT_I64, TNT_PROD, int64_t, INT64_MIN, -1, INT64_MIN);
+    APPLY(TNT_I64, TNT_MIN, int64_t, -1, INT64_MIN, INT64_MIN);
+    APPLY(TNT_U64, TNT_MAX, uint64_t, 1, UINT64_MAX, UINT64_MAX);
+    APPLY(TNT_I8, TNT_MAX, int8_t, -1, -128, -1);
+    APPLY(TNT_U8, TNT_MIN, uint8_t, 255, 128, 128);
+}
+
+/* Bits of min/max(a, b) on f32: a unless b is strictly smaller/larger. */
+static uint32_t f32_pick(tnt_op_t op, uint32_t a, uint32_t b)
+{
+    float x = f32_of(a), y = f32_of(b), d;
+    tnt__reduce_fn(TNT_F32, op)(&d, &x, &y, 1);
+    return bits_of_f32(d);
+}
+
+static void test_float_minmax(void)
+{
+    const uint32_t nan = 0x7fc00000, one = 0x3f800000, pz = 0, nz = 0x80000000;
+    uint16_t h[2] = {0x7e00, 0x3c00}, hd;
+
+    CU_ASSERT_EQUAL(f32_pick(TNT_MIN, nan, one), nan);
+    CU_ASSERT_EQUAL(f32_pick(TNT_MIN, one, nan), one);
+    CU_ASSERT_EQUAL(f32_pick(TNT_MAX, nan, one), nan);
+    CU_ASSERT_EQUAL(f32_pick(TNT_MAX, one, nan), one);
+    CU_ASSERT_EQUAL(f32_pick(TNT_MIN, pz, nz), pz);
+    CU_ASSERT_EQUAL(f32_pick(TNT_MIN, nz, pz), nz);
+    CU_ASSERT_EQUAL(f32_pick(TNT_MAX, nz, pz), nz);
+    CU_ASSERT_EQUAL(f32_pick(TNT_MIN, 0xbf800000, one), 0xbf800000);
+    CU_ASSERT_EQUAL(f32_pick(TNT_MAX, 0xbf800000, one), one);
+    tnt__reduce_fn(TNT_F16, TNT_MIN)(&hd, &h[0], &h[1], 1);
+    CU_ASSERT_EQUAL(hd, 0x7e00);
+    tnt__reduce_fn(TNT_F16, TNT_MAX)(&hd, &h[1], &h[0], 1);
+    CU_ASSERT_EQUAL(hd, 0x3c00);
+}
+
+/* ---- AVG scaling ---------------------------------------------------------- */
+
+/* Reference quotient of one element, computed without the library's
+ * formulas: floats in long double then rounded (through f32 for halves),
+ * integers by dividing the magnitude. */
+static void ref_scale(tnt_dtype_t dt, const void *in, void *out, int nranks)
+{
+    unsigned bits = (unsigned)(8 * esize[dt]);
+    uint64_t u = load_bits(dt, in);
+
+    if (is_float(dt)) {
+        long double q = load_float(dt, in) / nranks;
+        float f = (float)q;
+        double d = (double)q;
+        uint16_t h;
+        switch (dt) {
+        case TNT_F32: memcpy(out, &f, 4); break;
+        case TNT_F64: memcpy(out, &d, 8); break;
+        case TNT_F16: h = ref_f16(f); memcpy(out, &h, 2); break;
+        default: h = ref_bf16(f); memcpy(out, &h, 2); break;
+        }
+    } else if (is_signed_int(dt)) {
+        int64_t s = sign_extend(u, bits);
+        uint64_t mag = s < 0 ? (uint64_t)(-(s + 1)) + 1 : (uint64_t)s;
+        uint64_t q = mag / (uint64_t)nranks; /* nranks >= 2: q < 2^63 */
+        store_bits(dt, out, s < 0 ? 0 - q : q);
+    } else {
+        store_bits(dt, out, u / (uint64_t)nranks);
+    }
+}
+
+static void test_scale_avg(void)
+{
+    static const int ranks[] = {2, 3, 7, 8, 1000};
+    static const size_t ns[] = {0, 1, 17, 1000};
+    enum { NMAX = 1000 };
+    static unsigned char buf[NMAX * 8], orig[NMAX * 8], want[NMAX * 8];
+
+    rng_state = 99;
+    for (int dt = 0; dt < TNT_DTYPE_COUNT; dt++) {
+        size_t es = esize[dt];
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+            size_t n = ns[ni];
+            for (size_t ri = 0; ri < sizeof ranks / sizeof ranks[0]; ri++) {
+                gen((tnt_dtype_t)dt, orig, n);
+                for (size_t i = 0; i < n; i++)
+                    ref_scale((tnt_dtype_t)dt, orig + i * es, want + i * es,
+                              ranks[ri]);
+                memcpy(buf, orig, n * es);
+                tnt__scale_avg(buf, n, (tnt_dtype_t)dt, ranks[ri]);
+                int ok = 1;
+                for (size_t i = 0; i < n; i++)
+                    ok &= elem_ok((tnt_dtype_t)dt, TNT_SUM, want + i * es,
+                                  buf + i * es);
+                if (!ok && reported++ < 10)
+                    fprintf(stderr, "\n  scale_avg %s n=%zu nranks=%d",
+                            dt_name[dt], n, ranks[ri]);
+                CU_ASSERT(ok);
+            }
+            /* nranks 1 is the identity; 0 and -1 are ignored. */
+            gen((tnt_dtype_t)dt, orig, n);
+            memcpy(buf, orig, n * es);
+            tnt__scale_avg(buf, n, (tnt_dtype_t)dt, 1);
+            tnt__scale_avg(buf, n, (tnt_dtype_t)dt, 0);
+            tnt__scale_avg(buf, n, (tnt_dtype_t)dt, -1);
+            CU_ASSERT(memcmp(buf, orig, n * es) == 0);
+        }
+    }
+}
+
+static void test_scale_avg_chosen(void)
+{
+    int8_t i8[] = {-7, 7, -128, 127, -1};
+    int32_t i32[] = {-7, 7, INT32_MIN, -1};
+    int64_t i64[] = {-7, INT64_MIN};
+    uint8_t u8[] = {255, 1};
+    float f32[] = {1.0f, -3.0f};
+    uint16_t f16[] = {0x3c00, 0x0001}; /* 1.0, 2^-24 */
+    uint16_t bf16[] = {0x3f80};
+
+    tnt__scale_avg(i8, 5, TNT_I8, 2);
+    CU_ASSERT(i8[0] == -3 && i8[1] == 3 && i8[2] == -64 && i8[3] == 63 &&
+              i8[4] == 0);
+    tnt__scale_avg(i32, 4, TNT_I32, 2);
+    CU_ASSERT(i32[0] == -3 && i32[1] == 3 && i32[2] == INT32_MIN / 2 &&
+              i32[3] == 0);
+    tnt__scale_avg(i64, 2, TNT_I64, 2);
+    CU_ASSERT(i64[0] == -3 && i64[1] == INT64_MIN / 2);
+    tnt__scale_avg(u8, 2, TNT_U8, 300); /* nranks wider than the type */
+    CU_ASSERT(u8[0] == 0 && u8[1] == 0);
+    tnt__scale_avg(f32, 2, TNT_F32, 3);
+    CU_ASSERT(f32[0] == 1.0f / 3.0f && f32[1] == -1.0f);
+    tnt__scale_avg(f16, 2, TNT_F16, 2);
+    CU_ASSERT(f16[0] == 0x3800 && f16[1] == 0x0000); /* 2^-25: tie to 0 */
+    tnt__scale_avg(bf16, 1, TNT_BF16, 4);
+    CU_ASSERT(bf16[0] == 0x3e80);
+    tnt__scale_avg(NULL, 0, TNT_F32, 4); /* must not crash */
+    tnt__scale_avg(i8, 1, (tnt_dtype_t)99, 4);
+    CU_ASSERT(i8[0] == -3);
+}
+
+/* ---- Lookup ----------------------------------------------------------------- */
+
+static void test_lookup(void)
+{
+    for (int dt = 0; dt < TNT_DTYPE_COUNT; dt++) {
+        for (int op = 0; op < TNT_OP_COUNT; op++)
+            CU_ASSERT_PTR_NOT_NULL(tnt__reduce_fn(dt, op));
+        /* AVG is a sum with one division at the end. */
+        CU_ASSERT(tnt__reduce_fn(dt, TNT_AVG) == tnt__reduce_fn(dt, TNT_SUM));
+        CU_ASSERT_PTR_NULL(tnt__reduce_fn(dt, TNT_OP_COUNT));
+        CU_ASSERT_PTR_NULL(tnt__reduce_fn(dt, (tnt_op_t)99));
+        CU_ASSERT_PTR_NULL(tnt__reduce_fn(dt, (tnt_op_t)-1));
+    }
+    CU_ASSERT_PTR_NULL(tnt__reduce_fn(TNT_DTYPE_COUNT, TNT_SUM));
+    CU_ASSERT_PTR_NULL(tnt__reduce_fn((tnt_dtype_t)99, TNT_SUM));
+    CU_ASSERT_PTR_NULL(tnt__reduce_fn((tnt_dtype_t)-1, TNT_MAX));
+    /* An empty reduction touches nothing, not even its pointers. */
+    tnt__reduce_fn(TNT_F64, TNT_SUM)(NULL, NULL, NULL, 0);
+    tnt__reduce_fn(TNT_F16, TNT_PROD)(NULL, NULL, NULL, 0);
+}
+
+/* ---- Registration ----------------------------------------------------------- */
+
+struct test_def {
+    const char *name;
+    CU_TestFunc fn;
+};
+
+static int add_suite(const char *name, const struct test_def *tests)
+{
+    CU_pSuite suite = CU_add_suite(name, NULL, NULL);
+    if (suite == NULL)
+        return -1;
+    for (; tests->name; tests++)
+        if (CU_add_test(suite, tests->name, tests->fn) == NULL)
+            return -1;
+    return 0;
+}
+
+int main(void)
+{
+    static const struct test_def conversions[] = {
+        {"f16 round trip, all patterns", test_f16_roundtrip},
+        {"bf16 round trip, all patterns", test_bf16_roundtrip},
+        {"f16 rounding sweep", test_f16_rounding_sweep},
+        {"bf16 rounding sweep", test_bf16_rounding_sweep},
+        {"f16 chosen values", test_f16_chosen},
+        {"bf16 chosen values", test_bf16_chosen},
+        {NULL, NULL}};
+    static const struct test_def kernels[] = {
+        {"lookup and invalid arguments", test_lookup},
+        {"f32", test_sweep_f32},   {"f64", test_sweep_f64},
+        {"f16", test_sweep_f16},   {"bf16", test_sweep_bf16},
+        {"i8", test_sweep_i8},     {"u8", test_sweep_u8},
+        {"i32", test_sweep_i32},   {"u32", test_sweep_u32},
+        {"i64", test_sweep_i64},   {"u64", test_sweep_u64},
+        {"f16/bf16 chained in place", test_half_chain},
+        {"integer wrap-around", test_integer_wrap},
+        {"float min/max semantics", test_float_minmax},
+        {NULL, NULL}};
+    static const struct test_def avg[] = {
+        {"scale_avg, every dtype", test_scale_avg},
+        {"scale_avg, chosen values", test_scale_avg_chosen},
+        {NULL, NULL}};
+    unsigned failures;
+
+    build_tables();
+    if (CU_initialize_registry() != CUE_SUCCESS) {
+        fprintf(stderr, "test_kernels: CUnit: %s\n", CU_get_error_msg());
+        return 2;
+    }
+    if (add_suite("conversions", conversions) ||
+        add_suite("kernels", kernels) || add_suite("scale_avg", avg)) {
+        fprintf(stderr, "test_kernels: CUnit: %s\n", CU_get_error_msg());
+        CU_cleanup_registry();
+        return 2;
+    }
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    if (CU_basic_run_tests() != CUE_SUCCESS) {
+        fprintf(stderr, "test_kernels: CUnit: %s\n", CU_get_error_msg());
+        CU_cleanup_registry();
+        return 2;
+    }
+    failures = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
+    CU_cleanup_registry();
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,507 @@
+/*
+ * The algorithms checked without a network: a simulator executes the
+ * schedules of all p ranks in one process, delivering sends to receives by
+ * (source, destination, step), and runs the ready operations in a random
+ * order (several seeds), so a missing dependency shows up as a wrong
+ * result. Every operation's buffer range is checked against the buffer's
+ * size, and a schedule that stops with work left is reported as a
+ * deadlock. This reaches rank counts (up to 64, and 300 for one case) that
+ * this machine cannot run as processes.
+ */
+#include <CUnit/Basic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives/algorithms.h"
+#include "collectives/reduce.h"
+
+typedef struct sim_msg {
+    int src, dst;
+    uint32_t step;
+    size_t len;
+    unsigned char *data;
+    int taken;
+} sim_msg_t;
+
+typedef struct sim_rank {
+    tnt_sched_t s;
+    unsigned char *buf[TNT_BUF_COUNT];
+    size_t size[TNT_BUF_COUNT];
+    uint32_t *deps;
+    unsigned char *done;
+    uint32_t left;
+} sim_rank_t;
+
+typedef struct sim_box {
+    sim_msg_t *msgs;
+    size_t n, cap;
+} sim_box_t;
+
+typedef struct sim {
+    int p;
+    sim_rank_t *r;
+    sim_box_t *box; /* messages by destination rank */
+    int errors;
+    char what[256];
+} sim_t;
+
+static uint64_t rng_state;
+static uint32_t rng(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng_state >> 33);
+}
+
+static void sim_error(sim_t *sim, const char *msg, int rank, uint32_t op)
+{
+    if (!sim->errors)
+        snprintf(sim->what, sizeof(sim->what), "rank %d op %u: %s", rank, op,
+                 msg);
+    sim->errors++;
+}
+
+static int in_bounds(sim_rank_t *r, tnt_bufref_t ref, size_t bytes)
+{
+    return ref.buf < TNT_BUF_COUNT && ref.off <= r->size[ref.buf] &&
+           bytes <= r->size[ref.buf] - ref.off;
+}
+
+static void complete(sim_rank_t *r, uint32_t op)
+{
+    const tnt_sop_t *o = &r->s.ops[op];
+    r->done[op] = 1;
+    r->left--;
+    for (uint32_t i = 0; i < o->succ_count; i++)
+        r->deps[r->s.succ[o->succ_begin + i]]--;
+}
+
+/* Try one ready operation; 1 if it made progress. */
+static int try_op(sim_t *sim, int rank, uint32_t op, const tnt_coll_args_t *a)
+{
+    sim_rank_t *r = &sim->r[rank];
+    const tnt_sop_t *o = &r->s.ops[op];
+    size_t esize = a->esize, n = o->bytes / esize;
+    switch (o->kind) {
+    case TNT_SOP_SEND: {
+        if (!in_bounds(r, o->a, o->bytes) || o->peer < 0 || o->peer >= sim->p
+            || o->peer == rank) {
+            sim_error(sim, "send out of bounds or to a bad peer", rank, op);
+            break;
+        }
+        sim_box_t *bx = &sim->box[o->peer];
+        for (size_t i = 0; i < bx->n; i++)
+            if (bx->msgs[i].src == rank && bx->msgs[i].step == o->step)
+                sim_error(sim, "two messages with one tag", rank, op);
+        if (bx->n == bx->cap) {
+            bx->cap = bx->cap ? bx->cap * 2 : 16;
+            bx->msgs = realloc(bx->msgs, bx->cap * sizeof(*bx->msgs));
+        }
+        sim_msg_t *m = &bx->msgs[bx->n++];
+        m->src = rank;
+        m->dst = o->peer;
+        m->step = o->step;
+        m->len = o->bytes;
+        m->data = malloc(o->bytes ? o->bytes : 1);
+        memcpy(m->data, r->buf[o->a.buf] + o->a.off, o->bytes);
+        m->taken = 0;
+        break;
+    }
+    case TNT_SOP_RECV: {
+        if (!in_bounds(r, o->dst, o->bytes)) {
+            sim_error(sim, "recv out of bounds", rank, op);
+            break;
+        }
+        sim_msg_t *m = NULL;
+        sim_box_t *bx = &sim->box[rank];
+        for (size_t i = 0; i < bx->n && !m; i++)
+            if (bx->msgs[i].src == o->peer && bx->msgs[i].step == o->step &&
+                !bx->msgs[i].taken)
+                m = &bx->msgs[i];
+        if (!m)
+            return 0;
+        if (m->len != o->bytes)
+            sim_error(sim, "message length differs from the receive", rank,
+                      op);
+        else
+            memcpy(r->buf[o->dst.buf] + o->dst.off, m->data, m->len);
+        m->taken = 1;
+        break;
+    }
+    case TNT_SOP_REDUCE:
+        if (!in_bounds(r, o->dst, o->bytes) || !in_bounds(r, o->a, o->bytes) ||
+            !in_bounds(r, o->b, o->bytes)) {
+            sim_error(sim, "reduce out of bounds", rank, op);
+            break;
+        }
+        tnt__reduce_fn(a->dtype, a->op)(r->buf[o->dst.buf] + o->dst.off,
+                                        r->buf[o->a.buf] + o->a.off,
+                                        r->buf[o->b.buf] + o->b.off, n);
+        break;
+    case TNT_SOP_COPY:
+        if (!in_bounds(r, o->dst, o->bytes) || !in_bounds(r, o->a, o->bytes)) {
+            sim_error(sim, "copy out of bounds", rank, op);
+            break;
+        }
+        memmove(r->buf[o->dst.buf] + o->dst.off, r->buf[o->a.buf] + o->a.off,
+                o->bytes);
+        break;
+    case TNT_SOP_SCALE:
+        if (!in_bounds(r, o->dst, o->bytes)) {
+            sim_error(sim, "scale out of bounds", rank, op);
+            break;
+        }
+        tnt__scale_avg(r->buf[o->dst.buf] + o->dst.off, n, a->dtype, sim->p);
+        break;
+    }
+    complete(r, op);
+    return 1;
+}
+
+/* Input element i of rank r: small integers, so sums are exact. */
+static double input(int r, size_t i)
+{
+    return (double)((r * 7 + (int)(i % 11)) % 9) - 3.0;
+}
+
+static void store(void *buf, size_t i, tnt_dtype_t dt, double v)
+{
+    if (dt == TNT_F32)
+        ((float *)buf)[i] = (float)v;
+    else if (dt == TNT_F64)
+        ((double *)buf)[i] = v;
+    else
+        ((int32_t *)buf)[i] = (int32_t)v;
+}
+
+static double load(const void *buf, size_t i, tnt_dtype_t dt)
+{
+    if (dt == TNT_F32)
+        return ((const float *)buf)[i];
+    if (dt == TNT_F64)
+        return ((const double *)buf)[i];
+    return ((const int32_t *)buf)[i];
+}
+
+static double reduce_ref(int p, size_t i, tnt_op_t op, tnt_dtype_t dt)
+{
+    double acc = input(0, i);
+    for (int r = 1; r < p; r++) {
+        double v = input(r, i);
+        if (op == TNT_SUM || op == TNT_AVG)
+            acc += v;
+        else if (op == TNT_MAX)
+            acc = v > acc ? v : acc;
+        else if (op == TNT_MIN)
+            acc = v < acc ? v : acc;
+    }
+    if (op == TNT_AVG) {
+        if (dt == TNT_F32)
+            return (double)((float)acc / (float)p);
+        if (dt == TNT_I32)
+            return (double)((int32_t)acc / p);
+        return acc / p;
+    }
+    return acc;
+}
+
+/* Run collective `a` (rank fields filled per rank) with algorithm `algo`
+ * for every rank; returns the number of wrong elements over all ranks. */
+static size_t simulate(tnt_coll_args_t a, int algo, uint64_t seed, sim_t *sim)
+{
+    int p = a.nranks;
+    size_t bytes = a.count * a.esize;
+    size_t send_sz = a.kind == TNT_COLL_REDUCE_SCATTER ? bytes * (size_t)p
+                                                       : bytes;
+    size_t recv_sz = a.kind == TNT_COLL_ALLGATHER ? bytes * (size_t)p : bytes;
+    memset(sim, 0, sizeof(*sim));
+    sim->p = p;
+    sim->r = calloc((size_t)p, sizeof(sim_rank_t));
+    sim->box = calloc((size_t)p, sizeof(sim_box_t));
+    for (int r = 0; r < p; r++) {
+        sim_rank_t *sr = &sim->r[r];
+        a.rank = r;
+        tnt_result_t rc = tnt__build_schedule(&a, algo, &sr->s);
+        CU_ASSERT_EQUAL_FATAL(rc, TNT_SUCCESS);
+        sr->size[TNT_BUF_SEND] = send_sz;
+        sr->size[TNT_BUF_RECV] = recv_sz;
+        sr->size[TNT_BUF_SCRATCH] = sr->s.scratch_bytes;
+        for (int b = 0; b < TNT_BUF_COUNT; b++)
+            sr->buf[b] = calloc(1, sr->size[b] + 1);
+        size_t nin = send_sz / a.esize;
+        for (size_t i = 0; i < nin; i++) {
+            /* Reduce-scatter: rank r's block b is its input at global
+             * index b*count + i, the same numbering as allreduce. */
+            store(sr->buf[TNT_BUF_SEND], i, a.dtype, input(r, i));
+        }
+        if (a.kind == TNT_COLL_BROADCAST) {
+            for (size_t i = 0; i < a.count; i++)
+                store(sr->buf[TNT_BUF_RECV], i, a.dtype,
+                      r == a.root ? input(r, i) : -99.0);
+        } else if (a.kind == TNT_COLL_ALLGATHER && a.in_place) {
+            for (size_t i = 0; i < a.count; i++)
+                store(sr->buf[TNT_BUF_RECV], (size_t)r * a.count + i, a.dtype,
+                      input(r, i));
+        } else if (a.in_place) {
+            memcpy(sr->buf[TNT_BUF_RECV], sr->buf[TNT_BUF_SEND], bytes);
+            free(sr->buf[TNT_BUF_SEND]);
+            sr->buf[TNT_BUF_SEND] = sr->buf[TNT_BUF_RECV];
+        }
+        sr->deps = malloc((sr->s.nops + 1) * sizeof(uint32_t));
+        sr->done = calloc(sr->s.nops + 1, 1);
+        for (uint32_t i = 0; i < sr->s.nops; i++)
+            sr->deps[i] = sr->s.ops[i].ndeps;
+        sr->left = sr->s.nops;
+    }
+    rng_state = seed;
+    for (int progress = 1; progress && !sim->errors;) {
+        progress = 0;
+        for (int k = 0; k < p; k++) {
+            int r = (int)(rng() % (uint32_t)p);
+            sim_rank_t *sr = &sim->r[r];
+            if (!sr->left)
+                continue;
+            /* Start at a random ready operation, take a few. */
+            uint32_t n = sr->s.nops, start = rng() % n;
+            for (uint32_t j = 0; j < n; j++) {
+                uint32_t op = (start + j) % n;
+                if (!sr->done[op] && sr->deps[op] == 0 &&
+                    try_op(sim, r, op, &a)) {
+                    progress = 1;
+                    if (rng() % 3 == 0)
+                        break;
+                }
+            }
+        }
+        for (int r = 0; r < p && !progress; r++)
+            if (sim->r[r].left) {
+                /* Nothing moved this round: try every rank in order. */
+                for (uint32_t op = 0; op < sim->r[r].s.nops; op++)
+                    if (!sim->r[r].done[op] && sim->r[r].deps[op] == 0 &&
+                        try_op(sim, r, op, &a))
+                        progress = 1;
+            }
+    }
+    size_t wrong = 0;
+    for (int r = 0; r < p; r++) {
+        sim_rank_t *sr = &sim->r[r];
+        if (sr->left && !sim->errors)
+            sim_error(sim, "deadlock: operations left", r, 0);
+        for (size_t i = 0; i < recv_sz / a.esize; i++) {
+            double expect;
+            if (a.kind == TNT_COLL_BROADCAST)
+                expect = input(a.root, i);
+            else if (a.kind == TNT_COLL_ALLGATHER)
+                expect = input((int)(i / a.count), i % a.count);
+            else if (a.kind == TNT_COLL_REDUCE_SCATTER)
+                expect = reduce_ref(p, (size_t)r * a.count + i, a.op, a.dtype);
+            else
+                expect = reduce_ref(p, i, a.op, a.dtype);
+            if (load(sr->buf[TNT_BUF_RECV], i, a.dtype) != expect)
+                wrong++;
+        }
+        /* All ranks of an allreduce hold the same bits. */
+        if (a.kind == TNT_COLL_ALLREDUCE &&
+            memcmp(sr->buf[TNT_BUF_RECV], sim->r[0].buf[TNT_BUF_RECV],
+                   bytes) != 0)
+            sim_error(sim, "ranks differ bitwise", r, 0);
+    }
+    for (int d = 0; d < p; d++) {
+        for (size_t i = 0; i < sim->box[d].n; i++) {
+            if (!sim->box[d].msgs[i].taken && !sim->errors)
+                sim_error(sim, "message never received",
+                          sim->box[d].msgs[i].src, 0);
+            free(sim->box[d].msgs[i].data);
+        }
+        free(sim->box[d].msgs);
+    }
+    free(sim->box);
+    for (int r = 0; r < p; r++) {
+        sim_rank_t *sr = &sim->r[r];
+        if (sr->buf[TNT_BUF_SEND] != sr->buf[TNT_BUF_RECV])
+            free(sr->buf[TNT_BUF_SEND]);
+        free(sr->buf[TNT_BUF_RECV]);
+        free(sr->buf[TNT_BUF_SCRATCH]);
+        free(sr->deps);
+        free(sr->done);
+        tnt__sched_destroy(&sr->s);
+    }
+    free(sim->r);
+    return wrong;
+}
+
+static void check(tnt_coll_args_t a, int algo, const char *name)
+{
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        sim_t sim;
+        size_t wrong = simulate(a, algo, seed, &sim);
+        if (wrong || sim.errors) {
+            fprintf(stderr, "\n%s p=%d count=%zu dtype=%s op=%s root=%d "
+                    "inplace=%d seg=%zu seed=%llu: %zu wrong, %s\n", name,
+                    a.nranks, a.count, tnt_dtype_name(a.dtype),
+                    tnt_op_name(a.op), a.root, a.in_place, a.segment_bytes,
+                    (unsigned long long)seed, wrong, sim.errors ? sim.what : "");
+            CU_FAIL("simulated collective wrong");
+            return;
+        }
+        CU_PASS("ok");
+    }
+}
+
+static tnt_coll_args_t args(int kind, int p, size_t count, tnt_dtype_t dt,
+                            tnt_op_t op, size_t seg)
+{
+    tnt_coll_args_t a = {.kind = kind, .dtype = dt, .op = op, .count = count,
+                         .root = 0, .rank = 0, .nranks = p,
+                         .esize = tnt_dtype_size(dt), .in_place = 0,
+                         .segment_bytes = seg};
+    return a;
+}
+
+static const size_t counts[] = {0, 1, 2, 3, 7, 31, 100, 257};
+
+static void test_allreduce(void)
+{
+    const tnt_op_t ops[] = {TNT_SUM, TNT_AVG, TNT_MAX, TNT_MIN};
+    const tnt_dtype_t dts[] = {TNT_F32, TNT_F64, TNT_I32};
+    for (int p = 1; p <= 17; p++)
+        for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
+            for (int algo = TNT_ALGO_RING; algo <= TNT_ALGO_RD; algo++)
+                for (int ip = 0; ip <= 1; ip++) {
+                    tnt_coll_args_t a = args(TNT_COLL_ALLREDUCE, p,
+                                             counts[ci], dts[(p + ci) % 3],
+                                             ops[(p + ci + ip) % 4], 16);
+                    a.in_place = ip;
+                    check(a, p == 1 ? TNT_ALGO_LOCAL : algo,
+                          algo == TNT_ALGO_RING ? "ring" : "rd");
+                }
+}
+
+static void test_allreduce_many_ranks(void)
+{
+    const int ps[] = {24, 31, 32, 33, 64};
+    for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+        check(args(TNT_COLL_ALLREDUCE, ps[i], 200, TNT_F32, TNT_SUM, 64),
+              TNT_ALGO_RING, "ring");
+        check(args(TNT_COLL_ALLREDUCE, ps[i], 5, TNT_F64, TNT_MAX, 64),
+              TNT_ALGO_RD, "rd");
+    }
+    /* One wide job: 300 ranks of recursive doubling (pre/post step with
+     * 44 folded ranks). */
+    sim_t sim;
+    size_t wrong = simulate(args(TNT_COLL_ALLREDUCE, 300, 3, TNT_F32,
+                                 TNT_SUM, 64), TNT_ALGO_RD, 7, &sim);
+    CU_ASSERT_EQUAL(wrong, 0);
+    CU_ASSERT_EQUAL(sim.errors, 0);
+}
+
+static void test_broadcast(void)
+{
+    for (int p = 1; p <= 17; p++)
+        for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
+            for (int root = 0; root < p; root += (p > 5 ? 3 : 1))
+                for (int algo = TNT_ALGO_BINOMIAL; algo <= TNT_ALGO_PIPELINE;
+                     algo++) {
+                    tnt_coll_args_t a = args(TNT_COLL_BROADCAST, p,
+                                             counts[ci], TNT_F32, TNT_SUM, 8);
+                    a.root = root;
+                    a.in_place = 1;
+                    check(a, p == 1 ? TNT_ALGO_LOCAL : algo,
+                          algo == TNT_ALGO_BINOMIAL ? "binomial"
+                                                    : "pipeline");
+                }
+}
+
+static void test_allgather_reduce_scatter(void)
+{
+    for (int p = 1; p <= 12; p++)
+        for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+            int algo = p == 1 ? TNT_ALGO_LOCAL : TNT_ALGO_RING;
+            for (int ip = 0; ip <= 1; ip++) {
+                tnt_coll_args_t a = args(TNT_COLL_ALLGATHER, p, counts[ci],
+                                         TNT_I32, TNT_SUM, 8);
+                a.in_place = ip;
+                check(a, algo, "allgather");
+            }
+            check(args(TNT_COLL_REDUCE_SCATTER, p, counts[ci], TNT_F64,
+                       (p % 2) ? TNT_SUM : TNT_AVG, 8),
+                  algo, "reduce_scatter");
+        }
+}
+
+static void test_barrier(void)
+{
+    for (int p = 1; p <= 40; p++)
+        check(args(TNT_COLL_BARRIER, p, 0, TNT_U8, TNT_SUM, 64),
+              p == 1 ? TNT_ALGO_LOCAL : TNT_ALGO_DISSEMINATION, "barrier");
+}
+
+/* Schedules for counts far beyond memory are still bounded in size and
+ * address every byte exactly once per chunk (no 32-bit overflow). */
+static void test_huge_counts_build(void)
+{
+    size_t count = ((size_t)1 << 33) + 5; /* 32 GiB of f32 */
+    for (int p = 2; p <= 5; p++) {
+        tnt_coll_args_t a = args(TNT_COLL_ALLREDUCE, p, count, TNT_F32,
+                                 TNT_SUM, 256 << 10);
+        a.rank = p - 1;
+        tnt_sched_t s;
+        CU_ASSERT_EQUAL_FATAL(tnt__build_schedule(&a, TNT_ALGO_RING, &s),
+                              TNT_SUCCESS);
+        CU_ASSERT(s.nops < (1u << 22));
+        size_t max_end = 0, recv_bytes = 0;
+        for (uint32_t i = 0; i < s.nops; i++) {
+            const tnt_sop_t *o = &s.ops[i];
+            if (o->kind == TNT_SOP_REDUCE && o->dst.buf == TNT_BUF_RECV &&
+                o->dst.off + o->bytes > max_end)
+                max_end = o->dst.off + o->bytes;
+            if (o->kind == TNT_SOP_RECV && o->dst.buf == TNT_BUF_RECV)
+                recv_bytes += o->bytes;
+        }
+        CU_ASSERT(max_end <= count * 4);
+        /* The allgather receives every chunk but the one owned here. */
+        size_t off, len;
+        (void)off;
+        len = count / (size_t)p + 1;
+        CU_ASSERT(recv_bytes >= (count - len) * 4);
+        CU_ASSERT(recv_bytes <= count * 4);
+        tnt__sched_destroy(&s);
+    }
+}
+
+static void test_select(void)
+{
+    tnt_coll_args_t a = args(TNT_COLL_ALLREDUCE, 4, 8, TNT_F32, TNT_SUM, 64);
+    int algo;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_RD);
+    a.count = 1 << 20;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_RING);
+    CU_ASSERT(tnt__algo_select(&a, TNT_ALGO_BINOMIAL, &algo) < 0);
+    CU_ASSERT_EQUAL(tnt__algo_parse("ring"), TNT_ALGO_RING);
+    CU_ASSERT_EQUAL(tnt__algo_parse("bogus"), -1);
+    a.nranks = 1;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_RING, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_LOCAL);
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 2;
+    CU_pSuite s = CU_add_suite("schedules", NULL, NULL);
+    CU_add_test(s, "allreduce ring/rd, p=1..17", test_allreduce);
+    CU_add_test(s, "allreduce, p up to 1000", test_allreduce_many_ranks);
+    CU_add_test(s, "broadcast binomial/pipeline, every root", test_broadcast);
+    CU_add_test(s, "allgather and reduce_scatter", test_allgather_reduce_scatter);
+    CU_add_test(s, "barrier p=1..40", test_barrier);
+    CU_add_test(s, "counts above 2^32 (build only)", test_huge_counts_build);
+    CU_add_test(s, "algorithm selection", test_select);
+    CU_basic_set_mode(CU_BRM_NORMAL);
+    CU_basic_run_tests();
+    int failures = (int)CU_get_number_of_failures();
+    CU_cleanup_registry();
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,452 @@
+#!/bin/bash
+# The rank programs are single-quoted on purpose: the ranks expand them.
+# shellcheck disable=SC2016
+# Tests of tnt-run, the local launcher: the environment each rank gets, the
+# "[rank] " output relay, exit-status propagation, signal forwarding,
+# timeouts, bad command lines, and that no rank process is left behind.
+# Usage: test_tnt_run.sh PATH-TO-TNT-RUN. Every launcher run is bounded
+# (timeout 20, or a bounded wait for background runs); the script exits
+# non-zero if any check fails and ends with "N passed, M failed".
+set -u
+
+RUN=${1:?usage: test_tnt_run.sh PATH-TO-TNT-RUN}
+case $RUN in
+    /*) ;;
+    *) RUN=$PWD/$RUN ;;
+esac
+if [ ! -x "$RUN" ]; then
+    echo "test_tnt_run.sh: '$RUN' is not an executable" >&2
+    exit 1
+fi
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_tnt_run.XXXXXX") || exit 1
+MARK=tntrunmark$$
+BG=()
+cleanup() {
+    for pid in "${BG[@]}"; do
+        kill -KILL "$pid" 2>/dev/null
+    done
+    pkill -KILL -f "$MARK" 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+current=""
+case_ok=1
+
+begin() {
+    current=$1
+    case_ok=1
+}
+fail() {
+    echo "FAIL [$current]: $*" >&2
+    case_ok=0
+}
+end() {
+    if [ "$case_ok" = 1 ]; then
+        echo "ok   [$current]"
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+    fi
+}
+
+# Runs tnt-run in the foreground, bounded; sets rc, OUT and ERR (files).
+OUT=$TMP/out
+ERR=$TMP/err
+run() {
+    timeout -k 5 20 "$RUN" "$@" >"$OUT" 2>"$ERR"
+    rc=$?
+}
+
+expect_rc() {
+    [ "$rc" = "$1" ] ||
+        fail "exit status $rc, expected $1; stderr: $(head -c 600 "$ERR")"
+}
+
+expect_err() {
+    grep -qF -- "$1" "$ERR" ||
+        fail "stderr lacks '$1'; it was: $(head -c 600 "$ERR")"
+}
+
+now() { echo "${EPOCHREALTIME/,/.}"; }
+elapsed_lt() { # start limit
+    awk -v s="$1" -v e="$(now)" -v l="$2" 'BEGIN { exit !(e - s < l) }'
+}
+
+# No process whose command line holds the marker may remain. SIGKILL is
+# delivered asynchronously, so a dying process may show for a moment.
+expect_no_leftovers() {
+    local mark=$1 i
+    for i in $(seq 30); do
+        pgrep -f "$mark" >/dev/null || return 0
+        sleep 0.1
+    done
+    fail "processes left behind: $(pgrep -af "$mark" | head -5)"
+}
+
+# Waits up to $2 seconds for the background job $1; sets rc (or kills it).
+wait_bounded() {
+    local pid=$1 limit=$2 i
+    for i in $(seq $((limit * 10))); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        fail "tnt-run (pid $pid) still running after $limit s"
+        kill -KILL "$pid" 2>/dev/null
+    fi
+    wait "$pid"
+    rc=$?
+}
+
+# Counts the files matching the glob $1.
+count_files() {
+    local n=0 f
+    for f in $1; do
+        [ -e "$f" ] && n=$((n + 1))
+    done
+    echo "$n"
+}
+
+# Waits up to 20 s until $1 files match the glob $2.
+wait_files() {
+    local want=$1 glob=$2 i
+    for i in $(seq 200); do
+        [ "$(count_files "$glob")" -ge "$want" ] && return 0
+        sleep 0.1
+    done
+    fail "only $(count_files "$glob") of $want files $glob appeared"
+    return 1
+}
+
+# ---- environment --------------------------------------------------------
+
+begin "environment of 4 ranks"
+TNT_ROOT_ADDR=10.9.8.7:1 TNT_RANK=99 TNT_JOB_KEY=stale \
+    run -n 4 sh -c 'echo "$TNT_RANK $TNT_SIZE $TNT_LOCAL_RANK $TNT_LOCAL_SIZE" \
+                         "$TNT_ROOT_ADDR $TNT_JOB_KEY"'
+expect_rc 0
+[ "$(wc -l <"$OUT")" = 4 ] || fail "expected 4 lines, got: $(cat "$OUT")"
+for i in 0 1 2 3; do
+    grep -qE "^\[$i\] $i 4 $i 4 127\.0\.0\.1:[0-9]+ [0-9a-f]{64}\$" "$OUT" ||
+        fail "rank $i: no well-formed line in: $(cat "$OUT")"
+done
+[ "$(awk '{print $2}' "$OUT" | sort -u | wc -l)" = 4 ] ||
+    fail "ranks are not distinct"
+[ "$(awk '{print $6}' "$OUT" | sort -u | wc -l)" = 1 ] ||
+    fail "ranks got different root addresses"
+[ "$(awk '{print $7}' "$OUT" | sort -u | wc -l)" = 1 ] ||
+    fail "ranks got different job keys"
+port=$(awk 'NR == 1 { split($6, a, ":"); print a[2] }' "$OUT")
+if ! [[ $port =~ ^[0-9]+$ ]] || [ "$port" -lt 1 ] || [ "$port" -gt 65535 ]
+then
+    fail "bad port '$port'"
+fi
+key1=$(awk 'NR == 1 { print $7 }' "$OUT")
+end
+
+begin "launcher's own job variables replaced, not duplicated"
+# A C program's getenv() returns the first of duplicate entries, so stale
+# ones must be gone from the environment, not merely shadowed.
+TNT_ROOT_ADDR=10.9.8.7:1 TNT_RANK=99 TNT_SIZE=99 TNT_LOCAL_RANK=99 \
+    TNT_LOCAL_SIZE=99 TNT_JOB_KEY=stale TNT_LOG_LEVEL=DEBUG run -n 2 env
+expect_rc 0
+for v in TNT_RANK TNT_SIZE TNT_LOCAL_RANK TNT_LOCAL_SIZE TNT_ROOT_ADDR \
+    TNT_JOB_KEY; do
+    [ "$(grep -c "^\[0\] $v=" "$OUT")" = 1 ] ||
+        fail "rank 0 has not exactly one $v: $(grep "$v=" "$OUT")"
+done
+grep -qx '\[1\] TNT_RANK=1' "$OUT" || fail "rank 1: $(grep TNT_RANK= "$OUT")"
+grep -qx '\[0\] TNT_SIZE=2' "$OUT" || fail "size: $(grep TNT_SIZE= "$OUT")"
+grep -qx '\[0\] TNT_LOG_LEVEL=DEBUG' "$OUT" ||
+    fail "other variables must be passed on"
+end
+
+begin "job key is fresh per job"
+run -n 2 sh -c 'echo "$TNT_JOB_KEY"'
+expect_rc 0
+key2=$(awk 'NR == 1 { print $2 }' "$OUT")
+[[ $key2 =~ ^[0-9a-f]{64}$ ]] || fail "bad key '$key2'"
+[ "$key1" != "$key2" ] || fail "two jobs got the same key $key1"
+end
+
+begin "option forms of -n"
+for form in "-n 3" "-n3" "--np 3" "--np=3" "--nranks=3" "--nranks 3"; do
+    # shellcheck disable=SC2086
+    run $form -- sh -c 'echo "$TNT_SIZE"'
+    expect_rc 0
+    [ "$(grep -c '^\[[0-2]\] 3$' "$OUT")" = 3 ] ||
+        fail "'$form': output $(cat "$OUT")"
+done
+end
+
+begin "program found through PATH, arguments passed"
+mkdir -p "$TMP/bin"
+printf '#!/bin/sh\necho "args:$#:$1:$2"\n' >"$TMP/bin/tnt-run-test-prog"
+chmod +x "$TMP/bin/tnt-run-test-prog"
+PATH=$TMP/bin:$PATH run -n 1 tnt-run-test-prog "a b" ""
+expect_rc 0
+[ "$(cat "$OUT")" = "[0] args:2:a b:" ] || fail "output: $(cat "$OUT")"
+end
+
+# ---- output relay --------------------------------------------------------
+
+begin "stdout and stderr prefixed and kept apart"
+run -n 2 sh -c 'echo "out $TNT_RANK"; echo "err $TNT_RANK" >&2'
+expect_rc 0
+[ "$(sort "$OUT")" = "$(printf '[0] out 0\n[1] out 1')" ] ||
+    fail "stdout: $(cat "$OUT")"
+[ "$(sort "$ERR")" = "$(printf '[0] err 0\n[1] err 1')" ] ||
+    fail "stderr: $(cat "$ERR")"
+end
+
+begin "last line without newline"
+run -n 1 sh -c 'printf "first\nno newline"'
+expect_rc 0
+[ "$(od -An -c "$OUT" | tr -d ' \n')" = "[0]first\n[0]nonewline\n" ] ||
+    fail "output: $(od -c "$OUT")"
+end
+
+begin "lines from concurrent ranks never interleave"
+# Each rank writes every line in three pieces, and some lines are far
+# longer than a pipe's atomic write, so only the launcher's line buffering
+# can keep them whole.
+run -n 4 sh -c '
+    pad=$(printf "%0200d" 0); big=$(printf "%020000d" 0)
+    i=0
+    while [ $i -lt 300 ]; do
+        printf "R%s-%d-" "$TNT_RANK" "$i"
+        if [ $((i % 50)) = 7 ]; then
+            printf "%s" "$big"
+        else
+            printf "%s" "$pad"
+        fi
+        printf "%s\n" "-E$TNT_RANK"
+        i=$((i + 1))
+    done'
+expect_rc 0
+bad=$(awk '
+    {
+        line = substr($0, 1, 80)
+        if (!match($0, /^\[[0-3]\] R[0-3]-[0-9]+-0+-E[0-3]$/)) {
+            print "malformed: " line
+            next
+        }
+        r = substr($0, 2, 1)
+        split(substr($0, 5), f, "-")
+        if (f[1] != "R" r || f[4] != "E" r) {
+            print "mixed: " line
+            next
+        }
+        if (f[2] != next_i[r] + 0)
+            print "out of order: " line
+        next_i[r] = f[2] + 1
+        want = (f[2] % 50 == 7) ? 20000 : 200
+        if (length(f[3]) != want)
+            print "cut: " line
+        n++
+    }
+    END { if (n != 1200) print "expected 1200 lines, got " n }
+    ' "$OUT" | head -5)
+[ -z "$bad" ] || fail "$bad"
+end
+
+# ---- exit status ----------------------------------------------------------
+
+begin "failing rank: status passed on, others stopped"
+t0=$(now)
+run -n 4 sh -c 'if [ "$TNT_RANK" = 2 ]; then sleep 0.3; exit 3; fi
+                 sh -c "sleep 100; : $0"; : $0' "$MARK-a"
+expect_rc 3
+expect_err "tnt-run: rank 2 (pid "
+expect_err "exited with status 3; stopping the other ranks"
+elapsed_lt "$t0" 10 || fail "took longer than 10 s"
+expect_no_leftovers "$MARK-a"
+end
+
+begin "rank killed by a signal"
+run -n 3 sh -c 'if [ "$TNT_RANK" = 1 ]; then sleep 0.3; kill -9 $$; fi
+                 sh -c "sleep 100; : $0"; : $0' "$MARK-b"
+expect_rc 137
+expect_err "tnt-run: rank 1 (pid "
+expect_err "killed by signal 9 (Killed)"
+expect_no_leftovers "$MARK-b"
+end
+
+begin "ranks ignoring SIGTERM are killed after the grace period"
+t0=$(now)
+run -n 3 sh -c 'trap "" TERM; [ "$TNT_RANK" = 0 ] && sleep 0.5 && exit 5
+                 exec sleep "$0"' "100.$$"
+expect_rc 5
+expect_err "sending SIGKILL"
+elapsed_lt "$t0" 10 || fail "took longer than 10 s"
+expect_no_leftovers "^sleep 100.$$"
+end
+
+begin "a successful rank's background process is not left behind"
+run -n 2 sh -c 'sh -c "sleep 100; : $0" & echo started' "$MARK-e"
+expect_rc 0
+[ "$(grep -c started "$OUT")" = 2 ] || fail "output: $(cat "$OUT")"
+expect_no_leftovers "$MARK-e"
+end
+
+begin "all ranks succeed"
+run -n 5 sh -c 'exit 0'
+expect_rc 0
+[ ! -s "$ERR" ] || fail "unexpected stderr: $(cat "$ERR")"
+end
+
+# ---- timeout ---------------------------------------------------------------
+
+begin "--timeout stops the job with 124"
+t0=$(now)
+run --timeout 1 -n 3 sh -c '[ "$TNT_RANK" = 0 ] && exit 0
+                            sh -c "sleep 100; : $0"; : $0' "$MARK-c"
+expect_rc 124
+expect_err "ranks still running: 1, 2"
+elapsed_lt "$t0" 10 || fail "took longer than 10 s"
+expect_no_leftovers "$MARK-c"
+end
+
+# ---- signals to the launcher -----------------------------------------------
+
+# Ranks that report SIGTERM in a file, after saying that they are ready. A
+# child shell carries the marker ($0) too, to catch a signal that reaches
+# only the rank and not its process tree.
+TRAPPER='trap "echo term >$D/term.$TNT_RANK; exit 0" TERM
+         echo >$D/ready.$TNT_RANK
+         sh -c "sleep 100; : $0" & wait $!'
+
+for sig in TERM INT HUP; do
+    begin "SIG$sig forwarded to the ranks as SIGTERM"
+    D=$TMP/sig$sig
+    mkdir -p "$D"
+    # A background job of a script starts with SIGINT ignored; give it back
+    # its default so that the launcher can receive it.
+    D=$D env --default-signal=INT "$RUN" -n 4 sh -c "$TRAPPER" "$MARK-$sig" \
+        >"$OUT" 2>"$ERR" &
+    pid=$!
+    BG+=("$pid")
+    if wait_files 4 "$D/ready.*"; then
+        kill -"$sig" "$pid"
+    fi
+    wait_bounded "$pid" 20
+    case $sig in
+        TERM) expect_rc 143 ;;
+        INT) expect_rc 130 ;;
+        HUP) expect_rc 129 ;;
+    esac
+    expect_err "received SIG$sig; sending SIGTERM to all ranks"
+    wait_files 4 "$D/term.*"
+    expect_no_leftovers "$MARK-$sig"
+    end
+done
+
+begin "a second SIGINT kills the ranks"
+D=$TMP/int2
+mkdir -p "$D"
+D=$D env --default-signal=INT "$RUN" -n 3 sh -c \
+    'trap "" TERM; echo >$D/ready.$TNT_RANK; sh -c "sleep 100; : $0"' \
+    "$MARK-d" \
+    >"$OUT" 2>"$ERR" &
+pid=$!
+BG+=("$pid")
+if wait_files 3 "$D/ready.*"; then
+    kill -INT "$pid"
+    # Two pending SIGINTs would merge into one: send the second only once
+    # the launcher has acted on the first.
+    for i in $(seq 200); do
+        grep -q "received SIGINT; sending SIGTERM" "$ERR" && break
+        sleep 0.1
+    done
+    kill -INT "$pid"
+fi
+wait_bounded "$pid" 20
+expect_rc 130
+expect_err "received SIGINT again; sending SIGKILL"
+expect_no_leftovers "$MARK-d"
+end
+
+begin "ranks die with a SIGKILLed launcher"
+"$RUN" -n 3 sleep "200.$$" >/dev/null 2>&1 &
+pid=$!
+BG+=("$pid")
+disown "$pid" # no "Killed" notice from bash
+for i in $(seq 200); do
+    [ "$(pgrep -fc "^sleep 200.$$")" -ge 3 ] && break
+    sleep 0.1
+done
+[ "$(pgrep -fc "^sleep 200.$$")" = 3 ] || fail "the 3 ranks did not start"
+kill -KILL "$pid"
+expect_no_leftovers "^sleep 200.$$"
+end
+
+# ---- bad programs and command lines ------------------------------------------
+
+begin "missing program"
+run -n 3 no-such-program-$$
+expect_rc 127
+nsf="No such file or directory"
+[ "$(cat "$ERR")" = "tnt-run: cannot execute 'no-such-program-$$': $nsf" ] ||
+    fail "stderr: $(cat "$ERR")"
+run -n 3 "$TMP/no/such/path"
+expect_rc 127
+expect_err "tnt-run: cannot execute '$TMP/no/such/path': $nsf"
+end
+
+begin "program not executable"
+printf '#!/bin/sh\necho hi\n' >"$TMP/noexec"
+chmod -x "$TMP/noexec"
+run -n 2 "$TMP/noexec"
+expect_rc 127
+expect_err "tnt-run: cannot execute '$TMP/noexec': Permission denied"
+run -n 2 "$TMP"
+expect_rc 127
+expect_err "cannot execute '$TMP'"
+end
+
+begin "exec failure reported by the rank"
+# Executable but in no format the kernel knows: only execve() can tell.
+printf '\001\002\003\004' >"$TMP/badformat"
+chmod +x "$TMP/badformat"
+run -n 3 "$TMP/badformat"
+expect_rc 127
+expect_err "tnt-run: cannot execute '$TMP/badformat': Exec format error"
+[ ! -s "$OUT" ] || fail "unexpected stdout: $(cat "$OUT")"
+end
+
+begin "bad command lines exit 2"
+check_usage() { # expected-text args...
+    local want=$1
+    shift
+    run "$@"
+    expect_rc 2
+    expect_err "$want"
+    expect_err "Try 'tnt-run --help'"
+}
+check_usage "invalid number of ranks '0'" -n 0 true
+check_usage "invalid number of ranks 'abc'" -n abc true
+check_usage "invalid number of ranks '-1'" -n -1 true
+check_usage "invalid number of ranks '3x'" --np=3x true
+check_usage "invalid number of ranks ''" --nranks= true
+check_usage "invalid number of ranks '100000'" -n 100000 true
+check_usage "no program given" -n 2
+check_usage "unknown option '--bogus'" --bogus -n 2 true
+check_usage "missing -n" true
+check_usage "option '-n' needs a value" -n
+check_usage "invalid timeout 'soon'" --timeout soon -n 1 true
+check_usage "invalid timeout '0'" --timeout 0 -n 1 true
+end
+
+begin "--help"
+run --help
+expect_rc 0
+grep -q "^Usage: tnt-run -n N" "$OUT" || fail "no usage line: $(cat "$OUT")"
+grep -qi "hostfile" "$OUT" || fail "help does not mention later options"
+end
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
