@@ -117,9 +117,10 @@ static tnt_result_t validate_config(const tnt_config_t *c)
     if (c->nranks > 1 && (!c->root_addr || !*c->root_addr))
         return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_init: root_addr "
                           "is required when nranks > 1");
-    if (!isfinite(c->timeout_s) || c->timeout_s < 0)
+    if (isnan(c->timeout_s) || isinf(c->timeout_s))
         return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_init: timeout_s="
-                          "%g; expected >= 0 (0: TNT_TIMEOUT)", c->timeout_s);
+                          "%g; expected a finite number of seconds (<= 0: "
+                          "TNT_TIMEOUT)", c->timeout_s);
     return TNT_SUCCESS;
 }
 

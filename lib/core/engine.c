@@ -223,14 +223,35 @@ static int matches(const tnt_msg_hdr_t *h, const struct tnt_request *req,
     return h->seq == req->seq && h->step == step;
 }
 
+/* Hand a fully arrived early message to its receive: unlink it from the
+ * peer's list, copy it into place, free it, complete the receive. */
+static void deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
+                               tnt_unexp_t *u, tnt_opstate_t *os)
+{
+    tnt_unexp_t *prev = NULL;
+    for (tnt_unexp_t *it = p->unexp_head; it && it != u; it = it->next)
+        prev = it;
+    if (prev)
+        prev->next = u->next;
+    else
+        p->unexp_head = u->next;
+    if (p->unexp_tail == u)
+        p->unexp_tail = prev;
+    const tnt_sop_t *sop = &os->coll->sched.ops[os->op];
+    if (u->len)
+        memcpy(ref_ptr(os->coll, sop->dst), u->data, u->len);
+    comm->unexp_bytes -= u->len;
+    free(u);
+    op_complete(os->coll, os->op);
+}
+
 static void post_recv(struct tnt_comm *comm, struct tnt_request *req,
                       uint32_t op)
 {
     const tnt_sop_t *sop = &req->sched.ops[op];
     tnt_opstate_t *os = &req->ops[op];
     tnt_peer_t *p = &comm->peers[sop->peer];
-    tnt_unexp_t *prev = NULL;
-    for (tnt_unexp_t *u = p->unexp_head; u; prev = u, u = u->next) {
+    for (tnt_unexp_t *u = p->unexp_head; u; u = u->next) {
         if (!matches(&u->hdr, req, sop->step) || u->claimed)
             continue;
         if (u->len != sop->bytes) {
@@ -245,17 +266,7 @@ static void post_recv(struct tnt_comm *comm, struct tnt_request *req,
             u->claimed = os; /* copied when its payload has landed */
             return;
         }
-        if (u->len)
-            memcpy(ref_ptr(req, sop->dst), u->data, u->len);
-        if (prev)
-            prev->next = u->next;
-        else
-            p->unexp_head = u->next;
-        if (p->unexp_tail == u)
-            p->unexp_tail = prev;
-        comm->unexp_bytes -= u->len;
-        free(u);
-        op_complete(req, op);
+        deliver_unexpected(comm, p, u, os);
         return;
     }
     if (p->dead) {
@@ -693,22 +704,7 @@ static void up_payload(void *core, int peer, void *cookie)
         return;
     /* A receive was posted while the payload was still arriving. */
     tnt_opstate_t *os = u->claimed;
-    tnt_peer_t *p = &comm->peers[peer];
-    tnt_unexp_t *prev = NULL;
-    for (tnt_unexp_t *it = p->unexp_head; it && it != u; it = it->next)
-        prev = it;
-    if (prev)
-        prev->next = u->next;
-    else
-        p->unexp_head = u->next;
-    if (p->unexp_tail == u)
-        p->unexp_tail = prev;
-    const tnt_sop_t *sop = &os->coll->sched.ops[os->op];
-    if (u->len)
-        memcpy(ref_ptr(os->coll, sop->dst), u->data, u->len);
-    comm->unexp_bytes -= u->len;
-    free(u);
-    op_complete(os->coll, os->op);
+    deliver_unexpected(comm, &comm->peers[peer], u, os);
     run_ready(comm, os->coll);
 }
 
@@ -720,14 +716,29 @@ static void up_send_done(void *core, void *cookie)
     run_ready(comm, os->coll);
 }
 
-/* Does any unfinished operation in flight involve `peer`? */
+/* Has the whole message (seq, step) from p already arrived early? */
+static int arrived_early(const tnt_peer_t *p, uint64_t seq, uint32_t step)
+{
+    for (const tnt_unexp_t *u = p->unexp_head; u; u = u->next)
+        if (u->hdr.seq == seq && u->hdr.step == step && u->complete)
+            return 1;
+    return 0;
+}
+
+/* Does an unfinished operation in flight still need `peer`? A receive
+ * whose message is already here does not: a peer that finished its part
+ * and closed is not an error. */
 static int peer_needed(struct tnt_comm *comm, int peer)
 {
+    const tnt_peer_t *p = &comm->peers[peer];
     for (struct tnt_request *r = comm->active_head; r; r = r->next)
         for (uint32_t i = 0; i < r->sched.nops; i++) {
             const tnt_sop_t *s = &r->sched.ops[i];
-            if (!r->ops[i].done && s->peer == peer &&
-                (s->kind == TNT_SOP_SEND || s->kind == TNT_SOP_RECV))
+            if (r->ops[i].done || s->peer != peer)
+                continue;
+            if (s->kind == TNT_SOP_SEND)
+                return 1;
+            if (s->kind == TNT_SOP_RECV && !arrived_early(p, r->seq, s->step))
                 return 1;
         }
     return 0;

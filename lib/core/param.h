@@ -20,8 +20,8 @@
       "deadline to reach rank 0 and all peers at start, seconds")          \
     X(segment_bytes, "TNT_SEGMENT_BYTES", SIZE, "256k",                     \
       "pipelining segment of ring and chain algorithms")                   \
-    X(socket_buffer, "TNT_SOCKET_BUFFER", SIZE, "4M",                       \
-      "SO_SNDBUF/SO_RCVBUF of data sockets")                                \
+    X(socket_buffer, "TNT_SOCKET_BUFFER", SIZE, "0",                        \
+      "SO_SNDBUF/SO_RCVBUF of data sockets (0: kernel autotuning)")         \
     X(allreduce_algo, "TNT_ALLREDUCE_ALGO", ALGO, "auto",                   \
       "auto|ring|rd")                                                       \
     X(bcast_algo, "TNT_BCAST_ALGO", ALGO, "auto", "auto|binomial|pipeline") \

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs, builds and runs the whole test suite twice: a normal build, and
+# one under AddressSanitizer + UndefinedBehaviorSanitizer (set
+# TNT_SKIP_SANITIZERS=1 to skip the second).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh build
+meson test -C build --print-errorlogs --num-processes 1
+if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
+    bash scripts/setup.sh build-asan -Db_sanitize=address,undefined \
+        -Db_lundef=false -Dbuildtype=debugoptimized
+    # Sanitizers slow everything down: stretch the multi-rank deadlines.
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    TNT_TEST_TIMEOUT_MULT=4 \
+        meson test -C build-asan --print-errorlogs --num-processes 1 \
+        --timeout-multiplier 3
+fi

@@ -1,0 +1,954 @@
+/*
+ * Bad input must give a clear error, never a crash or a hang. This suite
+ * feeds the public API what callers get wrong: NULL handles and pointers,
+ * counts whose byte size overflows, unknown dtypes and ops, roots out of
+ * range, freed and aborted communicators, malformed launcher environments,
+ * an unreachable root, a wrong job key, and ranks that call mismatched
+ * collectives. Checks on argument values run in this process on a world
+ * of one; anything that initialises from a crafted environment or needs
+ * several ranks runs in forked children under the harness's deadline.
+ *
+ * Where the API leaves a choice open (a NULL communicator may be reported
+ * as TNT_ERR_INVALID_COMM or TNT_ERR_INVALID_ARG), either is accepted;
+ * success or a crash never is.
+ *
+ * Usage: test_bad_input [suite [test]] runs one suite or one test.
+ */
+#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "datagen.h"
+#include "harness.h"
+
+#define EXPECT_RC(call, want)                                               \
+    expect_rc_((call), (want), (want), #call, __FILE__, __LINE__)
+#define EXPECT_RC2(call, want1, want2)                                      \
+    expect_rc_((call), (want1), (want2), #call, __FILE__, __LINE__)
+
+static void expect_rc_(tnt_result_t rc, tnt_result_t a, tnt_result_t b,
+                       const char *what, const char *file, int line)
+{
+    int ok = rc == a || rc == b;
+    if (a == b)
+        th_assert_fmt(ok, file, line, "%s returned %d (%s), expected %d "
+                      "(%s); last error: '%s'", what, rc, tnt_strerror(rc),
+                      a, tnt_strerror(a), tnt_last_error());
+    else
+        th_assert_fmt(ok, file, line, "%s returned %d (%s), expected %d "
+                      "(%s) or %d (%s); last error: '%s'", what, rc,
+                      tnt_strerror(rc), a, tnt_strerror(a), b,
+                      tnt_strerror(b), tnt_last_error());
+    /* An error must come with a message that says what went wrong. */
+    if (ok && rc < 0)
+        th_assert_fmt(tnt_last_error() && tnt_last_error()[0], file, line,
+                      "%s failed with %d but tnt_last_error() is empty",
+                      what, rc);
+}
+
+static const char *const k_launcher_vars[] = {"TNT_RANK", "TNT_SIZE",
+                                              "TNT_ROOT_ADDR", "TNT_JOB_KEY"};
+
+static void unset_launcher_env(void)
+{
+    for (size_t i = 0; i < 4; i++)
+        unsetenv(k_launcher_vars[i]);
+}
+
+/* A world of one from an empty launcher environment. */
+static tnt_comm_t world_of_one(void)
+{
+    unset_launcher_env();
+    tnt_comm_t comm = NULL;
+    tnt_result_t rc = tnt_comm_init_from_env(&comm);
+    TH_CHECK(rc == TNT_SUCCESS && comm != NULL,
+             "tnt_comm_init_from_env without launcher environment: %d "
+             "(%s) '%s'", rc, tnt_strerror(rc), tnt_last_error());
+    return rc == TNT_SUCCESS ? comm : NULL;
+}
+
+/* ---- single process ------------------------------------------------------- */
+
+static void test_strerror(void)
+{
+#define CHECK_TEXT_(name, value, text)                                      \
+    {                                                                       \
+        const char *s = tnt_strerror(name);                                 \
+        TH_CHECK(s && strcmp(s, text) == 0,                                 \
+                 "tnt_strerror(%s) = '%s', expected '%s'", #name,           \
+                 s ? s : "(null)", text);                                   \
+    }
+    TNT_RESULT_MAP(CHECK_TEXT_)
+#undef CHECK_TEXT_
+    static const int unknown[] = {3, 4, 100, -13, -100, 12345, -99999,
+                                  INT32_MAX, INT32_MIN};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+        const char *s = tnt_strerror((tnt_result_t)unknown[i]);
+        TH_CHECK(s && s[0], "tnt_strerror(%d) is %s", unknown[i],
+                 s ? "empty" : "NULL");
+        TH_CHECK(!s || strcmp(s, "success") != 0,
+                 "tnt_strerror(%d) says 'success'", unknown[i]);
+    }
+    int ma = -1, mi = -1, pa = -1;
+    tnt_get_version(&ma, &mi, &pa);
+    TH_CHECK(ma == TNT_VERSION_MAJOR && mi == TNT_VERSION_MINOR &&
+                 pa == TNT_VERSION_PATCH,
+             "tnt_get_version gave %d.%d.%d, header says %d.%d.%d", ma, mi,
+             pa, TNT_VERSION_MAJOR, TNT_VERSION_MINOR, TNT_VERSION_PATCH);
+}
+
+static void test_no_launcher_env(void)
+{
+    tnt_comm_t comm = world_of_one();
+    if (!comm)
+        return;
+    int r = -1, n = -1, master = -1, is_master = -1;
+    EXPECT_RC(tnt_comm_rank(comm, &r), TNT_SUCCESS);
+    EXPECT_RC(tnt_comm_size(comm, &n), TNT_SUCCESS);
+    EXPECT_RC(tnt_comm_master_rank(comm, &master), TNT_SUCCESS);
+    EXPECT_RC(tnt_comm_is_master(comm, &is_master), TNT_SUCCESS);
+    TH_CHECK(r == 0 && n == 1 && master == 0 && is_master == 1,
+             "world of one: rank %d size %d master %d is_master %d", r, n,
+             master, is_master);
+
+    /* Every collective of one rank is a copy (or nothing). */
+    enum { N = 1000 };
+    float send[N], recv[N], want[N];
+    for (int i = 0; i < N; i++)
+        send[i] = want[i] = (float)(i % 97) * 0.37f - 11.0f;
+    for (int op = 0; op < TNT_OP_COUNT; op++) {
+        memset(recv, 0xff, sizeof recv);
+        EXPECT_RC(tnt_allreduce(comm, send, recv, N, TNT_F32, (tnt_op_t)op),
+                  TNT_SUCCESS);
+        TH_CHECK(memcmp(recv, want, sizeof recv) == 0,
+                 "allreduce op %s of one rank is not a copy of the input",
+                 tnt_op_name((tnt_op_t)op));
+    }
+    int32_t iv[5] = {-7, -1, 0, 3, 2147483647}, io[5];
+    int32_t iw[5] = {-7, -1, 0, 3, 2147483647};
+    EXPECT_RC(tnt_allreduce(comm, iv, io, 5, TNT_I32, TNT_AVG), TNT_SUCCESS);
+    TH_CHECK(memcmp(io, iw, sizeof io) == 0, "i32 avg of one rank changed "
+             "the values");
+    memcpy(recv, send, sizeof recv);
+    EXPECT_RC(tnt_allreduce(comm, TNT_IN_PLACE, recv, N, TNT_F32, TNT_SUM),
+              TNT_SUCCESS);
+    TH_CHECK(memcmp(recv, want, sizeof recv) == 0,
+             "in-place allreduce of one rank changed the data");
+    memcpy(recv, send, sizeof recv);
+    EXPECT_RC(tnt_broadcast(comm, recv, N, TNT_F32, 0), TNT_SUCCESS);
+    TH_CHECK(memcmp(recv, want, sizeof recv) == 0,
+             "broadcast of one rank changed the data");
+    EXPECT_RC(tnt_barrier(comm), TNT_SUCCESS);
+    memset(recv, 0, sizeof recv);
+    EXPECT_RC(tnt_allgather(comm, send, recv, N, TNT_F32), TNT_SUCCESS);
+    TH_CHECK(memcmp(recv, want, sizeof recv) == 0,
+             "allgather of one rank is not a copy");
+    memset(recv, 0, sizeof recv);
+    EXPECT_RC(tnt_reduce_scatter(comm, send, recv, N, TNT_F32, TNT_MAX),
+              TNT_SUCCESS);
+    TH_CHECK(memcmp(recv, want, sizeof recv) == 0,
+             "reduce_scatter of one rank is not a copy");
+    tnt_request_t req = NULL;
+    memset(recv, 0, sizeof recv);
+    EXPECT_RC(tnt_iallreduce(comm, send, recv, N, TNT_F32, TNT_SUM, &req),
+              TNT_SUCCESS);
+    if (req) {
+        EXPECT_RC(tnt_wait(req), TNT_SUCCESS);
+        EXPECT_RC(tnt_test(req), TNT_SUCCESS);
+        EXPECT_RC(tnt_request_free(req), TNT_SUCCESS);
+    }
+    TH_CHECK(memcmp(recv, want, sizeof recv) == 0,
+             "iallreduce of one rank is not a copy");
+    EXPECT_RC(tnt_comm_free(comm), TNT_SUCCESS);
+}
+
+static void test_null_arguments(void)
+{
+    EXPECT_RC(tnt_comm_init_from_env(NULL), TNT_ERR_INVALID_ARG);
+    tnt_config_t cfg = TNT_CONFIG_INIT;
+    cfg.rank = 0;
+    cfg.nranks = 1;
+    tnt_comm_t c = NULL;
+    EXPECT_RC(tnt_comm_init(NULL, &c), TNT_ERR_INVALID_ARG);
+    EXPECT_RC(tnt_comm_init(&cfg, NULL), TNT_ERR_INVALID_ARG);
+
+    int v;
+    tnt_comm_t nul = NULL;
+    const tnt_result_t IC = TNT_ERR_INVALID_COMM, IA = TNT_ERR_INVALID_ARG;
+    EXPECT_RC2(tnt_comm_rank(nul, &v), IC, IA);
+    EXPECT_RC2(tnt_comm_size(nul, &v), IC, IA);
+    EXPECT_RC2(tnt_comm_master_rank(nul, &v), IC, IA);
+    EXPECT_RC2(tnt_comm_is_master(nul, &v), IC, IA);
+    float buf[16] = {0}, out[16];
+    tnt_request_t req = NULL;
+    EXPECT_RC2(tnt_allreduce(nul, buf, out, 16, TNT_F32, TNT_SUM), IC, IA);
+    EXPECT_RC2(tnt_iallreduce(nul, buf, out, 16, TNT_F32, TNT_SUM, &req), IC,
+               IA);
+    EXPECT_RC2(tnt_broadcast(nul, buf, 16, TNT_F32, 0), IC, IA);
+    EXPECT_RC2(tnt_ibroadcast(nul, buf, 16, TNT_F32, 0, &req), IC, IA);
+    EXPECT_RC2(tnt_barrier(nul), IC, IA);
+    EXPECT_RC2(tnt_ibarrier(nul, &req), IC, IA);
+    EXPECT_RC2(tnt_allgather(nul, buf, out, 1, TNT_F32), IC, IA);
+    EXPECT_RC2(tnt_iallgather(nul, buf, out, 1, TNT_F32, &req), IC, IA);
+    EXPECT_RC2(tnt_reduce_scatter(nul, buf, out, 1, TNT_F32, TNT_SUM), IC,
+               IA);
+    EXPECT_RC2(tnt_ireduce_scatter(nul, buf, out, 1, TNT_F32, TNT_SUM, &req),
+               IC, IA);
+
+    EXPECT_RC(tnt_test(NULL), TNT_ERR_INVALID_ARG);
+    EXPECT_RC(tnt_wait(NULL), TNT_ERR_INVALID_ARG);
+    EXPECT_RC(tnt_wait_timeout(NULL, 1.0), TNT_ERR_INVALID_ARG);
+    /* Like free(NULL), releasing nothing may succeed; it must not crash. */
+    EXPECT_RC2(tnt_request_free(NULL), TNT_SUCCESS, TNT_ERR_INVALID_ARG);
+
+    tnt_comm_t comm = world_of_one();
+    if (!comm)
+        return;
+    EXPECT_RC(tnt_comm_rank(comm, NULL), IA);
+    EXPECT_RC(tnt_comm_size(comm, NULL), IA);
+    EXPECT_RC(tnt_comm_master_rank(comm, NULL), IA);
+    EXPECT_RC(tnt_comm_is_master(comm, NULL), IA);
+    EXPECT_RC(tnt_allreduce(comm, NULL, out, 16, TNT_F32, TNT_SUM), IA);
+    EXPECT_RC(tnt_allreduce(comm, buf, NULL, 16, TNT_F32, TNT_SUM), IA);
+    EXPECT_RC(tnt_allreduce(comm, TNT_IN_PLACE, NULL, 16, TNT_F32, TNT_SUM),
+              IA);
+    EXPECT_RC(tnt_broadcast(comm, NULL, 16, TNT_F32, 0), IA);
+    EXPECT_RC(tnt_allgather(comm, NULL, out, 16, TNT_F32), IA);
+    EXPECT_RC(tnt_allgather(comm, buf, NULL, 16, TNT_F32), IA);
+    EXPECT_RC(tnt_reduce_scatter(comm, NULL, out, 16, TNT_F32, TNT_SUM), IA);
+    EXPECT_RC(tnt_reduce_scatter(comm, buf, NULL, 16, TNT_F32, TNT_SUM), IA);
+    /* A NULL request pointer: nowhere to put the handle. */
+    EXPECT_RC(tnt_iallreduce(comm, buf, out, 16, TNT_F32, TNT_SUM, NULL), IA);
+    EXPECT_RC(tnt_ibroadcast(comm, buf, 16, TNT_F32, 0, NULL), IA);
+    EXPECT_RC(tnt_ibarrier(comm, NULL), IA);
+    EXPECT_RC(tnt_iallgather(comm, buf, out, 16, TNT_F32, NULL), IA);
+    EXPECT_RC(tnt_ireduce_scatter(comm, buf, out, 16, TNT_F32, TNT_SUM, NULL),
+              IA);
+
+    /* The errors above left the communicator healthy. */
+    for (int i = 0; i < 16; i++)
+        buf[i] = (float)i;
+    EXPECT_RC(tnt_allreduce(comm, buf, out, 16, TNT_F32, TNT_SUM),
+              TNT_SUCCESS);
+    TH_CHECK(memcmp(buf, out, sizeof out) == 0,
+             "allreduce after rejected calls gave wrong data");
+    EXPECT_RC(tnt_comm_free(comm), TNT_SUCCESS);
+}
+
+static void test_bad_values(void)
+{
+    tnt_comm_t comm = world_of_one();
+    if (!comm)
+        return;
+    const tnt_result_t IA = TNT_ERR_INVALID_ARG;
+    float buf[16] = {0}, out[16] = {0};
+    tnt_request_t req = NULL;
+
+    /* Counts whose size in bytes does not fit in size_t. */
+    static const struct {
+        size_t count;
+        tnt_dtype_t dt;
+    } over[] = {{SIZE_MAX, TNT_F32},
+                {SIZE_MAX / 2, TNT_F32},
+                {SIZE_MAX / 4 + 1, TNT_F32},
+                {SIZE_MAX / 8 + 1, TNT_F64},
+                {SIZE_MAX / 2 + 1, TNT_F16},
+                {SIZE_MAX / 2 + 1, TNT_BF16},
+                {SIZE_MAX / 8 + 1, TNT_U64}};
+    for (size_t i = 0; i < sizeof over / sizeof over[0]; i++) {
+        size_t n = over[i].count;
+        tnt_dtype_t dt = over[i].dt;
+        EXPECT_RC(tnt_allreduce(comm, buf, out, n, dt, TNT_SUM), IA);
+        EXPECT_RC(tnt_allreduce(comm, TNT_IN_PLACE, out, n, dt, TNT_SUM), IA);
+        EXPECT_RC(tnt_iallreduce(comm, buf, out, n, dt, TNT_SUM, &req), IA);
+        EXPECT_RC(tnt_broadcast(comm, buf, n, dt, 0), IA);
+        EXPECT_RC(tnt_ibroadcast(comm, buf, n, dt, 0, &req), IA);
+        EXPECT_RC(tnt_allgather(comm, buf, out, n, dt), IA);
+        EXPECT_RC(tnt_reduce_scatter(comm, buf, out, n, dt, TNT_SUM), IA);
+    }
+
+    /* Unknown dtypes and ops. */
+    static const int bad_dt[] = {77, TNT_DTYPE_COUNT, -1, 1 << 20};
+    for (size_t i = 0; i < sizeof bad_dt / sizeof bad_dt[0]; i++) {
+        tnt_dtype_t dt = (tnt_dtype_t)bad_dt[i];
+        EXPECT_RC(tnt_allreduce(comm, buf, out, 4, dt, TNT_SUM), IA);
+        EXPECT_RC(tnt_iallreduce(comm, buf, out, 4, dt, TNT_SUM, &req), IA);
+        EXPECT_RC(tnt_broadcast(comm, buf, 4, dt, 0), IA);
+        EXPECT_RC(tnt_allgather(comm, buf, out, 4, dt), IA);
+        EXPECT_RC(tnt_reduce_scatter(comm, buf, out, 4, dt, TNT_SUM), IA);
+        /* Even with nothing to move, the dtype is still wrong. */
+        EXPECT_RC(tnt_allreduce(comm, buf, out, 0, dt, TNT_SUM), IA);
+    }
+    static const int bad_op[] = {77, TNT_OP_COUNT, -1};
+    for (size_t i = 0; i < sizeof bad_op / sizeof bad_op[0]; i++) {
+        tnt_op_t op = (tnt_op_t)bad_op[i];
+        EXPECT_RC(tnt_allreduce(comm, buf, out, 4, TNT_F32, op), IA);
+        EXPECT_RC(tnt_iallreduce(comm, buf, out, 4, TNT_F32, op, &req), IA);
+        EXPECT_RC(tnt_reduce_scatter(comm, buf, out, 4, TNT_F32, op), IA);
+        EXPECT_RC(tnt_allreduce(comm, buf, out, 0, TNT_F32, op), IA);
+    }
+
+    /* Roots outside [0, size). */
+    static const int bad_root[] = {-1, 1, 2, 1000, INT32_MIN};
+    for (size_t i = 0; i < sizeof bad_root / sizeof bad_root[0]; i++) {
+        EXPECT_RC(tnt_broadcast(comm, buf, 4, TNT_F32, bad_root[i]), IA);
+        EXPECT_RC(tnt_ibroadcast(comm, buf, 4, TNT_F32, bad_root[i], &req),
+                  IA);
+    }
+
+    /* Still healthy. */
+    for (int i = 0; i < 16; i++)
+        buf[i] = (float)(3 * i);
+    EXPECT_RC(tnt_allreduce(comm, buf, out, 16, TNT_F32, TNT_MAX),
+              TNT_SUCCESS);
+    TH_CHECK(memcmp(buf, out, sizeof out) == 0,
+             "allreduce after rejected calls gave wrong data");
+    EXPECT_RC(tnt_comm_free(comm), TNT_SUCCESS);
+}
+
+static void test_bad_config(void)
+{
+    unset_launcher_env();
+    tnt_comm_t comm = NULL;
+    const tnt_result_t IA = TNT_ERR_INVALID_ARG, CF = TNT_ERR_CONFIG;
+
+    tnt_config_t cfg = TNT_CONFIG_INIT;
+    cfg.rank = 0;
+    cfg.nranks = 1;
+    cfg.size = 0; /* not initialised with TNT_CONFIG_INIT */
+    EXPECT_RC2(tnt_comm_init(&cfg, &comm), IA, CF);
+    cfg.size = sizeof cfg;
+    cfg.version = 0; /* versions start at 1 */
+    EXPECT_RC2(tnt_comm_init(&cfg, &comm), IA, CF);
+    cfg.version = TNT_CONFIG_VERSION;
+
+    static const struct {
+        int rank, nranks;
+        const char *addr;
+    } bad[] = {{-1, 1, NULL},           /* the TNT_CONFIG_INIT default */
+               {0, 0, NULL},
+               {0, -3, NULL},
+               {1, 1, NULL},
+               {5, 2, "127.0.0.1:1"},
+               {1, 2, NULL},            /* no root address for 2 ranks */
+               {1, 2, "nonsense"},
+               {1, 2, "127.0.0.1"},
+               {1, 2, "127.0.0.1:99999"},
+               {1, 2, "127.0.0.1:-5"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tnt_config_t c = TNT_CONFIG_INIT;
+        c.rank = bad[i].rank;
+        c.nranks = bad[i].nranks;
+        c.root_addr = bad[i].addr;
+        c.timeout_s = 5.0;
+        comm = NULL;
+        tnt_result_t rc = tnt_comm_init(&c, &comm);
+        TH_CHECK(rc == IA || rc == CF,
+                 "tnt_comm_init(rank %d, nranks %d, root '%s') returned %d "
+                 "(%s), expected an invalid-argument or config error; '%s'",
+                 bad[i].rank, bad[i].nranks,
+                 bad[i].addr ? bad[i].addr : "(null)", rc, tnt_strerror(rc),
+                 tnt_last_error());
+        if (rc == TNT_SUCCESS && comm)
+            tnt_comm_free(comm);
+    }
+    /* tnt.h: "timeout_s <= 0: TNT_TIMEOUT", so 0 and negative values both
+     * fall back to the environment; NaN is no number of seconds. */
+    static const double fallback[] = {0.0, -1.0};
+    for (size_t i = 0; i < 2; i++) {
+        tnt_config_t c = TNT_CONFIG_INIT;
+        c.rank = 0;
+        c.nranks = 1;
+        c.timeout_s = fallback[i];
+        comm = NULL;
+        tnt_result_t rc = tnt_comm_init(&c, &comm);
+        TH_CHECK(rc == TNT_SUCCESS, "tnt_comm_init with timeout_s=%g "
+                 "returned %d (%s), but tnt.h documents <= 0 as 'use "
+                 "TNT_TIMEOUT': '%s'", fallback[i], rc, tnt_strerror(rc),
+                 tnt_last_error());
+        if (rc == TNT_SUCCESS && comm)
+            EXPECT_RC(tnt_comm_free(comm), TNT_SUCCESS);
+    }
+    tnt_config_t c = TNT_CONFIG_INIT;
+    c.rank = 0;
+    c.nranks = 1;
+    c.timeout_s = NAN;
+    comm = NULL;
+    EXPECT_RC2(tnt_comm_init(&c, &comm), IA, CF);
+}
+
+static void test_freed_comm(void)
+{
+    tnt_comm_t comm = world_of_one();
+    if (!comm)
+        return;
+    EXPECT_RC(tnt_comm_free(comm), TNT_SUCCESS);
+    /* The library keeps a registry of live communicators: the freed
+     * handle is recognised without being dereferenced (ASan would
+     * object otherwise). No communicator is created in between, so the
+     * address cannot have been reused. */
+    const tnt_result_t IC = TNT_ERR_INVALID_COMM;
+    float buf[4] = {1, 2, 3, 4}, out[4];
+    int v;
+    tnt_request_t req = NULL;
+    EXPECT_RC(tnt_allreduce(comm, buf, out, 4, TNT_F32, TNT_SUM), IC);
+    EXPECT_RC(tnt_iallreduce(comm, buf, out, 4, TNT_F32, TNT_SUM, &req), IC);
+    EXPECT_RC(tnt_broadcast(comm, buf, 4, TNT_F32, 0), IC);
+    EXPECT_RC(tnt_barrier(comm), IC);
+    EXPECT_RC(tnt_allgather(comm, buf, out, 1, TNT_F32), IC);
+    EXPECT_RC(tnt_reduce_scatter(comm, buf, out, 1, TNT_F32, TNT_SUM), IC);
+    EXPECT_RC(tnt_comm_rank(comm, &v), IC);
+    EXPECT_RC(tnt_comm_size(comm, &v), IC);
+    EXPECT_RC(tnt_comm_abort(comm), IC);
+    EXPECT_RC(tnt_comm_free(comm), IC);
+    /* A handle that never was a communicator. */
+    tnt_comm_t bogus = (tnt_comm_t)(uintptr_t)0x1000;
+    EXPECT_RC(tnt_barrier(bogus), IC);
+    EXPECT_RC(tnt_comm_free(bogus), IC);
+}
+
+static void test_aborted_comm(void)
+{
+    tnt_comm_t comm = world_of_one();
+    if (!comm)
+        return;
+    EXPECT_RC(tnt_comm_abort(comm), TNT_SUCCESS);
+    const tnt_result_t AB = TNT_ERR_ABORTED;
+    float buf[4] = {1, 2, 3, 4}, out[4];
+    tnt_request_t req = NULL;
+    EXPECT_RC(tnt_allreduce(comm, buf, out, 4, TNT_F32, TNT_SUM), AB);
+    EXPECT_RC(tnt_iallreduce(comm, buf, out, 4, TNT_F32, TNT_SUM, &req), AB);
+    EXPECT_RC(tnt_broadcast(comm, buf, 4, TNT_F32, 0), AB);
+    EXPECT_RC(tnt_ibroadcast(comm, buf, 4, TNT_F32, 0, &req), AB);
+    EXPECT_RC(tnt_barrier(comm), AB);
+    EXPECT_RC(tnt_ibarrier(comm, &req), AB);
+    EXPECT_RC(tnt_allgather(comm, buf, out, 1, TNT_F32), AB);
+    EXPECT_RC(tnt_reduce_scatter(comm, buf, out, 1, TNT_F32, TNT_SUM), AB);
+    /* Aborted, not freed: freeing is still the owner's job and works. */
+    EXPECT_RC(tnt_comm_free(comm), TNT_SUCCESS);
+    EXPECT_RC(tnt_barrier(comm), TNT_ERR_INVALID_COMM);
+}
+
+/* ---- malformed environments (forked children) ----------------------------- */
+
+typedef struct env_case {
+    const char *env[6];  /* applied over a valid world-of-one environment */
+    const char *names;   /* the message must name one of these ('|') */
+} env_case_t;
+
+typedef struct env_arg {
+    const env_case_t *c;
+} env_arg_t;
+
+static int names_one_of(const char *msg, const char *names)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", names);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, "|", &save); t; t = strtok_r(NULL, "|", &save))
+        if (strstr(msg, t))
+            return 1;
+    return 0;
+}
+
+static int bad_env_rank(tnt_comm_t unused, int rank, int p, void *arg,
+                        th_report_t *rep)
+{
+    (void)unused;
+    (void)rank;
+    (void)p;
+    const env_arg_t *a = arg;
+    tnt_comm_t comm = NULL;
+    double t0 = th_now();
+    tnt_result_t rc = tnt_comm_init_from_env(&comm);
+    double dt = th_now() - t0;
+    const char *msg = tnt_last_error();
+    int ok = (rc == TNT_ERR_CONFIG || rc == TNT_ERR_INVALID_ARG) &&
+             names_one_of(msg, a->c->names);
+    th_report_expect(rep, "init_rejected", ok, rc,
+                     "tnt_comm_init_from_env returned %d (%s) after %.1f s, "
+                     "expected a config error naming %s; message: '%s'", rc,
+                     tnt_strerror(rc), dt, a->c->names, msg);
+    if (rc == TNT_SUCCESS && comm)
+        tnt_comm_free(comm);
+    return 0;
+}
+
+static const env_case_t k_env_cases[] = {
+    {{"TNT_SIZE=abc"}, "TNT_SIZE"},
+    {{"TNT_SIZE=0"}, "TNT_SIZE"},
+    {{"TNT_SIZE=-2"}, "TNT_SIZE"},
+    {{"TNT_SIZE=2x"}, "TNT_SIZE"},
+    {{"TNT_SIZE=99999999999999999999"}, "TNT_SIZE"},
+    {{"TNT_SIZE=2", "TNT_RANK=5"}, "TNT_RANK"},
+    {{"TNT_SIZE=2", "TNT_RANK=2"}, "TNT_RANK"},
+    {{"TNT_RANK=-1"}, "TNT_RANK"},
+    {{"TNT_RANK=abc"}, "TNT_RANK"},
+    {{"TNT_RANK=0.5"}, "TNT_RANK"},
+    {{"TNT_SIZE=2", "TNT_RANK=1", "TNT_ROOT_ADDR=nonsense"}, "TNT_ROOT_ADDR"},
+    {{"TNT_SIZE=2", "TNT_RANK=1", "TNT_ROOT_ADDR=127.0.0.1"},
+     "TNT_ROOT_ADDR"},
+    {{"TNT_SIZE=2", "TNT_RANK=1", "TNT_ROOT_ADDR=127.0.0.1:"},
+     "TNT_ROOT_ADDR"},
+    {{"TNT_SIZE=2", "TNT_RANK=1", "TNT_ROOT_ADDR=127.0.0.1:99999"},
+     "TNT_ROOT_ADDR"},
+    {{"TNT_SIZE=2", "TNT_RANK=0", "TNT_ROOT_ADDR=127.0.0.1:99999"},
+     "TNT_ROOT_ADDR"},
+    {{"TNT_SIZE=2", "TNT_RANK=1", "TNT_ROOT_ADDR=127.0.0.1:12ab"},
+     "TNT_ROOT_ADDR"},
+    {{"TNT_TIMEOUT=abc"}, "TNT_TIMEOUT"},
+    {{"TNT_TIMEOUT=-5"}, "TNT_TIMEOUT"},
+    {{"TNT_TIMEOUT=0"}, "TNT_TIMEOUT"},
+    {{"TNT_TIMEOUT=inf"}, "TNT_TIMEOUT"},
+    {{"TNT_CONNECT_TIMEOUT=xyz"}, "TNT_CONNECT_TIMEOUT"},
+    {{"TNT_SEGMENT_BYTES=-3"}, "TNT_SEGMENT_BYTES"},
+    {{"TNT_SEGMENT_BYTES=abc"}, "TNT_SEGMENT_BYTES"},
+    {{"TNT_SEGMENT_BYTES=0"}, "TNT_SEGMENT_BYTES"},
+    {{"TNT_SEGMENT_BYTES=99999999999999999999G"}, "TNT_SEGMENT_BYTES"},
+    {{"TNT_SOCKET_BUFFER=1x"}, "TNT_SOCKET_BUFFER"},
+    {{"TNT_MAX_UNEXPECTED_BYTES=lots"}, "TNT_MAX_UNEXPECTED_BYTES"},
+    {{"TNT_ALLREDUCE_ALGO=bogus"}, "TNT_ALLREDUCE_ALGO"},
+    {{"TNT_BCAST_ALGO=bogus"}, "TNT_BCAST_ALGO"},
+    /* Knob errors are found before waiting for any peer: a typo must not
+     * cost a connection timeout. */
+    {{"TNT_SIZE=2", "TNT_RANK=0", "TNT_TIMEOUT=abc",
+      "TNT_CONNECT_TIMEOUT=30"},
+     "TNT_TIMEOUT"},
+    {{"TNT_SIZE=2", "TNT_RANK=1", "TNT_SEGMENT_BYTES=-3",
+      "TNT_CONNECT_TIMEOUT=30"},
+     "TNT_SEGMENT_BYTES"},
+    /* Part of the launcher environment only. */
+    {{"TNT_SIZE=2", "TNT_RANK", "TNT_CONNECT_TIMEOUT=30"}, "TNT_RANK"},
+    {{"TNT_SIZE", "TNT_RANK=1", "TNT_CONNECT_TIMEOUT=30"}, "TNT_SIZE"},
+    {{"TNT_SIZE=2", "TNT_RANK=1", "TNT_ROOT_ADDR", "TNT_CONNECT_TIMEOUT=30"},
+     "TNT_ROOT_ADDR"},
+};
+
+static void test_malformed_env(void)
+{
+    for (size_t i = 0; i < sizeof k_env_cases / sizeof k_env_cases[0]; i++) {
+        const env_case_t *c = &k_env_cases[i];
+        char name[256];
+        size_t k = (size_t)snprintf(name, sizeof name, "env");
+        for (int e = 0; c->env[e] && k < sizeof name; e++)
+            k += (size_t)snprintf(name + k, sizeof name - k, " %s",
+                                  c->env[e]);
+        env_arg_t a = {c};
+        /* The deadline is far below TNT_CONNECT_TIMEOUT=30: a library
+         * that waits for peers before checking its knobs is caught. */
+        th_job_t job = {name, 1, c->env, bad_env_rank, &a, 10, 1, 0};
+        th_run_job(&job, NULL);
+    }
+}
+
+/* Connection failures: nothing listens at the root address (rank 1), or
+ * nobody ever connects (rank 0 of 2). Either must end in an error within
+ * about TNT_CONNECT_TIMEOUT, never hang. */
+static int unreachable_rank(tnt_comm_t unused, int rank, int p, void *arg,
+                            th_report_t *rep)
+{
+    (void)unused;
+    (void)rank;
+    (void)p;
+    (void)arg;
+    tnt_comm_t comm = NULL;
+    double t0 = th_now();
+    tnt_result_t rc = tnt_comm_init_from_env(&comm);
+    double dt = th_now() - t0;
+    double limit = 8.0 * th_timeout_mult();
+    const char *msg = tnt_last_error();
+    th_report_expect(rep, "init_fails",
+                     (rc == TNT_ERR_CONNECT || rc == TNT_TIMEOUT) &&
+                         dt < limit && msg[0],
+                     rc, "init returned %d (%s) after %.1f s (limit %.0f s), "
+                     "expected a connect error or timeout with a message; "
+                     "message: '%s'", rc, tnt_strerror(rc), dt, limit, msg);
+    if (rc == TNT_SUCCESS && comm)
+        tnt_comm_free(comm);
+    return 0;
+}
+
+static void test_unreachable_root(void)
+{
+    const char *env1[] = {"TNT_SIZE=2", "TNT_RANK=1", "TNT_CONNECT_TIMEOUT=1",
+                          NULL};
+    th_job_t j1 = {"rank 1, nothing listens at the root", 1, env1,
+                   unreachable_rank, NULL, 30, 1, 0};
+    th_run_job(&j1, NULL);
+    const char *env0[] = {"TNT_SIZE=2", "TNT_RANK=0", "TNT_CONNECT_TIMEOUT=1",
+                          NULL};
+    th_job_t j0 = {"rank 0, no peer ever connects", 1, env0,
+                   unreachable_rank, NULL, 30, 1, 0};
+    th_run_job(&j0, NULL);
+}
+
+/* A rank with the wrong job key must be refused: both sides fail. */
+static int wrong_key_rank(tnt_comm_t unused, int rank, int p, void *arg,
+                          th_report_t *rep)
+{
+    (void)unused;
+    (void)p;
+    (void)arg;
+    if (rank == 1)
+        setenv("TNT_JOB_KEY", "00112233445566778899aabbccddeeff", 1);
+    tnt_comm_t comm = NULL;
+    tnt_result_t rc = tnt_comm_init_from_env(&comm);
+    /* A timeout is a failure here too: init did not complete. */
+    th_report_expect(rep, "init_refused", rc != TNT_SUCCESS, rc,
+                     "rank %d: init with %s job key returned %d (%s): '%s'",
+                     rank, rank == 1 ? "a wrong" : "the right", rc,
+                     tnt_strerror(rc), tnt_last_error());
+    if (rc == TNT_SUCCESS && comm)
+        tnt_comm_free(comm);
+    return 0;
+}
+
+static void test_wrong_job_key(void)
+{
+    const char *env[] = {"TNT_CONNECT_TIMEOUT=3", NULL};
+    th_job_t job = {"wrong job key", 2, env, wrong_key_rank, NULL, 40, 1, 0};
+    th_run_job(&job, NULL);
+}
+
+/* ---- several ranks --------------------------------------------------------- */
+
+/* Local argument errors in a real job: every rank finds them before
+ * sending anything, so nobody waits, and the communicator stays usable. */
+static int multi_bad_args_rank(tnt_comm_t comm, int rank, int p, void *arg,
+                               th_report_t *rep)
+{
+    (void)arg;
+    float buf[64], out[64 * 8];
+    tnt_request_t req = NULL;
+    memset(buf, 0, sizeof buf);
+#define BAD(name, call)                                                     \
+    do {                                                                    \
+        tnt_result_t rc_ = (call);                                          \
+        th_report_expect(rep, name, rc_ == TNT_ERR_INVALID_ARG, rc_,        \
+                         "%s returned %d (%s), expected invalid argument: " \
+                         "'%s'", #call, rc_, tnt_strerror(rc_),             \
+                         tnt_last_error());                                 \
+    } while (0)
+    /* count * size * esize overflows although count * esize does not. */
+    size_t n = SIZE_MAX / 8 + 1;
+    if (p > 1) {
+        BAD("allgather_total_overflow",
+            tnt_allgather(comm, buf, out, n, TNT_F32));
+        BAD("iallgather_total_overflow",
+            tnt_iallgather(comm, buf, out, n, TNT_F32, &req));
+        BAD("reduce_scatter_total_overflow",
+            tnt_reduce_scatter(comm, buf, out, n, TNT_F32, TNT_SUM));
+    }
+    BAD("allreduce_overflow",
+        tnt_allreduce(comm, buf, out, SIZE_MAX / 2, TNT_F32, TNT_SUM));
+    BAD("broadcast_root_minus1", tnt_broadcast(comm, buf, 4, TNT_F32, -1));
+    BAD("broadcast_root_size", tnt_broadcast(comm, buf, 4, TNT_F32, p));
+    BAD("allreduce_dtype_77", tnt_allreduce(comm, buf, out, 4,
+                                            (tnt_dtype_t)77, TNT_SUM));
+    BAD("allreduce_op_77", tnt_allreduce(comm, buf, out, 4, TNT_F32,
+                                         (tnt_op_t)77));
+    BAD("allreduce_null_recv",
+        tnt_allreduce(comm, buf, NULL, 4, TNT_F32, TNT_SUM));
+    BAD("ibarrier_null_request", tnt_ibarrier(comm, NULL));
+#undef BAD
+    /* The communicator still works, with the right data. */
+    uint64_t seed = 4242;
+    tnt_gen_fill(buf, 64, TNT_F32, TNT_SUM, seed, rank);
+    tnt_result_t rc = tnt_allreduce(comm, buf, out, 64, TNT_F32, TNT_SUM);
+    size_t first = 0, wrong = 0;
+    if (rc == TNT_SUCCESS)
+        wrong = tnt_gen_check_allreduce(out, 0, 64, TNT_F32, TNT_SUM, seed,
+                                        p, &first);
+    th_report_check(rep, "allreduce_after_errors", rc, wrong, first, out,
+                    64 * sizeof(float));
+    th_report_check(rep, "barrier_after_errors", tnt_barrier(comm), 0, 0,
+                    NULL, 0);
+    return 0;
+}
+
+static void test_multi_bad_args(void)
+{
+    static const int ps[] = {2, 3};
+    for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "bad arguments p=%d", ps[k]);
+        const char *env[] = {NULL};
+        th_job_t job = {name, ps[k], env, multi_bad_args_rank, NULL, 60, 0,
+                        0};
+        th_run_job(&job, NULL);
+    }
+}
+
+/* Ranks calling different collectives: every rank gets an error (no hang,
+ * no corrupted memory), at least one of them TNT_ERR_MISMATCH (or a
+ * protocol error for a message that arrives after its collective ended).
+ * A rank that only sends (a broadcast root) cannot see the mismatch
+ * during the call; it must learn of it by its next collective, which is
+ * then expected to fail instead of letting the ranks drift apart. */
+enum mm_kind { MM_COUNT, MM_DTYPE, MM_OP, MM_ROOT, MM_KIND, MM_END };
+static const char *const k_mm_names[] = {"count", "dtype", "op", "root",
+                                         "kind"};
+
+static int mismatch_rank(tnt_comm_t comm, int rank, int p, void *arg,
+                         th_report_t *rep)
+{
+    (void)p;
+    enum mm_kind kind = *(const enum mm_kind *)arg;
+    enum { N = 2000 };
+    static float a[N], b[N];
+    memset(a, 0, sizeof a);
+    int odd = rank != 0;
+    tnt_result_t rc = TNT_SUCCESS;
+    switch (kind) {
+    case MM_COUNT:
+        rc = tnt_allreduce(comm, a, b, odd ? N : N / 2, TNT_F32, TNT_SUM);
+        break;
+    case MM_DTYPE:
+        rc = tnt_allreduce(comm, a, b, 100, odd ? TNT_I32 : TNT_F32,
+                           TNT_SUM);
+        break;
+    case MM_OP:
+        rc = tnt_allreduce(comm, a, b, 100, TNT_F32, odd ? TNT_MAX : TNT_SUM);
+        break;
+    case MM_ROOT:
+        rc = tnt_broadcast(comm, a, 100, TNT_F32, odd ? 1 : 0);
+        break;
+    case MM_KIND:
+        rc = odd ? tnt_allreduce(comm, a, b, 100, TNT_F32, TNT_SUM)
+                 : tnt_broadcast(comm, a, 100, TNT_F32, 0);
+        break;
+    case MM_END:
+        break;
+    }
+    char first_err[200];
+    snprintf(first_err, sizeof first_err, "%s", tnt_last_error());
+    tnt_result_t rb = TNT_SUCCESS;
+    if (rc == TNT_SUCCESS)
+        rb = tnt_barrier(comm);
+    tnt_result_t seen = rc != TNT_SUCCESS ? rc : rb;
+    th_report_expect(rep, "mismatch_detected", seen != TNT_SUCCESS, seen,
+                     "rank %d: %s mismatch: the call returned %d (%s)%s%s; "
+                     "'%s'", rank, k_mm_names[kind], rc, tnt_strerror(rc),
+                     rc == TNT_SUCCESS ? ", the barrier after it returned "
+                                       : "",
+                     rc == TNT_SUCCESS ? tnt_strerror(rb) : "",
+                     rc != TNT_SUCCESS ? first_err : tnt_last_error());
+    /* Afterwards the communicator can be aborted and freed cleanly (the
+     * harness frees it). */
+    th_report_check(rep, "abort_after_mismatch", tnt_comm_abort(comm), 0, 0,
+                    NULL, 0);
+    return 0;
+}
+
+static void test_mismatch(void)
+{
+    static const int ps[] = {2, 3};
+    for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
+        for (int m = 0; m < MM_END; m++) {
+            enum mm_kind kind = (enum mm_kind)m;
+            char name[64];
+            snprintf(name, sizeof name, "%s mismatch p=%d", k_mm_names[m],
+                     ps[k]);
+            const char *env[] = {"TNT_TIMEOUT=10", NULL};
+            th_job_t job = {name, ps[k], env, mismatch_rank, &kind, 40, 0, 0};
+            th_result_t res;
+            th_run_job(&job, &res);
+            int named = 0;
+            for (int r = 0; r < ps[k]; r++) {
+                const th_case_t *c = th_find_case(&res, r,
+                                                  "mismatch_detected");
+                named += c && (c->rc == TNT_ERR_MISMATCH ||
+                               c->rc == TNT_ERR_PROTOCOL);
+            }
+            TH_CHECK(named > 0, "job %s: no rank reported TNT_ERR_MISMATCH "
+                     "(or TNT_ERR_PROTOCOL)", name);
+            th_result_free(&res);
+        }
+    }
+}
+
+/* An aborted rank: its own pending and later operations fail with
+ * TNT_ERR_ABORTED; its peer sees an error instead of waiting forever.
+ * Rank 0 joins only after rank 1 has aborted (it waits for a file rank 1
+ * creates), so rank 1's barrier cannot have completed before the abort. */
+typedef struct abort_arg {
+    char path[256];
+} abort_arg_t;
+
+static int abort_rank(tnt_comm_t comm, int rank, int p, void *arg,
+                      th_report_t *rep)
+{
+    (void)p;
+    const abort_arg_t *aa = arg;
+    enum { N = 4096 };
+    static float a[N], b[N];
+    memset(a, 0, sizeof a);
+    if (rank == 1) {
+        tnt_request_t req = NULL;
+        tnt_result_t rc = tnt_ibarrier(comm, &req);
+        th_report_check(rep, "post", rc, 0, 0, NULL, 0);
+        th_report_check(rep, "abort", tnt_comm_abort(comm), 0, 0, NULL, 0);
+        FILE *f = fopen(aa->path, "w");
+        if (f)
+            fclose(f);
+        tnt_result_t w = req ? tnt_wait(req) : rc;
+        th_report_expect(rep, "pending_op", w == TNT_ERR_ABORTED, w,
+                         "the barrier pending at abort ended with %d (%s)",
+                         w, tnt_strerror(w));
+        if (req)
+            tnt_request_free(req);
+        rc = tnt_allreduce(comm, a, b, N, TNT_F32, TNT_SUM);
+        th_report_expect(rep, "later_op", rc == TNT_ERR_ABORTED, rc,
+                         "allreduce after abort returned %d (%s)", rc,
+                         tnt_strerror(rc));
+        req = NULL;
+        rc = tnt_iallreduce(comm, a, b, N, TNT_F32, TNT_SUM, &req);
+        th_report_expect(rep, "later_iop", rc == TNT_ERR_ABORTED, rc,
+                         "iallreduce after abort returned %d (%s)", rc,
+                         tnt_strerror(rc));
+        if (rc == TNT_SUCCESS && req) {
+            tnt_wait(req);
+            tnt_request_free(req);
+        }
+    } else {
+        double limit = th_now() + 30.0 * th_timeout_mult();
+        while (access(aa->path, F_OK) != 0 && th_now() < limit)
+            usleep(2000);
+        /* Rank 1's barrier message may have got through before the
+         * abort, so this barrier may succeed; the allreduce after it
+         * cannot, as rank 1 will never take part. */
+        tnt_result_t rb = tnt_barrier(comm);
+        double t0 = th_now();
+        tnt_result_t rc = tnt_allreduce(comm, a, b, N, TNT_F32, TNT_SUM);
+        double dt = th_now() - t0;
+        th_report_expect(rep, "post", 1, 0, "rank 0 posts nothing early");
+        th_report_expect(rep, "abort", 1, 0, "barrier returned %d", rb);
+        th_report_expect(rep, "pending_op", rc < 0, rc,
+                         "allreduce with an aborted peer returned %d (%s) "
+                         "after %.1f s: '%s'", rc, tnt_strerror(rc), dt,
+                         tnt_last_error());
+        th_report_expect(rep, "later_op", 1, 0, "-");
+        th_report_expect(rep, "later_iop", 1, 0, "-");
+    }
+    return 0;
+}
+
+static void test_abort_two_ranks(void)
+{
+    abort_arg_t a;
+    char dir[] = "/tmp/tnt_test_abort_XXXXXX";
+    TH_CHECK(mkdtemp(dir) != NULL, "mkdtemp failed");
+    snprintf(a.path, sizeof a.path, "%s/aborted", dir);
+    const char *env[] = {"TNT_TIMEOUT=10", NULL};
+    th_job_t job = {"abort p=2", 2, env, abort_rank, &a, 40, 0, 0};
+    th_run_job(&job, NULL);
+    unlink(a.path);
+    rmdir(dir);
+}
+
+/* An algorithm name that exists but belongs to another collective. */
+static int wrong_algo_rank(tnt_comm_t unused, int rank, int p, void *arg,
+                           th_report_t *rep)
+{
+    (void)unused;
+    (void)p;
+    const char *var = arg;
+    tnt_comm_t comm = NULL;
+    tnt_result_t rc = tnt_comm_init_from_env(&comm);
+    if (rc != TNT_SUCCESS) {
+        th_report_expect(rep, "rejected",
+                         (rc == TNT_ERR_CONFIG || rc == TNT_ERR_INVALID_ARG) &&
+                             strstr(tnt_last_error(), var),
+                         rc, "rank %d: init returned %d (%s): '%s'", rank,
+                         rc, tnt_strerror(rc), tnt_last_error());
+        return 0;
+    }
+    float a[8] = {0}, b[8];
+    if (strcmp(var, "TNT_ALLREDUCE_ALGO") == 0)
+        rc = tnt_allreduce(comm, a, b, 8, TNT_F32, TNT_SUM);
+    else
+        rc = tnt_broadcast(comm, a, 8, TNT_F32, 0);
+    th_report_expect(rep, "rejected", rc == TNT_ERR_CONFIG, rc,
+                     "rank %d: collective with %s naming another "
+                     "collective's algorithm returned %d (%s): '%s'", rank,
+                     var, rc, tnt_strerror(rc), tnt_last_error());
+    th_report_check(rep, "free", tnt_comm_free(comm), 0, 0, NULL, 0);
+    return 0;
+}
+
+static void test_wrong_algo(void)
+{
+    const char *env1[] = {"TNT_ALLREDUCE_ALGO=binomial", NULL};
+    th_job_t j1 = {"TNT_ALLREDUCE_ALGO=binomial p=2", 2, env1,
+                   wrong_algo_rank, (void *)"TNT_ALLREDUCE_ALGO", 40, 1, 0};
+    th_run_job(&j1, NULL);
+    const char *env2[] = {"TNT_BCAST_ALGO=ring", NULL};
+    th_job_t j2 = {"TNT_BCAST_ALGO=ring p=2", 2, env2, wrong_algo_rank,
+                   (void *)"TNT_BCAST_ALGO", 40, 1, 0};
+    th_run_job(&j2, NULL);
+}
+
+/* ---- main --------------------------------------------------------------------- */
+
+typedef struct test_def {
+    const char *suite, *name;
+    CU_TestFunc fn;
+} test_def_t;
+
+static const test_def_t k_tests[] = {
+    {"single", "strerror", test_strerror},
+    {"single", "no_launcher_env", test_no_launcher_env},
+    {"single", "null_arguments", test_null_arguments},
+    {"single", "bad_values", test_bad_values},
+    {"single", "bad_config", test_bad_config},
+    {"single", "freed_comm", test_freed_comm},
+    {"single", "aborted_comm", test_aborted_comm},
+    {"env", "malformed_env", test_malformed_env},
+    {"env", "unreachable_root", test_unreachable_root},
+    {"env", "wrong_job_key", test_wrong_job_key},
+    {"multi", "bad_arguments", test_multi_bad_args},
+    {"multi", "mismatch", test_mismatch},
+    {"multi", "abort", test_abort_two_ranks},
+    {"multi", "wrong_algo", test_wrong_algo},
+    {NULL, NULL, NULL}};
+
+int main(int argc, char **argv)
+{
+    const char *only_suite = argc > 1 ? argv[1] : NULL;
+    const char *only_test = argc > 2 ? argv[2] : NULL;
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 2;
+    CU_pSuite suite = NULL;
+    const char *cur = NULL;
+    int registered = 0;
+    for (const test_def_t *t = k_tests; t->suite; t++) {
+        if ((only_suite && strcmp(only_suite, t->suite) != 0) ||
+            (only_test && strcmp(only_test, t->name) != 0))
+            continue;
+        if (!cur || strcmp(cur, t->suite) != 0) {
+            suite = CU_add_suite(t->suite, NULL, NULL);
+            if (!suite)
+                return 2;
+            cur = t->suite;
+        }
+        if (!CU_add_test(suite, t->name, t->fn))
+            return 2;
+        registered++;
+    }
+    if (!registered) {
+        fprintf(stderr, "no test matches the arguments\n");
+        CU_cleanup_registry();
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failures = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    return failures ? 1 : 0;
+}
