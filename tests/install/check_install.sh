@@ -5,6 +5,11 @@
 # to libtntcomm.so.0 and runs an allreduce on one rank.
 set -euo pipefail
 build=$1
+# A sanitized library needs a sanitized program (the runtime must load
+# first), so the user program is built with the library's b_sanitize.
+sanitize=${2:-none}
+san_flags=""
+[ "$sanitize" != none ] && san_flags="-fsanitize=$sanitize"
 dest=$(mktemp -d)
 trap 'rm -rf "$dest"' EXIT
 pass=0 fail=0
@@ -47,7 +52,7 @@ int main(void)
     return (size == 1 && y[2] == 3) ? 0 : 3;
 }
 C
-check "program builds with pkg-config" cc -std=c11 -Wall -Werror $cflags "$dest/user.c" -o "$dest/user" $libs
+check "program builds with pkg-config" cc -std=c11 -Wall -Werror $san_flags $cflags "$dest/user.c" -o "$dest/user" $libs
 check "program runs against libtntcomm.so.0" env -u TNT_RANK -u TNT_SIZE -u TNT_ROOT_ADDR LD_LIBRARY_PATH="$libdir" "$dest/user"
 check "SONAME is libtntcomm.so.0" sh -c "objdump -p '$libdir/libtntcomm.so.0' | grep -q 'SONAME *libtntcomm.so.0'"
 check "only tnt_ symbols exported" sh -c "! nm -D --defined-only '$libdir/libtntcomm.so.0' | awk '\$2 ~ /[TDBR]/ {print \$3}' | grep -v '^tnt_' | grep -v '^TNTCOMM_'"
