@@ -16,3 +16,14 @@ if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
         meson test -C build-asan --print-errorlogs --num-processes 1 \
         --timeout-multiplier 3
 fi
+if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
+    # ThreadSanitizer on the engine: the suites with several collectives in
+    # flight and completing out of order (the whole suite takes ~9 minutes
+    # under TSan on 2 cores; it was clean when last run in full).
+    bash scripts/setup.sh build-tsan -Db_sanitize=thread -Db_lundef=false
+    for suite in nonblocking misc determinism; do
+        echo "== ThreadSanitizer: test_collectives $suite"
+        TSAN_OPTIONS=halt_on_error=1 TNT_TEST_TIMEOUT_MULT=4 \
+            build-tsan/tests/test_collectives "$suite"
+    done
+fi

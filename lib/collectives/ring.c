@@ -13,8 +13,12 @@
 #include "core/error.h"
 
 /* Receive slots in scratch: a window of segments may be in flight before
- * the reduction frees a slot, so receives can be posted ahead of data. */
-#define RING_WINDOW 8
+ * the reduction frees a slot, so receives are posted ahead of the data.
+ * A message that arrives before its slot is free must be buffered and
+ * copied, so the window is as wide as RING_WINDOW_BYTES allows. */
+#define RING_WINDOW 64
+#define RING_WINDOW_MIN 8
+#define RING_WINDOW_BYTES ((size_t)16 << 20)
 #define RING_MAX_SEGMENTS ((size_t)1 << 18)
 
 tnt_result_t tnt__ring_init(tnt_ring_t *r, const tnt_coll_args_t *a,
@@ -88,7 +92,12 @@ void tnt__ring_rs_phase(tnt_sched_t *s, tnt_ring_t *r, tnt_op_t op)
     int left = tnt__mod(r->rank - 1, p);
     size_t maxseg = r->segelems * r->esize;
     size_t total = (size_t)(p - 1) * r->nseg;
-    size_t window = total < RING_WINDOW ? total : RING_WINDOW;
+    size_t window = RING_WINDOW_BYTES / (maxseg ? maxseg : 1);
+    window = window < RING_WINDOW_MIN ? RING_WINDOW_MIN
+             : window > RING_WINDOW  ? RING_WINDOW
+                                     : window;
+    if (total < window)
+        window = total;
     size_t tmp = tnt__sched_scratch(s, window * maxseg);
     uint32_t slot_last[RING_WINDOW];
     for (size_t i = 0; i < RING_WINDOW; i++)

@@ -130,6 +130,7 @@ static void comm_destroy(struct tnt_comm *comm)
     if (comm->tp_ctx)
         comm->tp->finalize(comm->tp_ctx);
     tnt__engine_reap(comm);
+    tnt__bufpool_destroy(&comm->pool);
     tnt__progress_close(comm);
     free(comm->peers);
     pthread_cond_destroy(&comm->cond);
@@ -153,6 +154,8 @@ TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
     comm->comm_id = 1;
     comm->job_id = job_id_of(config->job_key);
     comm->epfd = comm->wakefd = -1;
+    /* Keep at most this much free memory cached between collectives. */
+    tnt__bufpool_init(&comm->pool, (size_t)256 << 20);
     pthread_mutex_init(&comm->lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

@@ -48,13 +48,29 @@ static unsigned char *ref_ptr(struct tnt_request *req, tnt_bufref_t r)
 
 /* ---- request lifetime --------------------------------------------- */
 
-static void free_request(struct tnt_request *req)
+/* Give the scratch back to the pool: the collective is finished. */
+static void put_scratch(struct tnt_comm *comm, struct tnt_request *req)
 {
+    tnt__bufpool_put(&comm->pool, req->scratch, req->scratch_cap);
+    req->scratch = NULL;
+    req->bufs[TNT_BUF_SCRATCH] = NULL;
+}
+
+static void free_request(struct tnt_comm *comm, struct tnt_request *req)
+{
+    if (comm)
+        put_scratch(comm, req);
     tnt__sched_destroy(&req->sched);
     free(req->ops);
     free(req->ready);
-    free(req->scratch);
     free(req);
+}
+
+static void free_unexp(struct tnt_comm *comm, tnt_unexp_t *u)
+{
+    comm->unexp_bytes -= u->len;
+    tnt__bufpool_put(&comm->pool, u->data, u->cap);
+    free(u);
 }
 
 static void unlink_all(struct tnt_comm *comm, struct tnt_request *req)
@@ -101,7 +117,7 @@ void tnt__engine_reap(struct tnt_comm *comm)
     while (comm->reap_head) {
         struct tnt_request *r = comm->reap_head;
         comm->reap_head = r->reap_next;
-        free_request(r);
+        free_request(comm, r);
     }
 }
 
@@ -112,8 +128,7 @@ static void free_unexpected(struct tnt_comm *comm, tnt_peer_t *p)
     while (p->unexp_head) {
         tnt_unexp_t *u = p->unexp_head;
         p->unexp_head = u->next;
-        comm->unexp_bytes -= u->len;
-        free(u);
+        free_unexp(comm, u);
     }
     p->unexp_tail = NULL;
 }
@@ -240,8 +255,7 @@ static void deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
     const tnt_sop_t *sop = &os->coll->sched.ops[os->op];
     if (u->len)
         memcpy(ref_ptr(os->coll, sop->dst), u->data, u->len);
-    comm->unexp_bytes -= u->len;
-    free(u);
+    free_unexp(comm, u);
     op_complete(os->coll, os->op);
 }
 
@@ -381,19 +395,13 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
     uint32_t nops = req->sched.nops;
     req->ops = calloc(nops ? nops : 1, sizeof(*req->ops));
     req->ready = malloc((nops ? nops : 1) * sizeof(*req->ready));
-    if (req->sched.scratch_bytes)
-        req->scratch = malloc(req->sched.scratch_bytes);
-    if (!req->ops || !req->ready ||
-        (req->sched.scratch_bytes && !req->scratch)) {
-        size_t scratch = req->sched.scratch_bytes;
-        free_request(req);
-        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for a %s of %zu "
-                          "elements (%zu bytes of scratch)",
-                          kind_name(args->kind), args->count, scratch);
+    if (!req->ops || !req->ready) {
+        free_request(NULL, req);
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for a %s of %u "
+                          "operations", kind_name(args->kind), nops);
     }
     req->bufs[TNT_BUF_SEND] = (unsigned char *)(uintptr_t)send;
     req->bufs[TNT_BUF_RECV] = recv;
-    req->bufs[TNT_BUF_SCRATCH] = req->scratch;
     req->reduce = tnt__reduce_fn(args->dtype, args->op);
     req->ops_left = nops;
 
@@ -412,8 +420,21 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
     if (comm->state != TNT_COMM_OK) {
         rc = tnt__error_str(comm->fail_rc, comm->fail_msg);
         pthread_mutex_unlock(&comm->lock);
-        free_request(req);
+        free_request(NULL, req);
         return rc;
+    }
+    if (req->sched.scratch_bytes) {
+        req->scratch = tnt__bufpool_get(&comm->pool, req->sched.scratch_bytes,
+                                        &req->scratch_cap);
+        if (!req->scratch) {
+            size_t bytes = req->sched.scratch_bytes;
+            pthread_mutex_unlock(&comm->lock);
+            free_request(NULL, req);
+            return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for %zu bytes"
+                              " of scratch of a %s of %zu elements", bytes,
+                              kind_name(args->kind), args->count);
+        }
+        req->bufs[TNT_BUF_SCRATCH] = req->scratch;
     }
     req->comm = comm;
     req->seq = comm->next_seq++;
@@ -497,7 +518,7 @@ void tnt__engine_release(struct tnt_request *req)
 {
     struct tnt_comm *comm = req->comm;
     if (!comm) {
-        free_request(req);
+        free_request(NULL, req);
         return;
     }
     pthread_mutex_lock(&comm->lock);
@@ -505,7 +526,7 @@ void tnt__engine_release(struct tnt_request *req)
         req->detached = 1;
     } else {
         unlink_all(comm, req);
-        free_request(req);
+        free_request(comm, req);
     }
     pthread_mutex_unlock(&comm->lock);
 }
@@ -521,6 +542,7 @@ void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
         struct tnt_request *r = comm->all_head;
         comm->all_head = r->all_next;
         r->all_next = r->all_prev = NULL;
+        put_scratch(comm, r);
         r->comm = NULL;
     }
 }
@@ -665,7 +687,16 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
                          payload_len);
         return TNT_ERR_NO_MEMORY;
     }
-    tnt_unexp_t *u = malloc(sizeof(*u) + payload_len);
+    tnt_unexp_t *u = malloc(sizeof(*u));
+    unsigned char *data = NULL;
+    size_t cap = 0;
+    if (u && payload_len) {
+        data = tnt__bufpool_get(&comm->pool, payload_len, &cap);
+        if (!data) {
+            free(u);
+            u = NULL;
+        }
+    }
     if (!u) {
         tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: out of memory "
                          "for an early message of %zu bytes", comm->rank,
@@ -678,6 +709,8 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
     u->len = payload_len;
     u->complete = 0;
     u->claimed = NULL;
+    u->data = data;
+    u->cap = cap;
     if (p->unexp_tail)
         p->unexp_tail->next = u;
     else
@@ -761,8 +794,7 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
         tnt_unexp_t *u = *pp;
         if (!u->complete && !u->claimed) {
             *pp = u->next;
-            comm->unexp_bytes -= u->len;
-            free(u);
+            free_unexp(comm, u);
         } else {
             p->unexp_tail = u;
             pp = &u->next;

@@ -18,6 +18,7 @@
 #include "collectives/algorithms.h"
 #include "collectives/reduce.h"
 #include "collectives/schedule.h"
+#include "core/bufpool.h"
 #include "core/param.h"
 #include "tnt/transport.h"
 
@@ -61,7 +62,8 @@ typedef struct tnt_unexp {
     size_t len;
     int complete;              /* payload fully arrived */
     tnt_opstate_t *claimed;    /* receive waiting for the payload */
-    unsigned char data[];
+    unsigned char *data;       /* from the communicator's buffer pool */
+    size_t cap;
 } tnt_unexp_t;
 
 typedef struct tnt_peer {
@@ -88,7 +90,8 @@ struct tnt_request {
     int algo;
     tnt_sched_t sched;
     unsigned char *bufs[TNT_BUF_COUNT];
-    void *scratch;
+    void *scratch;             /* from the communicator's buffer pool */
+    size_t scratch_cap;
     tnt_opstate_t *ops;
     uint32_t *ready;           /* stack of ready operations */
     uint32_t nready;
@@ -136,6 +139,7 @@ struct tnt_comm {
     tnt_watch_t **watches;     /* by fd */
     int watches_cap;
     size_t unexp_bytes;
+    tnt_bufpool_t pool;        /* scratch and early-message buffers */
     int state;                 /* enum tnt_comm_state */
     tnt_result_t fail_rc;
     char fail_msg[512];
