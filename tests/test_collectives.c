@@ -261,6 +261,32 @@ static void test_allreduce_tiny_segments(void)
     run_allreduce_jobs("ring", "64", &s);
 }
 
+/* Three sockets per peer pair (TNT_SOCKETS_PER_PEER): segments of one
+ * message travel on different sockets and arrive out of order. */
+static void test_allreduce_multisocket(void)
+{
+    static const size_t counts[] = {0, 1, 1000, 65537, 1 << 20};
+    static const tnt_dtype_t dts[] = {TNT_F32, TNT_BF16, TNT_I64};
+    static const tnt_op_t ops[] = {TNT_SUM, TNT_MAX};
+    ar_spec_t spec = {counts, 5, dts, 3, ops, 2, 0, 0};
+    static const int ps[] = {2, 3, 5};
+    static const char *const algos[] = {"ring", "rd"};
+    for (int k = 0; k < 3; k++)
+        for (int a = 0; a < 2; a++) {
+            char algo_env[64];
+            snprintf(algo_env, sizeof algo_env, "TNT_ALLREDUCE_ALGO=%s",
+                     algos[a]);
+            const char *env[] = {algo_env, "TNT_SEGMENT_BYTES=4k",
+                                 "TNT_SOCKETS_PER_PEER=3", NULL};
+            char name[160];
+            snprintf(name, sizeof name, "allreduce p=%d algo=%s sockets=3",
+                     ps[k], algos[a]);
+            th_job_t job = {name, ps[k], env, allreduce_rank, &spec, 240, 0,
+                            0};
+            th_run_job(&job, NULL);
+        }
+}
+
 /* ---- broadcast ------------------------------------------------------------- */
 
 static void broadcast_case(th_report_t *rep, tnt_comm_t comm, int rank,
@@ -1052,6 +1078,7 @@ static const test_def_t k_allreduce_tests[] = {
     {"ring_segmented", test_allreduce_ring_segmented},
     {"auto_segmented", test_allreduce_auto_segmented},
     {"tiny_segments", test_allreduce_tiny_segments},
+    {"multisocket", test_allreduce_multisocket},
     {NULL, NULL}};
 static const test_def_t k_broadcast_tests[] = {
     {"auto", test_broadcast_auto},

@@ -1,0 +1,127 @@
+/*
+ * Shared state of the TCP transport's two files: tcp.c (connections,
+ * hello, lifecycle) and tcp_io.c (framing, send and receive paths).
+ *
+ * An endpoint (tcp_ep_t, what the core holds) is one peer; it owns
+ * TNT_SOCKETS_PER_PEER sockets (tcp_conn_t). Each message travels whole on
+ * one socket, the least loaded one, so large collectives split into
+ * segments spread over parallel streams; the core matches by tag, so the
+ * order across sockets does not matter.
+ */
+#ifndef TNT_TRANSPORT_TCP_INTERNAL_H
+#define TNT_TRANSPORT_TCP_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tnt/transport.h"
+
+#define TCP_FRAME_MAGIC 0x46544e54u /* "TNTF" */
+#define TCP_HELLO_MAGIC 0x48544e54u /* "TNTH" */
+#define TCP_PROTO_VERSION 2u
+#define TCP_HDR_MAX 256
+#define TCP_MAX_SOCKETS 16
+#define TCP_RBUF_SIZE (64 * 1024)
+/* Remaining payloads at least this large skip the staging buffer. */
+#define TCP_DIRECT_MIN (16 * 1024)
+/* recv calls per callback before giving other sockets a turn. */
+#define TCP_READ_BUDGET 64
+
+typedef struct tcp_frame {
+    uint32_t magic;
+    uint32_t hdr_len;
+    uint64_t payload_len;
+} tcp_frame_t;
+
+typedef struct tcp_hello {
+    uint32_t magic;
+    uint32_t version;
+    uint64_t job_id;
+    uint32_t comm_id;
+    int32_t from;
+    int32_t to;
+    uint16_t index; /* which of the pair's sockets this is */
+    uint16_t count; /* sockets per pair on the connecting side */
+} tcp_hello_t;
+
+enum tcp_state { TCP_CONNECTING, TCP_HELLO_IN, TCP_READY };
+
+typedef struct tcp_sreq {
+    struct tcp_sreq *next;
+    tcp_frame_t frame;
+    int raw;          /* hello: bytes only, no frame */
+    const void *hdr;
+    size_t hdr_len;
+    const void *payload;
+    size_t len;
+    size_t done;      /* bytes of frame+hdr+payload already written */
+    void *cookie;
+} tcp_sreq_t;
+
+typedef struct tcp_ctx tcp_ctx_t;
+typedef struct tcp_ep tcp_ep_t;
+
+typedef struct tcp_conn {
+    tcp_ctx_t *ctx;
+    tcp_ep_t *ep;     /* NULL until an incoming hello names the peer */
+    int fd;
+    int state;
+    int closed;
+    uint32_t events;
+    tcp_sreq_t *sq_head, *sq_tail;
+    size_t queued;    /* bytes waiting in sq */
+    unsigned char *rbuf;
+    size_t rstart, rend;
+    int in_payload;
+    unsigned char *dest;
+    size_t left;
+    void *cookie;
+    tcp_hello_t hello;
+    char name[64];    /* remote address, for messages */
+    struct tcp_conn *next; /* ctx's list of unidentified incoming conns */
+} tcp_conn_t;
+
+struct tcp_ep {
+    tcp_ctx_t *ctx;
+    int peer;
+    int nconn;        /* sockets the pair uses */
+    int nready;       /* of them connected (and identified) */
+    int announced;    /* on_connected was called */
+    int known;        /* the core asked for it or was given it */
+    int closed;
+    unsigned rr;      /* round-robin start for picking a socket */
+    tcp_conn_t *conns[TCP_MAX_SOCKETS];
+    struct tcp_ep *next; /* ctx's list, or graveyard */
+};
+
+struct tcp_ctx {
+    tnt_transport_env_v1_t env;
+    int listen_fd;
+    size_t sockbuf;
+    int nsock;            /* TNT_SOCKETS_PER_PEER */
+    tcp_ep_t *eps;        /* open endpoints */
+    tcp_ep_t **accepting; /* by rank: endpoints being assembled */
+    tcp_conn_t *incoming; /* accepted, hello not read yet */
+    tcp_ep_t *graveyard;  /* closed endpoints, freed at the next callback */
+    tcp_conn_t *conn_graveyard;
+    tcp_sreq_t *free_sreqs;
+};
+
+/* tcp.c */
+void tnt__tcp_fail(tcp_conn_t *c, tnt_result_t err, const char *what);
+int tnt__tcp_hello_in(tcp_conn_t *c);
+void tnt__tcp_conn_cb(void *arg, uint32_t events);
+
+/* tcp_io.c */
+void tnt__tcp_set_events(tcp_conn_t *c, uint32_t events);
+void tnt__tcp_enqueue(tcp_conn_t *c, tcp_sreq_t *r);
+void tnt__tcp_flush(tcp_conn_t *c);
+void tnt__tcp_read(tcp_conn_t *c);
+tcp_sreq_t *tnt__tcp_sreq_get(tcp_ctx_t *ctx);
+void tnt__tcp_sreq_put(tcp_ctx_t *ctx, tcp_sreq_t *r);
+tnt_result_t tnt__tcp_send(void *vctx, void *vep, const void *hdr,
+                           size_t hdr_len, const void *payload, size_t len,
+                           void *cookie);
+
+#endif /* TNT_TRANSPORT_TCP_INTERNAL_H */
