@@ -19,9 +19,10 @@
 #include "core/engine.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/engine_internal.h"
 #include "core/progress.h"
 
-static const char *kind_name(int kind)
+const char *tnt__coll_kind_name(int kind)
 {
     switch (kind) {
     case TNT_COLL_ALLREDUCE: return "allreduce";
@@ -36,12 +37,12 @@ static const char *kind_name(int kind)
 static void describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len)
 {
     snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, op=%s, root=%d, "
-             "algo=%s)", kind_name(h->kind), h->count,
+             "algo=%s)", tnt__coll_kind_name(h->kind), h->count,
              tnt_dtype_name((tnt_dtype_t)h->dtype),
              tnt_op_name((tnt_op_t)h->op), h->root, tnt__algo_name(h->algo));
 }
 
-static unsigned char *ref_ptr(struct tnt_request *req, tnt_bufref_t r)
+unsigned char *tnt__ref_ptr(struct tnt_request *req, tnt_bufref_t r)
 {
     return req->bufs[r.buf] + r.off;
 }
@@ -66,7 +67,7 @@ static void free_request(struct tnt_comm *comm, struct tnt_request *req)
     free(req);
 }
 
-static void free_unexp(struct tnt_comm *comm, tnt_unexp_t *u)
+void tnt__free_unexp(struct tnt_comm *comm, tnt_unexp_t *u)
 {
     comm->unexp_bytes -= u->len;
     tnt__bufpool_put(&comm->pool, u->data, u->cap);
@@ -128,7 +129,7 @@ static void free_unexpected(struct tnt_comm *comm, tnt_peer_t *p)
     while (p->unexp_head) {
         tnt_unexp_t *u = p->unexp_head;
         p->unexp_head = u->next;
-        free_unexp(comm, u);
+        tnt__free_unexp(comm, u);
     }
     p->unexp_tail = NULL;
 }
@@ -172,7 +173,7 @@ static void push_ready(struct tnt_request *req, uint32_t op)
     req->ready[req->nready++] = op;
 }
 
-static void op_complete(struct tnt_request *req, uint32_t op)
+void tnt__op_complete(struct tnt_request *req, uint32_t op)
 {
     tnt_opstate_t *os = &req->ops[op];
     const tnt_sop_t *sop = &req->sched.ops[op];
@@ -205,21 +206,21 @@ static void ensure_connect(struct tnt_comm *comm, tnt_peer_t *p)
     }
 }
 
-static void start_send(struct tnt_comm *comm, struct tnt_request *req,
+void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
                        uint32_t op)
 {
     const tnt_sop_t *sop = &req->sched.ops[op];
     tnt_opstate_t *os = &req->ops[op];
     tnt_peer_t *p = &comm->peers[sop->peer];
     tnt_result_t rc = comm->tp->send(comm->tp_ctx, p->ep, &os->hdr,
-                                     sizeof(os->hdr), ref_ptr(req, sop->a),
+                                     sizeof(os->hdr), tnt__ref_ptr(req, sop->a),
                                      sop->bytes, os);
     if (rc == TNT_SUCCESS)
-        op_complete(req, op);
+        tnt__op_complete(req, op);
     else if (rc < 0)
         tnt__engine_fail(comm, TNT_ERR_PEER_LOST, "rank %d: %s to rank %d "
                          "(host %s) failed: %s", comm->rank,
-                         kind_name(req->args.kind), sop->peer, p->host,
+                         tnt__coll_kind_name(req->args.kind), sop->peer, p->host,
                          tnt_last_error());
 }
 
@@ -228,7 +229,7 @@ static void fail_dead_peer(struct tnt_comm *comm, struct tnt_request *req,
 {
     tnt__engine_fail(comm, TNT_ERR_PEER_LOST, "rank %d: %s seq %" PRIu64
                      " needs rank %d (host %s), which is lost",
-                     comm->rank, kind_name(req->args.kind), req->seq,
+                     comm->rank, tnt__coll_kind_name(req->args.kind), req->seq,
                      p->rank, p->host);
 }
 
@@ -240,7 +241,7 @@ static int matches(const tnt_msg_hdr_t *h, const struct tnt_request *req,
 
 /* Hand a fully arrived early message to its receive: unlink it from the
  * peer's list, copy it into place, free it, complete the receive. */
-static void deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
+void tnt__deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
                                tnt_unexp_t *u, tnt_opstate_t *os)
 {
     tnt_unexp_t *prev = NULL;
@@ -254,9 +255,9 @@ static void deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
         p->unexp_tail = prev;
     const tnt_sop_t *sop = &os->coll->sched.ops[os->op];
     if (u->len)
-        memcpy(ref_ptr(os->coll, sop->dst), u->data, u->len);
-    free_unexp(comm, u);
-    op_complete(os->coll, os->op);
+        memcpy(tnt__ref_ptr(os->coll, sop->dst), u->data, u->len);
+    tnt__free_unexp(comm, u);
+    tnt__op_complete(os->coll, os->op);
 }
 
 static void post_recv(struct tnt_comm *comm, struct tnt_request *req,
@@ -272,7 +273,7 @@ static void post_recv(struct tnt_comm *comm, struct tnt_request *req,
             tnt__engine_fail(comm, TNT_ERR_MISMATCH, "rank %d: %s seq %"
                              PRIu64 " step %u expected %zu bytes from rank "
                              "%d but got %zu", comm->rank,
-                             kind_name(req->args.kind), req->seq, sop->step,
+                             tnt__coll_kind_name(req->args.kind), req->seq, sop->step,
                              sop->bytes, p->rank, u->len);
             return;
         }
@@ -280,7 +281,7 @@ static void post_recv(struct tnt_comm *comm, struct tnt_request *req,
             u->claimed = os; /* copied when its payload has landed */
             return;
         }
-        deliver_unexpected(comm, p, u, os);
+        tnt__deliver_unexpected(comm, p, u, os);
         return;
     }
     if (p->dead) {
@@ -315,7 +316,7 @@ static void start_op(struct tnt_comm *comm, struct tnt_request *req,
             ensure_connect(comm, p);
             return;
         }
-        start_send(comm, req, op);
+        tnt__start_send(comm, req, op);
         return;
     }
     case TNT_SOP_RECV:
@@ -323,26 +324,26 @@ static void start_op(struct tnt_comm *comm, struct tnt_request *req,
         return;
     case TNT_SOP_REDUCE:
         if (n)
-            req->reduce(ref_ptr(req, sop->dst), ref_ptr(req, sop->a),
-                        ref_ptr(req, sop->b), n);
+            req->reduce(tnt__ref_ptr(req, sop->dst), tnt__ref_ptr(req, sop->a),
+                        tnt__ref_ptr(req, sop->b), n);
         break;
     case TNT_SOP_COPY: {
-        unsigned char *d = ref_ptr(req, sop->dst), *s = ref_ptr(req, sop->a);
+        unsigned char *d = tnt__ref_ptr(req, sop->dst), *s = tnt__ref_ptr(req, sop->a);
         if (d != s && sop->bytes)
             memcpy(d, s, sop->bytes);
         break;
     }
     case TNT_SOP_SCALE:
         if (n)
-            tnt__scale_avg(ref_ptr(req, sop->dst), n, req->args.dtype,
+            tnt__scale_avg(tnt__ref_ptr(req, sop->dst), n, req->args.dtype,
                            req->args.nranks);
         break;
     }
-    op_complete(req, op);
+    tnt__op_complete(req, op);
 }
 
 /* Run everything that is ready; stop early if the collective failed. */
-static void run_ready(struct tnt_comm *comm, struct tnt_request *req)
+void tnt__run_ready(struct tnt_comm *comm, struct tnt_request *req)
 {
     while (req->nready && req->result == TNT_INPROGRESS &&
            comm->state == TNT_COMM_OK)
@@ -353,14 +354,14 @@ static void run_ready(struct tnt_comm *comm, struct tnt_request *req)
 
 /* ---- posting -------------------------------------------------------- */
 
-static int sig_equal(const tnt_msg_hdr_t *a, const tnt_msg_hdr_t *b)
+int tnt__sig_equal(const tnt_msg_hdr_t *a, const tnt_msg_hdr_t *b)
 {
     return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op &&
            a->algo == b->algo && a->count == b->count &&
            a->root == b->root && a->nranks == b->nranks;
 }
 
-static void report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
+void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
                             const tnt_msg_hdr_t *theirs, int peer)
 {
     char mine[160], other[160];
@@ -398,7 +399,7 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
     if (!req->ops || !req->ready) {
         free_request(NULL, req);
         return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for a %s of %u "
-                          "operations", kind_name(args->kind), nops);
+                          "operations", tnt__coll_kind_name(args->kind), nops);
     }
     req->bufs[TNT_BUF_SEND] = (unsigned char *)(uintptr_t)send;
     req->bufs[TNT_BUF_RECV] = recv;
@@ -432,7 +433,7 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
             free_request(NULL, req);
             return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for %zu bytes"
                               " of scratch of a %s of %zu elements", bytes,
-                              kind_name(args->kind), args->count);
+                              tnt__coll_kind_name(args->kind), args->count);
         }
         req->bufs[TNT_BUF_SCRATCH] = req->scratch;
     }
@@ -470,11 +471,11 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
      * signatures now, so a mismatch is reported before any data moves. */
     for (int i = 0; i < comm->nranks && req->result == TNT_INPROGRESS; i++)
         for (tnt_unexp_t *u = comm->peers[i].unexp_head; u; u = u->next)
-            if (u->hdr.seq == req->seq && !sig_equal(&u->hdr, sig)) {
-                report_mismatch(comm, req, &u->hdr, i);
+            if (u->hdr.seq == req->seq && !tnt__sig_equal(&u->hdr, sig)) {
+                tnt__report_mismatch(comm, req, &u->hdr, i);
                 break;
             }
-    run_ready(comm, req);
+    tnt__run_ready(comm, req);
     tnt__engine_reap(comm);
     pthread_mutex_unlock(&comm->lock);
     *out = req;
@@ -506,7 +507,7 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s)
     tnt_result_t rc = req->result;
     if (rc == TNT_INPROGRESS)
         rc = tnt__error(TNT_TIMEOUT, "rank %d: %s #%" PRIu64 " not done "
-                        "after %.3f s", comm->rank, kind_name(req->args.kind),
+                        "after %.3f s", comm->rank, tnt__coll_kind_name(req->args.kind),
                         req->seq, timeout_s);
     else if (rc < 0)
         tnt__error_str(rc, comm->fail_msg);
@@ -591,238 +592,4 @@ void tnt__engine_check_deadlines(struct tnt_comm *comm, double now)
                          r->sched.nops, what);
         return;
     }
-}
-
-/* ---- transport upcalls ------------------------------------------------ */
-
-static void up_connected(void *core, int peer, void *ep)
-{
-    struct tnt_comm *comm = core;
-    if (peer < 0 || peer >= comm->nranks || comm->state != TNT_COMM_OK) {
-        comm->tp->close(comm->tp_ctx, ep);
-        return;
-    }
-    tnt_peer_t *p = &comm->peers[peer];
-    if (p->ep && p->ep != ep) {
-        TNT_LOG_WARN("rank %d: second connection from rank %d refused",
-                     comm->rank, peer);
-        comm->tp->close(comm->tp_ctx, ep);
-        return;
-    }
-    p->ep = ep;
-    p->connecting = 0;
-    /* Flush the sends that waited for the connection, in order. */
-    while (p->pending_head && comm->state == TNT_COMM_OK) {
-        tnt_opstate_t *os = p->pending_head;
-        p->pending_head = os->next;
-        if (!p->pending_head)
-            p->pending_tail = NULL;
-        struct tnt_request *req = os->coll;
-        start_send(comm, req, os->op);
-        run_ready(comm, req);
-    }
-}
-
-static tnt_result_t up_header(void *core, int peer, const void *hdr,
-                              size_t hdr_len, size_t payload_len,
-                              void **dest, void **cookie)
-{
-    struct tnt_comm *comm = core;
-    tnt_msg_hdr_t h;
-    if (hdr_len != sizeof(h))
-        return tnt__error(TNT_ERR_PROTOCOL, "header of %zu bytes, expected "
-                          "%zu", hdr_len, sizeof(h));
-    memcpy(&h, hdr, sizeof(h));
-    size_t esize = tnt_dtype_size((tnt_dtype_t)h.dtype);
-    if (h.magic != TNT_MSG_MAGIC || h.comm_id != comm->comm_id ||
-        h.nranks != comm->nranks || h.kind < TNT_COLL_ALLREDUCE ||
-        h.kind >= TNT_COLL_KIND_END || esize == 0 || h.op >= TNT_OP_COUNT ||
-        h.count > SIZE_MAX / esize / (size_t)comm->nranks ||
-        payload_len > (size_t)h.count * esize * (size_t)comm->nranks)
-        return tnt__error(TNT_ERR_PROTOCOL, "malformed message header from "
-                          "rank %d", peer);
-    if (comm->state != TNT_COMM_OK)
-        return tnt__error_str(comm->fail_rc, comm->fail_msg);
-    tnt_peer_t *p = &comm->peers[peer];
-
-    struct tnt_request *req = comm->active_head;
-    while (req && req->seq != h.seq)
-        req = req->next;
-    if (req) {
-        if (!sig_equal(&h, &req->sig)) {
-            report_mismatch(comm, req, &h, peer);
-            return TNT_ERR_MISMATCH;
-        }
-        tnt_opstate_t **pp = &p->posted;
-        for (; *pp; pp = &(*pp)->next) {
-            tnt_opstate_t *os = *pp;
-            const tnt_sop_t *sop = &os->coll->sched.ops[os->op];
-            if (os->coll != req || sop->step != h.step)
-                continue;
-            if (sop->bytes != payload_len) {
-                tnt__engine_fail(comm, TNT_ERR_MISMATCH, "rank %d: %s #%"
-                                 PRIu64 " step %u: rank %d sent %zu bytes, "
-                                 "expected %zu", comm->rank,
-                                 kind_name(req->args.kind), req->seq, h.step,
-                                 peer, payload_len, sop->bytes);
-                return TNT_ERR_MISMATCH;
-            }
-            *pp = os->next;
-            *dest = ref_ptr(req, sop->dst);
-            *cookie = os;
-            return TNT_SUCCESS;
-        }
-    } else if (h.seq < comm->next_seq) {
-        tnt__engine_fail(comm, TNT_ERR_PROTOCOL, "rank %d: rank %d sent a "
-                         "message for collective #%" PRIu64 ", which has "
-                         "already finished here", comm->rank, peer, h.seq);
-        return TNT_ERR_PROTOCOL;
-    }
-    /* Early: keep it until its receive is posted, within the budget. */
-    if (payload_len > comm->params.max_unexpected_bytes - comm->unexp_bytes) {
-        tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: more than "
-                         "TNT_MAX_UNEXPECTED_BYTES=%zu bytes of early "
-                         "messages (rank %d sent %zu more)", comm->rank,
-                         comm->params.max_unexpected_bytes, peer,
-                         payload_len);
-        return TNT_ERR_NO_MEMORY;
-    }
-    tnt_unexp_t *u = malloc(sizeof(*u));
-    unsigned char *data = NULL;
-    size_t cap = 0;
-    if (u && payload_len) {
-        data = tnt__bufpool_get(&comm->pool, payload_len, &cap);
-        if (!data) {
-            free(u);
-            u = NULL;
-        }
-    }
-    if (!u) {
-        tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: out of memory "
-                         "for an early message of %zu bytes", comm->rank,
-                         payload_len);
-        return TNT_ERR_NO_MEMORY;
-    }
-    u->type = TNT_COOKIE_UNEXP;
-    u->next = NULL;
-    u->hdr = h;
-    u->len = payload_len;
-    u->complete = 0;
-    u->claimed = NULL;
-    u->data = data;
-    u->cap = cap;
-    if (p->unexp_tail)
-        p->unexp_tail->next = u;
-    else
-        p->unexp_head = u;
-    p->unexp_tail = u;
-    comm->unexp_bytes += payload_len;
-    *dest = u->data;
-    *cookie = u;
-    return TNT_SUCCESS;
-}
-
-static void up_payload(void *core, int peer, void *cookie)
-{
-    struct tnt_comm *comm = core;
-    if (*(int *)cookie == TNT_COOKIE_OP) {
-        tnt_opstate_t *os = cookie;
-        op_complete(os->coll, os->op);
-        run_ready(comm, os->coll);
-        return;
-    }
-    tnt_unexp_t *u = cookie;
-    u->complete = 1;
-    if (!u->claimed)
-        return;
-    /* A receive was posted while the payload was still arriving. */
-    tnt_opstate_t *os = u->claimed;
-    deliver_unexpected(comm, &comm->peers[peer], u, os);
-    run_ready(comm, os->coll);
-}
-
-static void up_send_done(void *core, void *cookie)
-{
-    struct tnt_comm *comm = core;
-    tnt_opstate_t *os = cookie;
-    op_complete(os->coll, os->op);
-    run_ready(comm, os->coll);
-}
-
-/* Has the whole message (seq, step) from p already arrived early? */
-static int arrived_early(const tnt_peer_t *p, uint64_t seq, uint32_t step)
-{
-    for (const tnt_unexp_t *u = p->unexp_head; u; u = u->next)
-        if (u->hdr.seq == seq && u->hdr.step == step && u->complete)
-            return 1;
-    return 0;
-}
-
-/* Does an unfinished operation in flight still need `peer`? A receive
- * whose message is already here does not: a peer that finished its part
- * and closed is not an error. */
-static int peer_needed(struct tnt_comm *comm, int peer)
-{
-    const tnt_peer_t *p = &comm->peers[peer];
-    for (struct tnt_request *r = comm->active_head; r; r = r->next)
-        for (uint32_t i = 0; i < r->sched.nops; i++) {
-            const tnt_sop_t *s = &r->sched.ops[i];
-            if (r->ops[i].done || s->peer != peer)
-                continue;
-            if (s->kind == TNT_SOP_SEND)
-                return 1;
-            if (s->kind == TNT_SOP_RECV && !arrived_early(p, r->seq, s->step))
-                return 1;
-        }
-    return 0;
-}
-
-static void up_peer_error(void *core, int peer, tnt_result_t err,
-                          const char *what)
-{
-    struct tnt_comm *comm = core;
-    if (peer < 0 || peer >= comm->nranks)
-        return;
-    tnt_peer_t *p = &comm->peers[peer];
-    p->ep = NULL; /* the transport has closed it */
-    p->connecting = 0;
-    p->dead = err ? err : TNT_ERR_PEER_LOST;
-    /* Partial early messages from it can never complete. */
-    tnt_unexp_t **pp = &p->unexp_head;
-    p->unexp_tail = NULL;
-    while (*pp) {
-        tnt_unexp_t *u = *pp;
-        if (!u->complete && !u->claimed) {
-            *pp = u->next;
-            free_unexp(comm, u);
-        } else {
-            p->unexp_tail = u;
-            pp = &u->next;
-        }
-    }
-    if (comm->state == TNT_COMM_OK && peer_needed(comm, peer))
-        tnt__engine_fail(comm, TNT_ERR_PEER_LOST, "rank %d lost rank %d "
-                         "(host %s): %s", comm->rank, peer, p->host,
-                         what ? what : "connection closed");
-    else
-        TNT_LOG_DEBUG("rank %d: connection to rank %d closed: %s",
-                      comm->rank, peer, what ? what : "");
-}
-
-void tnt__engine_fill_env(struct tnt_comm *comm)
-{
-    tnt_transport_env_v1_t *env = &comm->tp_env;
-    memset(env, 0, sizeof(*env));
-    env->size = sizeof(*env);
-    env->version = TNT_TRANSPORT_VERSION;
-    env->rank = comm->rank;
-    env->nranks = comm->nranks;
-    env->comm_id = comm->comm_id;
-    env->job_id = comm->job_id;
-    tnt__progress_fill_services(comm, env);
-    env->on_connected = up_connected;
-    env->on_header = up_header;
-    env->on_payload = up_payload;
-    env->on_send_done = up_send_done;
-    env->on_peer_error = up_peer_error;
 }

@@ -1,0 +1,27 @@
+/*
+ * Functions shared by the two halves of the engine: engine.c (posting and
+ * executing schedules, lifetime, failure) and engine_wire.c (transport
+ * upcalls and matching). All are called with comm->lock held.
+ */
+#ifndef TNT_CORE_ENGINE_INTERNAL_H
+#define TNT_CORE_ENGINE_INTERNAL_H
+
+#include "core/engine.h"
+
+const char *tnt__coll_kind_name(int kind);
+unsigned char *tnt__ref_ptr(struct tnt_request *req, tnt_bufref_t r);
+/** Free an early message that is already off its peer's list. */
+void tnt__free_unexp(struct tnt_comm *comm, tnt_unexp_t *u);
+void tnt__op_complete(struct tnt_request *req, uint32_t op);
+/** Run every ready operation of req; finish it when nothing is left. */
+void tnt__run_ready(struct tnt_comm *comm, struct tnt_request *req);
+void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
+                     uint32_t op);
+/** Copy a fully arrived early message into its receive and complete it. */
+void tnt__deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
+                             tnt_unexp_t *u, tnt_opstate_t *os);
+int tnt__sig_equal(const tnt_msg_hdr_t *a, const tnt_msg_hdr_t *b);
+void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
+                          const tnt_msg_hdr_t *theirs, int peer);
+
+#endif /* TNT_CORE_ENGINE_INTERNAL_H */

@@ -1,0 +1,250 @@
+/*
+ * The core's side of the transport interface: upcalls that match incoming
+ * headers to posted receives (or keep them as early messages), complete
+ * payloads and sends, and judge lost peers. Like engine.c, everything here
+ * runs with comm->lock held (upcalls come from the progress thread's fd
+ * callbacks).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine.h"
+#include "core/engine_internal.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/progress.h"
+
+/* ---- transport upcalls ------------------------------------------------ */
+
+static void up_connected(void *core, int peer, void *ep)
+{
+    struct tnt_comm *comm = core;
+    if (peer < 0 || peer >= comm->nranks || comm->state != TNT_COMM_OK) {
+        comm->tp->close(comm->tp_ctx, ep);
+        return;
+    }
+    tnt_peer_t *p = &comm->peers[peer];
+    if (p->ep && p->ep != ep) {
+        TNT_LOG_WARN("rank %d: second connection from rank %d refused",
+                     comm->rank, peer);
+        comm->tp->close(comm->tp_ctx, ep);
+        return;
+    }
+    p->ep = ep;
+    p->connecting = 0;
+    /* Flush the sends that waited for the connection, in order. */
+    while (p->pending_head && comm->state == TNT_COMM_OK) {
+        tnt_opstate_t *os = p->pending_head;
+        p->pending_head = os->next;
+        if (!p->pending_head)
+            p->pending_tail = NULL;
+        struct tnt_request *req = os->coll;
+        tnt__start_send(comm, req, os->op);
+        tnt__run_ready(comm, req);
+    }
+}
+
+static tnt_result_t up_header(void *core, int peer, const void *hdr,
+                              size_t hdr_len, size_t payload_len,
+                              void **dest, void **cookie)
+{
+    struct tnt_comm *comm = core;
+    tnt_msg_hdr_t h;
+    if (hdr_len != sizeof(h))
+        return tnt__error(TNT_ERR_PROTOCOL, "header of %zu bytes, expected "
+                          "%zu", hdr_len, sizeof(h));
+    memcpy(&h, hdr, sizeof(h));
+    size_t esize = tnt_dtype_size((tnt_dtype_t)h.dtype);
+    if (h.magic != TNT_MSG_MAGIC || h.comm_id != comm->comm_id ||
+        h.nranks != comm->nranks || h.kind < TNT_COLL_ALLREDUCE ||
+        h.kind >= TNT_COLL_KIND_END || esize == 0 || h.op >= TNT_OP_COUNT ||
+        h.count > SIZE_MAX / esize / (size_t)comm->nranks ||
+        payload_len > (size_t)h.count * esize * (size_t)comm->nranks)
+        return tnt__error(TNT_ERR_PROTOCOL, "malformed message header from "
+                          "rank %d", peer);
+    if (comm->state != TNT_COMM_OK)
+        return tnt__error_str(comm->fail_rc, comm->fail_msg);
+    tnt_peer_t *p = &comm->peers[peer];
+
+    struct tnt_request *req = comm->active_head;
+    while (req && req->seq != h.seq)
+        req = req->next;
+    if (req) {
+        if (!tnt__sig_equal(&h, &req->sig)) {
+            tnt__report_mismatch(comm, req, &h, peer);
+            return TNT_ERR_MISMATCH;
+        }
+        tnt_opstate_t **pp = &p->posted;
+        for (; *pp; pp = &(*pp)->next) {
+            tnt_opstate_t *os = *pp;
+            const tnt_sop_t *sop = &os->coll->sched.ops[os->op];
+            if (os->coll != req || sop->step != h.step)
+                continue;
+            if (sop->bytes != payload_len) {
+                tnt__engine_fail(comm, TNT_ERR_MISMATCH, "rank %d: %s #%"
+                                 PRIu64 " step %u: rank %d sent %zu bytes, "
+                                 "expected %zu", comm->rank,
+                                 tnt__coll_kind_name(req->args.kind), req->seq, h.step,
+                                 peer, payload_len, sop->bytes);
+                return TNT_ERR_MISMATCH;
+            }
+            *pp = os->next;
+            *dest = tnt__ref_ptr(req, sop->dst);
+            *cookie = os;
+            return TNT_SUCCESS;
+        }
+    } else if (h.seq < comm->next_seq) {
+        tnt__engine_fail(comm, TNT_ERR_PROTOCOL, "rank %d: rank %d sent a "
+                         "message for collective #%" PRIu64 ", which has "
+                         "already finished here", comm->rank, peer, h.seq);
+        return TNT_ERR_PROTOCOL;
+    }
+    /* Early: keep it until its receive is posted, within the budget. */
+    if (payload_len > comm->params.max_unexpected_bytes - comm->unexp_bytes) {
+        tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: more than "
+                         "TNT_MAX_UNEXPECTED_BYTES=%zu bytes of early "
+                         "messages (rank %d sent %zu more)", comm->rank,
+                         comm->params.max_unexpected_bytes, peer,
+                         payload_len);
+        return TNT_ERR_NO_MEMORY;
+    }
+    tnt_unexp_t *u = malloc(sizeof(*u));
+    unsigned char *data = NULL;
+    size_t cap = 0;
+    if (u && payload_len) {
+        data = tnt__bufpool_get(&comm->pool, payload_len, &cap);
+        if (!data) {
+            free(u);
+            u = NULL;
+        }
+    }
+    if (!u) {
+        tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: out of memory "
+                         "for an early message of %zu bytes", comm->rank,
+                         payload_len);
+        return TNT_ERR_NO_MEMORY;
+    }
+    u->type = TNT_COOKIE_UNEXP;
+    u->next = NULL;
+    u->hdr = h;
+    u->len = payload_len;
+    u->complete = 0;
+    u->claimed = NULL;
+    u->data = data;
+    u->cap = cap;
+    if (p->unexp_tail)
+        p->unexp_tail->next = u;
+    else
+        p->unexp_head = u;
+    p->unexp_tail = u;
+    comm->unexp_bytes += payload_len;
+    *dest = u->data;
+    *cookie = u;
+    return TNT_SUCCESS;
+}
+
+static void up_payload(void *core, int peer, void *cookie)
+{
+    struct tnt_comm *comm = core;
+    if (*(int *)cookie == TNT_COOKIE_OP) {
+        tnt_opstate_t *os = cookie;
+        tnt__op_complete(os->coll, os->op);
+        tnt__run_ready(comm, os->coll);
+        return;
+    }
+    tnt_unexp_t *u = cookie;
+    u->complete = 1;
+    if (!u->claimed)
+        return;
+    /* A receive was posted while the payload was still arriving. */
+    tnt_opstate_t *os = u->claimed;
+    tnt__deliver_unexpected(comm, &comm->peers[peer], u, os);
+    tnt__run_ready(comm, os->coll);
+}
+
+static void up_send_done(void *core, void *cookie)
+{
+    struct tnt_comm *comm = core;
+    tnt_opstate_t *os = cookie;
+    tnt__op_complete(os->coll, os->op);
+    tnt__run_ready(comm, os->coll);
+}
+
+/* Has the whole message (seq, step) from p already arrived early? */
+static int arrived_early(const tnt_peer_t *p, uint64_t seq, uint32_t step)
+{
+    for (const tnt_unexp_t *u = p->unexp_head; u; u = u->next)
+        if (u->hdr.seq == seq && u->hdr.step == step && u->complete)
+            return 1;
+    return 0;
+}
+
+/* Does an unfinished operation in flight still need `peer`? A receive
+ * whose message is already here does not: a peer that finished its part
+ * and closed is not an error. */
+static int peer_needed(struct tnt_comm *comm, int peer)
+{
+    const tnt_peer_t *p = &comm->peers[peer];
+    for (struct tnt_request *r = comm->active_head; r; r = r->next)
+        for (uint32_t i = 0; i < r->sched.nops; i++) {
+            const tnt_sop_t *s = &r->sched.ops[i];
+            if (r->ops[i].done || s->peer != peer)
+                continue;
+            if (s->kind == TNT_SOP_SEND)
+                return 1;
+            if (s->kind == TNT_SOP_RECV && !arrived_early(p, r->seq, s->step))
+                return 1;
+        }
+    return 0;
+}
+
+static void up_peer_error(void *core, int peer, tnt_result_t err,
+                          const char *what)
+{
+    struct tnt_comm *comm = core;
+    if (peer < 0 || peer >= comm->nranks)
+        return;
+    tnt_peer_t *p = &comm->peers[peer];
+    p->ep = NULL; /* the transport has closed it */
+    p->connecting = 0;
+    p->dead = err ? err : TNT_ERR_PEER_LOST;
+    /* Partial early messages from it can never complete. */
+    tnt_unexp_t **pp = &p->unexp_head;
+    p->unexp_tail = NULL;
+    while (*pp) {
+        tnt_unexp_t *u = *pp;
+        if (!u->complete && !u->claimed) {
+            *pp = u->next;
+            tnt__free_unexp(comm, u);
+        } else {
+            p->unexp_tail = u;
+            pp = &u->next;
+        }
+    }
+    if (comm->state == TNT_COMM_OK && peer_needed(comm, peer))
+        tnt__engine_fail(comm, TNT_ERR_PEER_LOST, "rank %d lost rank %d "
+                         "(host %s): %s", comm->rank, peer, p->host,
+                         what ? what : "connection closed");
+    else
+        TNT_LOG_DEBUG("rank %d: connection to rank %d closed: %s",
+                      comm->rank, peer, what ? what : "");
+}
+
+void tnt__engine_fill_env(struct tnt_comm *comm)
+{
+    tnt_transport_env_v1_t *env = &comm->tp_env;
+    memset(env, 0, sizeof(*env));
+    env->size = sizeof(*env);
+    env->version = TNT_TRANSPORT_VERSION;
+    env->rank = comm->rank;
+    env->nranks = comm->nranks;
+    env->comm_id = comm->comm_id;
+    env->job_id = comm->job_id;
+    tnt__progress_fill_services(comm, env);
+    env->on_connected = up_connected;
+    env->on_header = up_header;
+    env->on_payload = up_payload;
+    env->on_send_done = up_send_done;
+    env->on_peer_error = up_peer_error;
+}
