@@ -900,6 +900,57 @@ typedef struct test_def {
     CU_TestFunc fn;
 } test_def_t;
 
+/* A rank that never joins: rank 0's allreduce must end at its deadline
+ * (TNT_TIMEOUT=1) with TNT_TIMEOUT, seen the same way through tnt_test
+ * polling and tnt_wait, and the communicator stays failed afterwards. */
+static int deadline_rank(tnt_comm_t comm, int rank, int nranks, void *arg,
+                         th_report_t *rep)
+{
+    (void)nranks;
+    (void)arg;
+    float a[4] = {1, 2, 3, 4}, b[4];
+    if (rank == 0) {
+        tnt_request_t req = NULL;
+        tnt_result_t rc = tnt_iallreduce(comm, a, b, 4, TNT_F32, TNT_SUM,
+                                         &req);
+        double t0 = th_now(), limit = t0 + 20.0 * th_timeout_mult();
+        tnt_result_t t = rc;
+        while (rc == TNT_SUCCESS &&
+               (t = tnt_test(req)) == TNT_INPROGRESS && th_now() < limit)
+            usleep(10000);
+        double dt = th_now() - t0;
+        th_report_expect(rep, "test_sees_deadline", t == TNT_TIMEOUT, t,
+                         "tnt_test after %.1f s: %d (%s): '%s'", dt, t,
+                         tnt_strerror(t), tnt_last_error());
+        tnt_result_t w = req ? tnt_wait(req) : rc;
+        th_report_expect(rep, "wait_sees_deadline",
+                         w == TNT_TIMEOUT &&
+                             strstr(tnt_last_error(), "timed out") != NULL,
+                         w, "tnt_wait: %d (%s): '%s'", w, tnt_strerror(w),
+                         tnt_last_error());
+        if (req)
+            tnt_request_free(req);
+        tnt_result_t later = tnt_allreduce(comm, a, b, 4, TNT_F32, TNT_SUM);
+        th_report_expect(rep, "later_op", later == TNT_TIMEOUT, later,
+                         "allreduce on the timed-out communicator: %d (%s)",
+                         later, tnt_strerror(later));
+    } else {
+        /* Stay away longer than rank 0's deadline, calling nothing. */
+        usleep((useconds_t)(3.0e6 * th_timeout_mult()));
+        th_report_expect(rep, "test_sees_deadline", 1, 0, "-");
+        th_report_expect(rep, "wait_sees_deadline", 1, 0, "-");
+        th_report_expect(rep, "later_op", 1, 0, "-");
+    }
+    return 0;
+}
+
+static void test_deadline(void)
+{
+    const char *env[] = {"TNT_TIMEOUT=1", NULL};
+    th_job_t job = {"deadline p=2", 2, env, deadline_rank, NULL, 60, 0, 0};
+    th_run_job(&job, NULL);
+}
+
 static const test_def_t k_tests[] = {
     {"single", "strerror", test_strerror},
     {"single", "no_launcher_env", test_no_launcher_env},
@@ -915,6 +966,7 @@ static const test_def_t k_tests[] = {
     {"multi", "mismatch", test_mismatch},
     {"multi", "abort", test_abort_two_ranks},
     {"multi", "wrong_algo", test_wrong_algo},
+    {"multi", "deadline", test_deadline},
     {NULL, NULL, NULL}};
 
 int main(int argc, char **argv)

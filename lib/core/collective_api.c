@@ -52,7 +52,8 @@ static tnt_result_t finish_blocking(tnt_result_t rc, tnt_request_t req)
 {
     if (rc != TNT_SUCCESS)
         return rc;
-    rc = tnt__engine_wait(req, -1.0);
+    int finished;
+    rc = tnt__engine_wait(req, -1.0, &finished);
     tnt__engine_release(req);
     return rc;
 }
@@ -193,15 +194,17 @@ TNT_API tnt_result_t tnt_test(tnt_request_t req)
 {
     if (!req)
         return tnt__error(TNT_ERR_INVALID_ARG, "tnt_test: request is NULL");
-    return tnt__engine_wait(req, 0.0) == TNT_TIMEOUT ? TNT_INPROGRESS
-                                                     : req->result;
+    int finished;
+    tnt_result_t rc = tnt__engine_wait(req, 0.0, &finished);
+    return finished ? rc : TNT_INPROGRESS;
 }
 
 TNT_API tnt_result_t tnt_wait(tnt_request_t req)
 {
     if (!req)
         return tnt__error(TNT_ERR_INVALID_ARG, "tnt_wait: request is NULL");
-    return tnt__engine_wait(req, -1.0);
+    int finished;
+    return tnt__engine_wait(req, -1.0, &finished);
 }
 
 TNT_API tnt_result_t tnt_wait_timeout(tnt_request_t req, double timeout_s)
@@ -212,7 +215,8 @@ TNT_API tnt_result_t tnt_wait_timeout(tnt_request_t req, double timeout_s)
     if (!(timeout_s >= 0))
         return tnt__error(TNT_ERR_INVALID_ARG, "tnt_wait_timeout: timeout "
                           "%g; expected >= 0 seconds", timeout_s);
-    return tnt__engine_wait(req, timeout_s);
+    int finished;
+    return tnt__engine_wait(req, timeout_s, &finished);
 }
 
 TNT_API tnt_result_t tnt_request_free(tnt_request_t req)

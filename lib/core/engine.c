@@ -484,9 +484,11 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
 
 /* ---- waiting and releasing -------------------------------------------- */
 
-tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s)
+tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
+                              int *finished)
 {
     struct tnt_comm *comm = req->comm;
+    *finished = 1;
     if (!comm) /* communicator freed: the result was fixed then */
         return req->result;
     struct timespec abs;
@@ -505,11 +507,12 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s)
         }
     }
     tnt_result_t rc = req->result;
+    *finished = (rc != TNT_INPROGRESS);
     if (rc == TNT_INPROGRESS)
         rc = tnt__error(TNT_TIMEOUT, "rank %d: %s #%" PRIu64 " not done "
                         "after %.3f s", comm->rank, tnt__coll_kind_name(req->args.kind),
                         req->seq, timeout_s);
-    else if (rc < 0)
+    else if (rc != TNT_SUCCESS) /* errors, and a deadline that expired */
         tnt__error_str(rc, comm->fail_msg);
     pthread_mutex_unlock(&comm->lock);
     return rc;

@@ -154,8 +154,12 @@ void tnt__engine_fill_env(struct tnt_comm *comm);
 tnt_result_t tnt__engine_post(struct tnt_comm *comm,
                               const tnt_coll_args_t *args, const void *send,
                               void *recv, struct tnt_request **req);
-/** Wait until req completes or `timeout_s` passes (< 0: no limit). */
-tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s);
+/** Wait until req completes or `timeout_s` passes (< 0: no limit).
+ *  *finished says which (the result alone cannot: an operation that hit
+ *  its deadline finishes with TNT_TIMEOUT too). Returns the operation's
+ *  result, or TNT_TIMEOUT if not finished. */
+tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
+                              int *finished);
 /** Release a request (detaches it if unfinished). */
 void tnt__engine_release(struct tnt_request *req);
 /** Fail everything in flight with rc, close all connections. Lock held. */
