@@ -162,6 +162,16 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
         p->posted = NULL;
         free_unexpected(comm, p);
     }
+    /* A higher rank may be waiting for a connection from this one that
+     * will now never come. Connect to each such rank and close again right
+     * after the hello (up_connected closes on a failed communicator): it
+     * sees this rank lost at once instead of waiting for its deadline. */
+    for (int i = comm->rank + 1; i < comm->nranks; i++) {
+        tnt_peer_t *p = &comm->peers[i];
+        if (!p->ever_connected && !p->connecting && !p->dead &&
+            comm->tp->connect(comm->tp_ctx, i, p->addr, p->addr_len) == 0)
+            p->connecting = 1;
+    }
     while (comm->active_head)
         finish(comm->active_head, rc);
 }

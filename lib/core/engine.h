@@ -73,6 +73,7 @@ typedef struct tnt_peer {
     char host[TNT_HOST_MAX];
     void *ep;                  /* transport endpoint once connected */
     int connecting;
+    int ever_connected;
     tnt_result_t dead;         /* 0 while alive */
     tnt_opstate_t *pending_head, *pending_tail; /* sends before connect */
     tnt_opstate_t *posted;     /* posted receives */

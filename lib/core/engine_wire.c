@@ -33,6 +33,7 @@ static void up_connected(void *core, int peer, void *ep)
     }
     p->ep = ep;
     p->connecting = 0;
+    p->ever_connected = 1;
     /* Flush the sends that waited for the connection, in order. */
     while (p->pending_head && comm->state == TNT_COMM_OK) {
         tnt_opstate_t *os = p->pending_head;

@@ -13,6 +13,8 @@
  * while a callback that may still touch them is running.
  */
 #include <errno.h>
+#include <poll.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -247,11 +249,15 @@ void tnt__tcp_conn_cb(void *arg, uint32_t events)
             return;
         }
         c->state = TCP_READY;
+        /* The hello leaves before the core hears of the connection, so
+         * that even a connection it closes at once has named its rank. */
+        tnt__tcp_flush(c);
+        if (c->closed)
+            return;
         if (++c->ep->nready == c->ep->nconn)
             announce(ctx, c->ep);
         if (c->closed)
             return;
-        events |= TNT_FD_WRITE; /* the hello is queued */
     }
     if (events & TNT_FD_WRITE)
         tnt__tcp_flush(c);
@@ -423,11 +429,46 @@ static tnt_result_t tcp_init(const tnt_transport_env_v1_t *env, void **out)
     return TNT_SUCCESS;
 }
 
+/* A socket still connecting when the communicator goes away may be the
+ * one that tells a peer this rank is gone (engine_fail connects to peers
+ * for that). Closed before its hello, the peer could not tell who left,
+ * so give pending hellos a bounded moment to go out. */
+static void send_pending_hellos(tcp_ctx_t *ctx, double budget_s)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (tcp_ep_t *ep = ctx->eps; ep; ep = ep->next)
+        for (int i = 0; i < ep->nconn; i++) {
+            tcp_conn_t *c = ep->conns[i];
+            if (!c || c->closed || !c->sq_head || !c->sq_head->raw)
+                continue;
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            double left = budget_s - (double)(now.tv_sec - t0.tv_sec) -
+                          (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
+            struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
+            if (left <= 0 || poll(&pfd, 1, (int)(left * 1000.0) + 1) <= 0)
+                return;
+            int err = 0;
+            socklen_t len = sizeof(err);
+            getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+            tcp_sreq_t *r = c->sq_head;
+            if (err == 0 && r->done < sizeof(c->hello)) {
+                ssize_t n = send(c->fd, (char *)&c->hello + r->done,
+                                 sizeof(c->hello) - r->done,
+                                 MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n > 0)
+                    r->done += (size_t)n;
+            }
+        }
+}
+
 static void tcp_finalize(void *vctx)
 {
     tcp_ctx_t *ctx = vctx;
     if (!ctx)
         return;
+    send_pending_hellos(ctx, 0.2);
     while (ctx->eps)
         ep_close(ctx, ctx->eps);
     for (int i = 0; ctx->accepting && i < ctx->env.nranks; i++)
