@@ -6,6 +6,7 @@
  * freed memory.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,8 +211,8 @@ TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
         comm_destroy(comm);
         return tnt__error_str(rc, msg);
     }
-    TNT_LOG_INFO("communicator of %d ranks ready (transport %s)",
-                 comm->nranks, comm->tp->name);
+    TNT_LOG_INFO("communicator ready: %d rank%s, transport %s",
+                 comm->nranks, comm->nranks == 1 ? "" : "s", comm->tp->name);
     *out = comm;
     return TNT_SUCCESS;
 }
@@ -223,9 +224,13 @@ TNT_API tnt_result_t tnt_comm_init_from_env(tnt_comm_t *out)
     tnt_config_t cfg = TNT_CONFIG_INIT;
     cfg.job_key = getenv("TNT_JOB_KEY");
     if (!r && !s && !root) {
+        /* Said once per process: a program that makes many communicators
+         * need not repeat it. */
+        static atomic_flag said = ATOMIC_FLAG_INIT;
         tnt__log_init(0);
-        TNT_LOG_INFO("no launcher environment (TNT_RANK, TNT_SIZE, "
-                     "TNT_ROOT_ADDR); running as a world of one rank");
+        if (!atomic_flag_test_and_set(&said))
+            TNT_LOG_INFO("no launcher environment (TNT_RANK, TNT_SIZE, "
+                         "TNT_ROOT_ADDR); running as a world of one rank");
         cfg.rank = 0;
         cfg.nranks = 1;
         return tnt_comm_init(&cfg, out);
