@@ -1,0 +1,273 @@
+/*
+ * The fusion runtime behind include/tnt/plugin.h: per-iteration state of
+ * the bucket plan, posting buckets as they complete, finishing them.
+ *
+ * Buckets are posted strictly in plan order (bucket k only after buckets
+ * 0..k-1), so every rank issues the same allreduces in the same order
+ * whatever order its tensors became ready in; a bucket whose tensors are
+ * contiguous in the caller's memory is reduced in place, any other is
+ * packed into a persistent fusion buffer and unpacked when done. Nothing
+ * is allocated here per iteration.
+ *
+ * Threads: ready() may be called from several threads. f->lock guards the
+ * state; waiting for a bucket happens with the lock released, by one
+ * thread that claims the bucket, while others wait on f->cond.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/comm.h"
+#include "core/error.h"
+#include "core/param.h"
+#include "fusion/fusion_internal.h"
+
+tnt_result_t tnt__fusion_check(tnt_fusion_t f, const char *fn)
+{
+    if (!f || f->magic != FUSION_MAGIC)
+        return tnt__error(TNT_ERR_INVALID_ARG, "%s: not a fusion context "
+                          "(NULL or freed)", fn);
+    return TNT_SUCCESS;
+}
+
+static tnt_result_t fail(tnt_fusion_t f, tnt_result_t rc)
+{
+    if (!f->error) {
+        f->error = rc;
+        snprintf(f->error_msg, sizeof(f->error_msg), "%s", tnt_last_error());
+    }
+    return rc;
+}
+
+static tnt_result_t sticky(tnt_fusion_t f, const char *fn)
+{
+    return tnt__error(f->error, "rank %d: %s: the fusion context failed "
+                      "earlier: %s", f->rank, fn, f->error_msg);
+}
+
+/* ---- posting and finishing buckets ------------------------------- */
+
+static void post_bucket(tnt_fusion_t f, size_t k)
+{
+    const tnt_bucket_t *b = &f->b[k];
+    unsigned char *start = f->data[b->first];
+    int contiguous = 1;
+    for (size_t j = b->first; j + 1 < b->first + b->n && contiguous; j++)
+        contiguous = (unsigned char *)f->data[j] + f->t[j].bytes ==
+                     (unsigned char *)f->data[j + 1];
+    unsigned char *buf = start;
+    f->packed[k] = !contiguous;
+    if (!contiguous) {
+        buf = f->fbuf + b->offset;
+        size_t off = 0;
+        for (size_t j = b->first; j < b->first + b->n; j++) {
+            if (f->t[j].bytes)
+                memcpy(buf + off, f->data[j], f->t[j].bytes);
+            off += f->t[j].bytes;
+        }
+    }
+    tnt_result_t rc = tnt_iallreduce(f->comm, TNT_IN_PLACE, buf, b->count,
+                                     b->dtype, f->op, &f->req[k]);
+    if (rc != TNT_SUCCESS) {
+        f->req[k] = NULL;
+        fail(f, rc);
+    }
+}
+
+static void post_ready_buckets(tnt_fusion_t f)
+{
+    while (!f->error && f->next_post < f->nb &&
+           f->pending[f->next_post] == 0)
+        post_bucket(f, f->next_post++);
+}
+
+/* Unpack and report bucket k, whose allreduce ended with rc. */
+static void complete_bucket(tnt_fusion_t f, size_t k, tnt_result_t rc)
+{
+    const tnt_bucket_t *b = &f->b[k];
+    if (rc == TNT_SUCCESS && f->packed[k]) {
+        size_t off = 0;
+        for (size_t j = b->first; j < b->first + b->n; j++) {
+            if (f->t[j].bytes)
+                memcpy(f->data[j], f->fbuf + b->offset + off, f->t[j].bytes);
+            off += f->t[j].bytes;
+        }
+    }
+    if (rc != TNT_SUCCESS)
+        fail(f, rc);
+    if (f->req[k])
+        tnt_request_free(f->req[k]);
+    f->req[k] = NULL;
+    f->done[k] = 1;
+    if (f->cb)
+        for (size_t j = b->first; j < b->first + b->n; j++)
+            f->cb(f->cb_arg, j, rc);
+    pthread_cond_broadcast(&f->cond);
+}
+
+/* Make sure bucket k (posted) is finished; lock held, may be released. */
+static void finish_bucket(tnt_fusion_t f, size_t k)
+{
+    while (!f->done[k]) {
+        if (f->claimed[k]) {
+            pthread_cond_wait(&f->cond, &f->lock);
+            continue;
+        }
+        f->claimed[k] = 1;
+        tnt_request_t req = f->req[k];
+        pthread_mutex_unlock(&f->lock);
+        tnt_result_t rc = req ? tnt_wait(req) : f->error;
+        char msg[512];
+        snprintf(msg, sizeof(msg), "%s", tnt_last_error());
+        pthread_mutex_lock(&f->lock);
+        if (rc != TNT_SUCCESS)
+            tnt__error_str(rc, msg);
+        complete_bucket(f, k, rc);
+    }
+}
+
+/* Finish posted buckets that are already done, without blocking, so that
+ * callbacks fire during backprop rather than only at wait_all. */
+static void poll_buckets(tnt_fusion_t f)
+{
+    for (size_t k = 0; k < f->next_post; k++) {
+        if (f->done[k] || f->claimed[k] || !f->req[k])
+            continue;
+        tnt_result_t rc = tnt_test(f->req[k]);
+        if (rc == TNT_INPROGRESS)
+            break; /* later buckets were posted later */
+        complete_bucket(f, k, rc);
+    }
+}
+
+static void reset_iteration(tnt_fusion_t f)
+{
+    memset(f->is_ready, 0, f->n);
+    for (size_t k = 0; k < f->nb; k++)
+        f->pending[k] = f->b[k].n;
+    memset(f->claimed, 0, f->nb);
+    memset(f->done, 0, f->nb);
+    f->next_post = 0;
+    f->nready = 0;
+}
+
+/* ---- the API -------------------------------------------------------- */
+
+TNT_API tnt_result_t tnt_fusion_ready(tnt_fusion_t f, size_t tensor,
+                                      void *data)
+{
+    TNT_CHECK(tnt__fusion_check(f, "tnt_fusion_ready"));
+    pthread_mutex_lock(&f->lock);
+    tnt_result_t rc = TNT_SUCCESS;
+    if (f->error)
+        rc = sticky(f, "tnt_fusion_ready");
+    else if (tensor >= f->n)
+        rc = tnt__error(TNT_ERR_INVALID_ARG, "rank %d: tnt_fusion_ready: "
+                        "tensor %zu does not exist (%zu registered)",
+                        f->rank, tensor, f->n);
+    else if (!data && f->t[tensor].count)
+        rc = tnt__error(TNT_ERR_INVALID_ARG, "rank %d: tnt_fusion_ready: "
+                        "data of tensor %zu (%s) is NULL", f->rank, tensor,
+                        f->names[tensor]);
+    else if (f->is_ready[tensor])
+        rc = tnt__error(TNT_ERR_INVALID_ARG, "rank %d: tnt_fusion_ready: "
+                        "tensor %zu (%s) reported ready twice in one "
+                        "iteration", f->rank, tensor, f->names[tensor]);
+    if (rc == TNT_SUCCESS) {
+        f->is_ready[tensor] = 1;
+        f->data[tensor] = data;
+        f->nready++;
+        f->pending[f->bucket_of[tensor]]--;
+        size_t posted = f->next_post;
+        post_ready_buckets(f);
+        if (f->next_post != posted)
+            pthread_cond_broadcast(&f->cond); /* tnt_fusion_wait waits */
+        poll_buckets(f);
+        if (f->error)
+            rc = sticky(f, "tnt_fusion_ready");
+    }
+    pthread_mutex_unlock(&f->lock);
+    return rc;
+}
+
+TNT_API tnt_result_t tnt_fusion_wait(tnt_fusion_t f, size_t tensor)
+{
+    TNT_CHECK(tnt__fusion_check(f, "tnt_fusion_wait"));
+    pthread_mutex_lock(&f->lock);
+    tnt_result_t rc = TNT_SUCCESS;
+    if (tensor >= f->n) {
+        rc = tnt__error(TNT_ERR_INVALID_ARG, "rank %d: tnt_fusion_wait: "
+                        "tensor %zu does not exist (%zu registered)",
+                        f->rank, tensor, f->n);
+    } else {
+        size_t k = f->bucket_of[tensor];
+        /* Its bucket is posted once every tensor up to it is ready,
+         * possibly by other threads: wait for that first, within the
+         * communicator's deadline (a tensor never reported would
+         * otherwise hang this call). */
+        struct timespec abs;
+        clock_gettime(CLOCK_REALTIME, &abs);
+        abs.tv_sec += (time_t)f->timeout_s;
+        while (!f->error && k >= f->next_post)
+            if (pthread_cond_timedwait(&f->cond, &f->lock, &abs) ==
+                ETIMEDOUT) {
+                size_t miss = 0;
+                while (miss < f->n && f->is_ready[miss])
+                    miss++;
+                pthread_mutex_unlock(&f->lock);
+                return tnt__error(TNT_TIMEOUT, "rank %d: tnt_fusion_wait: "
+                                  "tensor %zu's bucket never became complete "
+                                  "within %.0f s (tensor %zu is not ready)",
+                                  f->rank, tensor, f->timeout_s, miss);
+            }
+        if (!f->error || f->req[k])
+            finish_bucket(f, k);
+        if (f->error)
+            rc = sticky(f, "tnt_fusion_wait");
+    }
+    pthread_mutex_unlock(&f->lock);
+    return rc;
+}
+
+TNT_API tnt_result_t tnt_fusion_wait_all(tnt_fusion_t f)
+{
+    TNT_CHECK(tnt__fusion_check(f, "tnt_fusion_wait_all"));
+    pthread_mutex_lock(&f->lock);
+    tnt_result_t rc = TNT_SUCCESS;
+    if (!f->error && f->nready < f->n) {
+        size_t miss = 0;
+        while (f->is_ready[miss])
+            miss++;
+        rc = tnt__error(TNT_ERR_INVALID_ARG, "rank %d: tnt_fusion_wait_all:"
+                        " tensor %zu (%s) was not reported ready in this "
+                        "iteration (%zu of %zu were)", f->rank, miss,
+                        f->names[miss], f->nready, f->n);
+        pthread_mutex_unlock(&f->lock);
+        return rc;
+    }
+    for (size_t k = 0; k < f->next_post; k++)
+        finish_bucket(f, k);
+    if (f->error)
+        rc = sticky(f, "tnt_fusion_wait_all");
+    reset_iteration(f);
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->lock);
+    return rc;
+}
+
+TNT_API tnt_result_t tnt_fusion_free(tnt_fusion_t f)
+{
+    TNT_CHECK(tnt__fusion_check(f, "tnt_fusion_free"));
+    pthread_mutex_lock(&f->lock);
+    /* Buckets already handed to the engine still point into the caller's
+     * tensors or the fusion buffer: let them finish first. */
+    for (size_t k = 0; k < f->next_post; k++)
+        finish_bucket(f, k);
+    f->magic = 0;
+    pthread_mutex_unlock(&f->lock);
+    tnt__fusion_destroy(f);
+    return TNT_SUCCESS;
+}
