@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 [ $# -gt 0 ] && shift
 
-packages="build-essential meson ninja-build pkg-config libcunit1-dev
+packages="build-essential meson ninja-build pkg-config libcunit1-dev abigail-tools
           libibverbs-dev librdmacm-dev libnuma-dev libhwloc-dev"
 missing=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' $packages 2>/dev/null \
           | awk '$1 != "ii" {print $2}'; \
