@@ -63,6 +63,7 @@ typedef struct tnt_sched {
     uint32_t nedges, edges_cap;
     uint32_t *succ;        /* successor lists, indexed by succ_begin */
     int oom;               /* an allocation failed while building */
+    int refs;              /* holders, when shared (core/sched_cache.c) */
 } tnt_sched_t;
 
 void tnt__sched_init(tnt_sched_t *s, int rank, int nranks, size_t esize);

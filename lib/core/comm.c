@@ -131,6 +131,8 @@ static void comm_destroy(struct tnt_comm *comm)
     if (comm->tp_ctx)
         comm->tp->finalize(comm->tp_ctx);
     tnt__engine_reap(comm);
+    tnt__engine_free_requests(comm);
+    tnt__sched_cache_destroy(&comm->sched_cache);
     tnt__bufpool_destroy(&comm->pool);
     tnt__progress_close(comm);
     free(comm->peers);
@@ -157,6 +159,7 @@ TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
     comm->epfd = comm->wakefd = -1;
     /* Keep at most this much free memory cached between collectives. */
     tnt__bufpool_init(&comm->pool, (size_t)256 << 20);
+    tnt__sched_cache_init(&comm->sched_cache);
     pthread_mutex_init(&comm->lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

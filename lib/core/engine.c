@@ -57,14 +57,64 @@ static void put_scratch(struct tnt_comm *comm, struct tnt_request *req)
     req->bufs[TNT_BUF_SCRATCH] = NULL;
 }
 
+#define MAX_FREE_REQUESTS 64
+
+/* Release what a finished request holds. With its communicator alive the
+ * request and its arrays are kept for the next collective (no allocation
+ * per collective in steady state); lock held then. */
 static void free_request(struct tnt_comm *comm, struct tnt_request *req)
 {
     if (comm)
         put_scratch(comm, req);
-    tnt__sched_destroy(&req->sched);
+    tnt__sched_release(comm ? &comm->sched_cache : NULL, req->sched);
+    req->sched = NULL;
+    if (comm && comm->nfree_reqs < MAX_FREE_REQUESTS) {
+        req->next = comm->free_reqs;
+        comm->free_reqs = req;
+        comm->nfree_reqs++;
+        return;
+    }
     free(req->ops);
     free(req->ready);
     free(req);
+}
+
+/* A request able to run `nops` operations: recycled if possible. */
+static struct tnt_request *alloc_request(struct tnt_comm *comm, uint32_t nops)
+{
+    struct tnt_request *req = comm->free_reqs;
+    tnt_opstate_t *ops = NULL;
+    uint32_t *ready = NULL;
+    uint32_t cap = 0;
+    if (req) {
+        comm->free_reqs = req->next;
+        comm->nfree_reqs--;
+        ops = req->ops;
+        ready = req->ready;
+        cap = req->ops_cap;
+    } else if (!(req = malloc(sizeof(*req)))) {
+        return NULL;
+    }
+    memset(req, 0, sizeof(*req));
+    uint32_t need = nops ? nops : 1;
+    if (cap < need) {
+        free(ops);
+        free(ready);
+        ops = malloc(need * sizeof(*ops));
+        ready = malloc(need * sizeof(*ready));
+        cap = need;
+        if (!ops || !ready) {
+            free(ops);
+            free(ready);
+            free(req);
+            return NULL;
+        }
+    }
+    memset(ops, 0, need * sizeof(*ops));
+    req->ops = ops;
+    req->ready = ready;
+    req->ops_cap = cap;
+    return req;
 }
 
 void tnt__free_unexp(struct tnt_comm *comm, tnt_unexp_t *u)
@@ -122,7 +172,17 @@ void tnt__engine_reap(struct tnt_comm *comm)
     }
 }
 
-/* ---- failure ---------------------------------------------------------- */
+void tnt__engine_free_requests(struct tnt_comm *comm)
+{
+    while (comm->free_reqs) {
+        struct tnt_request *r = comm->free_reqs;
+        comm->free_reqs = r->next;
+        free(r->ops);
+        free(r->ready);
+        free(r);
+    }
+    comm->nfree_reqs = 0;
+}
 
 static void free_unexpected(struct tnt_comm *comm, tnt_peer_t *p)
 {
@@ -186,13 +246,13 @@ static void push_ready(struct tnt_request *req, uint32_t op)
 void tnt__op_complete(struct tnt_request *req, uint32_t op)
 {
     tnt_opstate_t *os = &req->ops[op];
-    const tnt_sop_t *sop = &req->sched.ops[op];
+    const tnt_sop_t *sop = &req->sched->ops[op];
     if (os->done)
         return;
     os->done = 1;
     req->ops_left--;
     for (uint32_t i = 0; i < sop->succ_count; i++) {
-        uint32_t s = req->sched.succ[sop->succ_begin + i];
+        uint32_t s = req->sched->succ[sop->succ_begin + i];
         if (--req->ops[s].deps_left == 0)
             push_ready(req, s);
     }
@@ -219,7 +279,7 @@ static void ensure_connect(struct tnt_comm *comm, tnt_peer_t *p)
 void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
                        uint32_t op)
 {
-    const tnt_sop_t *sop = &req->sched.ops[op];
+    const tnt_sop_t *sop = &req->sched->ops[op];
     tnt_opstate_t *os = &req->ops[op];
     tnt_peer_t *p = &comm->peers[sop->peer];
     tnt_result_t rc = comm->tp->send(comm->tp_ctx, p->ep, &os->hdr,
@@ -263,7 +323,7 @@ void tnt__deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
         p->unexp_head = u->next;
     if (p->unexp_tail == u)
         p->unexp_tail = prev;
-    const tnt_sop_t *sop = &os->coll->sched.ops[os->op];
+    const tnt_sop_t *sop = &os->coll->sched->ops[os->op];
     if (u->len)
         memcpy(tnt__ref_ptr(os->coll, sop->dst), u->data, u->len);
     tnt__free_unexp(comm, u);
@@ -273,7 +333,7 @@ void tnt__deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
 static void post_recv(struct tnt_comm *comm, struct tnt_request *req,
                       uint32_t op)
 {
-    const tnt_sop_t *sop = &req->sched.ops[op];
+    const tnt_sop_t *sop = &req->sched->ops[op];
     tnt_opstate_t *os = &req->ops[op];
     tnt_peer_t *p = &comm->peers[sop->peer];
     for (tnt_unexp_t *u = p->unexp_head; u; u = u->next) {
@@ -306,8 +366,8 @@ static void post_recv(struct tnt_comm *comm, struct tnt_request *req,
 static void start_op(struct tnt_comm *comm, struct tnt_request *req,
                      uint32_t op)
 {
-    const tnt_sop_t *sop = &req->sched.ops[op];
-    size_t n = req->sched.esize ? sop->bytes / req->sched.esize : 0;
+    const tnt_sop_t *sop = &req->sched->ops[op];
+    size_t n = req->sched->esize ? sop->bytes / req->sched->esize : 0;
     switch (sop->kind) {
     case TNT_SOP_SEND: {
         tnt_peer_t *p = &comm->peers[sop->peer];
@@ -391,26 +451,27 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
         forced = comm->params.allreduce_algo;
     else if (args->kind == TNT_COLL_BROADCAST)
         forced = comm->params.bcast_algo;
-    struct tnt_request *req = calloc(1, sizeof(*req));
-    if (!req)
-        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for a request");
-    req->args = *args;
-    req->result = TNT_INPROGRESS;
-    tnt_result_t rc = tnt__algo_select(args, forced, &req->algo);
+    int algo;
+    tnt_sched_t *sched = NULL;
+    tnt_result_t rc = tnt__algo_select(args, forced, &algo);
     if (rc == TNT_SUCCESS)
-        rc = tnt__build_schedule(args, req->algo, &req->sched);
-    if (rc != TNT_SUCCESS) {
-        free(req);
+        rc = tnt__sched_cache_get(&comm->sched_cache, args, algo, &sched);
+    if (rc != TNT_SUCCESS)
         return rc;
-    }
-    uint32_t nops = req->sched.nops;
-    req->ops = calloc(nops ? nops : 1, sizeof(*req->ops));
-    req->ready = malloc((nops ? nops : 1) * sizeof(*req->ready));
-    if (!req->ops || !req->ready) {
-        free_request(NULL, req);
+    uint32_t nops = sched->nops;
+
+    pthread_mutex_lock(&comm->lock);
+    struct tnt_request *req = alloc_request(comm, nops);
+    if (!req) {
+        pthread_mutex_unlock(&comm->lock);
+        tnt__sched_release(&comm->sched_cache, sched);
         return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for a %s of %u "
                           "operations", tnt__coll_kind_name(args->kind), nops);
     }
+    req->args = *args;
+    req->result = TNT_INPROGRESS;
+    req->algo = algo;
+    req->sched = sched;
     req->bufs[TNT_BUF_SEND] = (unsigned char *)(uintptr_t)send;
     req->bufs[TNT_BUF_RECV] = recv;
     req->reduce = tnt__reduce_fn(args->dtype, args->op);
@@ -427,20 +488,19 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
     sig->root = args->root;
     sig->nranks = args->nranks;
 
-    pthread_mutex_lock(&comm->lock);
     if (comm->state != TNT_COMM_OK) {
         rc = tnt__error_str(comm->fail_rc, comm->fail_msg);
+        free_request(comm, req);
         pthread_mutex_unlock(&comm->lock);
-        free_request(NULL, req);
         return rc;
     }
-    if (req->sched.scratch_bytes) {
-        req->scratch = tnt__bufpool_get(&comm->pool, req->sched.scratch_bytes,
+    if (req->sched->scratch_bytes) {
+        req->scratch = tnt__bufpool_get(&comm->pool, req->sched->scratch_bytes,
                                         &req->scratch_cap);
         if (!req->scratch) {
-            size_t bytes = req->sched.scratch_bytes;
+            size_t bytes = req->sched->scratch_bytes;
+            free_request(comm, req);
             pthread_mutex_unlock(&comm->lock);
-            free_request(NULL, req);
             return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for %zu bytes"
                               " of scratch of a %s of %zu elements", bytes,
                               tnt__coll_kind_name(args->kind), args->count);
@@ -456,10 +516,10 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
         os->type = TNT_COOKIE_OP;
         os->coll = req;
         os->op = i;
-        os->deps_left = req->sched.ops[i].ndeps;
-        if (req->sched.ops[i].kind == TNT_SOP_SEND) {
+        os->deps_left = req->sched->ops[i].ndeps;
+        if (req->sched->ops[i].kind == TNT_SOP_SEND) {
             os->hdr = *sig;
-            os->hdr.step = req->sched.ops[i].step;
+            os->hdr.step = req->sched->ops[i].step;
         }
         if (os->deps_left == 0)
             push_ready(req, i);
@@ -568,8 +628,8 @@ static void hang_report(struct tnt_comm *comm, struct tnt_request *req,
 {
     size_t n = 0;
     int shown = 0;
-    for (uint32_t i = 0; i < req->sched.nops && shown < 4; i++) {
-        const tnt_sop_t *s = &req->sched.ops[i];
+    for (uint32_t i = 0; i < req->sched->nops && shown < 4; i++) {
+        const tnt_sop_t *s = &req->sched->ops[i];
         tnt_opstate_t *os = &req->ops[i];
         if (os->done || os->deps_left != 0)
             continue;
@@ -602,7 +662,7 @@ void tnt__engine_check_deadlines(struct tnt_comm *comm, double now)
                          " timed out after %.1f s (TNT_TIMEOUT), %u of %u "
                          "operations left; waiting for: %s", comm->rank, sig,
                          r->seq, comm->params.timeout_s, r->ops_left,
-                         r->sched.nops, what);
+                         r->sched->nops, what);
         return;
     }
 }

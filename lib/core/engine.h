@@ -19,6 +19,7 @@
 #include "collectives/reduce.h"
 #include "collectives/schedule.h"
 #include "core/bufpool.h"
+#include "core/sched_cache.h"
 #include "core/param.h"
 #include "tnt/transport.h"
 
@@ -89,12 +90,13 @@ struct tnt_request {
     uint64_t seq;
     tnt_coll_args_t args;
     int algo;
-    tnt_sched_t sched;
+    tnt_sched_t *sched;        /* shared through comm->sched_cache */
     unsigned char *bufs[TNT_BUF_COUNT];
     void *scratch;             /* from the communicator's buffer pool */
     size_t scratch_cap;
     tnt_opstate_t *ops;
     uint32_t *ready;           /* stack of ready operations */
+    uint32_t ops_cap;          /* capacity of ops and ready (reused) */
     uint32_t nready;
     uint32_t ops_left;
     tnt_reduce_fn_t reduce;
@@ -141,6 +143,9 @@ struct tnt_comm {
     int watches_cap;
     size_t unexp_bytes;
     tnt_bufpool_t pool;        /* scratch and early-message buffers */
+    tnt_sched_cache_t sched_cache;
+    struct tnt_request *free_reqs; /* finished requests kept for reuse */
+    int nfree_reqs;
     int state;                 /* enum tnt_comm_state */
     tnt_result_t fail_rc;
     char fail_msg[512];
@@ -167,6 +172,8 @@ void tnt__engine_release(struct tnt_request *req);
 void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
                       const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/** Free the recycled requests (communicator teardown). */
+void tnt__engine_free_requests(struct tnt_comm *comm);
 /** At free: fail pending requests, detach unreleased ones. Lock held. */
 void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc);
 

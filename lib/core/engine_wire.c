@@ -79,7 +79,7 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
         tnt_opstate_t **pp = &p->posted;
         for (; *pp; pp = &(*pp)->next) {
             tnt_opstate_t *os = *pp;
-            const tnt_sop_t *sop = &os->coll->sched.ops[os->op];
+            const tnt_sop_t *sop = &os->coll->sched->ops[os->op];
             if (os->coll != req || sop->step != h.step)
                 continue;
             if (sop->bytes != payload_len) {
@@ -188,8 +188,8 @@ static int peer_needed(struct tnt_comm *comm, int peer)
 {
     const tnt_peer_t *p = &comm->peers[peer];
     for (struct tnt_request *r = comm->active_head; r; r = r->next)
-        for (uint32_t i = 0; i < r->sched.nops; i++) {
-            const tnt_sop_t *s = &r->sched.ops[i];
+        for (uint32_t i = 0; i < r->sched->nops; i++) {
+            const tnt_sop_t *s = &r->sched->ops[i];
             if (r->ops[i].done || s->peer != peer)
                 continue;
             if (s->kind == TNT_SOP_SEND)

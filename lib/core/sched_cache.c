@@ -1,0 +1,96 @@
+/*
+ * The schedule cache (see sched_cache.h). Small and linear: a training
+ * loop uses a handful of distinct collectives.
+ */
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "core/sched_cache.h"
+
+void tnt__sched_cache_init(tnt_sched_cache_t *c)
+{
+    pthread_mutex_init(&c->lock, NULL);
+    for (int i = 0; i < TNT_SCHED_CACHE_SLOTS; i++)
+        c->e[i].sched = NULL;
+    c->tick = 0;
+}
+
+static int same_key(const tnt_coll_args_t *x, const tnt_coll_args_t *y)
+{
+    return x->kind == y->kind && x->dtype == y->dtype && x->op == y->op &&
+           x->count == y->count && x->root == y->root &&
+           x->rank == y->rank && x->nranks == y->nranks &&
+           x->esize == y->esize && x->in_place == y->in_place &&
+           x->segment_bytes == y->segment_bytes;
+}
+
+static void unref(tnt_sched_t *s)
+{
+    if (--s->refs == 0) {
+        tnt__sched_destroy(s);
+        free(s);
+    }
+}
+
+tnt_result_t tnt__sched_cache_get(tnt_sched_cache_t *c,
+                                  const tnt_coll_args_t *a, int algo,
+                                  tnt_sched_t **out)
+{
+    pthread_mutex_lock(&c->lock);
+    c->tick++;
+    int victim = 0;
+    for (int i = 0; i < TNT_SCHED_CACHE_SLOTS; i++) {
+        tnt_sched_cache_entry_t *e = &c->e[i];
+        if (e->sched && e->algo == algo && same_key(&e->key, a)) {
+            e->used = c->tick;
+            e->sched->refs++;
+            *out = e->sched;
+            pthread_mutex_unlock(&c->lock);
+            return TNT_SUCCESS;
+        }
+        if (!e->sched || (c->e[victim].sched && e->used < c->e[victim].used))
+            victim = i;
+    }
+    pthread_mutex_unlock(&c->lock);
+
+    /* Build outside the lock: large schedules take a while. */
+    tnt_sched_t *s = malloc(sizeof(*s));
+    if (!s)
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for a schedule");
+    tnt_result_t rc = tnt__build_schedule(a, algo, s);
+    if (rc != TNT_SUCCESS) {
+        free(s);
+        return rc;
+    }
+    s->refs = 2; /* the caller's and the cache's */
+    pthread_mutex_lock(&c->lock);
+    tnt_sched_cache_entry_t *e = &c->e[victim];
+    if (e->sched)
+        unref(e->sched);
+    e->key = *a;
+    e->algo = algo;
+    e->sched = s;
+    e->used = ++c->tick;
+    pthread_mutex_unlock(&c->lock);
+    *out = s;
+    return TNT_SUCCESS;
+}
+
+void tnt__sched_release(tnt_sched_cache_t *c, tnt_sched_t *s)
+{
+    if (!s)
+        return;
+    if (c)
+        pthread_mutex_lock(&c->lock);
+    unref(s);
+    if (c)
+        pthread_mutex_unlock(&c->lock);
+}
+
+void tnt__sched_cache_destroy(tnt_sched_cache_t *c)
+{
+    for (int i = 0; i < TNT_SCHED_CACHE_SLOTS; i++)
+        if (c->e[i].sched)
+            unref(c->e[i].sched);
+    pthread_mutex_destroy(&c->lock);
+}
