@@ -145,15 +145,35 @@ static tnt_result_t explain_mismatch(tnt_fusion_t f)
     }
     size_t k = (size_t)first;
     if (first == UINT64_MAX) {
-        rc = tnt__error(TNT_ERR_MISMATCH, "rank %d: fusion options differ "
-                        "across ranks: this rank has threshold %zu, max "
-                        "%zu, first %zu, op %s; rank 0 has %llu, %llu, "
-                        "%llu, %s", f->rank, f->min_bytes, f->max_bytes,
-                        f->first_bytes, tnt_op_name(f->op),
-                        (unsigned long long)root[1],
-                        (unsigned long long)root[2],
-                        (unsigned long long)root[3],
-                        tnt_op_name((tnt_op_t)root[4]));
+        /* Same tensors everywhere: the options differ. Gather them all to
+         * name a rank that differs from rank 0. */
+        int p;
+        tnt_comm_size(f->comm, &p);
+        uint64_t *all = malloc((size_t)p * 4 * sizeof(uint64_t));
+        rc = all ? tnt_allgather(f->comm, opts + 1, all, 4, TNT_U64)
+                 : tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+        int r = 1;
+        while (rc == TNT_SUCCESS && r < p &&
+               memcmp(all + 4 * r, all, 4 * sizeof(uint64_t)) == 0)
+            r++;
+        if (rc == TNT_SUCCESS && r < p)
+            rc = tnt__error(TNT_ERR_MISMATCH, "rank %d: fusion options "
+                            "differ across ranks: rank %d has threshold "
+                            "%llu, max %llu, first %llu, op %s; rank 0 has "
+                            "%llu, %llu, %llu, %s", f->rank, r,
+                            (unsigned long long)all[4 * r],
+                            (unsigned long long)all[4 * r + 1],
+                            (unsigned long long)all[4 * r + 2],
+                            tnt_op_name((tnt_op_t)all[4 * r + 3]),
+                            (unsigned long long)root[1],
+                            (unsigned long long)root[2],
+                            (unsigned long long)root[3],
+                            tnt_op_name((tnt_op_t)root[4]));
+        else if (rc == TNT_SUCCESS)
+            rc = tnt__error(TNT_ERR_MISMATCH, "rank %d: fusion plans differ "
+                            "across ranks (a rank failed its own setup)",
+                            f->rank);
+        free(all);
     } else if (mine == first && k < common) {
         rc = tnt__error(TNT_ERR_MISMATCH, "rank %d: fusion plans differ "
                         "across ranks at tensor %zu (%s): %zu x %s here, "
