@@ -1,10 +1,12 @@
 /*
  * Shared declarations of tnt-bench, the nccl-tests style benchmark.
- * tnt-bench.c reads the command line and, with -N, starts local ranks;
- * bench_run.c is what one rank does: time the collective over a sweep of
- * sizes and print the table on rank 0; bench_check.c checks one extra
- * iteration per size against datagen's expected values. The names carry
- * a bench_ prefix because none of this is part of the library.
+ * tnt-bench.c reads the command line; bench_launch.c starts local ranks
+ * for -N; bench_run.c is what one rank does for a collective: time it
+ * over a sweep of sizes and print the table on rank 0; bench_check.c
+ * checks one extra iteration per size against datagen's expected values.
+ * `tnt-bench fusion` (gradient fusion over a model's tensors) is
+ * bench_fusion*.c, bench_compute.c and models.c. The names carry a bench_
+ * prefix because none of this is part of the library.
  */
 #ifndef TNT_BENCH_H
 #define TNT_BENCH_H
@@ -34,7 +36,23 @@ typedef enum bench_coll {
     BENCH_COLL_COUNT
 } bench_coll_t;
 
+/* --threshold all: one bucket for the whole model (never a value of
+ * TNT_FUSION_DEFAULT, which asks for the library's default). */
+#define BENCH_THRESHOLD_ALL ((size_t)-2)
+
+/* Options of `tnt-bench fusion`. */
+typedef struct bench_fusion_opts {
+    const char *model;  /* --model: a spec of models.h */
+    double us_per_mib;  /* --compute-us-per-mb; < 0: chosen at startup */
+    size_t threshold;   /* --threshold; TNT_FUSION_DEFAULT: the library's */
+    int sweep;          /* --sweep: a row per threshold of a fixed list */
+    int dry_run;        /* --dry-run: print the bucket plan only */
+    int contiguous;     /* --contiguous: gradients in one arena */
+} bench_fusion_opts_t;
+
 typedef struct bench_opts {
+    int fusion;        /* `tnt-bench fusion`: coll is unused, fu is */
+    bench_fusion_opts_t fu;
     bench_coll_t coll;
     size_t min_bytes;  /* allgather, reduce_scatter: bytes per rank */
     size_t max_bytes;
@@ -95,5 +113,12 @@ uint64_t bench_count_wrong(bench_t *b, size_t count, int inplace,
  *  when elements were wrong; library errors exit the process with
  *  BENCH_EXIT_FAIL after a message. */
 int bench_run(const bench_opts_t *opts);
+/** The same for `tnt-bench fusion` (bench_fusion.c). */
+int bench_fusion_run(const bench_opts_t *opts);
+/** What a rank runs: bench_fusion_run or bench_run (tnt-bench.c). */
+int bench_rank_main(const bench_opts_t *opts);
+/** -N: fork opts->local_ranks ranks here, each with the environment a
+ *  launcher would give it, and reap them (bench_launch.c). */
+int bench_launch_local(const bench_opts_t *opts);
 
 #endif /* TNT_BENCH_H */

@@ -2,34 +2,26 @@
  * tnt-bench: the benchmark of libtntcomm, after nccl-tests. This file reads
  * the command line and decides how the ranks come to be: under a launcher
  * (tnt-run, or anything that sets TNT_RANK/TNT_SIZE) this process is one
- * rank; with -N K it forks K local ranks itself, giving each the
+ * rank; with -N K bench_launch.c forks K local ranks, giving each the
  * environment a launcher would; with neither it runs as a world of one.
- * What a rank then does is in bench_run.c.
+ * What a rank then does is in bench_run.c (collectives) or bench_fusion.c
+ * (`tnt-bench fusion`).
  */
 #include <errno.h>
 #include <getopt.h>
-#include <netinet/in.h>
-#include <signal.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/prctl.h>
-#include <sys/random.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
 
 #include "bench.h"
 #include "core/param.h"
+#include "models.h"
 
-#define JOB_KEY_BYTES 32
-
-/* How long ranks get between SIGTERM and SIGKILL once one has failed. */
-#define STOP_GRACE_S 3.0
+/* Defaults of `tnt-bench fusion`, whose iterations take seconds. */
+#define FUSION_ITERS 5
+#define FUSION_WARMUP 1
 
 static const char *coll_names[BENCH_COLL_COUNT] = {
     "allreduce", "broadcast", "allgather", "reduce_scatter",
@@ -66,6 +58,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "usage: tnt-bench [COLLECTIVE] [options]\n"
+"       tnt-bench fusion --model MODEL [options]\n"
 "\n"
 "Times a collective of libtntcomm over a sweep of sizes and checks every\n"
 "result, as nccl-tests do. COLLECTIVE is allreduce (default), broadcast,\n"
@@ -87,6 +80,20 @@ static void usage(FILE *f)
 "      --inplace-only   measure the in-place form only\n"
 "      --outplace-only  measure the out-of-place form only\n"
 "      --json FILE      also write the results as JSON (rank 0)\n"
+"Fusion (tnt-bench fusion): an emulated backprop whose gradients are\n"
+"reduced three ways: the fusion plugin ABI (fused), one iallreduce per\n"
+"tensor (per-tensor), one allreduce after backprop (one-shot):\n"
+"  --model M            resnet50, transformer-big, transformer-big-noembed\n"
+"                       or uniform:N:BYTES (N f32 tensors of BYTES each)\n"
+"  --threshold S|all    fusion threshold (default: the library's, 32k)\n"
+"  --sweep              thresholds 0 4k 32k 256k 1M 8M all; best marked\n"
+"  --compute-us-per-mb X  emulated compute, microseconds per MiB of\n"
+"                       gradient (default: 1.5 x one allreduce of all)\n"
+"  --contiguous         all gradients in one arena (default: one\n"
+"                       allocation per tensor)\n"
+"  --dry-run            print the bucket plan and exit\n"
+"  also -n (default 5), -w/--warmup (default 1), -c, -o sum|avg (default\n"
+"  avg), --json, -N\n"
 "Ranks:\n"
 "  -N, --nranks K       start K local ranks (not under a launcher)\n"
 "  -h, --help           this text\n"
@@ -95,6 +102,8 @@ static void usage(FILE *f)
 "  tnt-bench -N 4 allreduce -b 8 -e 64M -f 2\n"
 "  tnt-run -n 4 tnt-bench allreduce --size 32k -d bf16 -o avg\n"
 "  tnt-bench -N 3 broadcast -r 1 -b 1k -e 1M -f 4\n"
+"  tnt-bench -N 2 fusion --model resnet50 --iters 5\n"
+"  tnt-bench fusion --model resnet50 --threshold 1M --dry-run\n"
 "\n"
 "Exit status: 0 when every element was right, 1 on wrong elements or an\n"
 "error, 2 on a bad command line.\n");
@@ -143,7 +152,115 @@ static int lookup(const char *s, const char *const *names,
     return -1;
 }
 
-enum { OPT_SIZE = 256, OPT_INPLACE, OPT_OUTPLACE, OPT_JSON };
+enum {
+    OPT_SIZE = 256, OPT_INPLACE, OPT_OUTPLACE, OPT_JSON,
+    /* Options of `tnt-bench fusion` only. */
+    OPT_MODEL, OPT_THRESHOLD, OPT_SWEEP, OPT_COMPUTE, OPT_CONTIGUOUS,
+    OPT_DRY_RUN,
+};
+
+/* The name of an option that applies to one benchmark only, for the
+ * message when it is given to the other; NULL for shared options. */
+static const char *side_option_name(int c)
+{
+    switch (c) {
+    case 'b': return "-b";
+    case 'e': return "-e";
+    case 'f': return "-f";
+    case 'd': return "-d";
+    case 'r': return "-r";
+    case OPT_SIZE: return "--size";
+    case OPT_INPLACE: return "--inplace-only";
+    case OPT_OUTPLACE: return "--outplace-only";
+    case OPT_MODEL: return "--model";
+    case OPT_THRESHOLD: return "--threshold";
+    case OPT_SWEEP: return "--sweep";
+    case OPT_COMPUTE: return "--compute-us-per-mb";
+    case OPT_CONTIGUOUS: return "--contiguous";
+    case OPT_DRY_RUN: return "--dry-run";
+    default: return NULL;
+    }
+}
+
+/* --compute-us-per-mb: a finite number >= 0 (an hour per MiB at most). */
+static double parse_us_per_mib(const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end != '\0' || !isfinite(v) || v < 0.0 ||
+        v > 3.6e9)
+        usage_error("--compute-us-per-mb '%s' is invalid; expected a number "
+                    "of microseconds per MiB, >= 0", s);
+    return v;
+}
+
+/* The options of `tnt-bench fusion`; 0 if c is not one of them. */
+static int fusion_option(int c, const char *arg, bench_fusion_opts_t *fu)
+{
+    switch (c) {
+    case OPT_MODEL:
+        fu->model = arg;
+        return 1;
+    case OPT_THRESHOLD: {
+        if (strcasecmp(arg, "all") == 0) {
+            fu->threshold = BENCH_THRESHOLD_ALL;
+            return 1;
+        }
+        size_t v = parse_bytes("--threshold", arg);
+        /* Beyond any model: one bucket, as "all". */
+        fu->threshold = v >= BENCH_THRESHOLD_ALL ? BENCH_THRESHOLD_ALL : v;
+        return 1;
+    }
+    case OPT_SWEEP:
+        fu->sweep = 1;
+        return 1;
+    case OPT_COMPUTE:
+        fu->us_per_mib = parse_us_per_mib(arg);
+        return 1;
+    case OPT_CONTIGUOUS:
+        fu->contiguous = 1;
+        return 1;
+    case OPT_DRY_RUN:
+        fu->dry_run = 1;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The checks and defaults of `tnt-bench fusion`. `coll_only` is the first
+ * option given that only the collectives take, or NULL. */
+static void finish_fusion(bench_opts_t *o, const char *coll_only,
+                          int have_op, int have_iters, int have_warmup)
+{
+    char err[256];
+    bench_model_t m;
+
+    if (coll_only)
+        usage_error("%s does not apply to 'tnt-bench fusion' (its sizes "
+                    "and types come from --model)", coll_only);
+    if (!o->fu.model)
+        usage_error("%s", "fusion needs --model (" BENCH_MODEL_NAMES ")");
+    if (bench_model_build(o->fu.model, &m, err, sizeof err) != 0)
+        usage_error("%s", err);
+    bench_model_free(&m);
+    if (o->fu.sweep && o->fu.threshold != TNT_FUSION_DEFAULT)
+        usage_error("%s", "--sweep runs its own thresholds; drop "
+                    "--threshold");
+    if (o->fu.dry_run && o->json)
+        usage_error("%s", "--dry-run times nothing: --json has nothing to "
+                    "write");
+    if (!have_op)
+        o->op = TNT_AVG;
+    if (o->op != TNT_SUM && o->op != TNT_AVG)
+        usage_error("fusion reduces gradients with sum or avg, not '%s'",
+                    bench_op_name(o->op));
+    if (!have_iters)
+        o->iters = FUSION_ITERS;
+    if (!have_warmup)
+        o->warmup = FUSION_WARMUP;
+}
 
 static void parse_args(int argc, char **argv, bench_opts_t *o)
 {
@@ -154,6 +271,7 @@ static void parse_args(int argc, char **argv, bench_opts_t *o)
         {"stepfactor", required_argument, NULL, 'f'},
         {"iters", required_argument, NULL, 'n'},
         {"warmup_iters", required_argument, NULL, 'w'},
+        {"warmup", required_argument, NULL, 'w'},
         {"check", required_argument, NULL, 'c'},
         {"datatype", required_argument, NULL, 'd'},
         {"op", required_argument, NULL, 'o'},
@@ -162,19 +280,37 @@ static void parse_args(int argc, char **argv, bench_opts_t *o)
         {"inplace-only", no_argument, NULL, OPT_INPLACE},
         {"outplace-only", no_argument, NULL, OPT_OUTPLACE},
         {"json", required_argument, NULL, OPT_JSON},
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"threshold", required_argument, NULL, OPT_THRESHOLD},
+        {"sweep", no_argument, NULL, OPT_SWEEP},
+        {"compute-us-per-mb", required_argument, NULL, OPT_COMPUTE},
+        {"contiguous", no_argument, NULL, OPT_CONTIGUOUS},
+        {"dry-run", no_argument, NULL, OPT_DRY_RUN},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int have_range = 0, have_size = 0, only_in = 0, only_out = 0, c, i;
+    int have_op = 0, have_iters = 0, have_warmup = 0;
+    const char *coll_only = NULL, *fusion_only = NULL;
 
     *o = (bench_opts_t){
         .coll = BENCH_ALLREDUCE, .min_bytes = 8, .max_bytes = 32u << 20,
         .factor = 2, .iters = 20, .warmup = 5, .check = 1,
         .dtype = TNT_F32, .op = TNT_SUM, .outplace = 1, .inplace = 1,
+        .fu = {.us_per_mib = -1.0, .threshold = TNT_FUSION_DEFAULT},
     };
     opterr = 0; /* our own messages below */
     while ((c = getopt_long(argc, argv, ":b:e:f:n:w:c:d:o:r:N:h", longopts,
                             NULL)) != -1) {
+        /* Remember one option of each side, for the message when an
+         * option meets a benchmark it does not apply to. */
+        if (fusion_option(c, optarg, &o->fu)) {
+            if (!fusion_only)
+                fusion_only = side_option_name(c);
+            continue;
+        }
+        if (!coll_only)
+            coll_only = side_option_name(c);
         switch (c) {
         case OPT_SIZE:
             o->min_bytes = o->max_bytes = parse_bytes("--size", optarg);
@@ -193,9 +329,11 @@ static void parse_args(int argc, char **argv, bench_opts_t *o)
             break;
         case 'n':
             o->iters = (int)parse_int("-n", optarg, 1, 1000000000);
+            have_iters = 1;
             break;
         case 'w':
             o->warmup = (int)parse_int("-w", optarg, 0, 1000000000);
+            have_warmup = 1;
             break;
         case 'c':
             o->check = (int)parse_int("-c", optarg, 0, 1);
@@ -212,6 +350,7 @@ static void parse_args(int argc, char **argv, bench_opts_t *o)
                 usage_error("unknown op '%s'; expected sum, avg, prod, min "
                             "or max", optarg);
             o->op = (tnt_op_t)i;
+            have_op = 1;
             break;
         case 'r':
             o->root = (int)parse_int("-r", optarg, 0, 1 << 30);
@@ -246,16 +385,25 @@ static void parse_args(int argc, char **argv, bench_opts_t *o)
         }
     }
     if (optind < argc) {
-        if ((i = lookup(argv[optind], coll_names, NULL,
-                        BENCH_COLL_COUNT)) < 0)
+        if (strcasecmp(argv[optind], "fusion") == 0)
+            o->fusion = 1;
+        else if ((i = lookup(argv[optind], coll_names, NULL,
+                             BENCH_COLL_COUNT)) < 0)
             usage_error("unknown collective '%s'; expected allreduce, "
-                        "broadcast, allgather or reduce_scatter",
+                        "broadcast, allgather, reduce_scatter or fusion",
                         argv[optind]);
-        o->coll = (bench_coll_t)i;
+        else
+            o->coll = (bench_coll_t)i;
         optind++;
     }
     if (optind < argc)
         usage_error("unexpected argument '%s'", argv[optind]);
+    if (o->fusion) {
+        finish_fusion(o, coll_only, have_op, have_iters, have_warmup);
+        return;
+    }
+    if (fusion_only)
+        usage_error("%s applies to 'tnt-bench fusion' only", fusion_only);
     if (have_size && have_range)
         usage_error("%s", "--size and -b/-e exclude each other");
     if (o->min_bytes > o->max_bytes)
@@ -286,190 +434,9 @@ static int env_set(const char *name)
     return v && *v;
 }
 
-/* ---- local ranks (-N) ---------------------------------------------------- */
-
-/* Binds port 0 on the loopback and returns what the kernel chose. Another
- * process may take it before rank 0 binds it; the window is short, and
- * the failure would then be a clear bind error from rank 0. */
-static int find_free_port(void)
+int bench_rank_main(const bench_opts_t *o)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int port = -1;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
-static int make_job_key(char hex[2 * JOB_KEY_BYTES + 1])
-{
-    unsigned char key[JOB_KEY_BYTES];
-    size_t got = 0;
-    while (got < sizeof key) {
-        ssize_t n = getrandom(key + got, sizeof key - got, 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        got += (size_t)n;
-    }
-    for (size_t i = 0; i < sizeof key; i++)
-        snprintf(hex + 2 * i, 3, "%02x", key[i]);
-    return 0;
-}
-
-static void run_child(const bench_opts_t *o, int rank, const char *addr,
-                      const char *key, pid_t parent)
-{
-    char num[16];
-    /* If the parent dies, so do its ranks, instead of waiting for peers
-     * until their deadline. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(BENCH_EXIT_FAIL);
-    snprintf(num, sizeof num, "%d", rank);
-    int ok = setenv("TNT_RANK", num, 1) == 0;
-    snprintf(num, sizeof num, "%d", o->local_ranks);
-    ok = ok && setenv("TNT_SIZE", num, 1) == 0;
-    ok = ok && setenv("TNT_ROOT_ADDR", addr, 1) == 0;
-    ok = ok && setenv("TNT_JOB_KEY", key, 1) == 0;
-    if (!ok) {
-        fprintf(stderr, "tnt-bench: rank %d: setenv: %s\n", rank,
-                strerror(errno));
-        exit(BENCH_EXIT_FAIL);
-    }
-    /* Wrong elements and failures differ for the parent: only failures
-     * make it stop the other ranks. */
-    exit(bench_run(o) == BENCH_EXIT_OK ? BENCH_EXIT_OK
-                                       : BENCH_EXIT_WRONG_CHILD);
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static void signal_all(pid_t *pids, int n, int sig)
-{
-    for (int r = 0; r < n; r++)
-        if (pids[r] > 0)
-            kill(pids[r], sig);
-}
-
-/* Reaps the ranks. The first one that fails (not merely wrong results)
- * is reported and the others get SIGTERM, then SIGKILL after a grace
- * period; their own deaths are not reported again. */
-static int wait_children(pid_t *pids, int n)
-{
-    int alive = n, failed = 0, wrong = 0;
-    double kill_at = 0.0;
-    struct timespec ts;
-
-    while (alive > 0) {
-        int st;
-        pid_t pid = waitpid(-1, &st, kill_at > 0 ? WNOHANG : 0);
-        if (pid < 0) {
-            if (errno == EINTR)
-                continue;
-            perror("tnt-bench: waitpid");
-            return BENCH_EXIT_FAIL;
-        }
-        if (pid == 0) { /* stopping, nobody exited yet */
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            if (kill_at > 0 && (double)ts.tv_sec + ts.tv_nsec * 1e-9 >
-                                   kill_at) {
-                signal_all(pids, n, SIGKILL);
-                kill_at = -1.0; /* blocking waits from now on */
-            } else {
-                sleep_ms(10);
-            }
-            continue;
-        }
-        int r = 0;
-        while (r < n && pids[r] != pid)
-            r++;
-        if (r == n)
-            continue; /* not one of ours */
-        pids[r] = 0;
-        alive--;
-        if (WIFEXITED(st) && WEXITSTATUS(st) == BENCH_EXIT_OK)
-            continue;
-        if (WIFEXITED(st) && WEXITSTATUS(st) == BENCH_EXIT_WRONG_CHILD) {
-            wrong = 1;
-            continue;
-        }
-        if (!failed) {
-            if (WIFSIGNALED(st))
-                fprintf(stderr, "tnt-bench: rank %d was killed by signal "
-                        "%d (%s)", r, WTERMSIG(st), strsignal(WTERMSIG(st)));
-            else
-                fprintf(stderr, "tnt-bench: rank %d failed (exit status "
-                        "%d)", r, WEXITSTATUS(st));
-            if (alive > 0) {
-                fprintf(stderr, "; stopping the other %d rank%s", alive,
-                        alive == 1 ? "" : "s");
-                signal_all(pids, n, SIGTERM);
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                kill_at = (double)ts.tv_sec + ts.tv_nsec * 1e-9 +
-                          STOP_GRACE_S;
-            }
-            fprintf(stderr, "\n");
-        }
-        failed = 1;
-    }
-    return failed || wrong ? BENCH_EXIT_FAIL : BENCH_EXIT_OK;
-}
-
-static int launch_local(const bench_opts_t *o)
-{
-    char key[2 * JOB_KEY_BYTES + 1], addr[32];
-    int n = o->local_ranks;
-    int port = find_free_port();
-    if (port < 0) {
-        fprintf(stderr, "tnt-bench: cannot find a free TCP port on "
-                "127.0.0.1: %s\n", strerror(errno));
-        return BENCH_EXIT_FAIL;
-    }
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-    if (make_job_key(key) != 0) {
-        fprintf(stderr, "tnt-bench: cannot make a job key with getrandom: "
-                "%s\n", strerror(errno));
-        return BENCH_EXIT_FAIL;
-    }
-    pid_t *pids = calloc((size_t)n, sizeof *pids);
-    if (!pids) {
-        fprintf(stderr, "tnt-bench: out of memory\n");
-        return BENCH_EXIT_FAIL;
-    }
-    pid_t self = getpid();
-    fflush(stdout);
-    fflush(stderr);
-    for (int r = 0; r < n; r++) {
-        pid_t pid = fork();
-        if (pid == 0)
-            run_child(o, r, addr, key, self);
-        if (pid < 0) {
-            fprintf(stderr, "tnt-bench: cannot start rank %d: fork: %s\n",
-                    r, strerror(errno));
-            signal_all(pids, r, SIGKILL);
-            for (int k = 0; k < r; k++)
-                waitpid(pids[k], NULL, 0);
-            free(pids);
-            return BENCH_EXIT_FAIL;
-        }
-        pids[r] = pid;
-    }
-    int rc = wait_children(pids, n);
-    free(pids);
-    return rc;
+    return o->fusion ? bench_fusion_run(o) : bench_run(o);
 }
 
 int main(int argc, char **argv)
@@ -485,11 +452,11 @@ int main(int argc, char **argv)
                     "or TNT_RANK is set); drop -N\n");
             return BENCH_EXIT_USAGE;
         }
-        return launch_local(&o);
+        return bench_launch_local(&o);
     }
     if (!launched)
         fprintf(stderr, "tnt-bench: no launcher environment; running 1 "
                 "rank (use 'tnt-run -n 4 tnt-bench ...' or 'tnt-bench -N 4 "
                 "...')\n");
-    return bench_run(&o);
+    return bench_rank_main(&o);
 }
