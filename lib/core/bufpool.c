@@ -1,7 +1,8 @@
 /*
  * The buffer cache (see bufpool.h). Capacities are rounded up (powers of
  * two up to 1 MiB, then whole MiB) so that buffers of similar collectives
- * fit each other; a request takes the smallest cached buffer that fits.
+ * fit each other; a request takes a cached buffer of its own size class,
+ * else the smallest larger one.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,10 +29,20 @@ static size_t round_cap(size_t bytes)
 
 void *tnt__bufpool_get(tnt_bufpool_t *p, size_t bytes, size_t *cap)
 {
+    /* A buffer of the request's own size class first: taking a larger
+     * one would leave the next large request without a fit. */
+    size_t want = round_cap(bytes);
     int best = -1;
-    for (int i = 0; i < p->n; i++)
-        if (p->cap[i] >= bytes && (best < 0 || p->cap[i] < p->cap[best]))
+    for (int i = 0; i < p->n; i++) {
+        if (p->cap[i] < bytes)
+            continue;
+        if (p->cap[i] == want) {
             best = i;
+            break;
+        }
+        if (best < 0 || p->cap[i] < p->cap[best])
+            best = i;
+    }
     if (best >= 0) {
         void *b = p->buf[best];
         *cap = p->cap[best];
@@ -41,7 +52,7 @@ void *tnt__bufpool_get(tnt_bufpool_t *p, size_t bytes, size_t *cap)
         p->cap[best] = p->cap[p->n];
         return b;
     }
-    *cap = round_cap(bytes);
+    *cap = want;
     return malloc(*cap);
 }
 

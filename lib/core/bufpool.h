@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#define TNT_BUFPOOL_SLOTS 64
+#define TNT_BUFPOOL_SLOTS 256
 
 typedef struct tnt_bufpool {
     void *buf[TNT_BUFPOOL_SLOTS];

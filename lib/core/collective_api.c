@@ -34,10 +34,9 @@ static tnt_result_t check_args(tnt_comm_t comm, const char *fn, size_t count,
     return TNT_SUCCESS;
 }
 
-static tnt_result_t post(tnt_comm_t comm, int kind, const void *send,
-                         void *recv, size_t count, tnt_dtype_t dtype,
-                         tnt_op_t op, int root, int in_place,
-                         tnt_request_t *req)
+tnt_coll_args_t tnt__coll_args(tnt_comm_t comm, int kind, size_t count,
+                               tnt_dtype_t dtype, tnt_op_t op, int root,
+                               int in_place)
 {
     tnt_coll_args_t a = {
         .kind = kind, .dtype = dtype, .op = op, .count = count,
@@ -45,6 +44,16 @@ static tnt_result_t post(tnt_comm_t comm, int kind, const void *send,
         .esize = tnt_dtype_size(dtype), .in_place = in_place,
         .segment_bytes = comm->params.segment_bytes,
     };
+    return a;
+}
+
+static tnt_result_t post(tnt_comm_t comm, int kind, const void *send,
+                         void *recv, size_t count, tnt_dtype_t dtype,
+                         tnt_op_t op, int root, int in_place,
+                         tnt_request_t *req)
+{
+    tnt_coll_args_t a = tnt__coll_args(comm, kind, count, dtype, op, root,
+                                       in_place);
     return tnt__engine_post(comm, &a, in_place ? recv : send, recv, req);
 }
 

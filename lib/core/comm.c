@@ -160,6 +160,7 @@ TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
     /* Keep at most this much free memory cached between collectives. */
     tnt__bufpool_init(&comm->pool, (size_t)256 << 20);
     tnt__sched_cache_init(&comm->sched_cache);
+    comm->max_free_reqs = 256;
     pthread_mutex_init(&comm->lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

@@ -57,7 +57,9 @@ static void put_scratch(struct tnt_comm *comm, struct tnt_request *req)
     req->bufs[TNT_BUF_SCRATCH] = NULL;
 }
 
-#define MAX_FREE_REQUESTS 64
+/* Fusion keeps one request per bucket in flight: hundreds for a large
+ * model. */
+#define MAX_FREE_REQUESTS 256
 
 /* Release what a finished request holds. With its communicator alive the
  * request and its arrays are kept for the next collective (no allocation
@@ -68,7 +70,7 @@ static void free_request(struct tnt_comm *comm, struct tnt_request *req)
         put_scratch(comm, req);
     tnt__sched_release(comm ? &comm->sched_cache : NULL, req->sched);
     req->sched = NULL;
-    if (comm && comm->nfree_reqs < MAX_FREE_REQUESTS) {
+    if (comm && (size_t)comm->nfree_reqs < comm->max_free_reqs) {
         req->next = comm->free_reqs;
         comm->free_reqs = req;
         comm->nfree_reqs++;
@@ -82,12 +84,24 @@ static void free_request(struct tnt_comm *comm, struct tnt_request *req)
 /* A request able to run `nops` operations: recycled if possible. */
 static struct tnt_request *alloc_request(struct tnt_comm *comm, uint32_t nops)
 {
-    struct tnt_request *req = comm->free_reqs;
+    /* Prefer a recycled request whose arrays are large enough, so that
+     * mixed sizes do not keep regrowing them. */
+    struct tnt_request **pp = &comm->free_reqs, **best = NULL;
+    for (; *pp; pp = &(*pp)->next)
+        if ((*pp)->ops_cap >= nops &&
+            (!best || (*pp)->ops_cap < (*best)->ops_cap)) {
+            best = pp;
+            if ((*pp)->ops_cap == nops)
+                break;
+        }
+    if (!best && comm->free_reqs)
+        best = &comm->free_reqs;
+    struct tnt_request *req = best ? *best : NULL;
     tnt_opstate_t *ops = NULL;
     uint32_t *ready = NULL;
     uint32_t cap = 0;
     if (req) {
-        comm->free_reqs = req->next;
+        *best = req->next;
         comm->nfree_reqs--;
         ops = req->ops;
         ready = req->ready;
@@ -117,11 +131,32 @@ static struct tnt_request *alloc_request(struct tnt_comm *comm, uint32_t nops)
     return req;
 }
 
+tnt_unexp_t *tnt__alloc_unexp(struct tnt_comm *comm)
+{
+    if (!comm->free_unexp) {
+        /* Grow by a slab: the number of early messages in flight at once
+         * settles after a few iterations, and then nothing is allocated. */
+        tnt_unexp_slab_t *slab = malloc(sizeof(*slab));
+        if (!slab)
+            return NULL;
+        slab->next = comm->unexp_slabs;
+        comm->unexp_slabs = slab;
+        for (int i = 0; i < TNT_UNEXP_SLAB; i++) {
+            slab->u[i].next = comm->free_unexp;
+            comm->free_unexp = &slab->u[i];
+        }
+    }
+    tnt_unexp_t *u = comm->free_unexp;
+    comm->free_unexp = u->next;
+    return u;
+}
+
 void tnt__free_unexp(struct tnt_comm *comm, tnt_unexp_t *u)
 {
     comm->unexp_bytes -= u->len;
     tnt__bufpool_put(&comm->pool, u->data, u->cap);
-    free(u);
+    u->next = comm->free_unexp;
+    comm->free_unexp = u;
 }
 
 static void unlink_all(struct tnt_comm *comm, struct tnt_request *req)
@@ -174,6 +209,12 @@ void tnt__engine_reap(struct tnt_comm *comm)
 
 void tnt__engine_free_requests(struct tnt_comm *comm)
 {
+    while (comm->unexp_slabs) {
+        tnt_unexp_slab_t *slab = comm->unexp_slabs;
+        comm->unexp_slabs = slab->next;
+        free(slab);
+    }
+    comm->free_unexp = NULL;
     while (comm->free_reqs) {
         struct tnt_request *r = comm->free_reqs;
         comm->free_reqs = r->next;
@@ -442,15 +483,74 @@ void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
                      req->seq, comm->rank, mine, peer, other);
 }
 
+static int forced_algo(struct tnt_comm *comm, int kind)
+{
+    if (kind == TNT_COLL_ALLREDUCE)
+        return comm->params.allreduce_algo;
+    if (kind == TNT_COLL_BROADCAST)
+        return comm->params.bcast_algo;
+    return TNT_ALGO_AUTO;
+}
+
+tnt_result_t tnt__engine_prepare(struct tnt_comm *comm,
+                                 const tnt_coll_args_t *args, size_t n)
+{
+    if (n == 0)
+        return TNT_SUCCESS;
+    tnt_sched_t **sched = calloc(n, sizeof(*sched));
+    void **scratch = calloc(n, sizeof(*scratch));
+    size_t *cap = calloc(n, sizeof(*cap));
+    tnt_result_t rc = (sched && scratch && cap)
+                          ? TNT_SUCCESS
+                          : tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+    for (size_t i = 0; rc == TNT_SUCCESS && i < n; i++) {
+        int algo;
+        rc = tnt__algo_select(&args[i], forced_algo(comm, args[i].kind),
+                              &algo);
+        if (rc == TNT_SUCCESS)
+            rc = tnt__sched_cache_get(&comm->sched_cache, &args[i], algo,
+                                      &sched[i]);
+    }
+    pthread_mutex_lock(&comm->lock);
+    /* All of them in flight at once: that many requests, and that many
+     * scratch buffers in the pool. */
+    if (comm->max_free_reqs < MAX_FREE_REQUESTS + n)
+        comm->max_free_reqs = MAX_FREE_REQUESTS + n;
+    struct tnt_request *got = NULL;
+    for (size_t i = 0; rc == TNT_SUCCESS && i < n; i++) {
+        struct tnt_request *r = alloc_request(comm, sched[i]->nops);
+        if (!r) {
+            rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+            break;
+        }
+        r->next = got;
+        got = r;
+        if (sched[i]->scratch_bytes)
+            scratch[i] = tnt__bufpool_get(&comm->pool,
+                                          sched[i]->scratch_bytes, &cap[i]);
+    }
+    while (got) {
+        struct tnt_request *r = got;
+        got = r->next;
+        free_request(comm, r);
+    }
+    for (size_t i = 0; i < n; i++)
+        tnt__bufpool_put(&comm->pool, scratch ? scratch[i] : NULL,
+                         cap ? cap[i] : 0);
+    pthread_mutex_unlock(&comm->lock);
+    for (size_t i = 0; sched && i < n; i++)
+        tnt__sched_release(&comm->sched_cache, sched[i]);
+    free(sched);
+    free(scratch);
+    free(cap);
+    return rc;
+}
+
 tnt_result_t tnt__engine_post(struct tnt_comm *comm,
                               const tnt_coll_args_t *args, const void *send,
                               void *recv, struct tnt_request **out)
 {
-    int forced = TNT_ALGO_AUTO;
-    if (args->kind == TNT_COLL_ALLREDUCE)
-        forced = comm->params.allreduce_algo;
-    else if (args->kind == TNT_COLL_BROADCAST)
-        forced = comm->params.bcast_algo;
+    int forced = forced_algo(comm, args->kind);
     int algo;
     tnt_sched_t *sched = NULL;
     tnt_result_t rc = tnt__algo_select(args, forced, &algo);

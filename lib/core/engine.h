@@ -67,6 +67,14 @@ typedef struct tnt_unexp {
     size_t cap;
 } tnt_unexp_t;
 
+/* Early-message descriptors come in slabs, kept until the communicator
+ * is freed. */
+#define TNT_UNEXP_SLAB 64
+typedef struct tnt_unexp_slab {
+    struct tnt_unexp_slab *next;
+    tnt_unexp_t u[TNT_UNEXP_SLAB];
+} tnt_unexp_slab_t;
+
 typedef struct tnt_peer {
     int rank;
     unsigned char addr[TNT_TRANSPORT_ADDR_MAX];
@@ -146,6 +154,9 @@ struct tnt_comm {
     tnt_sched_cache_t sched_cache;
     struct tnt_request *free_reqs; /* finished requests kept for reuse */
     int nfree_reqs;
+    size_t max_free_reqs;      /* raised by tnt__engine_prepare */
+    tnt_unexp_t *free_unexp;   /* early-message descriptors for reuse */
+    struct tnt_unexp_slab *unexp_slabs;
     int state;                 /* enum tnt_comm_state */
     tnt_result_t fail_rc;
     char fail_msg[512];
@@ -160,6 +171,12 @@ void tnt__engine_fill_env(struct tnt_comm *comm);
 tnt_result_t tnt__engine_post(struct tnt_comm *comm,
                               const tnt_coll_args_t *args, const void *send,
                               void *recv, struct tnt_request **req);
+/** Get ready for `n` collectives (args[i]) that will run at the same
+ *  time, again and again (fusion buckets): build their schedules, and keep
+ *  enough requests and scratch buffers for all of them, so that running
+ *  them allocates nothing. */
+tnt_result_t tnt__engine_prepare(struct tnt_comm *comm,
+                                 const tnt_coll_args_t *args, size_t n);
 /** Wait until req completes or `timeout_s` passes (< 0: no limit).
  *  *finished says which (the result alone cannot: an operation that hit
  *  its deadline finishes with TNT_TIMEOUT too). Returns the operation's
@@ -172,7 +189,7 @@ void tnt__engine_release(struct tnt_request *req);
 void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
                       const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/** Free the recycled requests (communicator teardown). */
+/** Free the recycled requests and descriptors (communicator teardown). */
 void tnt__engine_free_requests(struct tnt_comm *comm);
 /** At free: fail pending requests, detach unreleased ones. Lock held. */
 void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc);

@@ -10,6 +10,8 @@
 
 const char *tnt__coll_kind_name(int kind);
 unsigned char *tnt__ref_ptr(struct tnt_request *req, tnt_bufref_t r);
+/** A descriptor for an early message (recycled when possible). */
+tnt_unexp_t *tnt__alloc_unexp(struct tnt_comm *comm);
 /** Free an early message that is already off its peer's list. */
 void tnt__free_unexp(struct tnt_comm *comm, tnt_unexp_t *u);
 void tnt__op_complete(struct tnt_request *req, uint32_t op);

@@ -110,13 +110,16 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
                          payload_len);
         return TNT_ERR_NO_MEMORY;
     }
-    tnt_unexp_t *u = malloc(sizeof(*u));
+    tnt_unexp_t *u = tnt__alloc_unexp(comm);
     unsigned char *data = NULL;
     size_t cap = 0;
     if (u && payload_len) {
         data = tnt__bufpool_get(&comm->pool, payload_len, &cap);
         if (!data) {
-            free(u);
+            u->len = 0;
+            u->data = NULL;
+            u->cap = 0;
+            tnt__free_unexp(comm, u);
             u = NULL;
         }
     }

@@ -24,6 +24,22 @@ static int same_key(const tnt_coll_args_t *x, const tnt_coll_args_t *y)
            x->segment_bytes == y->segment_bytes;
 }
 
+static uint64_t key_hash(const tnt_coll_args_t *a, int algo)
+{
+    const uint64_t v[] = {(uint64_t)a->kind, (uint64_t)a->dtype,
+                          (uint64_t)a->op, a->count, (uint64_t)a->root,
+                          (uint64_t)a->rank, (uint64_t)a->nranks, a->esize,
+                          (uint64_t)a->in_place, a->segment_bytes,
+                          (uint64_t)algo};
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        h ^= v[i];
+        h *= 1099511628211ull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
 static void unref(tnt_sched_t *s)
 {
     if (--s->refs == 0) {
@@ -36,12 +52,14 @@ tnt_result_t tnt__sched_cache_get(tnt_sched_cache_t *c,
                                   const tnt_coll_args_t *a, int algo,
                                   tnt_sched_t **out)
 {
+    uint64_t h = key_hash(a, algo);
     pthread_mutex_lock(&c->lock);
     c->tick++;
     int victim = 0;
     for (int i = 0; i < TNT_SCHED_CACHE_SLOTS; i++) {
         tnt_sched_cache_entry_t *e = &c->e[i];
-        if (e->sched && e->algo == algo && same_key(&e->key, a)) {
+        if (e->sched && e->hash == h && e->algo == algo &&
+            same_key(&e->key, a)) {
             e->used = c->tick;
             e->sched->refs++;
             *out = e->sched;
@@ -67,6 +85,7 @@ tnt_result_t tnt__sched_cache_get(tnt_sched_cache_t *c,
     tnt_sched_cache_entry_t *e = &c->e[victim];
     if (e->sched)
         unref(e->sched);
+    e->hash = h;
     e->key = *a;
     e->algo = algo;
     e->sched = s;

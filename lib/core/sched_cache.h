@@ -13,9 +13,12 @@
 
 #include "collectives/algorithms.h"
 
-#define TNT_SCHED_CACHE_SLOTS 32
+/* Fusion posts one allreduce per bucket, each of its own size: a model
+ * with a few hundred buckets must fit, or every iteration rebuilds. */
+#define TNT_SCHED_CACHE_SLOTS 512
 
 typedef struct tnt_sched_cache_entry {
+    uint64_t hash;      /* of key and algo, compared first */
     tnt_coll_args_t key;
     int algo;
     tnt_sched_t *sched; /* NULL: free slot */

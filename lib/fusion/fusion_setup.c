@@ -249,6 +249,24 @@ static tnt_result_t allocate_state(tnt_fusion_t f)
     return TNT_SUCCESS;
 }
 
+/* Every bucket's allreduce may be in flight at once, every iteration:
+ * have the engine build their schedules and keep requests and scratch for
+ * all of them now, so that iterations allocate nothing. */
+static tnt_result_t prepare_engine(tnt_fusion_t f)
+{
+    if (f->nb == 0)
+        return TNT_SUCCESS;
+    tnt_coll_args_t *args = malloc(f->nb * sizeof(*args));
+    if (!args)
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+    for (size_t k = 0; k < f->nb; k++)
+        args[k] = tnt__coll_args(f->comm, TNT_COLL_ALLREDUCE, f->b[k].count,
+                                 f->b[k].dtype, f->op, 0, 1);
+    tnt_result_t rc = tnt__engine_prepare(f->comm, args, f->nb);
+    free(args);
+    return rc;
+}
+
 TNT_API tnt_result_t tnt_fusion_create(tnt_comm_t comm,
                                        const tnt_tensor_desc_t *tensors,
                                        size_t ntensors,
@@ -297,6 +315,8 @@ TNT_API tnt_result_t tnt_fusion_create(tnt_comm_t comm,
         else
             tnt__error_str(rc, msg);
     }
+    if (rc == TNT_SUCCESS)
+        rc = prepare_engine(f);
     if (rc != TNT_SUCCESS) {
         char msg[512];
         snprintf(msg, sizeof(msg), "%s", tnt_last_error());
