@@ -143,6 +143,23 @@ static void poll_buckets(tnt_fusion_t f)
     }
 }
 
+/* An error stopped posting: the accepted tensors of buckets that were
+ * never posted get their callback with that error, once. */
+static void fail_unposted(tnt_fusion_t f)
+{
+    if (!f->error)
+        return;
+    for (size_t k = f->next_post; k < f->nb; k++) {
+        if (f->done[k])
+            continue;
+        f->done[k] = 1;
+        for (size_t j = f->b[k].first; f->cb && j < f->b[k].first + f->b[k].n;
+             j++)
+            if (f->is_ready[j])
+                f->cb(f->cb_arg, j, f->error);
+    }
+}
+
 static void reset_iteration(tnt_fusion_t f)
 {
     memset(f->is_ready, 0, f->n);
@@ -250,6 +267,7 @@ TNT_API tnt_result_t tnt_fusion_wait_all(tnt_fusion_t f)
     }
     for (size_t k = 0; k < f->next_post; k++)
         finish_bucket(f, k);
+    fail_unposted(f);
     if (f->error)
         rc = sticky(f, "tnt_fusion_wait_all");
     reset_iteration(f);
@@ -266,6 +284,7 @@ TNT_API tnt_result_t tnt_fusion_free(tnt_fusion_t f)
      * tensors or the fusion buffer: let them finish first. */
     for (size_t k = 0; k < f->next_post; k++)
         finish_bucket(f, k);
+    fail_unposted(f);
     f->magic = 0;
     pthread_mutex_unlock(&f->lock);
     tnt__fusion_destroy(f);
