@@ -668,6 +668,14 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
         abs.tv_nsec = (long)((t - (double)abs.tv_sec) * 1e9);
     }
     pthread_mutex_lock(&comm->lock);
+    /* A zero timeout is a test: no condition wait (which would drop the
+     * lock and usually get it back only after the progress thread), and
+     * no error message for "not yet". */
+    if (timeout_s == 0 && req->result == TNT_INPROGRESS) {
+        pthread_mutex_unlock(&comm->lock);
+        *finished = 0;
+        return TNT_TIMEOUT;
+    }
     while (req->result == TNT_INPROGRESS) {
         if (timeout_s < 0) {
             pthread_cond_wait(&comm->cond, &comm->lock);

@@ -381,10 +381,15 @@ TNT_API tnt_result_t tnt_fusion_describe(tnt_fusion_t f, char *buf,
     size_t pos = 0, total = 0;
     for (size_t i = 0; i < f->n; i++)
         total += f->t[i].bytes;
+    char max[32];
+    if (f->max_bytes == SIZE_MAX)
+        snprintf(max, sizeof(max), "none");
+    else
+        snprintf(max, sizeof(max), "%zu", f->max_bytes);
     append(buf, len, &pos, "# fusion plan: %zu tensors, %zu bytes, %zu "
-           "buckets; threshold %zu, first bucket %zu, max %zu, op %s\n",
-           f->n, total, f->nb, f->min_bytes, f->first_bytes,
-           f->max_bytes, tnt_op_name(f->op));
+           "buckets; threshold %zu, first bucket %zu, max %s, op %s\n",
+           f->n, total, f->nb, f->min_bytes, f->first_bytes, max,
+           tnt_op_name(f->op));
     for (size_t k = 0; k < f->nb; k++) {
         const tnt_bucket_t *b = &f->b[k];
         size_t last = b->first + b->n - 1;
