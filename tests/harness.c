@@ -7,6 +7,7 @@
  */
 #include "harness.h"
 
+#include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 #include <arpa/inet.h>
 #include <errno.h>
@@ -819,4 +820,40 @@ int th_run(int nranks, const char *const *env, th_rank_fn fn, void *arg,
     th_job_t job = {name, nranks, env, fn, arg, deadline_s, 0, 0};
     /* Positional on purpose: a new field must be thought about here. */
     return th_run_job(&job, out);
+}
+
+int th_main(int argc, char **argv, const th_test_def_t *tests)
+{
+    const char *only_suite = argc > 1 ? argv[1] : NULL;
+    const char *only_test = argc > 2 ? argv[2] : NULL;
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 2;
+    CU_pSuite suite = NULL;
+    const char *cur = NULL;
+    int registered = 0;
+    for (const th_test_def_t *t = tests; t->suite; t++) {
+        if ((only_suite && strcmp(only_suite, t->suite) != 0) ||
+            (only_test && strcmp(only_test, t->name) != 0))
+            continue;
+        if (!cur || strcmp(cur, t->suite) != 0) {
+            suite = CU_add_suite(t->suite, NULL, NULL);
+            if (!suite)
+                return 2;
+            cur = t->suite;
+        }
+        if (!CU_add_test(suite, t->name, t->fn))
+            return 2;
+        registered++;
+    }
+    if (!registered) {
+        fprintf(stderr, "no test matches the arguments\n");
+        CU_cleanup_registry();
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failures = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    return failures ? 1 : 0;
 }

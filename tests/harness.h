@@ -23,6 +23,8 @@
 
 #include "tnt/tnt.h"
 
+#include <CUnit/CUnit.h>
+
 #define TH_NAME_MAX 96
 #define TH_MSG_MAX 256
 
@@ -143,5 +145,18 @@ void th_assert_fmt(int ok, const char *file, int line, const char *fmt,
                    ...) __attribute__((format(printf, 4, 5)));
 #define TH_CHECK(cond, ...) th_assert_fmt(!!(cond), __FILE__, __LINE__, \
                                           __VA_ARGS__)
+
+/** One test of a table-driven CUnit program. */
+typedef struct th_test_def {
+    const char *suite, *name;
+    CU_TestFunc fn;
+} th_test_def_t;
+
+/**
+ * main() of a test program: registers the tests of `tests` (ended by a
+ * NULL suite), grouped by suite in table order; `prog [suite [test]]` runs
+ * a part. Returns 0, 1 on failures, 2 on a CUnit error or no match.
+ */
+int th_main(int argc, char **argv, const th_test_def_t *tests);
 
 #endif /* TNT_TESTS_HARNESS_H */

@@ -1696,12 +1696,7 @@ static void test_defaults(void)
 
 /* ---- main -------------------------------------------------------------------------- */
 
-typedef struct test_def {
-    const char *suite, *name;
-    CU_TestFunc fn;
-} test_def_t;
-
-static const test_def_t k_tests[] = {
+static const th_test_def_t k_tests[] = {
     {"fusion", "random_lists", test_random_lists},
     {"fusion", "iterations", test_iterations},
     {"fusion", "mismatch", test_mismatch},
@@ -1711,36 +1706,5 @@ static const test_def_t k_tests[] = {
 
 int main(int argc, char **argv)
 {
-    const char *only_suite = argc > 1 ? argv[1] : NULL;
-    const char *only_test = argc > 2 ? argv[2] : NULL;
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 2;
-    CU_pSuite suite = NULL;
-    const char *cur = NULL;
-    int registered = 0;
-    for (const test_def_t *t = k_tests; t->suite; t++) {
-        if ((only_suite && strcmp(only_suite, t->suite) != 0) ||
-            (only_test && strcmp(only_test, t->name) != 0))
-            continue;
-        if (!cur || strcmp(cur, t->suite) != 0) {
-            suite = CU_add_suite(t->suite, NULL, NULL);
-            if (!suite)
-                return 2;
-            cur = t->suite;
-        }
-        if (!CU_add_test(suite, t->name, t->fn))
-            return 2;
-        registered++;
-    }
-    if (!registered) {
-        fprintf(stderr, "no test matches the arguments\n");
-        CU_cleanup_registry();
-        return 2;
-    }
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failures = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failures ? 1 : 0;
+    return th_main(argc, argv, k_tests);
 }
