@@ -209,6 +209,18 @@ void tnt__engine_reap(struct tnt_comm *comm)
 
 void tnt__engine_free_requests(struct tnt_comm *comm)
 {
+    /* Early messages nobody received (a peer that sent into a collective
+     * this rank never called). The transport is finalized by now, so
+     * nothing can still be writing into them. */
+    for (int i = 0; comm->peers && i < comm->nranks; i++) {
+        tnt_peer_t *p = &comm->peers[i];
+        while (p->unexp_head) {
+            tnt_unexp_t *u = p->unexp_head;
+            p->unexp_head = u->next;
+            tnt__free_unexp(comm, u);
+        }
+        p->unexp_tail = NULL;
+    }
     while (comm->unexp_slabs) {
         tnt_unexp_slab_t *slab = comm->unexp_slabs;
         comm->unexp_slabs = slab->next;

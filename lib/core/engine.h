@@ -189,7 +189,8 @@ void tnt__engine_release(struct tnt_request *req);
 void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
                       const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/** Free the recycled requests and descriptors (communicator teardown). */
+/** Free early messages never received, recycled requests and descriptors
+ *  (communicator teardown, after the transport is finalized). */
 void tnt__engine_free_requests(struct tnt_comm *comm);
 /** At free: fail pending requests, detach unreleased ones. Lock held. */
 void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc);
