@@ -1061,87 +1061,27 @@ static void test_explicit_config(void)
 
 /* ---- main --------------------------------------------------------------------- */
 
-typedef struct test_def {
-    const char *name;
-    CU_TestFunc fn;
-} test_def_t;
-
-typedef struct suite_def {
-    const char *name;
-    const test_def_t *tests;
-} suite_def_t;
-
-static const test_def_t k_allreduce_tests[] = {
-    {"auto", test_allreduce_auto},
-    {"ring", test_allreduce_ring},
-    {"rd", test_allreduce_rd},
-    {"ring_segmented", test_allreduce_ring_segmented},
-    {"auto_segmented", test_allreduce_auto_segmented},
-    {"tiny_segments", test_allreduce_tiny_segments},
-    {"multisocket", test_allreduce_multisocket},
-    {NULL, NULL}};
-static const test_def_t k_broadcast_tests[] = {
-    {"auto", test_broadcast_auto},
-    {"binomial", test_broadcast_binomial},
-    {"pipeline", test_broadcast_pipeline},
-    {"pipeline_segmented", test_broadcast_pipeline_segmented},
-    {NULL, NULL}};
-static const test_def_t k_misc_tests[] = {
-    {"barrier_allgather_reduce_scatter", test_misc},
-    {"segmented", test_misc_segmented},
-    {NULL, NULL}};
-static const test_def_t k_nb_tests[] = {
-    {"in_flight", test_nonblocking},
-    {"wait_timeout", test_wait_timeout},
-    {NULL, NULL}};
-static const test_def_t k_det_tests[] = {
-    {"bitwise_reproducible", test_determinism}, {NULL, NULL}};
-static const test_def_t k_config_tests[] = {
-    {"explicit_config", test_explicit_config}, {NULL, NULL}};
-
-static const suite_def_t k_suites[] = {
-    {"allreduce", k_allreduce_tests},
-    {"broadcast", k_broadcast_tests},
-    {"misc", k_misc_tests},
-    {"nonblocking", k_nb_tests},
-    {"determinism", k_det_tests},
-    {"config", k_config_tests},
-    {NULL, NULL}};
+static const th_test_def_t k_tests[] = {
+    {"allreduce", "auto", test_allreduce_auto},
+    {"allreduce", "ring", test_allreduce_ring},
+    {"allreduce", "rd", test_allreduce_rd},
+    {"allreduce", "ring_segmented", test_allreduce_ring_segmented},
+    {"allreduce", "auto_segmented", test_allreduce_auto_segmented},
+    {"allreduce", "tiny_segments", test_allreduce_tiny_segments},
+    {"allreduce", "multisocket", test_allreduce_multisocket},
+    {"broadcast", "auto", test_broadcast_auto},
+    {"broadcast", "binomial", test_broadcast_binomial},
+    {"broadcast", "pipeline", test_broadcast_pipeline},
+    {"broadcast", "pipeline_segmented", test_broadcast_pipeline_segmented},
+    {"misc", "barrier_allgather_reduce_scatter", test_misc},
+    {"misc", "segmented", test_misc_segmented},
+    {"nonblocking", "in_flight", test_nonblocking},
+    {"nonblocking", "wait_timeout", test_wait_timeout},
+    {"determinism", "bitwise_reproducible", test_determinism},
+    {"config", "explicit_config", test_explicit_config},
+    {NULL, NULL, NULL}};
 
 int main(int argc, char **argv)
 {
-    const char *only_suite = argc > 1 ? argv[1] : NULL;
-    const char *only_test = argc > 2 ? argv[2] : NULL;
-
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 2;
-    int registered = 0;
-    for (const suite_def_t *s = k_suites; s->name; s++) {
-        if (only_suite && strcmp(only_suite, s->name) != 0)
-            continue;
-        CU_pSuite suite = CU_add_suite(s->name, NULL, NULL);
-        if (!suite)
-            return 2;
-        for (const test_def_t *t = s->tests; t->name; t++) {
-            if (only_test && strcmp(only_test, t->name) != 0)
-                continue;
-            if (!CU_add_test(suite, t->name, t->fn))
-                return 2;
-            registered++;
-        }
-    }
-    if (registered == 0) {
-        fprintf(stderr, "no test matches '%s%s%s'\n",
-                only_suite ? only_suite : "", only_test ? " " : "",
-                only_test ? only_test : "");
-        CU_cleanup_registry();
-        return 2;
-    }
-    /* Children must not inherit unflushed output. */
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failures = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failures ? 1 : 0;
+    return th_main(argc, argv, k_tests);
 }
