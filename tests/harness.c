@@ -857,3 +857,16 @@ int th_main(int argc, char **argv, const th_test_def_t *tests)
     CU_cleanup_registry();
     return failures ? 1 : 0;
 }
+
+uint64_t th_rnd(th_rng_t *r)
+{
+    uint64_t z = (r->s += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+size_t th_rnd_below(th_rng_t *r, size_t n)
+{
+    return n ? (size_t)(th_rnd(r) % n) : 0;
+}

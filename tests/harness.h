@@ -146,6 +146,16 @@ void th_assert_fmt(int ok, const char *file, int line, const char *fmt,
 #define TH_CHECK(cond, ...) th_assert_fmt(!!(cond), __FILE__, __LINE__, \
                                           __VA_ARGS__)
 
+/** A small seeded generator (splitmix64) for test inputs: the same seed
+ *  gives the same sequence on every rank. */
+typedef struct th_rng {
+    uint64_t s;
+} th_rng_t;
+
+uint64_t th_rnd(th_rng_t *r);
+/** Uniform in [0, n); 0 when n is 0. */
+size_t th_rnd_below(th_rng_t *r, size_t n);
+
 /** One test of a table-driven CUnit program. */
 typedef struct th_test_def {
     const char *suite, *name;

@@ -51,29 +51,13 @@
 
 /* ---- deterministic randomness -------------------------------------------- */
 
-typedef struct rng {
-    uint64_t s;
-} rng_t;
-
-static uint64_t rnd(rng_t *r)
-{
-    uint64_t z = (r->s += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-
-static size_t rnd_below(rng_t *r, size_t n)
-{
-    return n ? (size_t)(rnd(r) % n) : 0;
-}
 
 static uint64_t mix(uint64_t a, uint64_t b, uint64_t c)
 {
-    rng_t r = {a ^ (b * UINT64_C(0xd6e8feb86659fd93)) ^
+    th_rng_t r = {a ^ (b * UINT64_C(0xd6e8feb86659fd93)) ^
                (c * UINT64_C(0xa0761d6478bd642f))};
-    rnd(&r);
-    return rnd(&r);
+    th_rnd(&r);
+    return th_rnd(&r);
 }
 
 static void *xmalloc(size_t n)
@@ -101,10 +85,10 @@ static size_t align_up(size_t x)
     return (x + ALIGN - 1) / ALIGN * ALIGN;
 }
 
-static void shuffle(size_t *a, size_t n, rng_t *r)
+static void shuffle(size_t *a, size_t n, th_rng_t *r)
 {
     for (size_t i = n; i > 1; i--) {
-        size_t j = rnd_below(r, i);
+        size_t j = th_rnd_below(r, i);
         size_t t = a[i - 1];
         a[i - 1] = a[j];
         a[j] = t;
@@ -133,24 +117,24 @@ static const size_t k_edge_bytes[] = {1024, 4096, 32768, 32704, 32832,
 static void make_list(uint64_t seed, size_t min_n, size_t max_n,
                       size_t budget, tlist_t *l)
 {
-    rng_t r = {seed};
-    size_t n = min_n + rnd_below(&r, max_n - min_n + 1);
+    th_rng_t r = {seed};
+    size_t n = min_n + th_rnd_below(&r, max_n - min_n + 1);
     l->n = n;
     l->desc = xcalloc(n, sizeof *l->desc);
     l->names = xcalloc(n, sizeof *l->names);
     l->total = 0;
-    int mode = (int)rnd_below(&r, 3);
-    tnt_dtype_t dt = (tnt_dtype_t)rnd_below(&r, TNT_DTYPE_COUNT);
+    int mode = (int)th_rnd_below(&r, 3);
+    tnt_dtype_t dt = (tnt_dtype_t)th_rnd_below(&r, TNT_DTYPE_COUNT);
     for (size_t i = 0; i < n; i++) {
-        if (mode == 2 || (mode == 1 && rnd_below(&r, 8) == 0))
-            dt = (tnt_dtype_t)rnd_below(&r, TNT_DTYPE_COUNT);
+        if (mode == 2 || (mode == 1 && th_rnd_below(&r, 8) == 0))
+            dt = (tnt_dtype_t)th_rnd_below(&r, TNT_DTYPE_COUNT);
         size_t es = tnt_dtype_size(dt);
         size_t bytes;
-        if (rnd_below(&r, 10) == 0) {
-            bytes = k_edge_bytes[rnd_below(&r, NELEM(k_edge_bytes))];
+        if (th_rnd_below(&r, 10) == 0) {
+            bytes = k_edge_bytes[th_rnd_below(&r, NELEM(k_edge_bytes))];
         } else {
-            size_t lo = (size_t)1 << rnd_below(&r, 23);
-            bytes = lo + rnd_below(&r, lo);
+            size_t lo = (size_t)1 << th_rnd_below(&r, 23);
+            bytes = lo + th_rnd_below(&r, lo);
         }
         if (bytes > MAX_TENSOR_BYTES)
             bytes = MAX_TENSOR_BYTES;
@@ -201,17 +185,17 @@ typedef struct layout {
  */
 static void make_layout(const tlist_t *l, uint64_t seed, layout_t *lay)
 {
-    rng_t r = {seed};
+    th_rng_t r = {seed};
     size_t n = l->n;
     size_t *off = xcalloc(n, sizeof *off);
     int *place = xcalloc(n, sizeof *place);
-    int whole = (int)rnd_below(&r, 8); /* 0,1: one slab; 2: all separate */
+    int whole = (int)th_rnd_below(&r, 8); /* 0,1: one slab; 2: all separate */
     size_t i = 0;
     while (i < n) {
-        size_t g = 1 + rnd_below(&r, n - i < 24 ? n - i : 24);
+        size_t g = 1 + th_rnd_below(&r, n - i < 24 ? n - i : 24);
         int pl = whole < 2   ? PL_FORWARD
                  : whole == 2 ? PL_SEPARATE
-                              : (int)rnd_below(&r, 4);
+                              : (int)th_rnd_below(&r, 4);
         if (whole < 2)
             g = n - i;
         for (size_t j = i; j < i + g; j++)
@@ -682,7 +666,7 @@ static void *worker_main(void *arg)
 {
     worker_t *w = arg;
     cstate_t *cs = w->cs;
-    rng_t r = {w->seed};
+    th_rng_t r = {w->seed};
     const plan_view_t *pv = w->pv;
     size_t *left = NULL, prefix = 0;
     if (pv) {
@@ -701,14 +685,14 @@ static void *worker_main(void *arg)
         left[pv->bucket_of[i]]--;
         while (prefix < pv->nb && left[prefix] == 0)
             prefix++;
-        if (prefix > 0 && rnd_below(&r, 16) == 0) {
-            size_t b = rnd_below(&r, prefix);
-            do_wait(cs, pv->first[b] + rnd_below(&r, pv->size[b]),
+        if (prefix > 0 && th_rnd_below(&r, 16) == 0) {
+            size_t b = th_rnd_below(&r, prefix);
+            do_wait(cs, pv->first[b] + th_rnd_below(&r, pv->size[b]),
                     "in the middle of the reports");
         }
     }
     for (size_t j = 0; j < w->n; j++)
-        if (rnd_below(&r, 16) == 0)
+        if (th_rnd_below(&r, 16) == 0)
             do_wait(cs, w->order[j], "after the reports");
     free(left);
     return NULL;
@@ -729,13 +713,13 @@ static void run_iteration(cstate_t *cs, const layout_t *lay,
     cs->ptr = lay->ptr;
     for (size_t i = 0; i < n; i++)
         cs->seed[i] = mix(case_seed, (uint64_t)it + 1, i);
-    rng_t r = {mix(case_seed, (uint64_t)it + 1, 1000003u + (uint64_t)cs->rank)};
+    th_rng_t r = {mix(case_seed, (uint64_t)it + 1, 1000003u + (uint64_t)cs->rank)};
     size_t *order = xcalloc(n, sizeof *order);
     for (size_t i = 0; i < n; i++)
         order[i] = i;
     shuffle(order, n, &r);
     static const int k_threads[] = {1, 1, 2, 3, 4};
-    int nt = k_threads[rnd_below(&r, NELEM(k_threads))];
+    int nt = k_threads[th_rnd_below(&r, NELEM(k_threads))];
     if ((size_t)nt > n)
         nt = 1;
     worker_t w[4];
@@ -744,7 +728,7 @@ static void run_iteration(cstate_t *cs, const layout_t *lay,
         w[t].cs = cs;
         w[t].order = xcalloc(per, sizeof(size_t));
         w[t].n = 0;
-        w[t].seed = rnd(&r);
+        w[t].seed = th_rnd(&r);
         w[t].pv = nt == 1 ? pv : NULL;
         /* Interleaved shares: the threads' reports mix in time. */
         for (size_t j = (size_t)t; j < n; j += (size_t)nt)
@@ -916,17 +900,17 @@ static int random_rank(tnt_comm_t comm, int rank, int p, void *arg,
     for (size_t t = 0; t < NELEM(k_mp_thresholds); t++)
         for (size_t o = 0; o < NELEM(k_mp_ops); o++) {
             uint64_t seed = mix((uint64_t)p, t + 1, o + 1);
-            rng_t r = {seed};
+            th_rng_t r = {seed};
             static const size_t maxes[] = {TNT_FUSION_DEFAULT,
                                            TNT_FUSION_DEFAULT, 65536,
                                            1 << 20};
             static const size_t firsts[] = {TNT_FUSION_DEFAULT,
                                             TNT_FUSION_DEFAULT, 1024};
             fcase_t fc = {seed, 1, MAX_TENSORS,
-                          k_budgets[rnd_below(&r, NELEM(k_budgets))],
+                          k_budgets[th_rnd_below(&r, NELEM(k_budgets))],
                           k_mp_thresholds[t],
-                          maxes[rnd_below(&r, NELEM(maxes))],
-                          firsts[rnd_below(&r, NELEM(firsts))],
+                          maxes[th_rnd_below(&r, NELEM(maxes))],
+                          firsts[th_rnd_below(&r, NELEM(firsts))],
                           k_mp_ops[o], 2, 2};
             run_case(comm, rank, p, &fc, rep);
         }
@@ -1009,9 +993,9 @@ static int mismatch_rank(tnt_comm_t comm, int rank, int p, void *arg,
     (void)arg;
     tlist_t l;
     make_list(mix(99, (uint64_t)p, 0), 12, 80, 1 << 20, &l);
-    rng_t r = {mix(98, (uint64_t)p, 0)};
+    th_rng_t r = {mix(98, (uint64_t)p, 0)};
     /* k >= 5 so that no rank number can pass for the tensor's index. */
-    size_t k = 5 + rnd_below(&r, l.n - 5);
+    size_t k = 5 + th_rnd_below(&r, l.n - 5);
     tnt_tensor_desc_t *d = xcalloc(l.n, sizeof *d);
     for (int m = 0; m < MM_END; m++) {
         memcpy(d, l.desc, l.n * sizeof *d);
@@ -1371,7 +1355,7 @@ static void misuse_missing(tnt_comm_t comm, int rank, int p,
         return;
     }
     cstate_reset(&cs);
-    rng_t r = {mix(557, (uint64_t)rank, 0)};
+    th_rng_t r = {mix(557, (uint64_t)rank, 0)};
     size_t m1 = 3 + l->n / 3, m2 = l->n - 2;
     size_t *order = xcalloc(l->n, sizeof *order);
     for (size_t i = 0; i < l->n; i++) {
@@ -1427,7 +1411,7 @@ static void free_in_flight(tnt_comm_t comm, int rank, int p,
         return;
     }
     cstate_reset(&cs);
-    rng_t r = {mix(558, (uint64_t)rank, 0)};
+    th_rng_t r = {mix(558, (uint64_t)rank, 0)};
     size_t *order = xcalloc(l->n, sizeof *order);
     for (size_t i = 0; i < l->n; i++) {
         order[i] = i;
@@ -1474,7 +1458,7 @@ static void misuse_abort(tnt_comm_t comm, int rank, int p, const tlist_t *l,
         return;
     }
     cstate_reset(&cs);
-    rng_t r = {mix(559, (uint64_t)rank, 0)};
+    th_rng_t r = {mix(559, (uint64_t)rank, 0)};
     size_t n = l->n;
     size_t *order = xcalloc(n, sizeof *order);
     tnt_result_t *rrc = xcalloc(n, sizeof *rrc);

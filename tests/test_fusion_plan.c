@@ -40,27 +40,10 @@ static const size_t k_firsts[] = {SIZE_MAX, 1024};
 
 /* ---- deterministic random lists ----------------------------------------- */
 
-typedef struct rng {
-    uint64_t s;
-} rng_t;
 
-static uint64_t rnd(rng_t *r)
+static tnt_dtype_t rnd_dtype(th_rng_t *r)
 {
-    /* splitmix64: tiny, and good enough to spread sizes and dtypes. */
-    uint64_t z = (r->s += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-
-static size_t rnd_below(rng_t *r, size_t n)
-{
-    return n ? (size_t)(rnd(r) % n) : 0;
-}
-
-static tnt_dtype_t rnd_dtype(rng_t *r)
-{
-    return (tnt_dtype_t)rnd_below(r, TNT_DTYPE_COUNT);
+    return (tnt_dtype_t)th_rnd_below(r, TNT_DTYPE_COUNT);
 }
 
 /* Sizes that sit on or next to the thresholds and limits of the tables
@@ -70,15 +53,15 @@ static const size_t k_edge_bytes[] = {1024, 1023, 1025, 4096, 4032, 4160,
                                       65600, 1 << 20, (1 << 20) - 64,
                                       MAX_TENSOR_BYTES};
 
-static size_t rnd_bytes(rng_t *r)
+static size_t rnd_bytes(th_rng_t *r)
 {
-    if (rnd_below(r, 8) == 0)
-        return k_edge_bytes[rnd_below(r, NELEM(k_edge_bytes))];
+    if (th_rnd_below(r, 8) == 0)
+        return k_edge_bytes[th_rnd_below(r, NELEM(k_edge_bytes))];
     /* Log-uniform over 1 B .. 4 MiB: most tensors small, some huge, as in
      * real models (biases next to weight matrices). */
-    size_t e = rnd_below(r, 23);
+    size_t e = th_rnd_below(r, 23);
     size_t lo = (size_t)1 << e;
-    size_t b = lo + rnd_below(r, lo);
+    size_t b = lo + th_rnd_below(r, lo);
     return b > MAX_TENSOR_BYTES ? MAX_TENSOR_BYTES : b;
 }
 
@@ -87,12 +70,12 @@ static size_t rnd_bytes(rng_t *r)
  * everywhere in others. Returns n. */
 static size_t make_list(uint64_t seed, tnt_plan_tensor_t *t)
 {
-    rng_t r = {seed};
-    size_t n = 1 + rnd_below(&r, MAX_TENSORS);
-    int mode = (int)rnd_below(&r, 3);
+    th_rng_t r = {seed};
+    size_t n = 1 + th_rnd_below(&r, MAX_TENSORS);
+    int mode = (int)th_rnd_below(&r, 3);
     tnt_dtype_t dt = rnd_dtype(&r);
     for (size_t i = 0; i < n; i++) {
-        if (mode == 2 || (mode == 1 && rnd_below(&r, 8) == 0))
+        if (mode == 2 || (mode == 1 && th_rnd_below(&r, 8) == 0))
             dt = rnd_dtype(&r);
         size_t es = tnt_dtype_size(dt);
         size_t count = rnd_bytes(&r) / es;
@@ -482,10 +465,10 @@ static void test_hash(void)
     int failures = 0;
     for (uint64_t s = 1000; s < 1100 && failures < 10; s++) {
         size_t n = make_list(s, t);
-        rng_t r = {s * 7919};
-        params_t p = {k_thresholds[rnd_below(&r, NELEM(k_thresholds))],
-                      k_maxes[rnd_below(&r, NELEM(k_maxes))], 1024};
-        int op = rnd_below(&r, 2) ? TNT_AVG : TNT_SUM;
+        th_rng_t r = {s * 7919};
+        params_t p = {k_thresholds[th_rnd_below(&r, NELEM(k_thresholds))],
+                      k_maxes[th_rnd_below(&r, NELEM(k_maxes))], 1024};
+        int op = th_rnd_below(&r, 2) ? TNT_AVG : TNT_SUM;
         uint64_t base = hash_of(t, n, &p, op);
         int before = (int)CU_get_number_of_failures();
 #define DIFFERS(cond, ...)                                                  \
@@ -499,7 +482,7 @@ static void test_hash(void)
                  "lists in different memory hash differently",
                  (unsigned long long)s);
 
-        size_t k = rnd_below(&r, n);
+        size_t k = th_rnd_below(&r, n);
         set_count(&u[k], t[k].count + 1);
         DIFFERS(hash_of(u, n, &p, op) != base, "the count of tensor %zu "
                 "grows by one", (unsigned long long)s, n, k);
