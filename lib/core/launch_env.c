@@ -242,7 +242,8 @@ bad:
 
 static tnt_result_t detect_slurm(tnt_launch_t *l)
 {
-    const char *nt = env("SLURM_NTASKS") ? "SLURM_NTASKS" : "SLURM_NPROCS";
+    const char *nt = !env("SLURM_NTASKS") && env("SLURM_NPROCS")
+                         ? "SLURM_NPROCS" : "SLURM_NTASKS";
     TNT_CHECK(need_int(l->kind, nt, 1, MAX_RANKS, &l->size));
     TNT_CHECK(need_int(l->kind, "SLURM_PROCID", 0, l->size - 1, &l->rank));
     TNT_CHECK(opt_int("SLURM_LOCALID", 0, l->size - 1, &l->local_rank));
