@@ -338,6 +338,12 @@ int bench_run(const bench_opts_t *o)
         die(&b, "tnt_comm_rank", rc);
     if ((rc = tnt_comm_size(b.comm, &b.nranks)) != TNT_SUCCESS)
         die(&b, "tnt_comm_size", rc);
+    /* The library looks for every launcher it knows (tnt-run, PMIx, Open
+     * MPI, Slurm, torchrun); one rank means it found none. */
+    if (b.nranks == 1)
+        fprintf(stderr, "tnt-bench: no launcher environment; running 1 "
+                "rank (use 'tnt-run -n 4 tnt-bench ...' or 'tnt-bench -N 4 "
+                "...')\n");
     if (o->coll == BENCH_BROADCAST && o->root >= b.nranks) {
         /* Every rank sees the same arguments: all stop, one speaks. */
         if (b.rank == 0)

@@ -454,9 +454,5 @@ int main(int argc, char **argv)
         }
         return bench_launch_local(&o);
     }
-    if (!launched)
-        fprintf(stderr, "tnt-bench: no launcher environment; running 1 "
-                "rank (use 'tnt-run -n 4 tnt-bench ...' or 'tnt-bench -N 4 "
-                "...')\n");
     return bench_rank_main(&o);
 }

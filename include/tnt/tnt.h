@@ -125,9 +125,11 @@ TNT_API void tnt_get_version(int *major, int *minor, int *patch);
 /* ---- communicators -------------------------------------------------- */
 
 /**
- * Create the world communicator from the launcher's environment
- * (TNT_RANK, TNT_SIZE, TNT_ROOT_ADDR, TNT_JOB_KEY). With none of these set
- * the result is a world of one rank. Collective over all ranks.
+ * Create the world communicator from the launcher's environment: tnt-run's
+ * (TNT_RANK, TNT_SIZE, TNT_ROOT_ADDR, TNT_JOB_KEY), else a PMIx server,
+ * Open MPI's, Slurm's or torchrun's variables (docs/launchers.md;
+ * TNT_BOOTSTRAP forces one). With none of these the result is a world of
+ * one rank. Collective over all ranks.
  */
 TNT_API tnt_result_t tnt_comm_init_from_env(tnt_comm_t *comm);
 /** Create a communicator from an explicit configuration. Collective. */

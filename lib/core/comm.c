@@ -15,7 +15,9 @@
 
 #include "core/bootstrap.h"
 #include "core/comm.h"
+#include "core/boot_pmix.h"
 #include "core/error.h"
+#include "core/launch_env.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "transport/transport.h"
@@ -99,7 +101,36 @@ static tnt_result_t boot_listen(void *arg, const char *local_ip,
     return rc;
 }
 
-static tnt_result_t validate_config(const tnt_config_t *c)
+/* One INFO line per process and launcher: which one was used and what it
+ * said. A program that makes many communicators does not repeat it. */
+static void log_launch(const tnt_launch_t *l, int tcp_root)
+{
+    static atomic_int said_mask;
+    int bit = 1 << l->kind;
+    if (atomic_fetch_or(&said_mask, bit) & bit)
+        return;
+    if (l->kind == TNT_LAUNCHER_SINGLE) {
+        TNT_LOG_INFO("launcher: none found (TNT_*, PMIx, Open MPI, Slurm, "
+                     "torchrun)%s; running as a world of one rank",
+                     l->forced ? ", TNT_BOOTSTRAP=single" : "");
+        return;
+    }
+    char local[48] = "unknown";
+    if (l->local_rank >= 0 && l->local_size > 0)
+        snprintf(local, sizeof(local), "%d of %d", l->local_rank,
+                 l->local_size);
+    else if (l->local_rank >= 0)
+        snprintf(local, sizeof(local), "%d", l->local_rank);
+    TNT_LOG_INFO("launcher: %s%s; rank %d of %d, local rank %s; "
+                 "rendezvous %s%s", tnt__launcher_name(l->kind),
+                 l->forced ? " (TNT_BOOTSTRAP)" : "", l->rank, l->size, local,
+                 l->size == 1 ? "none needed" : tcp_root ? "TCP at "
+                                                         : "through PMIx",
+                 l->size > 1 && tcp_root ? l->root_addr : "");
+}
+
+/* needs_root: the rendezvous is the TCP one at root_addr. */
+static tnt_result_t validate_config(const tnt_config_t *c, int needs_root)
 {
     if (!c)
         return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_init: config is "
@@ -115,7 +146,7 @@ static tnt_result_t validate_config(const tnt_config_t *c)
     if (c->rank < 0 || c->rank >= c->nranks)
         return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_init: rank=%d; "
                           "expected 0..%d", c->rank, c->nranks - 1);
-    if (c->nranks > 1 && (!c->root_addr || !*c->root_addr))
+    if (needs_root && c->nranks > 1 && (!c->root_addr || !*c->root_addr))
         return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_init: root_addr "
                           "is required when nranks > 1");
     if (isnan(c->timeout_s) || isinf(c->timeout_s))
@@ -141,14 +172,14 @@ static void comm_destroy(struct tnt_comm *comm)
     free(comm);
 }
 
-TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
-                                   tnt_comm_t *out)
+typedef tnt_result_t (*boot_fn)(const tnt_boot_args_t *,
+                                tnt_boot_entry_t *);
+
+/* tnt_comm_init with the rendezvous given: the TCP one at rank 0, or the
+ * launcher's (PMIx). */
+static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
+                                tnt_comm_t *out)
 {
-    if (!out)
-        return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_init: comm output "
-                          "pointer is NULL");
-    *out = NULL;
-    TNT_CHECK(validate_config(config));
     struct tnt_comm *comm = calloc(1, sizeof(*comm));
     if (!comm)
         return tnt__error(TNT_ERR_NO_MEMORY, "tnt_comm_init: out of memory");
@@ -194,7 +225,7 @@ TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
         tnt_boot_args_t ba = {config->root_addr, comm->rank, comm->nranks,
                               comm->job_id, comm->params.connect_timeout_s,
                               comm->host, boot_listen, comm};
-        rc = table ? tnt__bootstrap(&ba, table)
+        rc = table ? boot(&ba, table)
                    : tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
         for (int i = 0; rc == TNT_SUCCESS && i < comm->nranks; i++) {
             tnt_peer_t *p = &comm->peers[i];
@@ -221,40 +252,42 @@ TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
     return TNT_SUCCESS;
 }
 
+TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
+                                   tnt_comm_t *out)
+{
+    if (!out)
+        return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_init: comm output "
+                          "pointer is NULL");
+    *out = NULL;
+    TNT_CHECK(validate_config(config, 1));
+    return comm_create(config, tnt__bootstrap, out);
+}
+
 TNT_API tnt_result_t tnt_comm_init_from_env(tnt_comm_t *out)
 {
-    const char *r = getenv("TNT_RANK"), *s = getenv("TNT_SIZE");
-    const char *root = getenv("TNT_ROOT_ADDR");
+    if (!out)
+        return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_init_from_env: "
+                          "comm output pointer is NULL");
+    *out = NULL;
+    tnt_launch_t l;
+    TNT_CHECK(tnt__launch_detect(&l));
+    tnt__log_init(l.rank);
+    boot_fn boot = tnt__bootstrap;
+#ifdef TNT_HAVE_PMIX
+    if (l.kind == TNT_LAUNCHER_PMIX)
+        boot = tnt__bootstrap_pmix;
+#endif
+    log_launch(&l, boot == tnt__bootstrap);
     tnt_config_t cfg = TNT_CONFIG_INIT;
-    cfg.job_key = getenv("TNT_JOB_KEY");
-    if (!r && !s && !root) {
-        /* Said once per process: a program that makes many communicators
-         * need not repeat it. */
-        static atomic_flag said = ATOMIC_FLAG_INIT;
-        tnt__log_init(0);
-        if (!atomic_flag_test_and_set(&said))
-            TNT_LOG_INFO("no launcher environment (TNT_RANK, TNT_SIZE, "
-                         "TNT_ROOT_ADDR); running as a world of one rank");
-        cfg.rank = 0;
-        cfg.nranks = 1;
-        return tnt_comm_init(&cfg, out);
-    }
-    long size, rank;
-    if (!s)
-        return tnt__error(TNT_ERR_CONFIG, "TNT_RANK or TNT_ROOT_ADDR is set "
-                          "but TNT_SIZE is not; start ranks with tnt-run");
-    TNT_CHECK(tnt__parse_long("TNT_SIZE", s, 1, 1 << 20, &size));
-    if (!r)
-        return tnt__error(TNT_ERR_CONFIG, "TNT_SIZE is set but TNT_RANK is "
-                          "not; start ranks with tnt-run");
-    TNT_CHECK(tnt__parse_long("TNT_RANK", r, 0, size - 1, &rank));
-    if (size > 1 && (!root || !*root))
-        return tnt__error(TNT_ERR_CONFIG, "TNT_SIZE=%ld but TNT_ROOT_ADDR "
-                          "is not set; expected host:port of rank 0", size);
-    cfg.rank = (int)rank;
-    cfg.nranks = (int)size;
-    cfg.root_addr = root;
-    return tnt_comm_init(&cfg, out);
+    cfg.rank = l.rank;
+    cfg.nranks = l.size;
+    cfg.root_addr = l.root_addr[0] ? l.root_addr : NULL;
+    cfg.job_key = l.job_key;
+    tnt_result_t rc = validate_config(&cfg, boot == tnt__bootstrap);
+    if (rc == TNT_SUCCESS)
+        rc = comm_create(&cfg, boot, out);
+    tnt__launch_release(&l);
+    return rc;
 }
 
 TNT_API tnt_result_t tnt_comm_free(tnt_comm_t comm)

@@ -1,0 +1,38 @@
+#!/bin/bash
+# torchrun (python3 -m torch.distributed.run, Debian's python3-torch)
+# starting 4 workers that exec tnt-bench (allreduce, results checked): the
+# library must find torchrun's env:// variables and rendezvous at
+# MASTER_ADDR on MASTER_PORT+1.
+# Usage: test_torchrun.sh TNT-BENCH
+set -u
+. "$(dirname "$0")/lib.sh"
+BENCH=${1:?usage: test_torchrun.sh TNT-BENCH}
+PY=/usr/bin/python3
+
+[ -x "$PY" ] || skip "$PY not found"
+"$PY" -c 'import torch.distributed.run' 2>/dev/null ||
+    skip "python3 cannot import torch.distributed.run (install python3-torch)"
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_torchrun.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT
+
+# Debian 12's torch 1.13 on Python 3.11 cannot parse --redirects 0 (the
+# default: its Std.from_str misses the zero flag and torchrun crashes), so
+# stdout is redirected and teed (1) to the console, with a "[defaultN]:"
+# prefix that is stripped before checking.
+# A free port for torchrun's store; the library takes the next one.
+PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+
+echo "== torchrun --nproc_per_node 4 (store on port $PORT)"
+t0=$SECONDS
+TNT_LOG_LEVEL=INFO OMP_NUM_THREADS=1 timeout -k 5 100 "$PY" -m torch.distributed.run \
+    --nnodes 1 --nproc_per_node 4 --master_addr 127.0.0.1 --master_port "$PORT" \
+    --redirects 1 --tee 1 --log_dir "$TMP/logs" \
+    "$(dirname "$0")/exec_rank.py" "$BENCH" "${BENCH_ARGS[@]}" >"$TMP/raw" 2>&1
+rc=$?
+sed 's/^\[default[0-9]*\]://' "$TMP/raw" >"$TMP/out"
+cat "$TMP/out"
+[ $rc -eq 0 ] || fail "torchrun exited with $rc"
+grep -q "rendezvous TCP at 127.0.0.1:$((PORT + 1))" "$TMP/out" ||
+    fail "rank 0 did not rendezvous on MASTER_PORT+1 ($((PORT + 1)))"
+check_bench "$TMP/out" torchrun 4
+echo "(torchrun took $((SECONDS - t0)) s)"
