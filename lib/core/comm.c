@@ -137,6 +137,7 @@ static void comm_destroy(struct tnt_comm *comm)
     tnt__progress_close(comm);
     free(comm->peers);
     pthread_cond_destroy(&comm->cond);
+    pthread_cond_destroy(&comm->park);
     pthread_mutex_destroy(&comm->lock);
     free(comm);
 }
@@ -166,6 +167,7 @@ TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&comm->cond, &ca);
+    pthread_cond_init(&comm->park, &ca);
     pthread_condattr_destroy(&ca);
     tnt__log_init(comm->rank);
     gethostname(comm->host, sizeof(comm->host) - 1);

@@ -560,7 +560,8 @@ tnt_result_t tnt__engine_prepare(struct tnt_comm *comm,
 
 tnt_result_t tnt__engine_post(struct tnt_comm *comm,
                               const tnt_coll_args_t *args, const void *send,
-                              void *recv, struct tnt_request **out)
+                              void *recv, unsigned flags,
+                              struct tnt_request **out)
 {
     int forced = forced_algo(comm, args->kind);
     int algo;
@@ -659,12 +660,61 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
             }
     tnt__run_ready(comm, req);
     tnt__engine_reap(comm);
+    if (!(flags & TNT_POST_WAIT_NEXT) && req->result == TNT_INPROGRESS)
+        tnt__progress_unpark(comm);
     pthread_mutex_unlock(&comm->lock);
     *out = req;
     return TNT_SUCCESS;
 }
 
 /* ---- waiting and releasing -------------------------------------------- */
+
+/* Block on cond until `abs` (NULL: no limit). */
+static int cond_wait_until(struct tnt_comm *comm, const struct timespec *abs)
+{
+    if (!abs)
+        return pthread_cond_wait(&comm->cond, &comm->lock);
+    return pthread_cond_timedwait(&comm->cond, &comm->lock, abs);
+}
+
+/* Wait for req, driving progress on this thread whenever the poller role
+ * is free. Lock held. Returns 0 when `end` passed first. */
+static int drive_until_done(struct tnt_comm *comm, struct tnt_request *req,
+                            double end, const struct timespec *abs)
+{
+    int woke_thread = 0;
+    comm->user_waiters++;
+    while (req->result == TNT_INPROGRESS) {
+        double now = tnt__now();
+        if (abs && now >= end)
+            break;
+        if (!comm->polling) {
+            int ms = tnt__progress_timeout_ms(comm, now);
+            if (abs) {
+                int left = (int)((end - now) * 1000.0) + 1;
+                if (ms < 0 || left < ms)
+                    ms = left;
+            }
+            tnt__progress_poll(comm, ms, 0);
+            comm->user_polled_at = tnt__now();
+            continue;
+        }
+        /* The progress thread sits in epoll_wait: get it out once; it
+         * parks and frees the role. Another waiting thread holding the
+         * role broadcasts when it lets go. */
+        if (comm->thread_polling && !woke_thread) {
+            tnt__progress_wake(comm);
+            woke_thread = 1;
+        }
+        if (cond_wait_until(comm, abs) == ETIMEDOUT)
+            break;
+    }
+    comm->user_waiters--;
+    /* Collectives nobody waits for need the progress thread again. */
+    if (comm->user_waiters == 0 && comm->active_head)
+        tnt__progress_unpark(comm);
+    return req->result != TNT_INPROGRESS;
+}
 
 tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
                               int *finished)
@@ -674,34 +724,33 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
     if (!comm) /* communicator freed: the result was fixed then */
         return req->result;
     struct timespec abs;
+    double end = 0.0;
     if (timeout_s >= 0) {
-        double t = tnt__now() + timeout_s;
-        abs.tv_sec = (time_t)t;
-        abs.tv_nsec = (long)((t - (double)abs.tv_sec) * 1e9);
+        end = tnt__now() + timeout_s;
+        abs.tv_sec = (time_t)end;
+        abs.tv_nsec = (long)((end - (double)abs.tv_sec) * 1e9);
     }
     pthread_mutex_lock(&comm->lock);
-    /* A zero timeout is a test: no condition wait (which would drop the
-     * lock and usually get it back only after the progress thread), and
-     * no error message for "not yet". */
+    /* A zero timeout is a test: one look at the sockets without blocking
+     * if nobody else is polling (progress, as MPI_Test makes), and no
+     * error message for "not yet". */
     if (timeout_s == 0 && req->result == TNT_INPROGRESS) {
-        pthread_mutex_unlock(&comm->lock);
-        *finished = 0;
-        return TNT_TIMEOUT;
-    }
-    while (req->result == TNT_INPROGRESS) {
-        if (timeout_s < 0) {
-            pthread_cond_wait(&comm->cond, &comm->lock);
-        } else if (pthread_cond_timedwait(&comm->cond, &comm->lock, &abs) ==
-                   ETIMEDOUT) {
-            break;
+        if (!comm->polling)
+            tnt__progress_poll(comm, 0, 0);
+        if (req->result == TNT_INPROGRESS) {
+            pthread_mutex_unlock(&comm->lock);
+            *finished = 0;
+            return TNT_TIMEOUT;
         }
     }
+    drive_until_done(comm, req, end, timeout_s >= 0 ? &abs : NULL);
     tnt_result_t rc = req->result;
     *finished = (rc != TNT_INPROGRESS);
     if (rc == TNT_INPROGRESS)
         rc = tnt__error(TNT_TIMEOUT, "rank %d: %s #%" PRIu64 " not done "
-                        "after %.3f s", comm->rank, tnt__coll_kind_name(req->args.kind),
-                        req->seq, timeout_s);
+                        "after %.3f s", comm->rank,
+                        tnt__coll_kind_name(req->args.kind), req->seq,
+                        timeout_s);
     else if (rc != TNT_SUCCESS) /* errors, and a deadline that expired */
         tnt__error_str(rc, comm->fail_msg);
     pthread_mutex_unlock(&comm->lock);

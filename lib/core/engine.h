@@ -131,10 +131,24 @@ struct tnt_comm {
     uint64_t job_id;
     tnt_params_t params;
     pthread_mutex_t lock;
-    pthread_cond_t cond;       /* broadcast on every completion */
+    pthread_cond_t cond;       /* broadcast on every completion and
+                                  whenever the poller role is free */
+    pthread_cond_t park;       /* the progress thread sleeps here while
+                                  the application drives progress */
     pthread_t thread;
     int thread_started;
     int stop;
+    /* Only one thread at a time waits in epoll and dispatches (the
+     * poller): a batch of events must never hold a watch that another
+     * thread's dispatch has already freed. A thread blocked in a wait
+     * takes the role itself, so a small blocking collective completes on
+     * the caller's thread with no hand-off; the progress thread parks
+     * meanwhile and serves nonblocking work. */
+    int polling;               /* someone is the poller */
+    int thread_polling;        /* ... and it is the progress thread */
+    int thread_parked;
+    int user_waiters;          /* threads inside tnt__engine_wait */
+    double user_polled_at;     /* when a waiting thread last polled */
     int epfd, wakefd;
     tnt_watch_t wake_watch;
     tnt_watch_t *graveyard;
@@ -167,10 +181,18 @@ struct tnt_comm {
 /** Transport services and upcalls, filled into comm->tp_env. */
 void tnt__engine_fill_env(struct tnt_comm *comm);
 
+/** Flags of tnt__engine_post. */
+enum {
+    /** The caller waits for the request right away (blocking call): leave
+     *  the progress thread parked, the waiting thread drives progress. */
+    TNT_POST_WAIT_NEXT = 1
+};
+
 /** Post a collective (builds its schedule); on success *req is active. */
 tnt_result_t tnt__engine_post(struct tnt_comm *comm,
                               const tnt_coll_args_t *args, const void *send,
-                              void *recv, struct tnt_request **req);
+                              void *recv, unsigned flags,
+                              struct tnt_request **req);
 /** Get ready for `n` collectives (args[i]) that will run at the same
  *  time, again and again (fusion buckets): build their schedules, and keep
  *  enough requests and scratch buffers for all of them, so that running
