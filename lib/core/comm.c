@@ -209,6 +209,8 @@ TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
     }
     if (rc == TNT_SUCCESS)
         rc = tnt__progress_run_thread(comm);
+    if (rc == TNT_SUCCESS && comm->nranks <= TNT_EAGER_CONNECT_MAX)
+        tnt__engine_connect_all(comm);
     if (rc == TNT_SUCCESS && registry_add(comm) != 0)
         rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
     if (rc != TNT_SUCCESS) {

@@ -247,6 +247,19 @@ static void free_unexpected(struct tnt_comm *comm, tnt_peer_t *p)
     p->unexp_tail = NULL;
 }
 
+/* Best effort: a notice can only go where no message is half sent (the
+ * stream must stay in frame), and a notice the transport could not write
+ * at once is dropped by the close that follows. The peer then sees the
+ * connection close instead, as before. */
+void tnt__send_notice(struct tnt_comm *comm, void *ep)
+{
+    if (!ep || comm->state == TNT_COMM_OK)
+        return;
+    size_t len = strnlen(comm->fail_msg, TNT_NOTICE_MAX);
+    comm->tp->send(comm->tp_ctx, ep, &comm->notice_hdr,
+                   sizeof(comm->notice_hdr), comm->fail_msg, len, NULL);
+}
+
 void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
                       const char *fmt, ...)
 {
@@ -259,17 +272,29 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
     va_start(ap, fmt);
     vsnprintf(comm->fail_msg, sizeof(comm->fail_msg), fmt, ap);
     va_end(ap);
+    tnt_msg_hdr_t *n = &comm->notice_hdr;
+    memset(n, 0, sizeof(*n));
+    n->magic = TNT_MSG_MAGIC;
+    n->comm_id = comm->comm_id;
+    n->kind = TNT_MSG_NOTICE;
+    n->count = (uint64_t)(int64_t)rc;
+    n->nranks = comm->nranks;
     if (rc == TNT_ERR_ABORTED)
         TNT_LOG_INFO("%s", comm->fail_msg);
     else
         TNT_LOG_ERR("%s", comm->fail_msg);
-    /* Close first: afterwards no transport holds a pointer into any
-     * request, so the requests can be finished and freed. */
+    /* Tell every peer why, then close: afterwards no transport holds a
+     * pointer into any request, so the requests can be finished and
+     * freed. */
     for (int i = 0; i < comm->nranks; i++) {
         tnt_peer_t *p = &comm->peers[i];
-        if (p->ep)
+        if (p->ep) {
+            if (!p->sends_inflight)
+                tnt__send_notice(comm, p->ep);
             comm->tp->close(comm->tp_ctx, p->ep);
+        }
         p->ep = NULL;
+        p->sends_inflight = 0;
         p->connecting = 0;
         p->pending_head = p->pending_tail = NULL;
         p->posted = NULL;
@@ -329,6 +354,14 @@ static void ensure_connect(struct tnt_comm *comm, tnt_peer_t *p)
     }
 }
 
+void tnt__engine_connect_all(struct tnt_comm *comm)
+{
+    pthread_mutex_lock(&comm->lock);
+    for (int i = comm->rank + 1; i < comm->nranks; i++)
+        ensure_connect(comm, &comm->peers[i]);
+    pthread_mutex_unlock(&comm->lock);
+}
+
 void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
                        uint32_t op)
 {
@@ -340,6 +373,8 @@ void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
                                      sop->bytes, os);
     if (rc == TNT_SUCCESS)
         tnt__op_complete(req, op);
+    else if (rc == TNT_INPROGRESS)
+        p->sends_inflight++;
     else if (rc < 0)
         tnt__engine_fail(comm, TNT_ERR_PEER_LOST, "rank %d: %s to rank %d "
                          "(host %s) failed: %s", comm->rank,

@@ -40,7 +40,24 @@ typedef struct tnt_msg_hdr {
     int32_t nranks;
 } tnt_msg_hdr_t;
 
-enum tnt_cookie_type { TNT_COOKIE_OP = 1, TNT_COOKIE_UNEXP = 2 };
+enum tnt_cookie_type {
+    TNT_COOKIE_OP = 1, TNT_COOKIE_UNEXP = 2, TNT_COOKIE_NOTICE = 3
+};
+
+/* A failure notice: the header's kind is TNT_MSG_NOTICE, its count the
+ * result code, the payload the failing rank's message. A rank that fails
+ * sends it to its peers before closing, so they fail with the cause (the
+ * rank that died, both signatures of a mismatch) rather than with "rank X
+ * closed its connection". */
+#define TNT_MSG_NOTICE 0x7f
+#define TNT_NOTICE_MAX 511
+
+typedef struct tnt_notice_rx {
+    int type;                  /* TNT_COOKIE_NOTICE */
+    size_t len;
+    int64_t rc;
+    char text[TNT_NOTICE_MAX + 1];
+} tnt_notice_rx_t;
 
 struct tnt_request;
 
@@ -83,10 +100,13 @@ typedef struct tnt_peer {
     void *ep;                  /* transport endpoint once connected */
     int connecting;
     int ever_connected;
+    int sends_inflight;        /* sends the transport has not finished:
+                                  a notice now would not be in frame */
     tnt_result_t dead;         /* 0 while alive */
     tnt_opstate_t *pending_head, *pending_tail; /* sends before connect */
     tnt_opstate_t *posted;     /* posted receives */
     tnt_unexp_t *unexp_head, *unexp_tail;
+    tnt_notice_rx_t notice;    /* a failure notice arriving from it */
 } tnt_peer_t;
 
 /* A collective in flight; the request handle users hold. */
@@ -174,6 +194,7 @@ struct tnt_comm {
     int state;                 /* enum tnt_comm_state */
     tnt_result_t fail_rc;
     char fail_msg[512];
+    tnt_msg_hdr_t notice_hdr;  /* the failure notice this rank sends */
     char host[TNT_HOST_MAX];
     char bind_ip[64];          /* where the transport listens */
 };
@@ -205,6 +226,12 @@ tnt_result_t tnt__engine_prepare(struct tnt_comm *comm,
  *  result, or TNT_TIMEOUT if not finished. */
 tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
                               int *finished);
+/** Connect to every higher rank now rather than on first use, so that
+ *  every rank sees any peer's death directly. Done for jobs of up to
+ *  TNT_EAGER_CONNECT_MAX ranks; larger ones connect on first use (a
+ *  full mesh of sockets would cost more than it tells). */
+#define TNT_EAGER_CONNECT_MAX 64
+void tnt__engine_connect_all(struct tnt_comm *comm);
 /** Release a request (detaches it if unfinished). */
 void tnt__engine_release(struct tnt_request *req);
 /** Fail everything in flight with rc, close all connections. Lock held. */

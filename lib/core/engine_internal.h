@@ -22,6 +22,9 @@ void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
 /** Copy a fully arrived early message into its receive and complete it. */
 void tnt__deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
                              tnt_unexp_t *u, tnt_opstate_t *os);
+/** Send this rank's failure notice on ep (its stream must be in frame:
+ *  no message half sent). */
+void tnt__send_notice(struct tnt_comm *comm, void *ep);
 int tnt__sig_equal(const tnt_msg_hdr_t *a, const tnt_msg_hdr_t *b);
 void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
                           const tnt_msg_hdr_t *theirs, int peer);
