@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "core/engine_internal.h"
 #include "core/progress.h"
+#include "core/report.h"
 
 const char *tnt__coll_kind_name(int kind)
 {
@@ -34,7 +35,7 @@ const char *tnt__coll_kind_name(int kind)
     }
 }
 
-static void describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len)
+void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len)
 {
     snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, op=%s, root=%d, "
              "algo=%s)", tnt__coll_kind_name(h->kind), h->count,
@@ -523,8 +524,8 @@ void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
                             const tnt_msg_hdr_t *theirs, int peer)
 {
     char mine[160], other[160];
-    describe_sig(&req->sig, mine, sizeof(mine));
-    describe_sig(theirs, other, sizeof(other));
+    tnt__describe_sig(&req->sig, mine, sizeof(mine));
+    tnt__describe_sig(theirs, other, sizeof(other));
     tnt__engine_fail(comm, TNT_ERR_MISMATCH, "collective #%" PRIu64
                      " mismatch: rank %d called %s but rank %d called %s",
                      req->seq, comm->rank, mine, peer, other);
@@ -827,41 +828,14 @@ void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
 
 /* ---- deadlines -------------------------------------------------------- */
 
-static void hang_report(struct tnt_comm *comm, struct tnt_request *req,
-                        char *buf, size_t len)
-{
-    size_t n = 0;
-    int shown = 0;
-    for (uint32_t i = 0; i < req->sched->nops && shown < 4; i++) {
-        const tnt_sop_t *s = &req->sched->ops[i];
-        tnt_opstate_t *os = &req->ops[i];
-        if (os->done || os->deps_left != 0)
-            continue;
-        if (s->kind != TNT_SOP_SEND && s->kind != TNT_SOP_RECV)
-            continue;
-        int w = snprintf(buf + n, len - n, "%s%s step %u %s rank %d "
-                         "(%zu bytes)", shown ? "; " : "",
-                         s->kind == TNT_SOP_SEND ? "send" : "recv", s->step,
-                         s->kind == TNT_SOP_SEND ? "to" : "from", s->peer,
-                         s->bytes);
-        if (w < 0 || (size_t)w >= len - n)
-            break;
-        n += (size_t)w;
-        shown++;
-    }
-    if (!shown)
-        snprintf(buf, len, "no operation posted");
-    (void)comm;
-}
-
 void tnt__engine_check_deadlines(struct tnt_comm *comm, double now)
 {
     for (struct tnt_request *r = comm->active_head; r; r = r->next) {
         if (now < r->deadline)
             continue;
         char what[400], sig[160];
-        hang_report(comm, r, what, sizeof(what));
-        describe_sig(&r->sig, sig, sizeof(sig));
+        tnt__report_waits(r, what, sizeof(what));
+        tnt__describe_sig(&r->sig, sig, sizeof(sig));
         tnt__engine_fail(comm, TNT_TIMEOUT, "rank %d: %s #%" PRIu64
                          " timed out after %.1f s (TNT_TIMEOUT), %u of %u "
                          "operations left; waiting for: %s", comm->rank, sig,

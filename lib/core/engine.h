@@ -171,6 +171,8 @@ struct tnt_comm {
     double user_polled_at;     /* when a waiting thread last polled */
     int epfd, wakefd;
     tnt_watch_t wake_watch;
+    tnt_watch_t report_watch;  /* SIGUSR1's eventfd (report.c) */
+    unsigned report_seen;      /* report generation last handled */
     tnt_watch_t *graveyard;
     double last_activity;
     const tnt_transport_v1_t *tp;

@@ -9,6 +9,8 @@
 #include "core/engine.h"
 
 const char *tnt__coll_kind_name(int kind);
+/** "allreduce(count=.., dtype=.., op=.., root=.., algo=..)" */
+void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len);
 unsigned char *tnt__ref_ptr(struct tnt_request *req, tnt_bufref_t r);
 /** A descriptor for an early message (recycled when possible). */
 tnt_unexp_t *tnt__alloc_unexp(struct tnt_comm *comm);

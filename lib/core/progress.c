@@ -25,6 +25,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "core/report.h"
 
 #define IDLE_GRACE_S 2.0
 #define MAX_EVENTS 64
@@ -160,6 +161,14 @@ static void wake_cb(void *arg, uint32_t events)
     (void)r;
 }
 
+/* Nothing to do here: the poller compares the report generation after
+ * every batch. */
+static void report_cb(void *arg, uint32_t events)
+{
+    (void)arg;
+    (void)events;
+}
+
 /* Called after a batch has been dispatched: an entry removed from epoll
  * before the next epoll_wait cannot show up in a later batch, so every
  * entry in the graveyard can go now. */
@@ -208,6 +217,11 @@ void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
             w->cb(w->arg, from_epoll(evs[i].events));
     }
     tnt__engine_check_deadlines(comm, tnt__now());
+    unsigned gen = tnt__report_generation();
+    if (gen != comm->report_seen) { /* SIGUSR1 */
+        comm->report_seen = gen;
+        tnt__report_log(comm);
+    }
     free_graveyard(comm);
     comm->polling = 0;
     comm->thread_polling = 0;
@@ -280,6 +294,20 @@ tnt_result_t tnt__progress_start(struct tnt_comm *comm)
     if (epoll_ctl(comm->epfd, EPOLL_CTL_ADD, comm->wakefd, &ev) != 0)
         return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(eventfd): %s",
                           strerror(errno));
+    /* SIGUSR1 asks for a hang report: one eventfd for the whole process,
+     * watched edge-triggered by every communicator (never read). */
+    int rfd = tnt__report_signal_fd();
+    comm->report_seen = tnt__report_generation();
+    if (rfd >= 0) {
+        comm->report_watch.fd = rfd;
+        comm->report_watch.cb = report_cb;
+        comm->report_watch.arg = comm;
+        struct epoll_event rev = {.events = EPOLLIN | EPOLLET,
+                                  .data.ptr = &comm->report_watch};
+        if (epoll_ctl(comm->epfd, EPOLL_CTL_ADD, rfd, &rev) != 0)
+            return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(report fd): %s",
+                              strerror(errno));
+    }
     comm->last_activity = tnt__now();
     return TNT_SUCCESS;
 }
