@@ -141,6 +141,13 @@ TNT_API tnt_result_t tnt_comm_free(tnt_comm_t comm);
 /** Fail every pending and future operation with TNT_ERR_ABORTED and close
  *  all connections (peers then see this rank as lost). Free it after. */
 TNT_API tnt_result_t tnt_comm_abort(tnt_comm_t comm);
+/** Write into buf (NUL-terminated, cut at len) what this rank's collectives
+ *  in flight are waiting for: sequence number, signature, and the sends and
+ *  receives still open with their peer, step and bytes. The same report is
+ *  printed on stderr by every communicator of a process that gets SIGUSR1
+ *  (unless the application handles SIGUSR1 itself or TNT_REPORT_SIGNAL=0),
+ *  and with the deadline error. */
+TNT_API tnt_result_t tnt_comm_report(tnt_comm_t comm, char *buf, size_t len);
 
 TNT_API tnt_result_t tnt_comm_rank(tnt_comm_t comm, int *rank);
 TNT_API tnt_result_t tnt_comm_size(tnt_comm_t comm, int *size);

@@ -50,11 +50,12 @@ tnt_coll_args_t tnt__coll_args(tnt_comm_t comm, int kind, size_t count,
 static tnt_result_t post(tnt_comm_t comm, int kind, const void *send,
                          void *recv, size_t count, tnt_dtype_t dtype,
                          tnt_op_t op, int root, int in_place,
-                         tnt_request_t *req)
+                         unsigned flags, tnt_request_t *req)
 {
     tnt_coll_args_t a = tnt__coll_args(comm, kind, count, dtype, op, root,
                                        in_place);
-    return tnt__engine_post(comm, &a, in_place ? recv : send, recv, req);
+    return tnt__engine_post(comm, &a, in_place ? recv : send, recv,
+                            flags, req);
 }
 
 static tnt_result_t finish_blocking(tnt_result_t rc, tnt_request_t req)
@@ -77,10 +78,9 @@ static tnt_result_t check_req(tnt_comm_t comm, const char *fn,
     return TNT_SUCCESS;
 }
 
-TNT_API tnt_result_t tnt_iallreduce(tnt_comm_t comm, const void *sendbuf,
-                                    void *recvbuf, size_t count,
-                                    tnt_dtype_t dtype, tnt_op_t op,
-                                    tnt_request_t *req)
+static tnt_result_t iallreduce(tnt_comm_t comm, const void *sendbuf,
+                               void *recvbuf, size_t count, tnt_dtype_t dtype,
+                               tnt_op_t op, unsigned flags, tnt_request_t *req)
 {
     int in_place = (sendbuf == TNT_IN_PLACE || sendbuf == recvbuf);
     TNT_CHECK(check_args(comm, "tnt_iallreduce", count, 1, dtype, (int)op,
@@ -90,7 +90,15 @@ TNT_API tnt_result_t tnt_iallreduce(tnt_comm_t comm, const void *sendbuf,
                           "%d", (int)op);
     TNT_CHECK(check_req(comm, "tnt_iallreduce", req));
     return post(comm, TNT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op,
-                0, in_place, req);
+                0, in_place, flags, req);
+}
+
+TNT_API tnt_result_t tnt_iallreduce(tnt_comm_t comm, const void *sendbuf,
+                                    void *recvbuf, size_t count,
+                                    tnt_dtype_t dtype, tnt_op_t op,
+                                    tnt_request_t *req)
+{
+    return iallreduce(comm, sendbuf, recvbuf, count, dtype, op, 0, req);
 }
 
 TNT_API tnt_result_t tnt_allreduce(tnt_comm_t comm, const void *sendbuf,
@@ -98,14 +106,14 @@ TNT_API tnt_result_t tnt_allreduce(tnt_comm_t comm, const void *sendbuf,
                                    tnt_dtype_t dtype, tnt_op_t op)
 {
     tnt_request_t req;
-    tnt_result_t rc = tnt_iallreduce(comm, sendbuf, recvbuf, count, dtype,
-                                     op, &req);
+    tnt_result_t rc = iallreduce(comm, sendbuf, recvbuf, count, dtype, op,
+                                 TNT_POST_WAIT_NEXT, &req);
     return finish_blocking(rc, req);
 }
 
-TNT_API tnt_result_t tnt_ibroadcast(tnt_comm_t comm, void *buf, size_t count,
-                                    tnt_dtype_t dtype, int root,
-                                    tnt_request_t *req)
+static tnt_result_t ibroadcast(tnt_comm_t comm, void *buf, size_t count,
+                               tnt_dtype_t dtype, int root, unsigned flags,
+                               tnt_request_t *req)
 {
     TNT_CHECK(check_args(comm, "tnt_ibroadcast", count, 1, dtype, -1, buf,
                          buf));
@@ -115,35 +123,49 @@ TNT_API tnt_result_t tnt_ibroadcast(tnt_comm_t comm, void *buf, size_t count,
                           comm->rank, root, comm->nranks - 1);
     TNT_CHECK(check_req(comm, "tnt_ibroadcast", req));
     return post(comm, TNT_COLL_BROADCAST, buf, buf, count, dtype, TNT_SUM,
-                root, 1, req);
+                root, 1, flags, req);
+}
+
+TNT_API tnt_result_t tnt_ibroadcast(tnt_comm_t comm, void *buf, size_t count,
+                                    tnt_dtype_t dtype, int root,
+                                    tnt_request_t *req)
+{
+    return ibroadcast(comm, buf, count, dtype, root, 0, req);
 }
 
 TNT_API tnt_result_t tnt_broadcast(tnt_comm_t comm, void *buf, size_t count,
                                    tnt_dtype_t dtype, int root)
 {
     tnt_request_t req;
-    tnt_result_t rc = tnt_ibroadcast(comm, buf, count, dtype, root, &req);
+    tnt_result_t rc = ibroadcast(comm, buf, count, dtype, root,
+                                 TNT_POST_WAIT_NEXT, &req);
     return finish_blocking(rc, req);
 }
 
-TNT_API tnt_result_t tnt_ibarrier(tnt_comm_t comm, tnt_request_t *req)
+static tnt_result_t ibarrier(tnt_comm_t comm, unsigned flags,
+                             tnt_request_t *req)
 {
     TNT_CHECK(tnt__comm_check(comm, "tnt_ibarrier"));
     TNT_CHECK(check_req(comm, "tnt_ibarrier", req));
     return post(comm, TNT_COLL_BARRIER, NULL, NULL, 0, TNT_U8, TNT_SUM, 0, 1,
-                req);
+                flags, req);
+}
+
+TNT_API tnt_result_t tnt_ibarrier(tnt_comm_t comm, tnt_request_t *req)
+{
+    return ibarrier(comm, 0, req);
 }
 
 TNT_API tnt_result_t tnt_barrier(tnt_comm_t comm)
 {
     tnt_request_t req;
-    tnt_result_t rc = tnt_ibarrier(comm, &req);
+    tnt_result_t rc = ibarrier(comm, TNT_POST_WAIT_NEXT, &req);
     return finish_blocking(rc, req);
 }
 
-TNT_API tnt_result_t tnt_iallgather(tnt_comm_t comm, const void *sendbuf,
-                                    void *recvbuf, size_t count,
-                                    tnt_dtype_t dtype, tnt_request_t *req)
+static tnt_result_t iallgather(tnt_comm_t comm, const void *sendbuf,
+                               void *recvbuf, size_t count, tnt_dtype_t dtype,
+                               unsigned flags, tnt_request_t *req)
 {
     TNT_CHECK(tnt__comm_check(comm, "tnt_iallgather"));
     int in_place = (sendbuf == TNT_IN_PLACE);
@@ -152,7 +174,14 @@ TNT_API tnt_result_t tnt_iallgather(tnt_comm_t comm, const void *sendbuf,
                          in_place ? recvbuf : sendbuf, recvbuf));
     TNT_CHECK(check_req(comm, "tnt_iallgather", req));
     return post(comm, TNT_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype,
-                TNT_SUM, 0, in_place, req);
+                TNT_SUM, 0, in_place, flags, req);
+}
+
+TNT_API tnt_result_t tnt_iallgather(tnt_comm_t comm, const void *sendbuf,
+                                    void *recvbuf, size_t count,
+                                    tnt_dtype_t dtype, tnt_request_t *req)
+{
+    return iallgather(comm, sendbuf, recvbuf, count, dtype, 0, req);
 }
 
 TNT_API tnt_result_t tnt_allgather(tnt_comm_t comm, const void *sendbuf,
@@ -160,15 +189,15 @@ TNT_API tnt_result_t tnt_allgather(tnt_comm_t comm, const void *sendbuf,
                                    tnt_dtype_t dtype)
 {
     tnt_request_t req;
-    tnt_result_t rc = tnt_iallgather(comm, sendbuf, recvbuf, count, dtype,
-                                     &req);
+    tnt_result_t rc = iallgather(comm, sendbuf, recvbuf, count, dtype,
+                                 TNT_POST_WAIT_NEXT, &req);
     return finish_blocking(rc, req);
 }
 
-TNT_API tnt_result_t tnt_ireduce_scatter(tnt_comm_t comm,
-                                         const void *sendbuf, void *recvbuf,
-                                         size_t count, tnt_dtype_t dtype,
-                                         tnt_op_t op, tnt_request_t *req)
+static tnt_result_t ireduce_scatter(tnt_comm_t comm, const void *sendbuf,
+                                    void *recvbuf, size_t count,
+                                    tnt_dtype_t dtype, tnt_op_t op,
+                                    unsigned flags, tnt_request_t *req)
 {
     TNT_CHECK(tnt__comm_check(comm, "tnt_ireduce_scatter"));
     TNT_CHECK(check_args(comm, "tnt_ireduce_scatter", count,
@@ -184,7 +213,15 @@ TNT_API tnt_result_t tnt_ireduce_scatter(tnt_comm_t comm,
                           comm->rank);
     TNT_CHECK(check_req(comm, "tnt_ireduce_scatter", req));
     return post(comm, TNT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count,
-                dtype, op, 0, 0, req);
+                dtype, op, 0, 0, flags, req);
+}
+
+TNT_API tnt_result_t tnt_ireduce_scatter(tnt_comm_t comm,
+                                         const void *sendbuf, void *recvbuf,
+                                         size_t count, tnt_dtype_t dtype,
+                                         tnt_op_t op, tnt_request_t *req)
+{
+    return ireduce_scatter(comm, sendbuf, recvbuf, count, dtype, op, 0, req);
 }
 
 TNT_API tnt_result_t tnt_reduce_scatter(tnt_comm_t comm, const void *sendbuf,
@@ -192,8 +229,8 @@ TNT_API tnt_result_t tnt_reduce_scatter(tnt_comm_t comm, const void *sendbuf,
                                         tnt_dtype_t dtype, tnt_op_t op)
 {
     tnt_request_t req;
-    tnt_result_t rc = tnt_ireduce_scatter(comm, sendbuf, recvbuf, count,
-                                          dtype, op, &req);
+    tnt_result_t rc = ireduce_scatter(comm, sendbuf, recvbuf, count, dtype, op,
+                                      TNT_POST_WAIT_NEXT, &req);
     return finish_blocking(rc, req);
 }
 

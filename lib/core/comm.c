@@ -168,6 +168,7 @@ static void comm_destroy(struct tnt_comm *comm)
     tnt__progress_close(comm);
     free(comm->peers);
     pthread_cond_destroy(&comm->cond);
+    pthread_cond_destroy(&comm->park);
     pthread_mutex_destroy(&comm->lock);
     free(comm);
 }
@@ -197,6 +198,7 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&comm->cond, &ca);
+    pthread_cond_init(&comm->park, &ca);
     pthread_condattr_destroy(&ca);
     tnt__log_init(comm->rank);
     gethostname(comm->host, sizeof(comm->host) - 1);
@@ -238,6 +240,8 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
     }
     if (rc == TNT_SUCCESS)
         rc = tnt__progress_run_thread(comm);
+    if (rc == TNT_SUCCESS && comm->nranks <= TNT_EAGER_CONNECT_MAX)
+        tnt__engine_connect_all(comm);
     if (rc == TNT_SUCCESS && registry_add(comm) != 0)
         rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
     if (rc != TNT_SUCCESS) {

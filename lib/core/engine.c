@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "core/engine_internal.h"
 #include "core/progress.h"
+#include "core/report.h"
 
 const char *tnt__coll_kind_name(int kind)
 {
@@ -34,7 +35,7 @@ const char *tnt__coll_kind_name(int kind)
     }
 }
 
-static void describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len)
+void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len)
 {
     snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, op=%s, root=%d, "
              "algo=%s)", tnt__coll_kind_name(h->kind), h->count,
@@ -247,6 +248,19 @@ static void free_unexpected(struct tnt_comm *comm, tnt_peer_t *p)
     p->unexp_tail = NULL;
 }
 
+/* Best effort: a notice can only go where no message is half sent (the
+ * stream must stay in frame), and a notice the transport could not write
+ * at once is dropped by the close that follows. The peer then sees the
+ * connection close instead, as before. */
+void tnt__send_notice(struct tnt_comm *comm, void *ep)
+{
+    if (!ep || comm->state == TNT_COMM_OK)
+        return;
+    size_t len = strnlen(comm->fail_msg, TNT_NOTICE_MAX);
+    comm->tp->send(comm->tp_ctx, ep, &comm->notice_hdr,
+                   sizeof(comm->notice_hdr), comm->fail_msg, len, NULL);
+}
+
 void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
                       const char *fmt, ...)
 {
@@ -259,17 +273,29 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
     va_start(ap, fmt);
     vsnprintf(comm->fail_msg, sizeof(comm->fail_msg), fmt, ap);
     va_end(ap);
+    tnt_msg_hdr_t *n = &comm->notice_hdr;
+    memset(n, 0, sizeof(*n));
+    n->magic = TNT_MSG_MAGIC;
+    n->comm_id = comm->comm_id;
+    n->kind = TNT_MSG_NOTICE;
+    n->count = (uint64_t)(int64_t)rc;
+    n->nranks = comm->nranks;
     if (rc == TNT_ERR_ABORTED)
         TNT_LOG_INFO("%s", comm->fail_msg);
     else
         TNT_LOG_ERR("%s", comm->fail_msg);
-    /* Close first: afterwards no transport holds a pointer into any
-     * request, so the requests can be finished and freed. */
+    /* Tell every peer why, then close: afterwards no transport holds a
+     * pointer into any request, so the requests can be finished and
+     * freed. */
     for (int i = 0; i < comm->nranks; i++) {
         tnt_peer_t *p = &comm->peers[i];
-        if (p->ep)
+        if (p->ep) {
+            if (!p->sends_inflight)
+                tnt__send_notice(comm, p->ep);
             comm->tp->close(comm->tp_ctx, p->ep);
+        }
         p->ep = NULL;
+        p->sends_inflight = 0;
         p->connecting = 0;
         p->pending_head = p->pending_tail = NULL;
         p->posted = NULL;
@@ -329,6 +355,14 @@ static void ensure_connect(struct tnt_comm *comm, tnt_peer_t *p)
     }
 }
 
+void tnt__engine_connect_all(struct tnt_comm *comm)
+{
+    pthread_mutex_lock(&comm->lock);
+    for (int i = comm->rank + 1; i < comm->nranks; i++)
+        ensure_connect(comm, &comm->peers[i]);
+    pthread_mutex_unlock(&comm->lock);
+}
+
 void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
                        uint32_t op)
 {
@@ -340,6 +374,8 @@ void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
                                      sop->bytes, os);
     if (rc == TNT_SUCCESS)
         tnt__op_complete(req, op);
+    else if (rc == TNT_INPROGRESS)
+        p->sends_inflight++;
     else if (rc < 0)
         tnt__engine_fail(comm, TNT_ERR_PEER_LOST, "rank %d: %s to rank %d "
                          "(host %s) failed: %s", comm->rank,
@@ -488,8 +524,8 @@ void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
                             const tnt_msg_hdr_t *theirs, int peer)
 {
     char mine[160], other[160];
-    describe_sig(&req->sig, mine, sizeof(mine));
-    describe_sig(theirs, other, sizeof(other));
+    tnt__describe_sig(&req->sig, mine, sizeof(mine));
+    tnt__describe_sig(theirs, other, sizeof(other));
     tnt__engine_fail(comm, TNT_ERR_MISMATCH, "collective #%" PRIu64
                      " mismatch: rank %d called %s but rank %d called %s",
                      req->seq, comm->rank, mine, peer, other);
@@ -560,7 +596,8 @@ tnt_result_t tnt__engine_prepare(struct tnt_comm *comm,
 
 tnt_result_t tnt__engine_post(struct tnt_comm *comm,
                               const tnt_coll_args_t *args, const void *send,
-                              void *recv, struct tnt_request **out)
+                              void *recv, unsigned flags,
+                              struct tnt_request **out)
 {
     int forced = forced_algo(comm, args->kind);
     int algo;
@@ -659,12 +696,61 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
             }
     tnt__run_ready(comm, req);
     tnt__engine_reap(comm);
+    if (!(flags & TNT_POST_WAIT_NEXT) && req->result == TNT_INPROGRESS)
+        tnt__progress_unpark(comm);
     pthread_mutex_unlock(&comm->lock);
     *out = req;
     return TNT_SUCCESS;
 }
 
 /* ---- waiting and releasing -------------------------------------------- */
+
+/* Block on cond until `abs` (NULL: no limit). */
+static int cond_wait_until(struct tnt_comm *comm, const struct timespec *abs)
+{
+    if (!abs)
+        return pthread_cond_wait(&comm->cond, &comm->lock);
+    return pthread_cond_timedwait(&comm->cond, &comm->lock, abs);
+}
+
+/* Wait for req, driving progress on this thread whenever the poller role
+ * is free. Lock held. Returns 0 when `end` passed first. */
+static int drive_until_done(struct tnt_comm *comm, struct tnt_request *req,
+                            double end, const struct timespec *abs)
+{
+    int woke_thread = 0;
+    comm->user_waiters++;
+    while (req->result == TNT_INPROGRESS) {
+        double now = tnt__now();
+        if (abs && now >= end)
+            break;
+        if (!comm->polling) {
+            int ms = tnt__progress_timeout_ms(comm, now);
+            if (abs) {
+                int left = (int)((end - now) * 1000.0) + 1;
+                if (ms < 0 || left < ms)
+                    ms = left;
+            }
+            tnt__progress_poll(comm, ms, 0);
+            comm->user_polled_at = tnt__now();
+            continue;
+        }
+        /* The progress thread sits in epoll_wait: get it out once; it
+         * parks and frees the role. Another waiting thread holding the
+         * role broadcasts when it lets go. */
+        if (comm->thread_polling && !woke_thread) {
+            tnt__progress_wake(comm);
+            woke_thread = 1;
+        }
+        if (cond_wait_until(comm, abs) == ETIMEDOUT)
+            break;
+    }
+    comm->user_waiters--;
+    /* Collectives nobody waits for need the progress thread again. */
+    if (comm->user_waiters == 0 && comm->active_head)
+        tnt__progress_unpark(comm);
+    return req->result != TNT_INPROGRESS;
+}
 
 tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
                               int *finished)
@@ -674,34 +760,33 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
     if (!comm) /* communicator freed: the result was fixed then */
         return req->result;
     struct timespec abs;
+    double end = 0.0;
     if (timeout_s >= 0) {
-        double t = tnt__now() + timeout_s;
-        abs.tv_sec = (time_t)t;
-        abs.tv_nsec = (long)((t - (double)abs.tv_sec) * 1e9);
+        end = tnt__now() + timeout_s;
+        abs.tv_sec = (time_t)end;
+        abs.tv_nsec = (long)((end - (double)abs.tv_sec) * 1e9);
     }
     pthread_mutex_lock(&comm->lock);
-    /* A zero timeout is a test: no condition wait (which would drop the
-     * lock and usually get it back only after the progress thread), and
-     * no error message for "not yet". */
+    /* A zero timeout is a test: one look at the sockets without blocking
+     * if nobody else is polling (progress, as MPI_Test makes), and no
+     * error message for "not yet". */
     if (timeout_s == 0 && req->result == TNT_INPROGRESS) {
-        pthread_mutex_unlock(&comm->lock);
-        *finished = 0;
-        return TNT_TIMEOUT;
-    }
-    while (req->result == TNT_INPROGRESS) {
-        if (timeout_s < 0) {
-            pthread_cond_wait(&comm->cond, &comm->lock);
-        } else if (pthread_cond_timedwait(&comm->cond, &comm->lock, &abs) ==
-                   ETIMEDOUT) {
-            break;
+        if (!comm->polling)
+            tnt__progress_poll(comm, 0, 0);
+        if (req->result == TNT_INPROGRESS) {
+            pthread_mutex_unlock(&comm->lock);
+            *finished = 0;
+            return TNT_TIMEOUT;
         }
     }
+    drive_until_done(comm, req, end, timeout_s >= 0 ? &abs : NULL);
     tnt_result_t rc = req->result;
     *finished = (rc != TNT_INPROGRESS);
     if (rc == TNT_INPROGRESS)
         rc = tnt__error(TNT_TIMEOUT, "rank %d: %s #%" PRIu64 " not done "
-                        "after %.3f s", comm->rank, tnt__coll_kind_name(req->args.kind),
-                        req->seq, timeout_s);
+                        "after %.3f s", comm->rank,
+                        tnt__coll_kind_name(req->args.kind), req->seq,
+                        timeout_s);
     else if (rc != TNT_SUCCESS) /* errors, and a deadline that expired */
         tnt__error_str(rc, comm->fail_msg);
     pthread_mutex_unlock(&comm->lock);
@@ -743,41 +828,14 @@ void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
 
 /* ---- deadlines -------------------------------------------------------- */
 
-static void hang_report(struct tnt_comm *comm, struct tnt_request *req,
-                        char *buf, size_t len)
-{
-    size_t n = 0;
-    int shown = 0;
-    for (uint32_t i = 0; i < req->sched->nops && shown < 4; i++) {
-        const tnt_sop_t *s = &req->sched->ops[i];
-        tnt_opstate_t *os = &req->ops[i];
-        if (os->done || os->deps_left != 0)
-            continue;
-        if (s->kind != TNT_SOP_SEND && s->kind != TNT_SOP_RECV)
-            continue;
-        int w = snprintf(buf + n, len - n, "%s%s step %u %s rank %d "
-                         "(%zu bytes)", shown ? "; " : "",
-                         s->kind == TNT_SOP_SEND ? "send" : "recv", s->step,
-                         s->kind == TNT_SOP_SEND ? "to" : "from", s->peer,
-                         s->bytes);
-        if (w < 0 || (size_t)w >= len - n)
-            break;
-        n += (size_t)w;
-        shown++;
-    }
-    if (!shown)
-        snprintf(buf, len, "no operation posted");
-    (void)comm;
-}
-
 void tnt__engine_check_deadlines(struct tnt_comm *comm, double now)
 {
     for (struct tnt_request *r = comm->active_head; r; r = r->next) {
         if (now < r->deadline)
             continue;
         char what[400], sig[160];
-        hang_report(comm, r, what, sizeof(what));
-        describe_sig(&r->sig, sig, sizeof(sig));
+        tnt__report_waits(r, what, sizeof(what));
+        tnt__describe_sig(&r->sig, sig, sizeof(sig));
         tnt__engine_fail(comm, TNT_TIMEOUT, "rank %d: %s #%" PRIu64
                          " timed out after %.1f s (TNT_TIMEOUT), %u of %u "
                          "operations left; waiting for: %s", comm->rank, sig,

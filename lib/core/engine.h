@@ -40,7 +40,24 @@ typedef struct tnt_msg_hdr {
     int32_t nranks;
 } tnt_msg_hdr_t;
 
-enum tnt_cookie_type { TNT_COOKIE_OP = 1, TNT_COOKIE_UNEXP = 2 };
+enum tnt_cookie_type {
+    TNT_COOKIE_OP = 1, TNT_COOKIE_UNEXP = 2, TNT_COOKIE_NOTICE = 3
+};
+
+/* A failure notice: the header's kind is TNT_MSG_NOTICE, its count the
+ * result code, the payload the failing rank's message. A rank that fails
+ * sends it to its peers before closing, so they fail with the cause (the
+ * rank that died, both signatures of a mismatch) rather than with "rank X
+ * closed its connection". */
+#define TNT_MSG_NOTICE 0x7f
+#define TNT_NOTICE_MAX 511
+
+typedef struct tnt_notice_rx {
+    int type;                  /* TNT_COOKIE_NOTICE */
+    size_t len;
+    int64_t rc;
+    char text[TNT_NOTICE_MAX + 1];
+} tnt_notice_rx_t;
 
 struct tnt_request;
 
@@ -83,10 +100,13 @@ typedef struct tnt_peer {
     void *ep;                  /* transport endpoint once connected */
     int connecting;
     int ever_connected;
+    int sends_inflight;        /* sends the transport has not finished:
+                                  a notice now would not be in frame */
     tnt_result_t dead;         /* 0 while alive */
     tnt_opstate_t *pending_head, *pending_tail; /* sends before connect */
     tnt_opstate_t *posted;     /* posted receives */
     tnt_unexp_t *unexp_head, *unexp_tail;
+    tnt_notice_rx_t notice;    /* a failure notice arriving from it */
 } tnt_peer_t;
 
 /* A collective in flight; the request handle users hold. */
@@ -131,12 +151,28 @@ struct tnt_comm {
     uint64_t job_id;
     tnt_params_t params;
     pthread_mutex_t lock;
-    pthread_cond_t cond;       /* broadcast on every completion */
+    pthread_cond_t cond;       /* broadcast on every completion and
+                                  whenever the poller role is free */
+    pthread_cond_t park;       /* the progress thread sleeps here while
+                                  the application drives progress */
     pthread_t thread;
     int thread_started;
     int stop;
+    /* Only one thread at a time waits in epoll and dispatches (the
+     * poller): a batch of events must never hold a watch that another
+     * thread's dispatch has already freed. A thread blocked in a wait
+     * takes the role itself, so a small blocking collective completes on
+     * the caller's thread with no hand-off; the progress thread parks
+     * meanwhile and serves nonblocking work. */
+    int polling;               /* someone is the poller */
+    int thread_polling;        /* ... and it is the progress thread */
+    int thread_parked;
+    int user_waiters;          /* threads inside tnt__engine_wait */
+    double user_polled_at;     /* when a waiting thread last polled */
     int epfd, wakefd;
     tnt_watch_t wake_watch;
+    tnt_watch_t report_watch;  /* SIGUSR1's eventfd (report.c) */
+    unsigned report_seen;      /* report generation last handled */
     tnt_watch_t *graveyard;
     double last_activity;
     const tnt_transport_v1_t *tp;
@@ -160,6 +196,7 @@ struct tnt_comm {
     int state;                 /* enum tnt_comm_state */
     tnt_result_t fail_rc;
     char fail_msg[512];
+    tnt_msg_hdr_t notice_hdr;  /* the failure notice this rank sends */
     char host[TNT_HOST_MAX];
     char bind_ip[64];          /* where the transport listens */
 };
@@ -167,10 +204,18 @@ struct tnt_comm {
 /** Transport services and upcalls, filled into comm->tp_env. */
 void tnt__engine_fill_env(struct tnt_comm *comm);
 
+/** Flags of tnt__engine_post. */
+enum {
+    /** The caller waits for the request right away (blocking call): leave
+     *  the progress thread parked, the waiting thread drives progress. */
+    TNT_POST_WAIT_NEXT = 1
+};
+
 /** Post a collective (builds its schedule); on success *req is active. */
 tnt_result_t tnt__engine_post(struct tnt_comm *comm,
                               const tnt_coll_args_t *args, const void *send,
-                              void *recv, struct tnt_request **req);
+                              void *recv, unsigned flags,
+                              struct tnt_request **req);
 /** Get ready for `n` collectives (args[i]) that will run at the same
  *  time, again and again (fusion buckets): build their schedules, and keep
  *  enough requests and scratch buffers for all of them, so that running
@@ -183,6 +228,12 @@ tnt_result_t tnt__engine_prepare(struct tnt_comm *comm,
  *  result, or TNT_TIMEOUT if not finished. */
 tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
                               int *finished);
+/** Connect to every higher rank now rather than on first use, so that
+ *  every rank sees any peer's death directly. Done for jobs of up to
+ *  TNT_EAGER_CONNECT_MAX ranks; larger ones connect on first use (a
+ *  full mesh of sockets would cost more than it tells). */
+#define TNT_EAGER_CONNECT_MAX 64
+void tnt__engine_connect_all(struct tnt_comm *comm);
 /** Release a request (detaches it if unfinished). */
 void tnt__engine_release(struct tnt_request *req);
 /** Fail everything in flight with rc, close all connections. Lock held. */

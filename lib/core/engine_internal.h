@@ -9,6 +9,8 @@
 #include "core/engine.h"
 
 const char *tnt__coll_kind_name(int kind);
+/** "allreduce(count=.., dtype=.., op=.., root=.., algo=..)" */
+void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len);
 unsigned char *tnt__ref_ptr(struct tnt_request *req, tnt_bufref_t r);
 /** A descriptor for an early message (recycled when possible). */
 tnt_unexp_t *tnt__alloc_unexp(struct tnt_comm *comm);
@@ -22,6 +24,9 @@ void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
 /** Copy a fully arrived early message into its receive and complete it. */
 void tnt__deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
                              tnt_unexp_t *u, tnt_opstate_t *os);
+/** Send this rank's failure notice on ep (its stream must be in frame:
+ *  no message half sent). */
+void tnt__send_notice(struct tnt_comm *comm, void *ep);
 int tnt__sig_equal(const tnt_msg_hdr_t *a, const tnt_msg_hdr_t *b);
 void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
                           const tnt_msg_hdr_t *theirs, int peer);

@@ -21,6 +21,9 @@ static void up_connected(void *core, int peer, void *ep)
 {
     struct tnt_comm *comm = core;
     if (peer < 0 || peer >= comm->nranks || comm->state != TNT_COMM_OK) {
+        /* A fresh connection is in frame: say why before closing. */
+        if (peer >= 0 && peer < comm->nranks)
+            tnt__send_notice(comm, ep);
         comm->tp->close(comm->tp_ctx, ep);
         return;
     }
@@ -46,6 +49,44 @@ static void up_connected(void *core, int peer, void *ep)
     }
 }
 
+/* A failure notice from a peer: take its text into the peer's notice
+ * buffer; up_payload acts on it. */
+static tnt_result_t notice_header(struct tnt_comm *comm, int peer,
+                                  const tnt_msg_hdr_t *h, size_t payload_len,
+                                  void **dest, void **cookie)
+{
+    if (payload_len > TNT_NOTICE_MAX || h->nranks != comm->nranks)
+        return tnt__error(TNT_ERR_PROTOCOL, "malformed failure notice from "
+                          "rank %d", peer);
+    tnt_notice_rx_t *n = &comm->peers[peer].notice;
+    n->type = TNT_COOKIE_NOTICE;
+    n->len = payload_len;
+    n->rc = (int64_t)h->count;
+    *dest = n->text;
+    *cookie = n;
+    return TNT_SUCCESS;
+}
+
+/* The peer failed and says why: fail here with the same cause. Its text is
+ * untrusted input: printable characters only. */
+static void notice_arrived(struct tnt_comm *comm, int peer,
+                           tnt_notice_rx_t *n)
+{
+    n->text[n->len] = '\0';
+    for (size_t i = 0; i < n->len; i++)
+        if (n->text[i] < 0x20 || n->text[i] > 0x7e)
+            n->text[i] = '?';
+    tnt_result_t rc = (tnt_result_t)n->rc;
+    /* Only failures travel; an abort elsewhere is a lost peer here. */
+    if (n->rc < TNT_ERR_INTERNAL || (n->rc > TNT_ERR_INVALID_ARG &&
+                                     n->rc != TNT_TIMEOUT) ||
+        rc == TNT_ERR_ABORTED || rc == TNT_ERR_INVALID_ARG ||
+        rc == TNT_ERR_INVALID_COMM)
+        rc = TNT_ERR_PEER_LOST;
+    tnt__engine_fail(comm, rc, "rank %d: rank %d failed: %s", comm->rank,
+                     peer, n->text);
+}
+
 static tnt_result_t up_header(void *core, int peer, const void *hdr,
                               size_t hdr_len, size_t payload_len,
                               void **dest, void **cookie)
@@ -56,6 +97,9 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
         return tnt__error(TNT_ERR_PROTOCOL, "header of %zu bytes, expected "
                           "%zu", hdr_len, sizeof(h));
     memcpy(&h, hdr, sizeof(h));
+    if (h.magic == TNT_MSG_MAGIC && h.comm_id == comm->comm_id &&
+        h.kind == TNT_MSG_NOTICE)
+        return notice_header(comm, peer, &h, payload_len, dest, cookie);
     size_t esize = tnt_dtype_size((tnt_dtype_t)h.dtype);
     if (h.magic != TNT_MSG_MAGIC || h.comm_id != comm->comm_id ||
         h.nranks != comm->nranks || h.kind < TNT_COLL_ALLREDUCE ||
@@ -151,6 +195,10 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
 static void up_payload(void *core, int peer, void *cookie)
 {
     struct tnt_comm *comm = core;
+    if (*(int *)cookie == TNT_COOKIE_NOTICE) {
+        notice_arrived(comm, peer, cookie);
+        return;
+    }
     if (*(int *)cookie == TNT_COOKIE_OP) {
         tnt_opstate_t *os = cookie;
         tnt__op_complete(os->coll, os->op);
@@ -171,6 +219,7 @@ static void up_send_done(void *core, void *cookie)
 {
     struct tnt_comm *comm = core;
     tnt_opstate_t *os = cookie;
+    comm->peers[os->coll->sched->ops[os->op].peer].sends_inflight--;
     tnt__op_complete(os->coll, os->op);
     tnt__run_ready(comm, os->coll);
 }
@@ -212,6 +261,7 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
     tnt_peer_t *p = &comm->peers[peer];
     p->ep = NULL; /* the transport has closed it */
     p->connecting = 0;
+    p->sends_inflight = 0;
     p->dead = err ? err : TNT_ERR_PEER_LOST;
     /* Partial early messages from it can never complete. */
     tnt_unexp_t **pp = &p->unexp_head;

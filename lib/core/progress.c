@@ -1,10 +1,15 @@
 /*
- * The progress thread and the fd services it offers transports. The
- * thread blocks in epoll_wait with the communicator lock released and
- * dispatches readiness to transport callbacks with the lock held. It never
- * spins: while collectives are in flight it wakes at least once a second
- * to enforce deadlines, and after two idle seconds it sleeps until an fd
- * or the wake eventfd fires.
+ * Polling, the progress thread, and the fd services offered to transports.
+ * The poller (one thread at a time) blocks in epoll_wait with the
+ * communicator lock released and dispatches readiness to transport
+ * callbacks with the lock held. A thread blocked in a wait is the poller
+ * itself, so that a small blocking collective finishes on the caller's
+ * thread without two context switches through the progress thread; the
+ * progress thread parks meanwhile and polls for nonblocking work, dead
+ * peers and early messages otherwise. Nobody spins: while collectives are
+ * in flight the poller wakes at least once a second to enforce deadlines,
+ * and after two idle seconds it sleeps until an fd or the wake eventfd
+ * fires.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -20,9 +25,12 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "core/report.h"
 
 #define IDLE_GRACE_S 2.0
 #define MAX_EVENTS 64
+/* How long the progress thread stays parked after a blocking call. */
+#define PARK_GRACE_S 0.1
 
 double tnt__now(void)
 {
@@ -153,6 +161,14 @@ static void wake_cb(void *arg, uint32_t events)
     (void)r;
 }
 
+/* Nothing to do here: the poller compares the report generation after
+ * every batch. */
+static void report_cb(void *arg, uint32_t events)
+{
+    (void)arg;
+    (void)events;
+}
+
 /* Called after a batch has been dispatched: an entry removed from epoll
  * before the next epoll_wait cannot show up in a later batch, so every
  * entry in the graveyard can go now. */
@@ -165,7 +181,7 @@ static void free_graveyard(struct tnt_comm *comm)
     }
 }
 
-static int next_timeout_ms(struct tnt_comm *comm, double now)
+int tnt__progress_timeout_ms(struct tnt_comm *comm, double now)
 {
     if (!comm->active_head) {
         if (now - comm->last_activity > IDLE_GRACE_S)
@@ -183,29 +199,80 @@ static int next_timeout_ms(struct tnt_comm *comm, double now)
     return (int)(left * 1000.0) + 1;
 }
 
+void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
+{
+    struct epoll_event evs[MAX_EVENTS];
+    comm->polling = 1;
+    comm->thread_polling = is_thread;
+    pthread_mutex_unlock(&comm->lock);
+    int n = epoll_wait(comm->epfd, evs, MAX_EVENTS, timeout_ms);
+    int err = errno;
+    pthread_mutex_lock(&comm->lock);
+    if (n < 0 && err != EINTR)
+        tnt__engine_fail(comm, TNT_ERR_SYSTEM, "rank %d: epoll_wait: %s",
+                         comm->rank, strerror(err));
+    for (int i = 0; i < n && !comm->stop; i++) {
+        tnt_watch_t *w = evs[i].data.ptr;
+        if (!w->dead)
+            w->cb(w->arg, from_epoll(evs[i].events));
+    }
+    tnt__engine_check_deadlines(comm, tnt__now());
+    unsigned gen = tnt__report_generation();
+    if (gen != comm->report_seen) { /* SIGUSR1 */
+        comm->report_seen = gen;
+        tnt__report_log(comm);
+    }
+    free_graveyard(comm);
+    comm->polling = 0;
+    comm->thread_polling = 0;
+    /* Waiters that found the role taken sleep on cond: one of them may
+     * take it now. */
+    pthread_cond_broadcast(&comm->cond);
+}
+
+/* The progress thread stays out of the way while the application drives
+ * progress: while a thread waits in a blocking call, and for a short
+ * grace after one when nothing is in flight (back-to-back blocking
+ * collectives would otherwise hand the role back and forth). A
+ * nonblocking post wakes it (tnt__progress_unpark). */
+static double park_until(struct tnt_comm *comm, double now)
+{
+    if (comm->user_waiters > 0 || comm->polling)
+        return now + 1.0;
+    if (!comm->active_head && now - comm->user_polled_at < PARK_GRACE_S)
+        return comm->user_polled_at + PARK_GRACE_S;
+    return 0.0;
+}
+
+static void park(struct tnt_comm *comm, double until)
+{
+    struct timespec abs;
+    abs.tv_sec = (time_t)until;
+    abs.tv_nsec = (long)((until - (double)abs.tv_sec) * 1e9);
+    comm->thread_parked = 1;
+    pthread_cond_timedwait(&comm->park, &comm->lock, &abs);
+    comm->thread_parked = 0;
+}
+
+void tnt__progress_unpark(struct tnt_comm *comm)
+{
+    if (comm->thread_parked && comm->user_waiters == 0)
+        pthread_cond_signal(&comm->park);
+}
+
 static void *progress_main(void *arg)
 {
     struct tnt_comm *comm = arg;
-    struct epoll_event evs[MAX_EVENTS];
     pthread_mutex_lock(&comm->lock);
     while (!comm->stop) {
         tnt__engine_reap(comm);
-        int timeout = next_timeout_ms(comm, tnt__now());
-        pthread_mutex_unlock(&comm->lock);
-        int n = epoll_wait(comm->epfd, evs, MAX_EVENTS, timeout);
-        pthread_mutex_lock(&comm->lock);
-        if (n < 0 && errno != EINTR) {
-            tnt__engine_fail(comm, TNT_ERR_SYSTEM, "rank %d: epoll_wait: %s",
-                             comm->rank, strerror(errno));
-            break;
+        double now = tnt__now();
+        double until = park_until(comm, now);
+        if (until > 0.0) {
+            park(comm, until);
+            continue;
         }
-        for (int i = 0; i < n && !comm->stop; i++) {
-            tnt_watch_t *w = evs[i].data.ptr;
-            if (!w->dead)
-                w->cb(w->arg, from_epoll(evs[i].events));
-        }
-        tnt__engine_check_deadlines(comm, tnt__now());
-        free_graveyard(comm);
+        tnt__progress_poll(comm, tnt__progress_timeout_ms(comm, now), 1);
     }
     pthread_mutex_unlock(&comm->lock);
     return NULL;
@@ -227,6 +294,20 @@ tnt_result_t tnt__progress_start(struct tnt_comm *comm)
     if (epoll_ctl(comm->epfd, EPOLL_CTL_ADD, comm->wakefd, &ev) != 0)
         return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(eventfd): %s",
                           strerror(errno));
+    /* SIGUSR1 asks for a hang report: one eventfd for the whole process,
+     * watched edge-triggered by every communicator (never read). */
+    int rfd = tnt__report_signal_fd();
+    comm->report_seen = tnt__report_generation();
+    if (rfd >= 0) {
+        comm->report_watch.fd = rfd;
+        comm->report_watch.cb = report_cb;
+        comm->report_watch.arg = comm;
+        struct epoll_event rev = {.events = EPOLLIN | EPOLLET,
+                                  .data.ptr = &comm->report_watch};
+        if (epoll_ctl(comm->epfd, EPOLL_CTL_ADD, rfd, &rev) != 0)
+            return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(report fd): %s",
+                              strerror(errno));
+    }
     comm->last_activity = tnt__now();
     return TNT_SUCCESS;
 }
@@ -252,6 +333,7 @@ void tnt__progress_stop(struct tnt_comm *comm)
     if (comm->thread_started) {
         pthread_mutex_lock(&comm->lock);
         comm->stop = 1;
+        pthread_cond_signal(&comm->park);
         pthread_mutex_unlock(&comm->lock);
         tnt__progress_wake(comm);
         pthread_join(comm->thread, NULL);

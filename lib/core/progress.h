@@ -14,6 +14,16 @@ void tnt__progress_stop(struct tnt_comm *comm);
 /** Free watches and close epoll; after the transport is finalized. */
 void tnt__progress_close(struct tnt_comm *comm);
 void tnt__progress_wake(struct tnt_comm *comm);
+/** One round of polling by the calling thread: lock held and the poller
+ *  role free (comm->polling == 0). Waits up to timeout_ms for events,
+ *  dispatches them, enforces deadlines, then frees the role. */
+void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread);
+/** How long a poller may block: until the nearest deadline, at most 1 s;
+ *  -1 once idle for a while. Lock held. */
+int tnt__progress_timeout_ms(struct tnt_comm *comm, double now);
+/** Wake a parked progress thread: nonblocking work was posted and no
+ *  thread is waiting to drive it. Lock held. */
+void tnt__progress_unpark(struct tnt_comm *comm);
 void tnt__progress_fill_services(struct tnt_comm *comm,
                                  tnt_transport_env_v1_t *env);
 

@@ -99,6 +99,7 @@ struct tcp_ctx {
     tnt_transport_env_v1_t env;
     int listen_fd;
     size_t sockbuf;
+    double heartbeat_s;        /* TNT_HEARTBEAT; 0: off */
     int nsock;            /* TNT_SOCKETS_PER_PEER */
     tcp_ep_t *eps;        /* open endpoints */
     tcp_ep_t **accepting; /* by rank: endpoints being assembled */
