@@ -126,7 +126,7 @@ wait_files() {
 
 begin "environment of 4 ranks"
 TNT_ROOT_ADDR=10.9.8.7:1 TNT_RANK=99 TNT_JOB_KEY=stale \
-    run -n 4 sh -c 'echo "$TNT_RANK $TNT_SIZE $TNT_LOCAL_RANK $TNT_LOCAL_SIZE" \
+    run --output-on-all-ranks -n 4 sh -c 'echo "$TNT_RANK $TNT_SIZE $TNT_LOCAL_RANK $TNT_LOCAL_SIZE" \
                          "$TNT_ROOT_ADDR $TNT_JOB_KEY"'
 expect_rc 0
 [ "$(wc -l <"$OUT")" = 4 ] || fail "expected 4 lines, got: $(cat "$OUT")"
@@ -152,7 +152,7 @@ begin "launcher's own job variables replaced, not duplicated"
 # A C program's getenv() returns the first of duplicate entries, so stale
 # ones must be gone from the environment, not merely shadowed.
 TNT_ROOT_ADDR=10.9.8.7:1 TNT_RANK=99 TNT_SIZE=99 TNT_LOCAL_RANK=99 \
-    TNT_LOCAL_SIZE=99 TNT_JOB_KEY=stale TNT_LOG_LEVEL=DEBUG run -n 2 env
+    TNT_LOCAL_SIZE=99 TNT_JOB_KEY=stale TNT_LOG_LEVEL=DEBUG run --output-on-all-ranks -n 2 env
 expect_rc 0
 for v in TNT_RANK TNT_SIZE TNT_LOCAL_RANK TNT_LOCAL_SIZE TNT_ROOT_ADDR \
     TNT_JOB_KEY; do
@@ -176,7 +176,7 @@ end
 begin "option forms of -n"
 for form in "-n 3" "-n3" "--np 3" "--np=3" "--nranks=3" "--nranks 3"; do
     # shellcheck disable=SC2086
-    run $form -- sh -c 'echo "$TNT_SIZE"'
+    run --output-on-all-ranks $form -- sh -c 'echo "$TNT_SIZE"'
     expect_rc 0
     [ "$(grep -c '^\[[0-2]\] 3$' "$OUT")" = 3 ] ||
         fail "'$form': output $(cat "$OUT")"
@@ -195,7 +195,7 @@ end
 # ---- output relay --------------------------------------------------------
 
 begin "stdout and stderr prefixed and kept apart"
-run -n 2 sh -c 'echo "out $TNT_RANK"; echo "err $TNT_RANK" >&2'
+run --output-on-all-ranks -n 2 sh -c 'echo "out $TNT_RANK"; echo "err $TNT_RANK" >&2'
 expect_rc 0
 [ "$(sort "$OUT")" = "$(printf '[0] out 0\n[1] out 1')" ] ||
     fail "stdout: $(cat "$OUT")"
@@ -214,7 +214,7 @@ begin "lines from concurrent ranks never interleave"
 # Each rank writes every line in three pieces, and some lines are far
 # longer than a pipe's atomic write, so only the launcher's line buffering
 # can keep them whole.
-run -n 4 sh -c '
+run --output-on-all-ranks -n 4 sh -c '
     pad=$(printf "%0200d" 0); big=$(printf "%020000d" 0)
     i=0
     while [ $i -lt 300 ]; do
@@ -287,7 +287,7 @@ expect_no_leftovers "^sleep 100.$$"
 end
 
 begin "a successful rank's background process is not left behind"
-run -n 2 sh -c 'sh -c "sleep 100; : $0" & echo started' "$MARK-e"
+run --output-on-all-ranks -n 2 sh -c 'sh -c "sleep 100; : $0" & echo started' "$MARK-e"
 expect_rc 0
 [ "$(grep -c started "$OUT")" = 2 ] || fail "output: $(cat "$OUT")"
 expect_no_leftovers "$MARK-e"
@@ -444,7 +444,7 @@ end
 begin "--help"
 run --help
 expect_rc 0
-grep -q "^Usage: tnt-run -n N" "$OUT" || fail "no usage line: $(cat "$OUT")"
+grep -q "^Usage: tnt-run \[OPTIONS\]" "$OUT" || fail "no usage line: $(cat "$OUT")"
 grep -qi "hostfile" "$OUT" || fail "help does not mention later options"
 end
 
