@@ -274,12 +274,35 @@ static void describe_status(int status, char *buf, size_t size)
     }
 }
 
+/* Reads what an agent that ended still had in its pipes: its last
+ * messages (an "error" or "failed" on stdout, what ssh said on stderr) say
+ * more than its exit status. Bounded, in case a descendant keeps a pipe. */
+static void drain_agent(struct run_job *job, struct run_rank *r)
+{
+    double until = now_s() + 1.0;
+    while ((r->out.fd >= 0 || r->err.fd >= 0) && now_s() < until) {
+        struct pollfd p[2] = {{.fd = r->out.fd, .events = POLLIN},
+                              {.fd = r->err.fd, .events = POLLIN}};
+        if (poll(p, 2, 200) <= 0)
+            break;
+        if (p[0].revents &&
+            run_relay_read(&r->out, r->prefix, job->out_sink) != 0)
+            job->out_sink = NULL;
+        if (p[1].revents &&
+            run_relay_read(&r->err, r->prefix, job->err_sink) != 0)
+            job->err_sink = NULL;
+    }
+}
+
 /* An agent ended: say what its host did, unless the agent reported a
  * failed rank already (the first cause decides the exit code). */
 static void agent_exited(struct run_job *job, struct run_rank *r,
                          int status, int code)
 {
     char what[96];
+    drain_agent(job, r);
+    if (job->phase != RUN_RUNNING && !r->agent_failed)
+        return;
     describe_status(status, what, sizeof what);
     if (r->agent_failed) {
         stop_job(job, code);

@@ -161,9 +161,10 @@ char **run_rank_env(char **base, const struct run_spec *sp, int local_rank)
     for (size_t k = 0; k < nbase; k++)
         if (!run_is_job_var(base[k]))
             env[n++] = base[k];
-    /* A later setting of a name replaces the earlier one where it was
-     * first, so that no name appears twice and the order stays the one
-     * given. */
+    /* A later setting of a name replaces an earlier one (inherited or
+     * given) and goes last, as a sequence of exports would leave it: no
+     * name appears twice, and the given variables come in the given
+     * order. */
     for (int k = 0; k < sp->nextra; k++) {
         size_t j = 0;
         while (j < n && !same_name(sp->extra[k], env[j]))
