@@ -562,7 +562,8 @@ grep -qE '^\[0\] Cpus_allowed_list:\s+[0-9]+$' "$OUT" ||
     fail "rank 0 not on one CPU: $(cat "$OUT")"
 run --pin-to-socket --pin-memory-to-socket --log-level INFO -n 2 true
 expect_rc 0
-nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)
+nodes=$(find /sys/devices/system/node -maxdepth 1 -name 'node[0-9]*' \
+        2>/dev/null | wc -l)
 if [ "$nodes" -le 1 ]; then
     expect_err "this host has one NUMA node"
 fi
