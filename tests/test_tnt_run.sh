@@ -522,7 +522,7 @@ printf '# nothing\n\n' >"$TMP/empty"
 check_file "names no host" --hostfile "$TMP/empty" true
 check_file "cannot read hostfile '$TMP/none'" --hostfile "$TMP/none" true
 printf 'a\nb\n' >"$TMP/two"
-check_usage "-n 5 is more than the 2 host(s)" --hostfile "$TMP/two" \
+check_file "-n 5 is more than the 2 host(s)" --hostfile "$TMP/two" \
     --n-per-node 2 -n 5 true
 check_usage "--n-per-node goes with --hostfile" --n-per-node 2 -n 2 true
 check_usage "invalid --n-per-node '0'" --hostfile "$TMP/two" \

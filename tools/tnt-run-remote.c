@@ -167,9 +167,6 @@ static int plan_hosts(const struct run_opts *o, char **hosts, int nhosts,
 {
     long k = o->per_node ? o->per_node : 1;
     long total = o->nranks ? o->nranks : nhosts * k;
-    if (total > (long)nhosts * k)
-        run_usage_error("-n %ld is more than the %d host(s) of %s times "
-                        "--n-per-node %ld", total, nhosts, o->hostfile, k);
     int nused = (int)((total + k - 1) / k);
     int all_local = 1;
     for (int h = 0; h < nused; h++)
@@ -191,6 +188,16 @@ int run_remote(const struct run_opts *o, const struct run_spec *base)
     int nhosts = run_read_hostfile(o->hostfile, &hosts);
     if (nhosts < 0)
         return RUN_EXIT_USAGE;
+    long k = o->per_node ? o->per_node : 1;
+    if (o->nranks > (long)nhosts * k) {
+        fprintf(stderr, "tnt-run: -n %ld is more than the %d host(s) of %s "
+                "times --n-per-node %ld\n", o->nranks, nhosts, o->hostfile,
+                k);
+        for (int h = 0; h < nhosts; h++)
+            free(hosts[h]);
+        free(hosts);
+        return RUN_EXIT_USAGE;
+    }
     struct run_spec *specs = calloc((size_t)nhosts, sizeof(*specs));
     char self[PATH_MAX];
     ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -203,7 +210,7 @@ int run_remote(const struct run_opts *o, const struct run_spec *base)
     char *tail[] = {self, "--agent", NULL};
     int nused = plan_hosts(o, hosts, nhosts, specs, base);
     struct run_job job;
-    struct agent_ctx *ctx = calloc((size_t)nused, sizeof(*ctx));
+    struct agent_ctx *ctx = calloc((size_t)nhosts, sizeof(*ctx));
     int rc = 1;
     if (o->dry_run) {
         printf("tnt-run: dry run of %d ranks on %d host(s); nothing is "
