@@ -126,7 +126,7 @@ wait_files() {
 
 begin "environment of 4 ranks"
 TNT_ROOT_ADDR=10.9.8.7:1 TNT_RANK=99 TNT_JOB_KEY=stale \
-    run -n 4 sh -c 'echo "$TNT_RANK $TNT_SIZE $TNT_LOCAL_RANK $TNT_LOCAL_SIZE" \
+    run --output-on-all-ranks -n 4 sh -c 'echo "$TNT_RANK $TNT_SIZE $TNT_LOCAL_RANK $TNT_LOCAL_SIZE" \
                          "$TNT_ROOT_ADDR $TNT_JOB_KEY"'
 expect_rc 0
 [ "$(wc -l <"$OUT")" = 4 ] || fail "expected 4 lines, got: $(cat "$OUT")"
@@ -152,7 +152,7 @@ begin "launcher's own job variables replaced, not duplicated"
 # A C program's getenv() returns the first of duplicate entries, so stale
 # ones must be gone from the environment, not merely shadowed.
 TNT_ROOT_ADDR=10.9.8.7:1 TNT_RANK=99 TNT_SIZE=99 TNT_LOCAL_RANK=99 \
-    TNT_LOCAL_SIZE=99 TNT_JOB_KEY=stale TNT_LOG_LEVEL=DEBUG run -n 2 env
+    TNT_LOCAL_SIZE=99 TNT_JOB_KEY=stale TNT_LOG_LEVEL=DEBUG run --output-on-all-ranks -n 2 env
 expect_rc 0
 for v in TNT_RANK TNT_SIZE TNT_LOCAL_RANK TNT_LOCAL_SIZE TNT_ROOT_ADDR \
     TNT_JOB_KEY; do
@@ -176,7 +176,7 @@ end
 begin "option forms of -n"
 for form in "-n 3" "-n3" "--np 3" "--np=3" "--nranks=3" "--nranks 3"; do
     # shellcheck disable=SC2086
-    run $form -- sh -c 'echo "$TNT_SIZE"'
+    run --output-on-all-ranks $form -- sh -c 'echo "$TNT_SIZE"'
     expect_rc 0
     [ "$(grep -c '^\[[0-2]\] 3$' "$OUT")" = 3 ] ||
         fail "'$form': output $(cat "$OUT")"
@@ -195,7 +195,7 @@ end
 # ---- output relay --------------------------------------------------------
 
 begin "stdout and stderr prefixed and kept apart"
-run -n 2 sh -c 'echo "out $TNT_RANK"; echo "err $TNT_RANK" >&2'
+run --output-on-all-ranks -n 2 sh -c 'echo "out $TNT_RANK"; echo "err $TNT_RANK" >&2'
 expect_rc 0
 [ "$(sort "$OUT")" = "$(printf '[0] out 0\n[1] out 1')" ] ||
     fail "stdout: $(cat "$OUT")"
@@ -214,7 +214,7 @@ begin "lines from concurrent ranks never interleave"
 # Each rank writes every line in three pieces, and some lines are far
 # longer than a pipe's atomic write, so only the launcher's line buffering
 # can keep them whole.
-run -n 4 sh -c '
+run --output-on-all-ranks -n 4 sh -c '
     pad=$(printf "%0200d" 0); big=$(printf "%020000d" 0)
     i=0
     while [ $i -lt 300 ]; do
@@ -287,7 +287,7 @@ expect_no_leftovers "^sleep 100.$$"
 end
 
 begin "a successful rank's background process is not left behind"
-run -n 2 sh -c 'sh -c "sleep 100; : $0" & echo started' "$MARK-e"
+run --output-on-all-ranks -n 2 sh -c 'sh -c "sleep 100; : $0" & echo started' "$MARK-e"
 expect_rc 0
 [ "$(grep -c started "$OUT")" = 2 ] || fail "output: $(cat "$OUT")"
 expect_no_leftovers "$MARK-e"
@@ -441,10 +441,168 @@ check_usage "invalid timeout 'soon'" --timeout soon -n 1 true
 check_usage "invalid timeout '0'" --timeout 0 -n 1 true
 end
 
+# ---- Tarantella's options ---------------------------------------------------
+
+begin "by default only rank 0's stdout is shown, every rank's stderr"
+run -n 3 sh -c 'echo "out $TNT_RANK"; echo "err $TNT_RANK" >&2'
+expect_rc 0
+[ "$(cat "$OUT")" = "[0] out 0" ] || fail "stdout: $(cat "$OUT")"
+[ "$(grep -c '^\[[0-2]\] err [0-2]$' "$ERR")" = 3 ] || fail "stderr: $(cat "$ERR")"
+end
+
+begin "-x VAR=VALUE and -x VAR, in the order given"
+export TNT_RUN_TEST_PASS="passed on"
+run -x B=1 -x TNT_RUN_TEST_PASS -x A=2 -x B=3 -x 'C=x y' -n 1 env
+expect_rc 0
+got=$(grep -E '^\[0\] (A|B|C|TNT_RUN_TEST_PASS)=' "$OUT" | tr '\n' '|')
+[ "$got" = "[0] TNT_RUN_TEST_PASS=passed on|[0] A=2|[0] B=3|[0] C=x y|" ] ||
+    fail "variables: $got"
+check_usage "invalid -x 'NO_SUCH_VAR_$$': NO_SUCH_VAR_$$ is not set" \
+    -x "NO_SUCH_VAR_$$" -n 1 true
+check_usage "tnt-run sets TNT_RANK itself" -x TNT_RANK=3 -n 1 true
+check_usage "'1A' is not a variable name" -x 1A=2 -n 1 true
+end
+
+begin "--fusion-threshold, --log-level, --log-on-all-ranks"
+run --fusion-threshold 64 --log-level info --log-on-all-ranks -n 2 \
+    --output-on-all-ranks sh -c \
+    'echo "$TNT_FUSION_THRESHOLD $TNT_LOG_LEVEL $TNT_LOG_ALL_RANKS"'
+expect_rc 0
+[ "$(grep -c '^\[[01]\] 64k INFO 1$' "$OUT")" = 2 ] || fail "$(cat "$OUT")"
+check_usage "invalid --fusion-threshold '-1'" --fusion-threshold -1 -n 1 true
+check_usage "invalid --fusion-threshold '8M'" --fusion-threshold 8M -n 1 true
+check_usage "invalid --log-level 'LOUD'" --log-level LOUD -n 1 true
+end
+
+begin "--interpreter prefixes the command; '' runs it directly"
+printf 'echo "script $TNT_RANK $1"\n' >"$TMP/script.sh"
+run --interpreter "sh -e" -n 1 "$TMP/script.sh" arg1
+expect_rc 0
+[ "$(cat "$OUT")" = "[0] script 0 arg1" ] || fail "output: $(cat "$OUT")"
+run --interpreter "" -n 1 echo direct
+[ "$(cat "$OUT")" = "[0] direct" ] || fail "output: $(cat "$OUT")"
+run --python-interpreter "no-such-interp-$$" -n 1 "$TMP/script.sh"
+expect_rc 127
+expect_err "cannot execute 'no-such-interp-$$'"
+end
+
+begin "--dry-run prints every rank's command and environment, starts nothing"
+run --dry-run -x FOO=bar --fusion-threshold 8 -n 2 sh -c "touch $TMP/started"
+expect_rc 0
+[ ! -e "$TMP/started" ] || fail "something was started"
+grep -q "^host localhost (this host, no agent): ranks 0 to 1 of 2$" "$OUT" ||
+    fail "no host line: $(cat "$OUT")"
+grep -qF "  rank 1: FOO=bar TNT_FUSION_THRESHOLD=8k TNT_RANK=1 TNT_SIZE=2 TNT_LOCAL_RANK=1 TNT_LOCAL_SIZE=2 TNT_ROOT_ADDR=" "$OUT" ||
+    fail "no rank 1 line: $(cat "$OUT")"
+grep -qF "sh -c 'touch $TMP/started'" "$OUT" || fail "no command: $(cat "$OUT")"
+printf 'hostA\nhostB # second\n' >"$TMP/hf"
+run --dry-run --hostfile "$TMP/hf" --n-per-node 2 --rsh "myrsh -p 1" true
+expect_rc 0
+grep -q "^host hostB via myrsh -p 1 hostB .*tnt-run --agent: ranks 2 to 3 of 4$" "$OUT" ||
+    fail "no hostB line: $(cat "$OUT")"
+grep -q "  rank 3: .*TNT_LOCAL_RANK=1 .* true$" "$OUT" || fail "$(cat "$OUT")"
+end
+
+begin "hostfile errors"
+# Errors in the file, not on the command line: status 2, no usage hint.
+check_file() {
+    local want=$1
+    shift
+    run "$@"
+    expect_rc 2
+    expect_err "$want"
+}
+printf 'a\n# c\nb\n\n  a  \n' >"$TMP/dup"
+check_file "$TMP/dup:5: duplicate host 'a' (first on line 1)" \
+    --hostfile "$TMP/dup" true
+printf 'a slots=4\n' >"$TMP/slots"
+check_file "$TMP/slots:1: unexpected 'slots=4' after host 'a'" \
+    --hostfile "$TMP/slots" true
+printf '# nothing\n\n' >"$TMP/empty"
+check_file "names no host" --hostfile "$TMP/empty" true
+check_file "cannot read hostfile '$TMP/none'" --hostfile "$TMP/none" true
+printf 'a\nb\n' >"$TMP/two"
+check_file "-n 5 is more than the 2 host(s)" --hostfile "$TMP/two" \
+    --n-per-node 2 -n 5 true
+check_usage "--n-per-node goes with --hostfile" --n-per-node 2 -n 2 true
+check_usage "invalid --n-per-node '0'" --hostfile "$TMP/two" \
+    --devices-per-node 0 true
+end
+
+begin "a job through the agent of host 'localhost'"
+printf 'localhost\n' >"$TMP/lh"
+run --hostfile "$TMP/lh" --n-per-node 3 --output-on-all-ranks -x V=7 \
+    sh -c 'echo "$TNT_RANK $TNT_SIZE $TNT_ROOT_ADDR $V"'
+expect_rc 0
+[ "$(grep -cE '^\[[0-2]\] [0-2] 3 127\.0\.0\.1:[0-9]+ 7$' "$OUT")" = 3 ] ||
+    fail "output: $(cat "$OUT")"
+run --hostfile "$TMP/lh" --n-per-node 3 sh -c \
+    '[ "$TNT_RANK" = 2 ] && sleep 0.3 && exit 9; exec sleep 30' "$MARK-agent"
+expect_rc 9
+expect_err "rank 2 on host localhost"
+[ "$(pgrep -fc "$MARK-agent")" = 0 ] || fail "ranks left behind"
+run --hostfile "$TMP/lh" --rsh "no-such-rsh-$$" true
+expect_rc 0
+printf 'otherhost\n' >"$TMP/oh"
+run --hostfile "$TMP/oh" --rsh "no-such-rsh-$$" true
+expect_rc 127
+expect_err "cannot execute the --rsh command 'no-such-rsh-$$'"
+end
+
+begin "--bind-to core and --pin-to-socket"
+run --bind-to core --output-on-all-ranks -n 2 sh -c \
+    'grep Cpus_allowed_list /proc/self/status'
+expect_rc 0
+ncpu=$(nproc)
+lists=$(sed 's/.*:\s*//' "$OUT" | sort -u | wc -l)
+if [ "$ncpu" -ge 2 ]; then
+    [ "$lists" = 2 ] || fail "ranks share a CPU list: $(cat "$OUT")"
+fi
+grep -qE '^\[0\] Cpus_allowed_list:\s+[0-9]+$' "$OUT" ||
+    fail "rank 0 not on one CPU: $(cat "$OUT")"
+run --pin-to-socket --pin-memory-to-socket --log-level INFO -n 2 true
+expect_rc 0
+nodes=$(find /sys/devices/system/node -maxdepth 1 -name 'node[0-9]*' \
+        2>/dev/null | wc -l)
+if [ "$nodes" -le 1 ]; then
+    expect_err "this host has one NUMA node"
+fi
+check_usage "invalid --bind-to 'socket'" --bind-to socket -n 1 true
+end
+
+begin "--cleanup stops leftover ranks of a program"
+cp "$(command -v sleep)" "$TMP/$MARK-left"
+env TNT_JOB_KEY=k TNT_RANK=4 "$TMP/$MARK-left" 60 &
+BG+=($!)
+disown
+"$TMP/$MARK-left" 60 &
+BG+=($!)
+disown
+sleep 0.3
+run --cleanup "$MARK-left"
+expect_rc 0
+grep -q "found 1 rank(s) of '$MARK-left': pid [0-9]* (rank 4); sending SIGTERM" "$OUT" ||
+    fail "output: $(cat "$OUT" "$ERR")"
+kill -0 "${BG[-1]}" 2>/dev/null ||
+    fail "a process without TNT_JOB_KEY was stopped"
+env TNT_JOB_KEY=k "$TMP/$MARK-left" 60 &
+BG+=($!)
+disown
+sleep 0.3
+run --cleanup --force "$MARK-left"
+grep -q "sending SIGKILL" "$OUT" || fail "output: $(cat "$OUT")"
+run --cleanup "$MARK-left"
+grep -q "no rank of '$MARK-left' found" "$OUT" || fail "$(cat "$OUT")"
+check_usage "--force goes with --cleanup" --force -n 1 true
+kill -KILL "${BG[@]}" 2>/dev/null
+wait "${BG[@]}" 2>/dev/null
+BG=()
+end
+
 begin "--help"
 run --help
 expect_rc 0
-grep -q "^Usage: tnt-run -n N" "$OUT" || fail "no usage line: $(cat "$OUT")"
+grep -q "^Usage: tnt-run \[OPTIONS\]" "$OUT" || fail "no usage line: $(cat "$OUT")"
 grep -qi "hostfile" "$OUT" || fail "help does not mention later options"
 end
 

@@ -8,6 +8,10 @@
  * without a timeout unless a deadline (job timeout, SIGKILL after the grace
  * period) is pending. The first failure decides the exit code; the loop ends
  * only when every rank has been reaped, so no rank outlives the launcher.
+ * The same loop supervises the agents of a multi-host job, which are told to
+ * stop through their standard input ("term", "kill") because a signal to
+ * the local ssh would only cut the connection; and, in an agent, it reads
+ * those orders from the launcher.
  */
 #include "tnt-run.h"
 
@@ -15,6 +19,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -46,23 +51,52 @@ static const char *signal_name(int sig)
 
 /* The launcher's own messages go through the same stdio stream as the
  * ranks' stderr lines, so that they stay in order with them. */
-static void say(struct run_job *job, const char *text)
+void run_say(struct run_job *job, const char *fmt, ...)
 {
     if (job->err_sink == NULL)
         return;
-    fprintf(job->err_sink, "tnt-run: %s\n", text);
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(job->err_sink, "tnt-run: %s%s%s", job->host ? "host " : "",
+            job->host ? job->host : "", job->host ? ": " : "");
+    vfprintf(job->err_sink, fmt, ap);
+    fputc('\n', job->err_sink);
+    va_end(ap);
     fflush(job->err_sink);
+}
+
+static void say(struct run_job *job, const char *text)
+{
+    run_say(job, "%s", text);
+}
+
+/* Tells an agent what to do; it may be gone already (EPIPE is ignored,
+ * SIGPIPE is). */
+static void order_agent(struct run_rank *r, const char *order)
+{
+    if (r->in_w < 0)
+        return;
+    ssize_t n = write(r->in_w, order, strlen(order));
+    (void)n;
 }
 
 /* Sends sig to the process group of every rank still running. A rank that
  * is not reaped yet still holds its pid, so the group id cannot have been
- * reused by an unrelated process. */
+ * reused by an unrelated process. An agent gets the order on its stdin
+ * instead of SIGTERM, and the order as well as the signal for SIGKILL:
+ * killing the local ssh alone leaves the remote agent to notice the end of
+ * its input, which it takes as "kill" too. */
 static void signal_ranks(struct run_job *job, int sig)
 {
     for (int i = 0; i < job->nranks; i++) {
         struct run_rank *r = &job->ranks[i];
         if (!r->alive)
             continue;
+        if (r->is_agent) {
+            order_agent(r, sig == SIGKILL ? "kill\n" : "term\n");
+            if (sig != SIGKILL)
+                continue;
+        }
         if (kill(-r->pid, sig) != 0)
             kill(r->pid, sig);
     }
@@ -76,8 +110,14 @@ static void list_alive(const struct run_job *job, char *buf, size_t size)
     for (int i = 0; i < job->nranks && used < size; i++) {
         if (!job->ranks[i].alive)
             continue;
-        int n = snprintf(buf + used, size - used, "%s%d",
-                         used ? ", " : "", i);
+        const struct run_rank *r = &job->ranks[i];
+        char name[64];
+        if (r->is_agent)
+            snprintf(name, sizeof name, "%s", r->host);
+        else
+            snprintf(name, sizeof name, "%d", atoi(r->prefix + 1));
+        int n = snprintf(buf + used, size - used, "%s%s",
+                         used ? ", " : "", name);
         if (n < 0 || (size_t)n >= size - used) {
             snprintf(buf + size - 5, 5, "...");
             return;
@@ -88,18 +128,21 @@ static void list_alive(const struct run_job *job, char *buf, size_t size)
 
 /* Starts the orderly stop: SIGTERM now, SIGKILL after the grace period. The
  * first cause of a stop decides the exit code. */
-static void stop_job(struct run_job *job, int exit_code)
+void run_stop_job(struct run_job *job, int exit_code)
 {
     if (job->exit_code < 0)
         job->exit_code = exit_code;
     if (job->phase != RUN_RUNNING)
         return;
     job->phase = RUN_STOPPING;
-    job->kill_at = now_s() + RUN_GRACE_S;
+    job->kill_at = now_s() + job->grace_s;
     signal_ranks(job, SIGTERM);
 }
 
-static void kill_job(struct run_job *job)
+#define stop_job run_stop_job
+#define kill_job run_kill_job
+
+void run_kill_job(struct run_job *job)
 {
     job->phase = RUN_KILLING;
     signal_ranks(job, SIGKILL);
@@ -113,6 +156,7 @@ static void kill_job(struct run_job *job)
 static _Noreturn void exec_rank(const struct run_job *job, int rank,
                                 int out_w, int err_w, int exec_w)
 {
+    const struct run_rank *r = &job->ranks[rank];
     setpgid(0, 0);
     /* Die with the launcher. If it died before the request took effect we
      * have been reparented already and must not run at all. */
@@ -120,7 +164,7 @@ static _Noreturn void exec_rank(const struct run_job *job, int rank,
         getppid() != job->launcher_pid)
         _exit(RUN_EXIT_NOEXEC);
     int rc = 0;
-    if (dup2(job->devnull, STDIN_FILENO) < 0 ||
+    if (dup2(r->in_r >= 0 ? r->in_r : job->devnull, STDIN_FILENO) < 0 ||
         dup2(out_w, STDOUT_FILENO) < 0 || dup2(err_w, STDERR_FILENO) < 0)
         rc = -1;
     /* The launcher ignores SIGPIPE and blocks the signals it reads through
@@ -128,7 +172,10 @@ static _Noreturn void exec_rank(const struct run_job *job, int rank,
     signal(SIGPIPE, SIG_DFL);
     sigprocmask(SIG_SETMASK, &job->child_mask, NULL);
     if (rc == 0)
-        execve(job->path, job->argv, job->envs[rank]);
+        rc = run_pin_apply(r);
+    if (rc == 0)
+        execve(r->path ? r->path : job->path, r->argv ? r->argv : job->argv,
+               job->envs[rank]);
     int e = errno;
     ssize_t n = write(exec_w, &e, sizeof e);
     (void)n;
@@ -167,6 +214,9 @@ static int start_rank(struct run_job *job, int i)
     close(out[1]);
     close(err[1]);
     close(ex[1]);
+    if (r->in_r >= 0)
+        close(r->in_r);
+    r->in_r = -1;
     r->out.fd = out[0];
     r->err.fd = err[0];
 
@@ -195,21 +245,16 @@ err_close_pipes: {
 int run_job_start(struct run_job *job)
 {
     for (int i = 0; i < job->nranks; i++) {
-        struct run_rank *r = &job->ranks[i];
-        snprintf(r->prefix, sizeof r->prefix, "[%d] ", i);
-        r->out.fd = -1;
-        r->err.fd = -1;
-    }
-    for (int i = 0; i < job->nranks; i++) {
         int rc = start_rank(job, i);
         if (rc == 0)
             continue;
+        struct run_rank *r = &job->ranks[i];
         if (rc > 0)
-            fprintf(stderr, "tnt-run: cannot execute '%s': %s\n",
-                    job->argv[0], strerror(errno));
+            run_say(job, "cannot execute '%s': %s",
+                    r->argv ? r->argv[0] : job->argv[0], strerror(errno));
         else
-            fprintf(stderr, "tnt-run: cannot start rank %d: %s\n", i,
-                    strerror(errno));
+            run_say(job, "cannot start %s %d: %s", r->is_agent ? "host"
+                    : "rank", i, strerror(errno));
         run_job_cleanup(job);
         return rc > 0 ? RUN_EXIT_NOEXEC : 1;
     }
@@ -229,6 +274,53 @@ static void describe_status(int status, char *buf, size_t size)
     }
 }
 
+/* Reads what an agent that ended still had in its pipes: its last
+ * messages (an "error" or "failed" on stdout, what ssh said on stderr) say
+ * more than its exit status. Bounded, in case a descendant keeps a pipe. */
+static void drain_agent(struct run_job *job, struct run_rank *r)
+{
+    double until = now_s() + 1.0;
+    while ((r->out.fd >= 0 || r->err.fd >= 0) && now_s() < until) {
+        struct pollfd p[2] = {{.fd = r->out.fd, .events = POLLIN},
+                              {.fd = r->err.fd, .events = POLLIN}};
+        if (poll(p, 2, 200) <= 0)
+            break;
+        if (p[0].revents &&
+            run_relay_read(&r->out, r->prefix, job->out_sink) != 0)
+            job->out_sink = NULL;
+        if (p[1].revents &&
+            run_relay_read(&r->err, r->prefix, job->err_sink) != 0)
+            job->err_sink = NULL;
+    }
+}
+
+/* An agent ended: say what its host did, unless the agent reported a
+ * failed rank already (the first cause decides the exit code). */
+static void agent_exited(struct run_job *job, struct run_rank *r,
+                         int status, int code)
+{
+    char what[96];
+    drain_agent(job, r);
+    if (job->phase != RUN_RUNNING && !r->agent_failed)
+        return;
+    describe_status(status, what, sizeof what);
+    if (r->agent_failed) {
+        stop_job(job, code);
+        return;
+    }
+    if (!r->agent_ok)
+        run_say(job, "cannot start ranks on host %s: '%s' %s%s%s",
+                r->host, r->argv[0], what, r->err.last[0] ? ": " : "",
+                r->err.last);
+    else if (WIFEXITED(status) && code != 0)
+        run_say(job, "the ranks on host %s ended with status %d%s", r->host,
+                code, job->nalive > 0 ? "; stopping the other hosts" : "");
+    else
+        run_say(job, "the agent of host %s %s%s", r->host, what,
+                job->nalive > 0 ? "; stopping the other hosts" : "");
+    stop_job(job, code);
+}
+
 static void rank_exited(struct run_job *job, int i, int status)
 {
     struct run_rank *r = &job->ranks[i];
@@ -240,13 +332,25 @@ static void rank_exited(struct run_job *job, int i, int status)
     /* Once the job is being stopped, failures are its consequence. */
     if (job->phase != RUN_RUNNING)
         return;
-    char what[96], msg[192];
+    int code = WIFEXITED(status) ? WEXITSTATUS(status)
+                                 : 128 + WTERMSIG(status);
+    if (r->is_agent) {
+        agent_exited(job, r, status, code);
+        return;
+    }
+    char what[96];
     describe_status(status, what, sizeof what);
-    snprintf(msg, sizeof msg, "rank %d (pid %ld) %s%s", i, (long)r->pid,
-             what, job->nalive > 0 ? "; stopping the other ranks" : "");
-    say(job, msg);
-    stop_job(job, WIFEXITED(status) ? WEXITSTATUS(status)
-                                    : 128 + WTERMSIG(status));
+    int rank = atoi(r->prefix + 1);
+    if (job->ctl_out) {
+        /* The launcher names the rank and host and stops the others. */
+        printf(RUN_CTL_PREFIX "failed %d rank %d on host %s (pid %ld) %s\n",
+               code, rank, job->host, (long)r->pid, what);
+        fflush(stdout);
+    } else {
+        run_say(job, "rank %d (pid %ld) %s%s", rank, (long)r->pid, what,
+                job->nalive > 0 ? "; stopping the other ranks" : "");
+    }
+    stop_job(job, code);
 }
 
 /* Reaps every rank that has exited. Each is first only looked at (WNOWAIT):
@@ -318,8 +422,9 @@ static void check_deadlines(struct run_job *job, double start, double now)
     } else if (job->phase == RUN_STOPPING && now >= job->kill_at) {
         list_alive(job, list, sizeof list);
         snprintf(msg, sizeof msg,
-                 "ranks %s still running %g s after SIGTERM; sending SIGKILL",
-                 list, RUN_GRACE_S);
+                 "%s %s still running %g s after SIGTERM; sending SIGKILL",
+                 job->ranks[0].is_agent ? "hosts" : "ranks", list,
+                 job->grace_s);
         say(job, msg);
         kill_job(job);
     }
@@ -360,14 +465,42 @@ static void output_failed(struct run_job *job, FILE **sink)
     stop_job(job, e == EPIPE ? 128 + SIGPIPE : 1);
 }
 
-/* Fills fds with the signalfd and every open output pipe; streams[k] is
- * the stream of fds[k] (NULL for the signalfd), rank_idx[k] its rank. */
+/* An agent reads the launcher's orders: "term" stops the ranks in order,
+ * "kill" (or the end of the input: the launcher or the connection is gone)
+ * kills them. */
+static void read_orders(struct run_job *job)
+{
+    char line[64];
+    ssize_t n = run_read_line(job->ctl_in, line, sizeof line);
+    if (n > 0 && strcmp(line, "term") == 0) {
+        stop_job(job, 128 + SIGTERM);
+        return;
+    }
+    if (n > 0 && strcmp(line, "kill") != 0)
+        return;
+    if (n <= 0)
+        job->ctl_in = -1;
+    if (job->exit_code < 0)
+        job->exit_code = 128 + SIGKILL;
+    if (job->phase != RUN_KILLING)
+        kill_job(job);
+}
+
+/* Fills fds with the signalfd, the order channel and every open output
+ * pipe; streams[k] is the stream of fds[k] (NULL for the signalfd and the
+ * orders), rank_idx[k] its rank (-1 for the orders). */
 static nfds_t gather_fds(struct run_job *job, struct pollfd *fds,
                          struct run_stream **streams, int *rank_idx)
 {
     nfds_t n = 0;
     fds[n] = (struct pollfd){.fd = job->sigfd, .events = POLLIN};
+    rank_idx[n] = 0;
     streams[n++] = NULL;
+    if (job->ctl_in >= 0) {
+        fds[n] = (struct pollfd){.fd = job->ctl_in, .events = POLLIN};
+        rank_idx[n] = -1;
+        streams[n++] = NULL;
+    }
     for (int i = 0; i < job->nranks; i++) {
         struct run_stream *two[2] = {&job->ranks[i].out, &job->ranks[i].err};
         for (int k = 0; k < 2; k++) {
@@ -391,7 +524,7 @@ static int streams_open(const struct run_job *job)
 
 int run_job_supervise(struct run_job *job)
 {
-    size_t max = 1 + 2 * (size_t)job->nranks;
+    size_t max = 2 + 2 * (size_t)job->nranks;
     struct pollfd *fds = calloc(max, sizeof *fds);
     struct run_stream **streams = calloc(max, sizeof *streams);
     int *rank_idx = calloc(max, sizeof *rank_idx);
@@ -423,13 +556,20 @@ int run_job_supervise(struct run_job *job)
             if (fds[k].revents == 0)
                 continue;
             if (streams[k] == NULL) {
-                read_signals(job);
+                if (rank_idx[k] < 0)
+                    read_orders(job);
+                else
+                    read_signals(job);
                 continue;
             }
             struct run_rank *r = &job->ranks[rank_idx[k]];
             FILE **sink = streams[k] == &r->out ? &job->out_sink
                                                 : &job->err_sink;
-            if (run_relay_read(streams[k], r->prefix, *sink) != 0)
+            FILE *to = *sink;
+            /* Other ranks' stdout is drained so that they never block. */
+            if (streams[k] == &r->out && !r->show_out)
+                to = NULL;
+            if (run_relay_read(streams[k], r->prefix, to) != 0)
                 output_failed(job, sink);
         }
     }
@@ -445,6 +585,9 @@ void run_job_cleanup(struct run_job *job)
     signal_ranks(job, SIGKILL);
     for (int i = 0; i < job->nranks; i++) {
         struct run_rank *r = &job->ranks[i];
+        if (r->in_w >= 0)
+            close(r->in_w);
+        r->in_w = -1;
         if (r->alive) {
             int status;
             while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR) {
@@ -452,7 +595,8 @@ void run_job_cleanup(struct run_job *job)
             r->alive = 0;
             job->nalive--;
         }
-        FILE *out = job->out_sink, *err = job->err_sink;
+        FILE *out = r->show_out ? job->out_sink : NULL;
+        FILE *err = job->err_sink;
         if (run_relay_close(&r->out, r->prefix, out) != 0)
             job->out_sink = NULL;
         if (run_relay_close(&r->err, r->prefix, err) != 0)

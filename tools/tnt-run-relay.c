@@ -5,7 +5,9 @@
  * launcher is the only writer of its streams and writes one rank's complete
  * lines at a time, so lines of different ranks can never mix, however the
  * ranks split their writes. A line longer than RELAY_MAX_LINE is cut into
- * pieces of that size so that memory stays bounded.
+ * pieces of that size so that memory stays bounded. On an agent's stdout,
+ * the agent's own messages to the launcher are taken out of the stream and
+ * handed to a callback instead.
  */
 #include "tnt-run.h"
 
@@ -28,6 +30,30 @@ static void emit_line(FILE *sink, const char *prefix, const char *data,
         fputc('\n', sink);
 }
 
+/* Keeps a copy of the line for error messages, and hands an agent's
+ * message to its callback. Returns 1 when the line was such a message. */
+static int look_at_line(struct run_stream *s, const char *data, size_t len)
+{
+    size_t plen = strlen(RUN_CTL_PREFIX);
+    size_t n = len;
+    if (n > 0 && data[n - 1] == '\n')
+        n--;
+    if (s->on_ctl != NULL && n >= plen &&
+        memcmp(data, RUN_CTL_PREFIX, plen) == 0) {
+        char msg[512];
+        size_t m = n - plen < sizeof msg - 1 ? n - plen : sizeof msg - 1;
+        memcpy(msg, data + plen, m);
+        msg[m] = '\0';
+        s->on_ctl(s->ctl_arg, msg);
+        return 1;
+    }
+    if (n > sizeof s->last - 1)
+        n = sizeof s->last - 1;
+    memcpy(s->last, data, n);
+    s->last[n] = '\0';
+    return 0;
+}
+
 /* Writes every complete line of s (and, if force, the partial rest too),
  * keeps the rest for later and flushes the sink. */
 static int emit_lines(struct run_stream *s, const char *prefix, FILE *sink,
@@ -41,13 +67,14 @@ static int emit_lines(struct run_stream *s, const char *prefix, FILE *sink,
         if (nl == NULL)
             break;
         size_t end = (size_t)(nl - s->data) + 1;
-        if (sink != NULL)
+        if (!look_at_line(s, s->data + start, end - start) && sink != NULL)
             emit_line(sink, prefix, s->data + start, end - start, 1);
         start = end;
     }
     /* A buffer full of one line cannot grow further: cut the line here. */
     if (s->len > start && (force || s->len - start >= RELAY_MAX_LINE)) {
-        if (sink != NULL)
+        if (!look_at_line(s, s->data + start, s->len - start) &&
+            sink != NULL)
             emit_line(sink, prefix, s->data + start, s->len - start, 0);
         start = s->len;
     }

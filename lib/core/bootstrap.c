@@ -18,6 +18,7 @@
 
 #include "core/bootstrap.h"
 #include "core/error.h"
+#include "core/ifname.h"
 #include "core/log.h"
 #include "core/sockaddr.h"
 
@@ -151,7 +152,7 @@ static tnt_result_t root_serve(const tnt_boot_args_t *a, int lfd,
 static tnt_result_t root_bootstrap(const tnt_boot_args_t *a,
                                    const struct sockaddr_storage *ss,
                                    socklen_t sl, tnt_boot_entry_t *table,
-                                   double deadline)
+                                   double deadline, const char *if_ip)
 {
     int lfd = make_socket(ss->ss_family);
     if (lfd < 0)
@@ -169,7 +170,9 @@ static tnt_result_t root_bootstrap(const tnt_boot_args_t *a,
     tnt__sockaddr_ip((const struct sockaddr *)ss, ip, sizeof(ip));
     /* A wildcard root address says nothing about which interface the
      * other ranks use; loopback is right for one host. */
-    if (strcmp(ip, "0.0.0.0") == 0)
+    if (*if_ip)
+        snprintf(ip, sizeof(ip), "%s", if_ip);
+    else if (strcmp(ip, "0.0.0.0") == 0)
         snprintf(ip, sizeof(ip), "127.0.0.1");
     else if (strcmp(ip, "::") == 0)
         snprintf(ip, sizeof(ip), "::1");
@@ -221,7 +224,7 @@ static tnt_result_t connect_root(const tnt_boot_args_t *a,
 static tnt_result_t client_bootstrap(const tnt_boot_args_t *a,
                                      const struct sockaddr_storage *ss,
                                      socklen_t sl, tnt_boot_entry_t *table,
-                                     double deadline)
+                                     double deadline, const char *if_ip)
 {
     int fd = -1;
     TNT_CHECK(connect_root(a, ss, sl, deadline, &fd));
@@ -230,6 +233,8 @@ static tnt_result_t client_bootstrap(const tnt_boot_args_t *a,
     getsockname(fd, (struct sockaddr *)&me, &ml);
     char ip[64];
     tnt__sockaddr_ip((struct sockaddr *)&me, ip, sizeof(ip));
+    if (*if_ip)
+        snprintf(ip, sizeof(ip), "%s", if_ip);
 
     boot_register_t reg;
     memset(&reg, 0, sizeof(reg));
@@ -286,6 +291,35 @@ out_close:
     return rc;
 }
 
+/* TNT_SOCKET_IFNAME: the data listener of this rank binds to the address
+ * of the interface it selects instead of the one the route to rank 0
+ * happens to use. Rank 0 also binds its rendezvous there when
+ * TNT_ROOT_ADDR names the wildcard address, keeping the port. */
+static tnt_result_t pick_interface(const tnt_boot_args_t *a,
+                                   struct sockaddr_storage *ss,
+                                   socklen_t *sl, char *if_ip, size_t len)
+{
+    const char *spec = getenv("TNT_SOCKET_IFNAME");
+    if (spec == NULL || *spec == '\0')
+        return TNT_SUCCESS;
+    char err[768], name[64];
+    if (tnt__ifname_pick(spec, if_ip, len, name, sizeof(name), err,
+                         sizeof(err)) != 0)
+        return tnt__error(TNT_ERR_CONFIG, "rank %d: %s", a->rank, err);
+    char ip[64];
+    tnt__sockaddr_ip((const struct sockaddr *)ss, ip, sizeof(ip));
+    if (a->rank == 0 && (strcmp(ip, "0.0.0.0") == 0 ||
+                         strcmp(ip, "::") == 0)) {
+        int port = ntohs(((const struct sockaddr_in *)ss)->sin_port);
+        if (ss->ss_family == AF_INET6)
+            port = ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+        TNT_CHECK(tnt__sockaddr_parse_ip(if_ip, port, ss, sl));
+    }
+    TNT_LOG_INFO("TNT_SOCKET_IFNAME=%s: listening on %s (%s)", spec, if_ip,
+                 name);
+    return TNT_SUCCESS;
+}
+
 tnt_result_t tnt__bootstrap(const tnt_boot_args_t *a,
                             tnt_boot_entry_t *table)
 {
@@ -293,8 +327,10 @@ tnt_result_t tnt__bootstrap(const tnt_boot_args_t *a,
     socklen_t sl;
     TNT_CHECK(tnt__sockaddr_parse_hostport("TNT_ROOT_ADDR", a->root_addr,
                                            &ss, &sl));
+    char if_ip[64] = "";
+    TNT_CHECK(pick_interface(a, &ss, &sl, if_ip, sizeof(if_ip)));
     double deadline = tnt__now() + a->timeout_s;
     if (a->rank == 0)
-        return root_bootstrap(a, &ss, sl, table, deadline);
-    return client_bootstrap(a, &ss, sl, table, deadline);
+        return root_bootstrap(a, &ss, sl, table, deadline, if_ip);
+    return client_bootstrap(a, &ss, sl, table, deadline, if_ip);
 }
