@@ -48,6 +48,7 @@ typedef struct bench_fusion_opts {
     int sweep;          /* --sweep: a row per threshold of a fixed list */
     int dry_run;        /* --dry-run: print the bucket plan only */
     int contiguous;     /* --contiguous: gradients in one arena */
+    int sleep_compute;  /* --compute sleep: an accelerator computes */
 } bench_fusion_opts_t;
 
 typedef struct bench_opts {

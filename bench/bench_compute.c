@@ -11,11 +11,17 @@
  *      for a number of steps proportional to the tensor's size: X
  *      microseconds per MiB at the rate calibrated at startup.
  *
+ * With --compute sleep, step 2 is a sleep instead: the backprop of a GPU,
+ * which leaves the CPU to the communication (the setting of real training
+ * on accelerators).
+ *
  * The rate is calibrated with every rank running the loop at once, so X
  * means microseconds per MiB under the load of a backprop on every rank
  * (on an oversubscribed host, each rank's share of a core).
  */
+#include <errno.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "bench_fusion.h"
 #include "datagen.h"
@@ -61,13 +67,31 @@ void fu_plan_compute(fu_t *c)
 {
     for (size_t i = 0; i < c->m.n; i++) {
         double mib = (double)c->m.desc[i].count * 4.0 / (1024.0 * 1024.0);
-        c->spin[i] = (uint64_t)(c->spin_per_us * c->us_per_mib * mib + 0.5);
+        if (c->o->fu.sleep_compute)
+            c->sleep_s[i] = c->us_per_mib * mib * 1e-6;
+        else
+            c->spin[i] = (uint64_t)(c->spin_per_us * c->us_per_mib * mib +
+                                    0.5);
     }
+}
+
+/* --compute sleep: the backprop runs on an accelerator, as in training on
+ * GPUs; the CPU only waits for it, and is free for communication. */
+static void sleep_for(double s)
+{
+    if (s <= 0.0)
+        return;
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
 }
 
 void fu_compute(const fu_t *c, size_t i)
 {
     tnt_gen_fill(c->grad[i], c->m.desc[i].count, TNT_F32, c->op,
                  c->seed[i], c->rank);
-    fu_spin(c->spin[i]);
+    if (c->sleep_s)
+        sleep_for(c->sleep_s[i]);
+    else
+        fu_spin(c->spin[i]);
 }

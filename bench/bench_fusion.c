@@ -103,6 +103,9 @@ static void setup(fu_t *c)
     c->grad = calloc(n, sizeof *c->grad);
     c->seed = calloc(n, sizeof *c->seed);
     c->spin = calloc(n, sizeof *c->spin);
+    if (c->o->fu.sleep_compute &&
+        !(c->sleep_s = calloc(n, sizeof *c->sleep_s)))
+        oom(c);
     c->req = calloc(n, sizeof *c->req);
     if (!c->grad || !c->seed || !c->spin || !c->req)
         oom(c);
@@ -468,6 +471,7 @@ int bench_fusion_run(const bench_opts_t *o)
     free(c.grad);
     free(c.seed);
     free(c.spin);
+    free(c.sleep_s);
     free(c.req);
     free(c.pack);
     bench_model_free(&c.m);

@@ -47,6 +47,7 @@ typedef struct fu {
     unsigned char *arena;  /* --contiguous: every gradient, backprop order */
     uint64_t *seed;        /* datagen seed of tensor i */
     uint64_t *spin;        /* arithmetic loop iterations of tensor i */
+    double *sleep_s;       /* --compute sleep: seconds before tensor i */
     tnt_request_t *req;    /* FU_PER_TENSOR's requests */
     unsigned char *pack;   /* FU_ONE_SHOT's buffer, only while it runs */
     double spin_per_us;    /* calibrated rate of the arithmetic loop */
@@ -71,7 +72,8 @@ void fu_spin(uint64_t iters);
 /** Measure the loop's rate with every rank running it at once (the load
  *  of a backprop); sets c->spin_per_us to the mean over ranks. */
 void fu_calibrate(fu_t *c);
-/** Set c->spin from c->us_per_mib and the calibrated rate. */
+/** Set c->spin (or c->sleep_s) from c->us_per_mib and the calibrated
+ *  rate. */
 void fu_plan_compute(fu_t *c);
 /** The emulated computation of gradient i: write it, then the loop. */
 void fu_compute(const fu_t *c, size_t i);

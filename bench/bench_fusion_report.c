@@ -59,11 +59,17 @@ void fu_print_header(const fu_t *c)
     if (!o->fu.sweep && o->fu.threshold == TNT_FUSION_DEFAULT)
         printf("# threshold: library default (TNT_FUSION_THRESHOLD=%s)\n",
                env_or("TNT_FUSION_THRESHOLD", "unset: 32k"));
-    printf("# compute before each gradient: write it (datagen values; all "
-           "gradients: %.1f ms) + arithmetic loop (dependent 64-bit "
-           "multiply-adds, %.0f steps/us per rank, calibrated with all %d "
-           "ranks busy) at X = %.3f us/MiB\n", c->fill_s * 1e3,
-           c->spin_per_us, c->nranks, c->us_per_mib);
+    if (o->fu.sleep_compute)
+        printf("# compute before each gradient: write it (datagen values; "
+               "all gradients: %.1f ms) + a sleep (an accelerator's "
+               "backprop; the CPU is free) at X = %.3f us/MiB\n",
+               c->fill_s * 1e3, c->us_per_mib);
+    else
+        printf("# compute before each gradient: write it (datagen values; "
+               "all gradients: %.1f ms) + arithmetic loop (dependent 64-bit "
+               "multiply-adds, %.0f steps/us per rank, calibrated with all "
+               "%d ranks busy) at X = %.3f us/MiB\n", c->fill_s * 1e3,
+               c->spin_per_us, c->nranks, c->us_per_mib);
     if (c->allreduce_s >= 0.0 && c->us_per_mib > 0.0)
         printf("# X chosen so that compute ~ 1.5 x one allreduce of all "
                "gradients (%.1f ms, measured at startup); set it with "
@@ -134,11 +140,13 @@ void fu_write_json(const fu_t *c, const fu_row_t *rows, size_t nrows,
             "  \"model\": \"%s\",\n  \"tensors\": %zu,\n  \"params\": %zu,\n"
             "  \"bytes\": %zu,\n  \"contiguous\": %s,\n  \"op\": \"%s\",\n"
             "  \"iters\": %d,\n  \"warmup\": %d,\n  \"check\": %s,\n"
+            "  \"compute\": \"%s\",\n"
             "  \"compute_us_per_mib\": %.6f,\n  \"spin_steps_per_us\": %.3f,"
             "\n  \"fill_ms\": %.3f,\n  \"startup_allreduce_ms\": ",
             c->nranks, c->m.label, c->m.n, c->m.params, c->m.bytes,
             o->fu.contiguous ? "true" : "false", bench_op_name(c->op),
-            o->iters, o->warmup, o->check ? "true" : "false", c->us_per_mib,
+            o->iters, o->warmup, o->check ? "true" : "false",
+            o->fu.sleep_compute ? "sleep" : "spin", c->us_per_mib,
             c->spin_per_us, c->fill_s * 1e3);
     if (c->allreduce_s >= 0.0)
         fprintf(f, "%.3f,\n", c->allreduce_s * 1e3);

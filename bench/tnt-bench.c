@@ -89,6 +89,9 @@ static void usage(FILE *f)
 "  --sweep              thresholds 0 4k 32k 256k 1M 8M all; best marked\n"
 "  --compute-us-per-mb X  emulated compute, microseconds per MiB of\n"
 "                       gradient (default: 1.5 x one allreduce of all)\n"
+"  --compute spin|sleep the emulated backprop runs on the CPU (spin, the\n"
+"                       default) or on an accelerator (sleep: the CPU\n"
+"                       is free for communication meanwhile)\n"
 "  --contiguous         all gradients in one arena (default: one\n"
 "                       allocation per tensor)\n"
 "  --dry-run            print the bucket plan and exit\n"
@@ -156,7 +159,7 @@ enum {
     OPT_SIZE = 256, OPT_INPLACE, OPT_OUTPLACE, OPT_JSON,
     /* Options of `tnt-bench fusion` only. */
     OPT_MODEL, OPT_THRESHOLD, OPT_SWEEP, OPT_COMPUTE, OPT_CONTIGUOUS,
-    OPT_DRY_RUN,
+    OPT_DRY_RUN, OPT_COMPUTE_KIND,
 };
 
 /* The name of an option that applies to one benchmark only, for the
@@ -178,6 +181,7 @@ static const char *side_option_name(int c)
     case OPT_COMPUTE: return "--compute-us-per-mb";
     case OPT_CONTIGUOUS: return "--contiguous";
     case OPT_DRY_RUN: return "--dry-run";
+    case OPT_COMPUTE_KIND: return "--compute";
     default: return NULL;
     }
 }
@@ -220,6 +224,12 @@ static int fusion_option(int c, const char *arg, bench_fusion_opts_t *fu)
         return 1;
     case OPT_CONTIGUOUS:
         fu->contiguous = 1;
+        return 1;
+    case OPT_COMPUTE_KIND:
+        if (strcmp(arg, "spin") != 0 && strcmp(arg, "sleep") != 0)
+            usage_error("--compute '%s' is invalid; expected spin (the CPU "
+                        "computes) or sleep (an accelerator does)", arg);
+        fu->sleep_compute = strcmp(arg, "sleep") == 0;
         return 1;
     case OPT_DRY_RUN:
         fu->dry_run = 1;
@@ -284,6 +294,7 @@ static void parse_args(int argc, char **argv, bench_opts_t *o)
         {"threshold", required_argument, NULL, OPT_THRESHOLD},
         {"sweep", no_argument, NULL, OPT_SWEEP},
         {"compute-us-per-mb", required_argument, NULL, OPT_COMPUTE},
+        {"compute", required_argument, NULL, OPT_COMPUTE_KIND},
         {"contiguous", no_argument, NULL, OPT_CONTIGUOUS},
         {"dry-run", no_argument, NULL, OPT_DRY_RUN},
         {"help", no_argument, NULL, 'h'},

@@ -171,12 +171,46 @@ static void unlink_all(struct tnt_comm *comm, struct tnt_request *req)
     req->all_next = req->all_prev = NULL;
 }
 
+static void undefer(struct tnt_comm *comm, struct tnt_request *req)
+{
+    struct tnt_request *prev = NULL;
+    for (struct tnt_request *r = comm->deferred_head; r;
+         prev = r, r = r->defer_next) {
+        if (r != req)
+            continue;
+        if (prev)
+            prev->defer_next = r->defer_next;
+        else
+            comm->deferred_head = r->defer_next;
+        if (comm->deferred_tail == r)
+            comm->deferred_tail = prev;
+        break;
+    }
+    req->deferred = 0;
+    req->defer_next = NULL;
+}
+
+void tnt__engine_run_deferred(struct tnt_comm *comm)
+{
+    while (comm->deferred_head) {
+        struct tnt_request *req = comm->deferred_head;
+        comm->deferred_head = req->defer_next;
+        if (!comm->deferred_head)
+            comm->deferred_tail = NULL;
+        req->deferred = 0;
+        req->defer_next = NULL;
+        tnt__run_ready(comm, req);
+    }
+}
+
 static void finish(struct tnt_request *req, tnt_result_t rc)
 {
     struct tnt_comm *comm = req->comm;
     if (req->result != TNT_INPROGRESS)
         return;
     req->result = rc;
+    if (req->deferred) /* it may be freed once finished */
+        undefer(comm, req);
     if (req->active) {
         if (req->prev)
             req->prev->next = req->next;
@@ -694,7 +728,21 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
                 tnt__report_mismatch(comm, req, &u->hdr, i);
                 break;
             }
-    tnt__run_ready(comm, req);
+    if (flags & TNT_POST_DEFER) {
+        if (req->result == TNT_INPROGRESS) {
+            req->deferred = 1;
+            if (comm->deferred_tail)
+                comm->deferred_tail->defer_next = req;
+            else
+                comm->deferred_head = req;
+            comm->deferred_tail = req;
+            /* The poller starts it: get it out of epoll_wait. */
+            if (comm->polling)
+                tnt__progress_wake(comm);
+        }
+    } else {
+        tnt__run_ready(comm, req);
+    }
     tnt__engine_reap(comm);
     if (!(flags & TNT_POST_WAIT_NEXT) && req->result == TNT_INPROGRESS)
         tnt__progress_unpark(comm);

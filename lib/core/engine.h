@@ -132,6 +132,8 @@ struct tnt_request {
     tnt_result_t result;       /* TNT_INPROGRESS until done */
     double deadline;
     int active;                /* on the comm's active list */
+    int deferred;              /* on the comm's deferred list */
+    struct tnt_request *defer_next;
     int detached;              /* user freed it before completion */
 };
 
@@ -183,6 +185,7 @@ struct tnt_comm {
     struct tnt_request *active_head, *active_tail;
     struct tnt_request *all_head;
     struct tnt_request *reap_head;
+    struct tnt_request *deferred_head, *deferred_tail; /* to start */
     tnt_watch_t **watches;     /* by fd */
     int watches_cap;
     size_t unexp_bytes;
@@ -208,7 +211,11 @@ void tnt__engine_fill_env(struct tnt_comm *comm);
 enum {
     /** The caller waits for the request right away (blocking call): leave
      *  the progress thread parked, the waiting thread drives progress. */
-    TNT_POST_WAIT_NEXT = 1
+    TNT_POST_WAIT_NEXT = 1,
+    /** Run nothing on the caller's thread: the poller starts the
+     *  collective (fusion: ready() must return at once, whatever early
+     *  messages wait to be copied and reduced). */
+    TNT_POST_DEFER = 2
 };
 
 /** Post a collective (builds its schedule); on success *req is active. */
@@ -234,6 +241,8 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
  *  full mesh of sockets would cost more than it tells). */
 #define TNT_EAGER_CONNECT_MAX 64
 void tnt__engine_connect_all(struct tnt_comm *comm);
+/** Start the collectives posted with TNT_POST_DEFER. Lock held. */
+void tnt__engine_run_deferred(struct tnt_comm *comm);
 /** Release a request (detaches it if unfinished). */
 void tnt__engine_release(struct tnt_request *req);
 /** Fail everything in flight with rc, close all connections. Lock held. */

@@ -204,6 +204,10 @@ void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
     struct epoll_event evs[MAX_EVENTS];
     comm->polling = 1;
     comm->thread_polling = is_thread;
+    if (comm->deferred_head) {
+        tnt__engine_run_deferred(comm);
+        timeout_ms = 0; /* what they started may need more at once */
+    }
     pthread_mutex_unlock(&comm->lock);
     int n = epoll_wait(comm->epfd, evs, MAX_EVENTS, timeout_ms);
     int err = errno;

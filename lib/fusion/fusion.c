@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "core/comm.h"
+#include "core/engine.h"
 #include "core/error.h"
 #include "core/param.h"
 #include "fusion/fusion_internal.h"
@@ -69,8 +70,12 @@ static void post_bucket(tnt_fusion_t f, size_t k)
             off += f->t[j].bytes;
         }
     }
-    tnt_result_t rc = tnt_iallreduce(f->comm, TNT_IN_PLACE, buf, b->count,
-                                     b->dtype, f->op, &f->req[k]);
+    /* Deferred: ready() returns at once; the progress thread sends, copies
+     * early messages and reduces (arguments were checked at create). */
+    tnt_coll_args_t a = tnt__coll_args(f->comm, TNT_COLL_ALLREDUCE,
+                                       b->count, b->dtype, f->op, 0, 1);
+    tnt_result_t rc = tnt__engine_post(f->comm, &a, buf, buf,
+                                       TNT_POST_DEFER, &f->req[k]);
     if (rc != TNT_SUCCESS) {
         f->req[k] = NULL;
         fail(f, rc);
