@@ -8,6 +8,7 @@ build=${1:-build}
 [ $# -gt 0 ] && shift
 
 packages="build-essential meson ninja-build pkg-config libcunit1-dev abigail-tools
+          zlib1g-dev python3-numpy python3-sklearn python3-torch
           libibverbs-dev librdmacm-dev libnuma-dev libhwloc-dev"
 missing=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' $packages 2>/dev/null \
           | awk '$1 != "ii" {print $2}'; \
