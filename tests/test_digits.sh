@@ -23,7 +23,8 @@ set -u
 usage="usage: test_digits.sh PATH-TO-TNT-RUN PATH-TO-DIGITS_TRAIN"
 RUN=${1:?$usage}
 PROG=${2:?$usage}
-DATA=${DIGITS_DATA:-/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz}
+SKLEARN_DATA=/usr/lib/python3/dist-packages/sklearn/datasets/data
+DATA=${DIGITS_DATA:-$SKLEARN_DATA/digits.csv.gz}
 if [ ! -r "$DATA" ]; then
     echo "test_digits.sh: SKIP: $DATA is missing (apt-get install" \
          "python3-sklearn, or set DIGITS_DATA)"

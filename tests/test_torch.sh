@@ -5,8 +5,8 @@
 # DistributedDataParallel (gloo backend, 4 ranks) on the same data, seed
 # and order to a relative 1e-5 per tensor (norm of the difference over
 # norm of the tensor); backward hands every gradient to the fusion ABI
-# before step(); every rank ends with bitwise the same parameters (the example
-# checks it); the BatchNorm warning and master-only save work.
+# before step(); every rank ends with bitwise the same parameters (the
+# example checks it); the BatchNorm warning and master-only save work.
 #
 # Why 1e-5 and not equality: the runs add the same gradients in different
 # orders (per rank, then across ranks; DDP's buckets; BLAS blocking that
@@ -24,7 +24,8 @@ PY=${1:?$usage}
 RUN=${2:?$usage}
 BUILD=${3:?$usage}
 SRC=${4:?$usage}
-DATA=${DIGITS_DATA:-/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz}
+SKLEARN_DATA=/usr/lib/python3/dist-packages/sklearn/datasets/data
+DATA=${DIGITS_DATA:-$SKLEARN_DATA/digits.csv.gz}
 if ! "$PY" -c "import torch, numpy" 2>/dev/null; then
     echo "test_torch.sh: SKIP: $PY cannot import torch and numpy" \
          "(apt-get install python3-torch python3-numpy)"
