@@ -1,0 +1,191 @@
+"""tntcomm: Python binding of libtntcomm, with Tarantella's rank API.
+
+    import tntcomm as tnt
+    rank, size = tnt.get_rank(), tnt.get_size()
+    total = tnt.allreduce(np.arange(4.0))       # a new array
+    tnt.allreduce(grads, op="avg", inplace=True)  # in place
+    tnt.broadcast(weights, root=tnt.get_master_rank(), inplace=True)
+
+The world communicator is created from the launcher's environment
+(tnt-run sets TNT_RANK, TNT_SIZE, ...) on first use, or by init(), and
+freed at exit or by finalize(). Every failing call raises TntError, whose
+message is the library's own (tnt_last_error()). The binding is a thin
+ctypes layer (see docs/frontends.md for why): each call goes straight to
+the C function on the array's memory, without copies for in-place calls.
+"""
+import atexit
+import ctypes
+import weakref
+
+import numpy as np
+
+from . import _lib
+from ._lib import lib
+
+__all__ = ["TntError", "init", "finalize", "get_rank", "get_size",
+           "get_master_rank", "is_master_rank", "allreduce", "broadcast",
+           "barrier", "micro_batch", "Fusion", "version", "SUM", "AVG",
+           "PROD", "MIN", "MAX"]
+
+SUM, AVG, PROD, MIN, MAX = "sum", "avg", "prod", "min", "max"
+_OPS = {"sum": _lib.SUM, "avg": _lib.AVG, "prod": _lib.PROD,
+        "min": _lib.MIN, "max": _lib.MAX}
+
+# numpy dtype -> tnt_dtype_t. bfloat16 has no numpy type.
+_DTYPES = {np.dtype(np.float32): _lib.F32, np.dtype(np.float64): _lib.F64,
+           np.dtype(np.float16): _lib.F16, np.dtype(np.int8): _lib.I8,
+           np.dtype(np.uint8): _lib.U8, np.dtype(np.int32): _lib.I32,
+           np.dtype(np.uint32): _lib.U32, np.dtype(np.int64): _lib.I64,
+           np.dtype(np.uint64): _lib.U64}
+
+
+class TntError(RuntimeError):
+    """A libtntcomm call failed. `code` is the tnt_result_t value, `name`
+    its text (tnt_strerror) and str(e) the library's detailed message."""
+
+    def __init__(self, call, code):
+        self.call = call
+        self.code = code
+        self.name = lib.tnt_strerror(code).decode(errors="replace")
+        detail = lib.tnt_last_error().decode(errors="replace")
+        super().__init__("%s: %s: %s" % (call, self.name, detail)
+                         if detail else "%s: %s" % (call, self.name))
+
+
+def _check(call, rc):
+    if rc != 0:
+        raise TntError(call, rc)
+
+
+_comm = None
+# Fusion contexts alive on the communicator: finalize() frees them first,
+# since a context must not outlive the communicator it reduces on.
+_fusions = weakref.WeakSet()
+
+
+def init():
+    """Create the world communicator (collective over all ranks). Called
+    implicitly by the first function that needs it."""
+    global _comm
+    if _comm is None:
+        handle = ctypes.c_void_p()
+        _check("tnt_comm_init_from_env",
+               lib.tnt_comm_init_from_env(ctypes.byref(handle)))
+        _comm = handle
+    return _comm
+
+
+def finalize():
+    """Free the world communicator; a later call creates a new one."""
+    global _comm
+    for fusion in list(_fusions):
+        fusion.free()
+    if _comm is not None:
+        comm, _comm = _comm, None
+        _check("tnt_comm_free", lib.tnt_comm_free(comm))
+
+
+atexit.register(finalize)
+
+
+def _int_query(name):
+    out = ctypes.c_int()
+    _check(name, getattr(lib, name)(init(), ctypes.byref(out)))
+    return out.value
+
+
+def get_rank():
+    return _int_query("tnt_comm_rank")
+
+
+def get_size():
+    return _int_query("tnt_comm_size")
+
+
+def get_master_rank():
+    return _int_query("tnt_comm_master_rank")
+
+
+def is_master_rank():
+    return bool(_int_query("tnt_comm_is_master"))
+
+
+def version():
+    v = [ctypes.c_int() for _ in range(3)]
+    lib.tnt_get_version(*[ctypes.byref(x) for x in v])
+    return tuple(x.value for x in v)
+
+
+def _dtype_of(array):
+    try:
+        return _DTYPES[array.dtype]
+    except KeyError:
+        raise TypeError("tntcomm: dtype %s is not supported; use one of %s"
+                        % (array.dtype, ", ".join(sorted(
+                            str(d) for d in _DTYPES)))) from None
+
+
+def _op_of(op):
+    try:
+        return _OPS[op.lower() if isinstance(op, str) else op]
+    except (KeyError, AttributeError):
+        raise ValueError("tntcomm: unknown op %r; expected one of %s"
+                         % (op, ", ".join(_OPS))) from None
+
+
+def _target(array, inplace, what):
+    """The array the C call writes: the argument itself in place (which
+    must then be a writeable C-contiguous numpy array), else a copy."""
+    if inplace:
+        if not isinstance(array, np.ndarray):
+            raise TypeError("tntcomm: %s in place needs a numpy array, not "
+                            "%s" % (what, type(array).__name__))
+        if not array.flags.c_contiguous or not array.flags.writeable:
+            raise ValueError("tntcomm: %s in place needs a writeable "
+                             "C-contiguous array" % what)
+        return array
+    return np.array(array, copy=True, order="C")
+
+
+def allreduce(array, op=SUM, inplace=False):
+    """Reduce `array` element-wise over all ranks with op (sum, avg, prod,
+    min, max). Returns a new array, or `array` itself with inplace=True."""
+    code = _op_of(op)
+    out = _target(array, inplace, "allreduce")
+    dtype = _dtype_of(out)
+    _check("tnt_allreduce",
+           lib.tnt_allreduce(init(), _lib.IN_PLACE, out.ctypes.data,
+                             out.size, dtype, code))
+    return out
+
+
+def broadcast(array, root=0, inplace=False):
+    """Copy root's `array` to every rank. Returns a new array, or `array`
+    itself with inplace=True."""
+    out = _target(array, inplace, "broadcast")
+    dtype = _dtype_of(out)
+    if not isinstance(root, int):
+        raise TypeError("tntcomm: root must be an int, not %s"
+                        % type(root).__name__)
+    _check("tnt_broadcast",
+           lib.tnt_broadcast(init(), out.ctypes.data, out.size, dtype, root))
+    return out
+
+
+def barrier():
+    _check("tnt_barrier", lib.tnt_barrier(init()))
+
+
+def micro_batch(global_batch, rank=None, size=None):
+    """Tarantella's split of a global batch: (offset, count) of this
+    rank's samples (tnt_micro_batch)."""
+    rank = get_rank() if rank is None else rank
+    size = get_size() if size is None else size
+    off, count = ctypes.c_size_t(), ctypes.c_size_t()
+    _check("tnt_micro_batch",
+           lib.tnt_micro_batch(global_batch, rank, size, ctypes.byref(off),
+                               ctypes.byref(count)))
+    return off.value, count.value
+
+
+from ._fusion import Fusion  # noqa: E402  (needs the names above)

@@ -1,0 +1,256 @@
+"""tntcomm.torch: data-parallel PyTorch training over libtntcomm.
+
+Tarantella's promise for PyTorch: wrap the optimizer, broadcast the model
+once, give each rank its micro-batch of the global batch, and training
+gives the same parameters as serial training with that global batch.
+
+    import tntcomm as tnt
+    import tntcomm.torch as tnt_torch
+
+    model = Net()
+    tnt_torch.broadcast_parameters(model)          # rank 0's weights
+    opt = tnt_torch.DistributedOptimizer(torch.optim.SGD(...), model)
+    lo, hi = tnt_torch.micro_batch_range(global_batch)
+    for x, y in global_batches:
+        opt.zero_grad()
+        loss_fn(model(x[lo:hi]), y[lo:hi]).backward()  # reduced as it goes
+        opt.step()                                     # waits, then steps
+    tnt_torch.save(model.state_dict(), "model.pt")   # master only
+
+The optimizer wrapper registers a hook on every parameter's gradient
+accumulator, as Horovod does; the hook hands the finished gradient to the
+library's gradient fusion (tnt/plugin.h) through tntcomm.Fusion, so that
+buckets are averaged across ranks while backprop is still running, and
+step() waits for the rest before applying the update. Tensors are passed
+to the C library by address: CPU tensors only (Debian's torch is CPU-only).
+"""
+import warnings
+
+import torch
+
+import tntcomm as _tnt
+from tntcomm import _lib
+
+__all__ = ["broadcast_parameters", "broadcast_optimizer_state",
+           "DistributedOptimizer", "micro_batch", "micro_batch_range",
+           "check_batchnorm", "save", "BATCHNORM_MIN_MICRO_BATCH"]
+
+# torch dtype -> tnt_dtype_t; bfloat16 works here, unlike through numpy.
+_DTYPES = {torch.float32: _lib.F32, torch.float64: _lib.F64,
+           torch.float16: _lib.F16, torch.bfloat16: _lib.BF16,
+           torch.int8: _lib.I8, torch.uint8: _lib.U8,
+           torch.int32: _lib.I32, torch.int64: _lib.I64}
+
+# Tarantella warns when BatchNorm sees micro-batches smaller than this:
+# batch statistics of so few samples are noisy, and they are per rank.
+BATCHNORM_MIN_MICRO_BATCH = 16
+
+
+def _tnt_dtype(t, what):
+    if t.device.type != "cpu":
+        raise TypeError("tntcomm.torch: %s is on %s; only CPU tensors are "
+                        "supported" % (what, t.device))
+    try:
+        return _DTYPES[t.dtype]
+    except KeyError:
+        raise TypeError("tntcomm.torch: %s has dtype %s, which is not "
+                        "supported" % (what, t.dtype)) from None
+
+
+def _broadcast_tensor(t, root, what):
+    dtype = _tnt_dtype(t, what)
+    if t.is_contiguous():
+        target = t
+    else:
+        target = t.contiguous()
+    _tnt._check("tnt_broadcast",
+                _lib.lib.tnt_broadcast(_tnt.init(), target.data_ptr(),
+                                       target.numel(), dtype, root))
+    if target is not t:
+        t.copy_(target)
+
+
+def _named_state(model_or_tensors):
+    if isinstance(model_or_tensors, torch.nn.Module):
+        yield from model_or_tensors.named_parameters()
+        yield from model_or_tensors.named_buffers()
+    elif isinstance(model_or_tensors, dict):
+        yield from model_or_tensors.items()
+    else:
+        for i, t in enumerate(model_or_tensors):
+            yield str(i), t
+
+
+@torch.no_grad()
+def broadcast_parameters(model_or_tensors, root=0):
+    """Copy the root rank's parameters and buffers (a Module, a
+    state_dict or a list of tensors) into every rank's, in place.
+    Collective: every rank must pass the same structure."""
+    for name, t in _named_state(model_or_tensors):
+        if torch.is_tensor(t):
+            _broadcast_tensor(t.data if isinstance(t, torch.nn.Parameter)
+                              else t, root, "'%s'" % name)
+
+
+@torch.no_grad()
+def broadcast_optimizer_state(optimizer, root=0):
+    """Copy the root rank's optimizer state tensors (momentum buffers,
+    ...) to every rank; ranks must hold state of the same structure."""
+    for gi, group in enumerate(optimizer.param_groups):
+        for pi, p in enumerate(group["params"]):
+            for key, v in sorted(optimizer.state.get(p, {}).items()):
+                if torch.is_tensor(v):
+                    _broadcast_tensor(v, root, "optimizer state %d.%d.%s"
+                                      % (gi, pi, key))
+
+
+def micro_batch(global_batch):
+    """(offset, count) of this rank's samples of a global batch
+    (tnt_micro_batch: the first global % size ranks get one more)."""
+    return _tnt.micro_batch(global_batch)
+
+
+def micro_batch_range(global_batch):
+    """(start, stop) of this rank's slice of a global batch."""
+    off, count = _tnt.micro_batch(global_batch)
+    return off, off + count
+
+
+def check_batchnorm(model, micro_batch_size):
+    """Warn, as Tarantella does, when `model` has BatchNorm layers and the
+    micro-batch is below 16 samples. Returns True if it warned."""
+    has_bn = any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+                 for m in model.modules())
+    if has_bn and micro_batch_size < BATCHNORM_MIN_MICRO_BATCH:
+        warnings.warn("tntcomm.torch: the model has BatchNorm layers and "
+                      "the micro-batch is %d samples (< %d): batch "
+                      "statistics are computed per rank over few samples; "
+                      "use a larger global batch or fewer ranks"
+                      % (micro_batch_size, BATCHNORM_MIN_MICRO_BATCH),
+                      stacklevel=2)
+        return True
+    return False
+
+
+def save(obj, path, **kwargs):
+    """torch.save on the master rank only; returns True where it saved."""
+    if _tnt.is_master_rank():
+        torch.save(obj, path, **kwargs)
+        return True
+    return False
+
+
+class DistributedOptimizer:
+    """Wraps a torch optimizer so that gradients are averaged over all
+    ranks during backward (Horovod's DistributedOptimizer).
+
+    model: the Module (to name tensors in messages) or None. op: "avg"
+    (the gradient of the global mean loss when every rank's loss is the
+    mean over an equal micro-batch) or "sum". threshold: the fusion bucket
+    size in bytes (None: TNT_FUSION_THRESHOLD or 32 KiB).
+    micro_batch_size: if given, check_batchnorm(model, it) is applied.
+    Everything else (param_groups, state_dict, ...) is the wrapped
+    optimizer's.
+    """
+
+    def __init__(self, optimizer, model=None, op="avg", threshold=None,
+                 micro_batch_size=None):
+        self.optimizer = optimizer
+        names = {}
+        if model is not None:
+            names = {id(p): n for n, p in model.named_parameters()}
+            if micro_batch_size is not None:
+                check_batchnorm(model, micro_batch_size)
+        params = [p for g in optimizer.param_groups for p in g["params"]
+                  if p.requires_grad]
+        if len({id(p) for p in params}) != len(params):
+            raise ValueError("tntcomm.torch: a parameter appears twice in "
+                             "the optimizer's param_groups")
+        # Backprop produces the last layers' gradients first: register in
+        # reverse order so that the first buckets fill first.
+        self._params = list(reversed(params))
+        for i, p in enumerate(self._params):
+            _tnt_dtype(p, "parameter '%s'" % names.get(id(p), i))
+        self._fusion = _tnt.Fusion(
+            [(p.numel(), _np_dtype(p.dtype), names.get(id(p), "param%d" % i))
+             for i, p in enumerate(self._params)], op=op,
+            threshold=threshold)
+        self._pending = {}  # index -> gradient handed over this iteration
+        self._synced = False
+        self._hooks = []
+        for i, p in enumerate(self._params):
+            # The accumulator's hook runs once p.grad holds the final
+            # gradient of this backward pass (a hook on p itself would see
+            # the incoming gradient before accumulation into p.grad).
+            acc = p.expand_as(p).grad_fn.next_functions[0][0]
+            acc.register_hook(self._make_hook(i, p))
+            self._hooks.append(acc)  # the accumulator must stay alive
+
+    def _make_hook(self, index, p):
+        def hook(*_):
+            self._ready(index, p)
+        return hook
+
+    def _ready(self, index, p):
+        if index in self._pending:
+            raise RuntimeError(
+                "tntcomm.torch: the gradient of parameter %d came twice in "
+                "one step (two backward passes before step() are not "
+                "supported)" % index)
+        grad = p.grad
+        if not grad.is_contiguous():
+            p.grad = grad = grad.contiguous()
+        self._pending[index] = grad
+        self._fusion.ready(index, grad.data_ptr())
+
+    def synchronize(self):
+        """Wait until every gradient is averaged over the ranks. Parameters
+        that got no gradient this step contribute zeros (every rank must
+        take part in every bucket)."""
+        with torch.no_grad():
+            for i, p in enumerate(self._params):
+                if i not in self._pending:
+                    if p.grad is None:
+                        p.grad = torch.zeros_like(p)
+                    self._ready(i, p)
+        try:
+            self._fusion.wait_all()
+        finally:
+            self._pending.clear()
+        self._synced = True
+
+    def step(self, closure=None):
+        """synchronize() unless the caller already did (to clip gradients,
+        say), then the wrapped optimizer's step."""
+        if not self._synced:
+            self.synchronize()
+        self._synced = False
+        return self.optimizer.step(closure)
+
+    def zero_grad(self, set_to_none=False):
+        return self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    def ready_count(self):
+        """Gradients handed to the library so far in this step (after
+        backward(): all those that backward computed)."""
+        return len(self._pending)
+
+    def num_buckets(self):
+        return self._fusion.num_buckets()
+
+    def __getattr__(self, name):
+        return getattr(self.optimizer, name)
+
+
+def _np_dtype(dtype):
+    """The numpy dtype tntcomm.Fusion takes for a torch dtype."""
+    import numpy as np
+    table = {torch.float32: np.float32, torch.float64: np.float64,
+             torch.float16: np.float16, torch.int8: np.int8,
+             torch.uint8: np.uint8, torch.int32: np.int32,
+             torch.int64: np.int64}
+    if dtype not in table:
+        raise TypeError("tntcomm.torch: gradients of dtype %s are not "
+                        "supported by DistributedOptimizer" % dtype)
+    return table[dtype]
+

@@ -1,0 +1,209 @@
+"""Rank program of tests/test_python.sh: checks the tntcomm binding on
+every rank of the job it runs in (tnt-run -n N python3 check_tntcomm.py,
+or alone as a world of one).
+
+Inputs are generated from (rank, index), so every rank computes the numpy
+reference of a collective itself and compares every element. Values are
+small integers (also in the float types), so sums and averages are exact
+in every dtype whatever order the library adds them in; one float64 case
+uses random values and a relative tolerance. Prints "N checks passed" and
+exits 0, or names the first failing check and exits 1.
+"""
+import os
+import sys
+
+import numpy as np
+
+import tntcomm as tnt
+
+checks = 0
+
+
+def check(cond, what):
+    global checks
+    checks += 1
+    if not cond:
+        print("rank %d: FAIL: %s" % (tnt.get_rank(), what), file=sys.stderr)
+        sys.exit(1)
+
+
+def same(got, want, what):
+    check(got.dtype == want.dtype and got.shape == want.shape,
+          "%s: got %s%s, want %s%s" % (what, got.dtype, got.shape,
+                                       want.dtype, want.shape))
+    bad = np.flatnonzero(got.reshape(-1) != want.reshape(-1))
+    check(bad.size == 0, "%s: %d wrong elements, first at %s: %r vs %r"
+          % (what, bad.size, bad[:1], got.reshape(-1)[bad[:1]],
+             want.reshape(-1)[bad[:1]]))
+
+
+DTYPES = [np.float32, np.float64, np.float16, np.int8, np.uint8, np.int32,
+          np.uint32, np.int64, np.uint64]
+COUNTS = [0, 1, 7, 1000, 65537]
+
+
+def data(r, n, dtype, op):
+    """Rank r's input: small values that keep every op exact (prod only
+    of 1s and 2s, and only on a few ranks' worth)."""
+    i = np.arange(n)
+    if op == "prod":
+        v = 1 + ((i + r) % 3 == 0)
+    else:
+        v = (i * 7 + r * 3) % 11 + (r == 0)
+    return v.astype(dtype)
+
+
+def reference(size, n, dtype, op):
+    xs = [data(r, n, dtype, op).astype(np.float64) for r in range(size)]
+    if op == "sum":
+        ref = sum(xs)
+    elif op == "avg":
+        ref = sum(xs) / size
+        if np.dtype(dtype).kind in "iu":  # integers truncate toward zero
+            ref = np.trunc(ref)
+    elif op == "prod":
+        ref = np.prod(xs, axis=0) if xs else None
+    elif op == "min":
+        ref = np.min(xs, axis=0)
+    else:
+        ref = np.max(xs, axis=0)
+    return ref.astype(dtype)
+
+
+def check_rank_api(rank, size):
+    check(rank == int(os.environ.get("TNT_RANK", "0")), "get_rank")
+    check(size == int(os.environ.get("TNT_SIZE", "1")), "get_size")
+    check(tnt.get_master_rank() == 0, "get_master_rank")
+    check(tnt.is_master_rank() == (rank == 0), "is_master_rank")
+    check(len(tnt.version()) == 3, "version")
+
+
+def check_allreduce(rank, size):
+    for dtype in DTYPES:
+        for op in ["sum", "avg", "prod", "min", "max"]:
+            for n in COUNTS if op in ("sum", "avg") else [1, 1000]:
+                want = reference(size, n, dtype, op)
+                x = data(rank, n, dtype, op)
+                keep = x.copy()
+                got = tnt.allreduce(x, op=op)
+                what = "allreduce %s %s n=%d" % (np.dtype(dtype), op, n)
+                same(got, want, what + " (new array)")
+                same(x, keep, what + " left its input alone")
+                got = tnt.allreduce(x, op=op, inplace=True)
+                check(got is x, what + " in place returns the array")
+                same(x, want, what + " (in place)")
+
+
+def check_float_values(rank, size):
+    """Random doubles: agree with numpy to a relative 1e-12, and every
+    rank holds bitwise the same result."""
+    rng = np.random.default_rng(1000 + rank)
+    x = rng.standard_normal(4097)
+    allx = [np.random.default_rng(1000 + r).standard_normal(4097)
+            for r in range(size)]
+    got = tnt.allreduce(x, op=tnt.SUM)
+    check(np.allclose(got, sum(allx), rtol=1e-12, atol=1e-12),
+          "allreduce of random doubles")
+    first = tnt.broadcast(got, root=0)
+    same(got, first, "allreduce result bitwise equal on every rank")
+
+
+def check_shapes(rank, size):
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) + rank
+    want = (np.arange(24, dtype=np.float32) * size
+            + sum(range(size))).reshape(2, 3, 4)
+    same(tnt.allreduce(x), want, "allreduce keeps the shape")
+    strided = np.arange(20, dtype=np.int32)[::2] + rank
+    want = np.arange(20, dtype=np.int32)[::2] * size + sum(range(size))
+    same(tnt.allreduce(strided), want, "allreduce of a strided view")
+    same(tnt.allreduce([1.0, 2.0]), np.array([1.0, 2.0]) * size,
+         "allreduce of a list")
+
+
+def check_broadcast(rank, size):
+    for root in range(size):
+        for dtype in DTYPES:
+            n = 1000
+            mine = data(rank, n, dtype, "sum")
+            want = data(root, n, dtype, "sum")
+            got = tnt.broadcast(mine, root=root)
+            same(got, want, "broadcast %s root %d" % (np.dtype(dtype), root))
+            same(mine, data(rank, n, dtype, "sum"),
+                 "broadcast left its input alone")
+            got = tnt.broadcast(mine, root=root, inplace=True)
+            check(got is mine, "broadcast in place returns the array")
+            same(mine, want, "broadcast %s root %d in place"
+                 % (np.dtype(dtype), root))
+    tnt.barrier()
+
+
+def check_errors(rank, size):
+    def raises(exc, fn, text, what):
+        try:
+            fn()
+        except exc as e:
+            check(text in str(e), "%s: message %r lacks %r" % (what, str(e),
+                                                               text))
+            return e
+        check(False, what + ": no " + exc.__name__)
+
+    raises(TypeError, lambda: tnt.allreduce(np.ones(2, np.complex64)),
+           "dtype complex64 is not supported", "complex dtype")
+    raises(ValueError, lambda: tnt.allreduce(np.ones(2), op="mean"),
+           "unknown op 'mean'", "bad op")
+    raises(ValueError,
+           lambda: tnt.allreduce(np.ones(8)[::2], inplace=True),
+           "writeable C-contiguous", "strided in place")
+    raises(TypeError, lambda: tnt.allreduce([1.0], inplace=True),
+           "needs a numpy array", "list in place")
+    e = raises(tnt.TntError, lambda: tnt.broadcast(np.ones(2), root=size),
+               "root %d is not a rank" % size, "root out of range")
+    check(e.code == -1 and e.name == "invalid argument",
+          "TntError code %r name %r" % (e.code, e.name))
+    raises(tnt.TntError, lambda: tnt.micro_batch(8, rank=size, size=size),
+           "tnt_micro_batch", "micro_batch of a rank out of range")
+
+
+def check_micro_batch(rank, size):
+    parts = [tnt.micro_batch(10, r, size) for r in range(size)]
+    check(sum(c for _, c in parts) == 10 and parts[0][0] == 0,
+          "micro_batch covers the batch: %r" % parts)
+    check(tnt.micro_batch(10) == parts[rank], "micro_batch defaults")
+
+
+def check_fusion(rank, size):
+    sizes = [3, 5000, 17]
+    grads = [np.full(n, float(rank + 1 + i), np.float32)
+             for i, n in enumerate(sizes)]
+    f = tnt.Fusion([(n, np.float32, "t%d" % i)
+                    for i, n in enumerate(sizes)], op="avg", threshold=0)
+    check(f.num_buckets() == 3, "threshold 0: one bucket per tensor")
+    for it in range(2):
+        for i in reversed(range(3)):
+            f.ready(i, grads[i].ctypes.data)
+        f.wait_all()
+        for i, n in enumerate(sizes):
+            mean = sum(r + 1 + i for r in range(size)) / size
+            same(grads[i], np.full(n, mean, np.float32),
+                 "fusion avg tensor %d iteration %d" % (i, it))
+            grads[i][:] = rank + 1 + i
+    f.free()
+
+
+def main():
+    rank, size = tnt.get_rank(), tnt.get_size()
+    check_rank_api(rank, size)
+    check_allreduce(rank, size)
+    check_float_values(rank, size)
+    check_shapes(rank, size)
+    check_broadcast(rank, size)
+    check_errors(rank, size)
+    check_micro_batch(rank, size)
+    check_fusion(rank, size)
+    tnt.barrier()
+    if tnt.is_master_rank():
+        print("%d checks passed on each of %d rank%s"
+              % (checks, size, "" if size == 1 else "s"))
+
+
+main()

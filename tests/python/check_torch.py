@@ -1,0 +1,174 @@
+"""Helper of tests/test_torch.sh: the references that tntcomm.torch is
+compared with, and the comparisons.
+
+  check_torch.py serial ARGS --out F   plain single-process training
+  check_torch.py ddp ARGS --out F      torch DistributedDataParallel
+                                       (gloo), ranks from tnt-run's
+                                       TNT_RANK/TNT_SIZE, rendezvous at
+                                       127.0.0.1:$TNT_TEST_DDP_PORT
+  check_torch.py compare A B RTOL      parameters in A and B agree
+  check_torch.py batchnorm             the BatchNorm warning rule
+  check_torch.py hooks                 (under tnt-run) backward hands every
+                                       gradient over; unused parameters
+                                       and bad dtypes
+  check_torch.py save DIR              save() writes on the master only
+
+ARGS are torch_digits.py's (--steps, --global-batch, --seed, ...), so all
+runs use the same data, model, initial weights and sample order.
+"""
+import os
+import sys
+import warnings
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+import torch_digits as td  # noqa: E402
+
+
+def train(args, rank, size, wrap):
+    torch.set_num_threads(1)
+    x, y, _, _ = td.load_digits(args.data, seed=args.seed)
+    model = wrap(td.make_model(args.seed))
+    opt = torch.optim.SGD(model.parameters(), lr=args.lr,
+                          momentum=args.momentum)
+    import tntcomm as tnt
+    lo, count = tnt.micro_batch(args.global_batch, rank, size)
+    for _, idx in td.global_batches(len(x), args.global_batch, args.epochs,
+                                    args.seed, args.steps):
+        opt.zero_grad()
+        td.micro_loss(model, x, y, idx, lo, lo + count, size,
+                      args.global_batch).backward()
+        opt.step()
+    return model
+
+
+def serial(argv):
+    out = argv.pop(argv.index("--out") + 1)
+    argv.remove("--out")
+    model = train(td.parse_args(argv), 0, 1, lambda m: m)
+    td.dump(model, out)
+
+
+def ddp(argv):
+    import torch.distributed as dist
+    out = argv.pop(argv.index("--out") + 1)
+    argv.remove("--out")
+    rank = int(os.environ["TNT_RANK"])
+    size = int(os.environ["TNT_SIZE"])
+    dist.init_process_group(
+        "gloo", rank=rank, world_size=size,
+        init_method="tcp://127.0.0.1:%s" % os.environ["TNT_TEST_DDP_PORT"])
+    model = train(td.parse_args(argv), rank, size,
+                  lambda m: torch.nn.parallel.DistributedDataParallel(m))
+    if rank == 0:
+        np.savez(out, **{n[len("module."):]: p.detach().numpy()
+                         for n, p in model.named_parameters()})
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def compare(a, b, rtol):
+    """Every tensor: ||a - b|| <= rtol * ||b|| (a norm, not element-wise:
+    single elements near zero have no meaningful relative error)."""
+    fa, fb, rtol = np.load(a), np.load(b), float(rtol)
+    if sorted(fa.files) != sorted(fb.files):
+        sys.exit("tensors differ: %s vs %s" % (fa.files, fb.files))
+    worst = 0.0
+    for name in fb.files:
+        d = np.linalg.norm(fa[name] - fb[name]) / np.linalg.norm(fb[name])
+        worst = max(worst, d)
+        if not d <= rtol:
+            sys.exit("%s: relative difference %.3g > %g" % (name, d, rtol))
+    print("max relative difference %.2g (<= %g) over %d tensors"
+          % (worst, rtol, len(fb.files)))
+
+
+def batchnorm():
+    import tntcomm.torch as tt
+    bn = torch.nn.Sequential(torch.nn.Linear(4, 4),
+                             torch.nn.BatchNorm1d(4))
+    plain = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    cases = [(bn, 8, True), (bn, 15, True), (bn, 16, False),
+             (plain, 1, False)]
+    for model, mb, want in cases:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            got = tt.check_batchnorm(model, mb)
+        if got != want or len(w) != int(want):
+            sys.exit("check_batchnorm(micro-batch %d): warned %s, expected "
+                     "%s" % (mb, got, want))
+        if want and "BatchNorm" not in str(w[0].message):
+            sys.exit("warning text lacks 'BatchNorm': %s" % w[0].message)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        tt.DistributedOptimizer(torch.optim.SGD(bn.parameters(), lr=0.1),
+                                bn, micro_batch_size=4)
+    if not w:
+        sys.exit("DistributedOptimizer(micro_batch_size=4) did not warn")
+    print("BatchNorm warning below 16 samples only")
+
+
+def hooks():
+    import tntcomm as tnt
+    import tntcomm.torch as tt
+    rank, size = tnt.get_rank(), tnt.get_size()
+    torch.manual_seed(rank)
+    lin, unused = torch.nn.Linear(3, 2), torch.nn.Linear(2, 2)
+    model = torch.nn.ModuleDict({"lin": lin, "unused": unused})
+    tt.broadcast_parameters(model)
+    opt = tt.DistributedOptimizer(
+        torch.optim.SGD(model.parameters(), lr=1.0), model, threshold=0)
+    for step in range(2):
+        opt.zero_grad()
+        x = torch.full((1, 3), float(rank + 1))
+        lin(x).sum().backward()
+        if opt.ready_count() != 2:
+            sys.exit("after backward %d of 4 gradients were handed over, "
+                     "expected lin's 2" % opt.ready_count())
+        before = lin.weight.detach().clone()
+        opt.step()
+        mean = sum(r + 1 for r in range(size)) / size
+        want = before - mean
+        if not torch.allclose(lin.weight, want, rtol=1e-6):
+            sys.exit("step %d: weight %s, expected %s"
+                     % (step, lin.weight, want))
+        if not torch.equal(unused.weight.grad, torch.zeros(2, 2)):
+            sys.exit("the unused layer's gradient is not zero")
+    try:
+        tt.DistributedOptimizer(torch.optim.SGD(
+            [torch.zeros(2, dtype=torch.complex64, requires_grad=True)],
+            lr=1.0))
+        sys.exit("a complex parameter was accepted")
+    except TypeError as e:
+        if "complex64" not in str(e):
+            sys.exit("unclear error: %s" % e)
+    if rank == 0:
+        print("hooks hand every computed gradient over during backward")
+
+
+def save(directory):
+    import tntcomm as tnt
+    import tntcomm.torch as tt
+    rank = tnt.get_rank()
+    wrote = tt.save({"rank": rank}, os.path.join(directory, "m%d.pt" % rank))
+    if wrote != (rank == 0):
+        sys.exit("rank %d: save returned %s" % (rank, wrote))
+    tnt.barrier()
+    if rank == 0:
+        files = sorted(os.listdir(directory))
+        if files != ["m0.pt"]:
+            sys.exit("expected only m0.pt, found %s" % files)
+        if torch.load(os.path.join(directory, "m0.pt")) != {"rank": 0}:
+            sys.exit("m0.pt does not hold the master's object")
+        print("saved on the master only")
+
+
+if __name__ == "__main__":
+    mode, rest = sys.argv[1], sys.argv[2:]
+    {"serial": lambda: serial(rest), "ddp": lambda: ddp(rest),
+     "compare": lambda: compare(*rest), "batchnorm": batchnorm,
+     "hooks": hooks,
+     "save": lambda: save(*rest)}[mode]()
