@@ -49,6 +49,7 @@ static void test_failures_name_the_peer(void)
         {VB_EV_DEVICE_FATAL, TNT_ERR_SYSTEM, "device failed"},
         {VB_EV_SIDE_CLOSED, TNT_ERR_PEER_LOST, "exited"},
         {VB_EV_PROTOCOL, TNT_ERR_PROTOCOL, "malformed"},
+        {VB_EV_SETUP, TNT_ERR_CONNECT, "set up the queue pair"},
     };
     for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
         vb_conn_t c;

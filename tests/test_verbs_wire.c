@@ -11,28 +11,28 @@
 static void test_msg_roundtrip(void)
 {
     unsigned char buf[VB_MSG_HDR_LEN + 64 + 100];
-    vb_msg_t m = {.kind = VB_EAGER, .ctrl_ret = 2, .data_ret = 300,
+    vb_msg_t m = {.kind = VB_K_EAGER, .ctrl_ret = 2, .data_ret = 300,
                   .core_hdr_len = 64, .len = 100};
     vb_msg_t d;
     tnt__vb_msg_encode(&m, buf);
     const char *why = tnt__vb_msg_decode(buf, sizeof(buf), &d);
-    TH_CHECK(!why && d.kind == VB_EAGER && d.ctrl_ret == 2 &&
+    TH_CHECK(!why && d.kind == VB_K_EAGER && d.ctrl_ret == 2 &&
              d.data_ret == 300 && d.core_hdr_len == 64 && d.len == 100,
              "eager round trip: %s", why ? why : "fields differ");
-    m = (vb_msg_t){.kind = VB_RTS, .core_hdr_len = 64,
+    m = (vb_msg_t){.kind = VB_K_RTS, .core_hdr_len = 64,
                    .len = (uint64_t)5 << 30, .token = 77};
     tnt__vb_msg_encode(&m, buf);
     why = tnt__vb_msg_decode(buf, VB_MSG_HDR_LEN + 64, &d);
     TH_CHECK(!why && d.len == (uint64_t)5 << 30 && d.token == 77,
              "RTS round trip: %s", why ? why : "fields differ");
-    m = (vb_msg_t){.kind = VB_CTS, .token = 77, .rtoken = 12345,
+    m = (vb_msg_t){.kind = VB_K_CTS, .token = 77, .rtoken = 12345,
                    .raddr = 0x7f0012345678u, .rkey = 0xdeadbeef};
     tnt__vb_msg_encode(&m, buf);
     why = tnt__vb_msg_decode(buf, VB_MSG_HDR_LEN, &d);
     TH_CHECK(!why && d.token == 77 && d.rtoken == 12345 &&
              d.raddr == 0x7f0012345678u && d.rkey == 0xdeadbeef,
              "CTS round trip: %s", why ? why : "fields differ");
-    m = (vb_msg_t){.kind = VB_CREDIT, .data_ret = 9, .ctrl_ret = 1};
+    m = (vb_msg_t){.kind = VB_K_CREDIT, .data_ret = 9, .ctrl_ret = 1};
     tnt__vb_msg_encode(&m, buf);
     why = tnt__vb_msg_decode(buf, VB_MSG_HDR_LEN, &d);
     TH_CHECK(!why && d.data_ret == 9 && d.ctrl_ret == 1,
@@ -55,7 +55,7 @@ static void expect_bad(const vb_msg_t *m, size_t len, int off, int val,
 
 static void test_msg_rejects(void)
 {
-    vb_msg_t e = {.kind = VB_EAGER, .core_hdr_len = 64, .len = 10};
+    vb_msg_t e = {.kind = VB_K_EAGER, .core_hdr_len = 64, .len = 10};
     size_t elen = VB_MSG_HDR_LEN + 64 + 10;
     expect_bad(&e, VB_MSG_HDR_LEN - 1, -1, 0, "short message");
     expect_bad(&e, elen, 0, 0x00, "bad magic");
@@ -65,23 +65,23 @@ static void test_msg_rejects(void)
     expect_bad(&e, elen - 1, -1, 0, "eager lengths too short");
     expect_bad(&e, elen, 12, 1, "token in eager");
     expect_bad(&e, elen, 23, 0x80, "huge eager length");
-    vb_msg_t z = {.kind = VB_EAGER, .core_hdr_len = 0, .len = 0};
+    vb_msg_t z = {.kind = VB_K_EAGER, .core_hdr_len = 0, .len = 0};
     expect_bad(&z, VB_MSG_HDR_LEN, -1, 0, "no core header");
-    vb_msg_t big = {.kind = VB_EAGER, .core_hdr_len = VB_CORE_HDR_MAX + 1};
+    vb_msg_t big = {.kind = VB_K_EAGER, .core_hdr_len = VB_CORE_HDR_MAX + 1};
     expect_bad(&big, VB_MSG_HDR_LEN + VB_CORE_HDR_MAX + 1, -1, 0,
                "core header too long");
-    vb_msg_t r = {.kind = VB_RTS, .core_hdr_len = 64, .len = 0};
+    vb_msg_t r = {.kind = VB_K_RTS, .core_hdr_len = 64, .len = 0};
     expect_bad(&r, VB_MSG_HDR_LEN + 64, -1, 0, "empty RTS");
     r.len = 1 << 20;
     expect_bad(&r, VB_MSG_HDR_LEN + 65, -1, 0, "RTS with extra bytes");
-    vb_msg_t c = {.kind = VB_CTS, .rtoken = VB_IMM_TOKEN_MAX + 1,
+    vb_msg_t c = {.kind = VB_K_CTS, .rtoken = VB_IMM_TOKEN_MAX + 1,
                   .raddr = 1};
     expect_bad(&c, VB_MSG_HDR_LEN, -1, 0, "CTS token too large");
-    c = (vb_msg_t){.kind = VB_CTS, .raddr = 0};
+    c = (vb_msg_t){.kind = VB_K_CTS, .raddr = 0};
     expect_bad(&c, VB_MSG_HDR_LEN, -1, 0, "CTS null address");
     c.raddr = 4096;
     expect_bad(&c, VB_MSG_HDR_LEN + 1, -1, 0, "CTS with a body");
-    vb_msg_t cr = {.kind = VB_CREDIT};
+    vb_msg_t cr = {.kind = VB_K_CREDIT};
     expect_bad(&cr, VB_MSG_HDR_LEN, 12, 1, "credit with a token");
     /* Random garbage: never accepted as anything but well-formed, and
      * never read beyond the length given. */
@@ -102,12 +102,12 @@ static void test_msg_rejects(void)
 
 static void test_imm(void)
 {
-    vb_imm_t i = {VB_FIN, 255, 3, VB_IMM_TOKEN_MAX}, d;
+    vb_imm_t i = {VB_K_FIN, 255, 3, VB_IMM_TOKEN_MAX}, d;
     const char *why = tnt__vb_imm_decode(tnt__vb_imm_encode(&i), &d);
-    TH_CHECK(!why && d.kind == VB_FIN && d.data_ret == 255 &&
+    TH_CHECK(!why && d.kind == VB_K_FIN && d.data_ret == 255 &&
              d.ctrl_ret == 3 && d.token == VB_IMM_TOKEN_MAX,
              "immediate round trip: %s", why ? why : "fields differ");
-    i = (vb_imm_t){VB_FIN, 1, 0, 5};
+    i = (vb_imm_t){VB_K_FIN, 1, 0, 5};
     why = tnt__vb_imm_decode(tnt__vb_imm_encode(&i), &d);
     TH_CHECK(!why && d.data_ret == 1 && d.ctrl_ret == 0 && d.token == 5,
              "small immediate");

@@ -69,6 +69,9 @@ static int fail_event(vb_conn_t *c, int ev, const char *detail)
                     "exited", detail);
     case VB_EV_PROTOCOL:
         return fail(c, TNT_ERR_PROTOCOL, "malformed message", detail);
+    case VB_EV_SETUP:
+        return fail(c, TNT_ERR_CONNECT, "cannot set up the queue pair",
+                    detail);
     default:
         return fail(c, TNT_ERR_INTERNAL, "unknown event", detail);
     }

@@ -48,6 +48,7 @@ enum vb_event {
     VB_EV_DEVICE_FATAL, /* the HCA failed */
     VB_EV_SIDE_CLOSED,  /* the side-channel socket closed (peer exited) */
     VB_EV_PROTOCOL,     /* a malformed message or handshake */
+    VB_EV_SETUP,        /* creating or connecting the queue pair failed */
     VB_EV_CLOSE         /* the core closed the endpoint */
 };
 

@@ -53,7 +53,7 @@ void tnt__vb_msg_encode(const vb_msg_t *m, void *buf)
     p[2] = m->kind;
     p[3] = m->ctrl_ret;
     put16(p + 4, m->data_ret);
-    if (m->kind == VB_CTS) {
+    if (m->kind == VB_K_CTS) {
         put32(p + 8, m->rtoken);
         put32(p + 12, m->token);
         put64(p + 16, m->raddr);
@@ -80,8 +80,8 @@ const char *tnt__vb_msg_decode(const void *buf, size_t len, vb_msg_t *m)
     m->data_ret = get16(p + 4);
     size_t body = len - VB_MSG_HDR_LEN;
     switch (m->kind) {
-    case VB_EAGER:
-    case VB_RTS:
+    case VB_K_EAGER:
+    case VB_K_RTS:
         m->core_hdr_len = get32(p + 8);
         m->token = get32(p + 12);
         m->len = get64(p + 16);
@@ -89,7 +89,7 @@ const char *tnt__vb_msg_decode(const void *buf, size_t len, vb_msg_t *m)
             return "reserved header bits set";
         if (m->core_hdr_len == 0 || m->core_hdr_len > VB_CORE_HDR_MAX)
             return "core header length out of range";
-        if (m->kind == VB_EAGER) {
+        if (m->kind == VB_K_EAGER) {
             if (m->token != 0)
                 return "token in an eager message";
             if (m->len > body || body - m->len != m->core_hdr_len)
@@ -101,7 +101,7 @@ const char *tnt__vb_msg_decode(const void *buf, size_t len, vb_msg_t *m)
                 return "RTS payload size out of range";
         }
         return NULL;
-    case VB_CTS:
+    case VB_K_CTS:
         m->rtoken = get32(p + 8);
         m->token = get32(p + 12);
         m->raddr = get64(p + 16);
@@ -113,7 +113,7 @@ const char *tnt__vb_msg_decode(const void *buf, size_t len, vb_msg_t *m)
         if (m->raddr == 0)
             return "CTS with a null address";
         return NULL;
-    case VB_CREDIT:
+    case VB_K_CREDIT:
         if (body != 0 || get32(p + 8) || get32(p + 12) || get64(p + 16) ||
             get32(p + 24))
             return "credit message with a body";
@@ -138,7 +138,7 @@ const char *tnt__vb_imm_decode(uint32_t raw, vb_imm_t *imm)
     imm->data_ret = (uint8_t)(raw >> 20);
     imm->ctrl_ret = (uint8_t)((raw >> 18) & 0x3u);
     imm->token = raw & VB_IMM_TOKEN_MAX;
-    if (imm->kind != VB_FIN)
+    if (imm->kind != VB_K_FIN)
         return "unknown immediate kind";
     return NULL;
 }

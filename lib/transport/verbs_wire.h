@@ -33,11 +33,11 @@
 #define VB_HELLO_LEN 64u
 
 enum vb_kind {
-    VB_EAGER = 1,  /* core header + whole payload in this message */
-    VB_RTS = 2,    /* core header; payload follows by RDMA WRITE */
-    VB_CTS = 3,    /* where to write the payload of an RTS */
-    VB_CREDIT = 4, /* credits only (uses a control buffer) */
-    VB_FIN = 5     /* immediate only: the large payload has landed */
+    VB_K_EAGER = 1,  /* core header + whole payload in this message */
+    VB_K_RTS = 2,    /* core header; payload follows by RDMA WRITE */
+    VB_K_CTS = 3,    /* where to write the payload of an RTS */
+    VB_K_CREDIT = 4, /* credits only (uses a control buffer) */
+    VB_K_FIN = 5     /* immediate only: the large payload has landed */
 };
 
 /* Immediate data of the RDMA WRITE that ends a large message. */
@@ -61,7 +61,7 @@ typedef struct vb_msg {
 } vb_msg_t;
 
 typedef struct vb_imm {
-    uint8_t kind;          /* VB_FIN */
+    uint8_t kind;          /* VB_K_FIN */
     uint8_t data_ret;
     uint8_t ctrl_ret;
     uint32_t token;
