@@ -156,13 +156,15 @@ tnt_result_t tnt__vb_open(vb_opened_t *o)
     vb_scan_t s;
     memset(o, 0, sizeof(*o));
     if (scan(&s, why, sizeof(why)) != 0)
-        return tnt__error(TNT_ERR_UNSUPPORTED, "verbs: %s", why);
+        return tnt__error(TNT_ERR_UNSUPPORTED, "TNT_TRANSPORT=verbs: %s; "
+                          "use TNT_TRANSPORT=auto or tcp here", why);
     vb_choice_t c;
     if (tnt__vb_select(s.devs, s.n, getenv("TNT_IB_HCA"),
                        getenv("TNT_IB_GID_INDEX"), &c, why,
                        sizeof(why)) != 0) {
         scan_free(&s);
-        return tnt__error(TNT_ERR_UNSUPPORTED, "verbs: %s", why);
+        return tnt__error(TNT_ERR_UNSUPPORTED, "TNT_TRANSPORT=verbs: %s; "
+                          "use TNT_TRANSPORT=auto or tcp here", why);
     }
     snprintf(o->name, sizeof(o->name), "%s", s.devs[c.dev].name);
     o->ib = ibv_open_device(s.list[c.dev]);
