@@ -138,6 +138,9 @@ tnt_result_t tnt__vb_ep_setup_buffers(vb_ep_t *ep);
 void tnt__vb_ep_release_ops(vb_ep_t *ep);
 tnt_result_t tnt__vb_post_recv(vb_ep_t *ep, uint32_t slot);
 void tnt__vb_comp_cb(void *arg, uint32_t events);
+/** Poll ep's completion queue empty and move its queued work along
+ *  (comp_cb does this per event; tests call it directly). */
+void tnt__vb_poll_ep(vb_ep_t *ep);
 tnt_result_t tnt__vb_send(void *vctx, void *vep, const void *hdr,
                           size_t hdr_len, const void *payload, size_t len,
                           void *cookie);

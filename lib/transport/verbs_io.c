@@ -642,7 +642,7 @@ static void handle_wc(vb_ep_t *ep, const struct ibv_wc *wc)
     }
 }
 
-static void poll_ep(vb_ep_t *ep)
+void tnt__vb_poll_ep(vb_ep_t *ep)
 {
     struct ibv_wc wc[16];
     while (!ep->closed) {
@@ -681,7 +681,7 @@ void tnt__vb_comp_cb(void *arg, uint32_t events)
                          "queue");
             continue;
         }
-        poll_ep(ep);
+        tnt__vb_poll_ep(ep);
     }
 }
 
