@@ -35,7 +35,7 @@ int main(int argc, char **argv)
     return 2;
 #else
     printf("SKIP: verbs conformance not run: the verbs transport was not "
-           "built (libibverbs-dev missing at configure time)\n");
+           "built (libibverbs not found, or -Dverbs=disabled)\n");
     return EXIT_SKIP;
 #endif
 }

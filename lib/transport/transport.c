@@ -43,7 +43,7 @@ const tnt_transport_v1_t *tnt__transport_find(const char *name)
 #ifdef TNT_HAVE_VERBS
                " or verbs"
 #else
-               " (verbs: not built, libibverbs was not found)"
+               " (verbs: not built: no libibverbs or -Dverbs=disabled)"
 #endif
                );
     return NULL;
