@@ -7,6 +7,12 @@
 #include "tnt/transport.h"
 
 extern const tnt_transport_v1_t tnt__tcp_transport;
+#ifdef TNT_HAVE_VERBS
+extern const tnt_transport_v1_t tnt__verbs_transport;
+/** 1 if the verbs transport has an active device to use (`why` names
+ *  it), else 0 with the reason in `why` (verbs_dev.c). */
+int tnt__verbs_probe(char *why, size_t why_len);
+#endif
 
 /** The transport named `name` ("tcp"; "auto" or NULL: the best one
  *  available), or NULL with an error message listing the known ones. */

@@ -1,0 +1,204 @@
+/*
+ * Unit tests of the verbs registration cache against a fake registrar
+ * that records every registration: covering lookups, merging of
+ * overlapping and adjacent ranges, invalidation, LRU eviction under a
+ * byte limit, and that a region in use is never deregistered.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "transport/verbs_rcache.h"
+
+#define FAKE_MAX 64
+
+typedef struct fake_mr {
+    uintptr_t start;
+    size_t len;
+    int live;
+} fake_mr_t;
+
+typedef struct fake {
+    fake_mr_t mr[FAKE_MAX];
+    int n, live, fail_next;
+} fake_t;
+
+static int fake_reg(void *arg, void *addr, size_t len, void **handle)
+{
+    fake_t *f = arg;
+    if (f->fail_next || f->n == FAKE_MAX) {
+        f->fail_next = 0;
+        return -1;
+    }
+    f->mr[f->n] = (fake_mr_t){(uintptr_t)addr, len, 1};
+    *handle = &f->mr[f->n++];
+    f->live++;
+    return 0;
+}
+
+static void fake_dereg(void *arg, void *handle)
+{
+    fake_t *f = arg;
+    fake_mr_t *m = handle;
+    TH_CHECK(m->live, "double deregistration of %#lx",
+             (unsigned long)m->start);
+    m->live = 0;
+    f->live--;
+}
+
+static fake_t g_fake;
+static const uintptr_t BASE = 0x10000000u;
+#define PG 4096u
+
+static void setup(vb_rcache_t *rc, size_t limit, int keep)
+{
+    memset(&g_fake, 0, sizeof(g_fake));
+    vb_rcache_ops_t ops = {fake_reg, fake_dereg, &g_fake};
+    tnt__vb_rcache_init(rc, &ops, limit, keep);
+    rc->page = PG; /* fixed, whatever the host's page size */
+}
+
+static void *A(uintptr_t off)
+{
+    return (void *)(BASE + off);
+}
+
+static void test_lookup_and_cover(void)
+{
+    vb_rcache_t rc;
+    setup(&rc, 1 << 20, 1);
+    vb_region_t *a = tnt__vb_rcache_get(&rc, A(100), 5000);
+    TH_CHECK(a && a->start == BASE && a->end == BASE + 2 * PG,
+             "region not page aligned around the request");
+    vb_region_t *b = tnt__vb_rcache_get(&rc, A(PG + 7), 10);
+    TH_CHECK(b == a && a->refs == 2 && g_fake.n == 1,
+             "a covered lookup registered again (%d registrations)",
+             g_fake.n);
+    tnt__vb_rcache_put(&rc, b);
+    tnt__vb_rcache_put(&rc, a);
+    TH_CHECK(g_fake.live == 1, "unused region not kept in the cache");
+    TH_CHECK(tnt__vb_rcache_get(&rc, A(0), 0) == a, "zero-length lookup "
+             "inside a region missed it");
+    tnt__vb_rcache_put(&rc, a);
+    tnt__vb_rcache_destroy(&rc);
+    TH_CHECK(g_fake.live == 0, "destroy left %d registrations", g_fake.live);
+}
+
+static void test_merge_overlap_and_adjacent(void)
+{
+    vb_rcache_t rc;
+    setup(&rc, 1 << 20, 1);
+    vb_region_t *a = tnt__vb_rcache_get(&rc, A(0), 2 * PG);
+    vb_region_t *b = tnt__vb_rcache_get(&rc, A(4 * PG), PG);
+    /* Overlaps a, touches b: one region from 0 to 5 pages. */
+    vb_region_t *c = tnt__vb_rcache_get(&rc, A(PG), 3 * PG);
+    TH_CHECK(c && c->start == BASE && c->end == BASE + 5 * PG,
+             "merged region is [%#lx, %#lx)", (unsigned long)c->start,
+             (unsigned long)c->end);
+    TH_CHECK(g_fake.live == 3, "merged-away regions in use were "
+             "deregistered (%d live)", g_fake.live);
+    tnt__vb_rcache_put(&rc, a);
+    TH_CHECK(g_fake.live == 2 && !g_fake.mr[0].live,
+             "merged-away region not released by its last put");
+    TH_CHECK(tnt__vb_rcache_get(&rc, A(4 * PG), 10) == c,
+             "lookup found a merged-away region");
+    tnt__vb_rcache_put(&rc, c);
+    tnt__vb_rcache_put(&rc, b);
+    tnt__vb_rcache_put(&rc, c);
+    TH_CHECK(g_fake.live == 1 && rc.head == c && !rc.head->next,
+             "cache should hold exactly the merged region");
+    tnt__vb_rcache_destroy(&rc);
+    TH_CHECK(g_fake.live == 0, "destroy left registrations");
+}
+
+static void test_invalidate(void)
+{
+    vb_rcache_t rc;
+    setup(&rc, 1 << 20, 1);
+    vb_region_t *a = tnt__vb_rcache_get(&rc, A(0), PG);
+    vb_region_t *b = tnt__vb_rcache_get(&rc, A(8 * PG), PG);
+    tnt__vb_rcache_put(&rc, b);
+    /* Overlaps both: the unused one goes now, the used one at its put. */
+    tnt__vb_rcache_invalidate(&rc, A(PG - 1), 8 * PG);
+    TH_CHECK(g_fake.live == 1 && g_fake.mr[0].live && !g_fake.mr[1].live,
+             "invalidation deregistered a region in use or kept a free one");
+    vb_region_t *a2 = tnt__vb_rcache_get(&rc, A(0), PG);
+    TH_CHECK(a2 && a2 != a && g_fake.n == 3,
+             "lookup after invalidation returned the stale region");
+    tnt__vb_rcache_put(&rc, a);
+    TH_CHECK(!g_fake.mr[0].live, "stale region survived its last put");
+    /* Not overlapping: untouched. */
+    tnt__vb_rcache_invalidate(&rc, A(PG), PG);
+    TH_CHECK(g_fake.mr[2].live, "invalidation of an adjacent range hit");
+    tnt__vb_rcache_put(&rc, a2);
+    tnt__vb_rcache_destroy(&rc);
+    TH_CHECK(g_fake.live == 0, "destroy left registrations");
+}
+
+static void test_lru_eviction_limit(void)
+{
+    vb_rcache_t rc;
+    setup(&rc, 3 * PG, 1);
+    vb_region_t *r[5];
+    for (int i = 0; i < 4; i++) {
+        r[i] = tnt__vb_rcache_get(&rc, A((uintptr_t)i * 4 * PG), PG);
+        tnt__vb_rcache_put(&rc, r[i]);
+    }
+    /* 4 pages cached with a limit of 3: the oldest (0) went. */
+    TH_CHECK(!g_fake.mr[0].live && g_fake.live == 3 &&
+             rc.cached_bytes == 3 * PG, "LRU eviction: %d live, %zu bytes",
+             g_fake.live, rc.cached_bytes);
+    /* Touch 1, then add another: 2 is now the oldest. */
+    tnt__vb_rcache_put(&rc, tnt__vb_rcache_get(&rc, A(4 * PG), 1));
+    r[4] = tnt__vb_rcache_get(&rc, A(20 * PG), PG);
+    TH_CHECK(g_fake.mr[1].live && !g_fake.mr[2].live,
+             "eviction ignored recency");
+    /* Regions in use are never evicted, even over the limit. */
+    vb_region_t *big = tnt__vb_rcache_get(&rc, A(40 * PG), 10 * PG);
+    TH_CHECK(big && g_fake.mr[4].live && g_fake.mr[5].live,
+             "a region in use was evicted");
+    tnt__vb_rcache_put(&rc, r[4]);
+    tnt__vb_rcache_put(&rc, big);
+    TH_CHECK(rc.cached_bytes <= 3 * PG, "over the limit after puts: %zu",
+             rc.cached_bytes);
+    tnt__vb_rcache_destroy(&rc);
+    TH_CHECK(g_fake.live == 0, "destroy left registrations");
+}
+
+static void test_no_keep_and_failure(void)
+{
+    vb_rcache_t rc;
+    setup(&rc, 1 << 20, 0);
+    vb_region_t *a = tnt__vb_rcache_get(&rc, A(0), PG);
+    vb_region_t *b = tnt__vb_rcache_get(&rc, A(0), 10);
+    TH_CHECK(a == b, "shared use not found with caching off");
+    tnt__vb_rcache_put(&rc, a);
+    TH_CHECK(g_fake.live == 1, "deregistered while still in use");
+    tnt__vb_rcache_put(&rc, b);
+    TH_CHECK(g_fake.live == 0 && rc.head == NULL,
+             "caching off kept an unused registration");
+    g_fake.fail_next = 1;
+    TH_CHECK(tnt__vb_rcache_get(&rc, A(0), PG) == NULL,
+             "failed registration returned a region");
+    TH_CHECK(tnt__vb_rcache_get(&rc, (void *)(UINTPTR_MAX - 10), 100) ==
+             NULL, "wrapping range accepted");
+    /* Destroy with a region in use: deregistered at the later put. */
+    vb_region_t *c = tnt__vb_rcache_get(&rc, A(0), PG);
+    tnt__vb_rcache_destroy(&rc);
+    TH_CHECK(g_fake.live == 1, "destroy deregistered a region in use");
+    tnt__vb_rcache_put(&rc, c);
+    TH_CHECK(g_fake.live == 0, "region in use at destroy leaked");
+}
+
+static const th_test_def_t k_tests[] = {
+    {"verbs_rcache", "lookup_and_cover", test_lookup_and_cover},
+    {"verbs_rcache", "merge", test_merge_overlap_and_adjacent},
+    {"verbs_rcache", "invalidate", test_invalidate},
+    {"verbs_rcache", "lru_eviction", test_lru_eviction_limit},
+    {"verbs_rcache", "no_keep_and_failure", test_no_keep_and_failure},
+    {NULL, NULL, NULL}};
+
+int main(int argc, char **argv)
+{
+    return th_main(argc, argv, k_tests);
+}
