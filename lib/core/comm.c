@@ -158,6 +158,7 @@ TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
     comm->comm_id = 1;
     comm->job_id = job_id_of(config->job_key);
     comm->epfd = comm->wakefd = -1;
+    comm->first_lost = -1;
     /* Keep at most this much free memory cached between collectives. */
     tnt__bufpool_init(&comm->pool, (size_t)256 << 20);
     tnt__sched_cache_init(&comm->sched_cache);
