@@ -231,6 +231,12 @@ static void test_allreduce_rd(void)
     run_allreduce_jobs("rd", NULL, &s);
 }
 
+static void test_allreduce_rab(void)
+{
+    ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 1};
+    run_allreduce_jobs("rabenseifner", NULL, &s);
+}
+
 /* Small segments: every message of a medium allreduce is split into
  * many pipelined segments. */
 static const size_t k_seg_counts[] = {3, 1000, 7919, 65537};
@@ -270,9 +276,9 @@ static void test_allreduce_multisocket(void)
     static const tnt_op_t ops[] = {TNT_SUM, TNT_MAX};
     ar_spec_t spec = {counts, 5, dts, 3, ops, 2, 0, 0};
     static const int ps[] = {2, 3, 5};
-    static const char *const algos[] = {"ring", "rd"};
+    static const char *const algos[] = {"ring", "rd", "rabenseifner"};
     for (int k = 0; k < 3; k++)
-        for (int a = 0; a < 2; a++) {
+        for (int a = 0; a < 3; a++) {
             char algo_env[64];
             snprintf(algo_env, sizeof algo_env, "TNT_ALLREDUCE_ALGO=%s",
                      algos[a]);
@@ -1065,6 +1071,7 @@ static const th_test_def_t k_tests[] = {
     {"allreduce", "auto", test_allreduce_auto},
     {"allreduce", "ring", test_allreduce_ring},
     {"allreduce", "rd", test_allreduce_rd},
+    {"allreduce", "rabenseifner", test_allreduce_rab},
     {"allreduce", "ring_segmented", test_allreduce_ring_segmented},
     {"allreduce", "auto_segmented", test_allreduce_auto_segmented},
     {"allreduce", "tiny_segments", test_allreduce_tiny_segments},

@@ -367,14 +367,16 @@ static void test_allreduce(void)
     const tnt_dtype_t dts[] = {TNT_F32, TNT_F64, TNT_I32};
     for (int p = 1; p <= 17; p++)
         for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
-            for (int algo = TNT_ALGO_RING; algo <= TNT_ALGO_RD; algo++)
+            for (size_t k = 0; k < 3; k++)
                 for (int ip = 0; ip <= 1; ip++) {
+                    static const int algos[] = {TNT_ALGO_RING, TNT_ALGO_RD,
+                                                TNT_ALGO_RABENSEIFNER};
                     tnt_coll_args_t a = args(TNT_COLL_ALLREDUCE, p,
                                              counts[ci], dts[(p + ci) % 3],
                                              ops[(p + ci + ip) % 4], 16);
                     a.in_place = ip;
-                    check(a, p == 1 ? TNT_ALGO_LOCAL : algo,
-                          algo == TNT_ALGO_RING ? "ring" : "rd");
+                    check(a, p == 1 ? TNT_ALGO_LOCAL : algos[k],
+                          tnt__algo_name(algos[k]));
                 }
 }
 
@@ -386,6 +388,8 @@ static void test_allreduce_many_ranks(void)
               TNT_ALGO_RING, "ring");
         check(args(TNT_COLL_ALLREDUCE, ps[i], 5, TNT_F64, TNT_MAX, 64),
               TNT_ALGO_RD, "rd");
+        check(args(TNT_COLL_ALLREDUCE, ps[i], 1001, TNT_F32, TNT_AVG, 64),
+              TNT_ALGO_RABENSEIFNER, "rabenseifner");
     }
     /* One wide job: 300 ranks of recursive doubling (pre/post step with
      * 44 folded ranks). */

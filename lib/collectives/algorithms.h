@@ -24,6 +24,7 @@ enum tnt_algo {
     TNT_ALGO_PIPELINE,  /* broadcast: pipelined chain */
     TNT_ALGO_DISSEMINATION, /* barrier */
     TNT_ALGO_LOCAL,     /* one rank: a copy at most */
+    TNT_ALGO_RABENSEIFNER, /* allreduce: halving RS + doubling AG */
     TNT_ALGO_END
 };
 
@@ -54,6 +55,7 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
 
 tnt_result_t tnt__allreduce_ring(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_rd(const tnt_coll_args_t *a, tnt_sched_t *s);
+tnt_result_t tnt__allreduce_rab(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__bcast_binomial(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__bcast_pipeline(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__barrier_dissemination(const tnt_coll_args_t *a,

@@ -23,6 +23,7 @@ static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_PIPELINE] = "pipeline",
     [TNT_ALGO_DISSEMINATION] = "dissemination",
     [TNT_ALGO_LOCAL] = "local",
+    [TNT_ALGO_RABENSEIFNER] = "rabenseifner",
 };
 
 const char *tnt__algo_name(int algo)
@@ -41,6 +42,8 @@ int tnt__algo_parse(const char *name)
             return i;
     if (strcmp(name, "recursive_doubling") == 0)
         return TNT_ALGO_RD;
+    if (strcmp(name, "rab") == 0)
+        return TNT_ALGO_RABENSEIFNER;
     if (strcmp(name, "chain") == 0)
         return TNT_ALGO_PIPELINE;
     return -1;
@@ -50,7 +53,8 @@ static int applies(int kind, int algo)
 {
     switch (kind) {
     case TNT_COLL_ALLREDUCE:
-        return algo == TNT_ALGO_RING || algo == TNT_ALGO_RD;
+        return algo == TNT_ALGO_RING || algo == TNT_ALGO_RD ||
+               algo == TNT_ALGO_RABENSEIFNER;
     case TNT_COLL_BROADCAST:
         return algo == TNT_ALGO_BINOMIAL || algo == TNT_ALGO_PIPELINE;
     default:
@@ -124,6 +128,7 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
                                              : tnt__reduce_scatter_ring(a, s);
         break;
     case TNT_ALGO_RD: rc = tnt__allreduce_rd(a, s); break;
+    case TNT_ALGO_RABENSEIFNER: rc = tnt__allreduce_rab(a, s); break;
     case TNT_ALGO_BINOMIAL: rc = tnt__bcast_binomial(a, s); break;
     case TNT_ALGO_PIPELINE: rc = tnt__bcast_pipeline(a, s); break;
     case TNT_ALGO_DISSEMINATION: rc = tnt__barrier_dissemination(a, s); break;

@@ -189,6 +189,7 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
     comm->comm_id = 1;
     comm->job_id = job_id_of(config->job_key);
     comm->epfd = comm->wakefd = -1;
+    comm->first_lost = -1;
     /* Keep at most this much free memory cached between collectives. */
     tnt__bufpool_init(&comm->pool, (size_t)256 << 20);
     tnt__sched_cache_init(&comm->sched_cache);

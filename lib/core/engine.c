@@ -410,20 +410,51 @@ void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
         tnt__op_complete(req, op);
     else if (rc == TNT_INPROGRESS)
         p->sends_inflight++;
-    else if (rc < 0)
-        tnt__engine_fail(comm, TNT_ERR_PEER_LOST, "rank %d: %s to rank %d "
-                         "(host %s) failed: %s", comm->rank,
-                         tnt__coll_kind_name(req->args.kind), sop->peer, p->host,
-                         tnt_last_error());
+    else if (rc < 0) {
+        char what[300];
+        snprintf(what, sizeof(what), "sending %s #%" PRIu64 " failed: %s",
+                 tnt__coll_kind_name(req->args.kind), req->seq,
+                 tnt_last_error());
+        tnt__fail_peer_lost(comm, sop->peer, what);
+    }
+}
+
+void tnt__note_lost(struct tnt_comm *comm, int peer, const char *what)
+{
+    if (comm->first_lost >= 0 || comm->state != TNT_COMM_OK)
+        return;
+    comm->first_lost = peer;
+    snprintf(comm->first_lost_what, sizeof(comm->first_lost_what), "%s",
+             what ? what : "connection closed");
+}
+
+/* Which rank to blame: when a rank dies, the ranks next to it fail and
+ * close too, and a survivor may need one of those first; but it also
+ * holds a connection to the dead rank (full mesh), whose loss it has
+ * seen, unneeded, before. Name that one first. */
+void tnt__fail_peer_lost(struct tnt_comm *comm, int peer, const char *what)
+{
+    tnt__note_lost(comm, peer, what);
+    int first = comm->first_lost;
+    if (first != peer)
+        tnt__engine_fail(comm, TNT_ERR_PEER_LOST, "rank %d lost rank %d "
+                         "(host %s) first (%s), then rank %d (host %s): %s",
+                         comm->rank, first, comm->peers[first].host,
+                         comm->first_lost_what, peer,
+                         comm->peers[peer].host, what);
+    else
+        tnt__engine_fail(comm, TNT_ERR_PEER_LOST, "rank %d lost rank %d "
+                         "(host %s): %s", comm->rank, peer,
+                         comm->peers[peer].host, what);
 }
 
 static void fail_dead_peer(struct tnt_comm *comm, struct tnt_request *req,
                            const tnt_peer_t *p)
 {
-    tnt__engine_fail(comm, TNT_ERR_PEER_LOST, "rank %d: %s seq %" PRIu64
-                     " needs rank %d (host %s), which is lost",
-                     comm->rank, tnt__coll_kind_name(req->args.kind), req->seq,
-                     p->rank, p->host);
+    char what[160];
+    snprintf(what, sizeof(what), "%s #%" PRIu64 " needs it",
+             tnt__coll_kind_name(req->args.kind), req->seq);
+    tnt__fail_peer_lost(comm, p->rank, what);
 }
 
 static int matches(const tnt_msg_hdr_t *h, const struct tnt_request *req,
@@ -693,6 +724,7 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
     req->comm = comm;
     req->seq = comm->next_seq++;
     sig->seq = req->seq;
+    comm->recent_sigs[req->seq % TNT_RECENT_SIGS] = *sig;
     req->deadline = tnt__now() + comm->params.timeout_s;
     for (uint32_t i = 0; i < nops; i++) {
         tnt_opstate_t *os = &req->ops[i];

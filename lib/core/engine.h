@@ -199,7 +199,14 @@ struct tnt_comm {
     int state;                 /* enum tnt_comm_state */
     tnt_result_t fail_rc;
     char fail_msg[512];
+    int first_lost;            /* first peer lost while all was well */
+    char first_lost_what[160];
     tnt_msg_hdr_t notice_hdr;  /* the failure notice this rank sends */
+    /* Signatures of the last collectives posted, by seq: a message for one
+     * that already finished here (a broadcast root finishes at once) is
+     * still checked against what this rank called. */
+#define TNT_RECENT_SIGS 64
+    tnt_msg_hdr_t recent_sigs[TNT_RECENT_SIGS];
     char host[TNT_HOST_MAX];
     char bind_ip[64];          /* where the transport listens */
 };

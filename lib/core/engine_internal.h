@@ -27,6 +27,12 @@ void tnt__deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
 /** Send this rank's failure notice on ep (its stream must be in frame:
  *  no message half sent). */
 void tnt__send_notice(struct tnt_comm *comm, void *ep);
+/** Remember the first peer lost while the communicator was fine (even
+ *  one nothing needed yet): the likely cause of what follows. */
+void tnt__note_lost(struct tnt_comm *comm, int peer, const char *what);
+/** Fail with TNT_ERR_PEER_LOST for `peer`, naming the first lost peer
+ *  too if it was another. */
+void tnt__fail_peer_lost(struct tnt_comm *comm, int peer, const char *what);
 int tnt__sig_equal(const tnt_msg_hdr_t *a, const tnt_msg_hdr_t *b);
 void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
                           const tnt_msg_hdr_t *theirs, int peer);

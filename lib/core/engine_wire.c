@@ -140,6 +140,18 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
             return TNT_SUCCESS;
         }
     } else if (h.seq < comm->next_seq) {
+        const tnt_msg_hdr_t *mine = &comm->recent_sigs[h.seq %
+                                                       TNT_RECENT_SIGS];
+        if (mine->magic == TNT_MSG_MAGIC && mine->seq == h.seq &&
+            !tnt__sig_equal(&h, mine)) {
+            char a[160], b[160];
+            tnt__describe_sig(mine, a, sizeof(a));
+            tnt__describe_sig(&h, b, sizeof(b));
+            tnt__engine_fail(comm, TNT_ERR_MISMATCH, "collective #%" PRIu64
+                             " mismatch: rank %d called %s but rank %d "
+                             "called %s", h.seq, comm->rank, a, peer, b);
+            return TNT_ERR_MISMATCH;
+        }
         tnt__engine_fail(comm, TNT_ERR_PROTOCOL, "rank %d: rank %d sent a "
                          "message for collective #%" PRIu64 ", which has "
                          "already finished here", comm->rank, peer, h.seq);
@@ -277,9 +289,9 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
         }
     }
     if (comm->state == TNT_COMM_OK && peer_needed(comm, peer))
-        tnt__engine_fail(comm, TNT_ERR_PEER_LOST, "rank %d lost rank %d "
-                         "(host %s): %s", comm->rank, peer, p->host,
-                         what ? what : "connection closed");
+        tnt__fail_peer_lost(comm, peer, what ? what : "connection closed");
+    else if (comm->state == TNT_COMM_OK && comm->active_head)
+        tnt__note_lost(comm, peer, what); /* not needed yet */
     else
         TNT_LOG_DEBUG("rank %d: connection to rank %d closed: %s",
                       comm->rank, peer, what ? what : "");

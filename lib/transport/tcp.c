@@ -70,6 +70,13 @@ static void conn_close(tcp_ctx_t *ctx, tcp_conn_t *c)
         return;
     c->closed = 1;
     ctx->env.unwatch_fd(ctx->env.core, c->fd);
+    /* close() with unread data sends a reset, which can destroy what was
+     * just written (a failure notice) before the peer reads it: read off
+     * what is already here first (bounded). */
+    char sink[4096];
+    for (int i = 0; i < 256; i++)
+        if (recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0)
+            break;
     close(c->fd);
     while (c->sq_head) {
         tcp_sreq_t *r = c->sq_head;
