@@ -11,8 +11,9 @@
  * f16 and bf16 are computed in f32 and rounded back to nearest even after
  * every step, so partial sums are rounded to the element type at each
  * reduction (as NCCL does); their SUM and PROD return a's NaN, made quiet,
- * when a is a NaN (even when b is one too). Integer SUM and PROD wrap modulo 2^bits
- * (computed in unsigned arithmetic, so no undefined behaviour). MIN and
+ * when a is a NaN (even when b is one too). Integer SUM and PROD wrap
+ * modulo 2^bits (computed in unsigned arithmetic, so no undefined
+ * behaviour). MIN and
  * MAX of floats return `a` unless `b` compares strictly smaller (larger);
  * NaN therefore propagates only from `a`. The algorithms always pass the
  * operands in a fixed rank order, so results are deterministic anyway.
