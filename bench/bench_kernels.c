@@ -310,8 +310,8 @@ static void print_header(const kopts_t *o, int npeers)
            "batch of %.3g ms\n", o->ms);
     printf("# GB/s = (a + b + dst bytes) / time; memcpy: (src + dst) / "
            "time, same run\n");
-    printf("# active level: %s (TNT_SIMD %s%s)\n",
-           tnt__simd_name(tnt__simd_active()), env ? "=" : "unset",
+    printf("# active level: %s (TNT_SIMD%s%s)\n",
+           tnt__simd_name(tnt__simd_active()), env ? "=" : " unset",
            env ? env : "");
     if (o->membw)
         printf("# peers: 1-thread membw sum3 c=a+b traffic GB/s from %s "
