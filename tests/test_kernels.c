@@ -861,6 +861,41 @@ static void test_levels_bitwise(void)
     CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* Two NaNs with different payloads (signalling or quiet) in every
+ * element: which payload survives is the compiler's choice of operand
+ * order for f32 and f64, and it must be the same choice at every level. */
+static void test_nan_payload_levels(void)
+{
+    enum { N = 1000 };
+    static uint32_t a32[N], b32[N], w32[N], g32[N];
+    static uint64_t a64[N], b64[N], w64[N], g64[N];
+    unsigned bad = 0;
+
+    for (uint32_t i = 0; i < N; i++) {
+        a32[i] = 0x7f800000u | ((i * 7919u + 1) & 0x7fffff);
+        b32[i] = 0xff800000u | ((i * 104729u + 2) & 0x7fffff);
+        a64[i] = 0x7ff0000000000000ull | (i * 7919ull + 1);
+        b64[i] = 0xfff8000000000000ull | (i * 104729ull + 2);
+    }
+    for (int lv = 1; lv < TNT__SIMD_COUNT; lv++) {
+        if (!tnt__simd_supported(lv))
+            continue;
+        for (int op = 0; op < TNT_OP_COUNT; op++) {
+            for (int swap = 0; swap < 2; swap++) {
+                const void *x32 = swap ? b32 : a32, *y32 = swap ? a32 : b32;
+                const void *x64 = swap ? b64 : a64, *y64 = swap ? a64 : b64;
+                tnt__reduce_fn_at(TNT_F32, op, 0)(w32, x32, y32, N);
+                tnt__reduce_fn_at(TNT_F32, op, lv)(g32, x32, y32, N);
+                tnt__reduce_fn_at(TNT_F64, op, 0)(w64, x64, y64, N);
+                tnt__reduce_fn_at(TNT_F64, op, lv)(g64, x64, y64, N);
+                bad += memcmp(w32, g32, sizeof w32) != 0;
+                bad += memcmp(w64, g64, sizeof w64) != 0;
+            }
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* Every f16 / bf16 pattern against a set of second operands that covers
  * zeros, subnormals, the largest finite values, infinities and NaNs of
  * both kinds, with both operand orders; and AVG's division of every
@@ -1024,6 +1059,7 @@ int main(int argc, char **argv)
     static const struct test_def simd[] = {
         {"every level bit for bit as the base level", test_levels_bitwise},
         {"f16/bf16 every pattern at every level", test_half_levels_exhaustive},
+        {"f32/f64 NaN payloads at every level", test_nan_payload_levels},
         {"TNT_SIMD and level lookup", test_simd_env},
         {NULL, NULL}};
     static const struct test_def avg[] = {
