@@ -110,6 +110,10 @@ void bench_prepare_check(bench_t *b, size_t count, int inplace,
 uint64_t bench_count_wrong(bench_t *b, size_t count, int inplace,
                            uint64_t seed);
 
+/** `tnt-bench kernels ARGS`: argv[0] is "kernels". Returns an exit
+ *  status (bench_kernels.c). */
+int bench_kernels_main(int argc, char **argv);
+
 /** Everything one rank does. Returns BENCH_EXIT_OK, or BENCH_EXIT_FAIL
  *  when elements were wrong; library errors exit the process with
  *  BENCH_EXIT_FAIL after a message. */

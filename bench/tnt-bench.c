@@ -5,7 +5,8 @@
  * rank; with -N K bench_launch.c forks K local ranks, giving each the
  * environment a launcher would; with neither it runs as a world of one.
  * What a rank then does is in bench_run.c (collectives) or bench_fusion.c
- * (`tnt-bench fusion`).
+ * (`tnt-bench fusion`). `tnt-bench kernels`, which needs no ranks, has its
+ * own command line (bench_kernels.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -59,6 +60,7 @@ static void usage(FILE *f)
     fprintf(f,
 "usage: tnt-bench [COLLECTIVE] [options]\n"
 "       tnt-bench fusion --model MODEL [options]\n"
+"       tnt-bench kernels [options]   (reduction kernels; see its --help)\n"
 "\n"
 "Times a collective of libtntcomm over a sweep of sizes and checks every\n"
 "result, as nccl-tests do. COLLECTIVE is allreduce (default), broadcast,\n"
@@ -396,6 +398,9 @@ static void parse_args(int argc, char **argv, bench_opts_t *o)
         }
     }
     if (optind < argc) {
+        if (strcasecmp(argv[optind], "kernels") == 0)
+            usage_error("%s", "'kernels' has options of its own and must "
+                        "come first: tnt-bench kernels [options]");
         if (strcasecmp(argv[optind], "fusion") == 0)
             o->fusion = 1;
         else if ((i = lookup(argv[optind], coll_names, NULL,
@@ -453,6 +458,9 @@ int bench_rank_main(const bench_opts_t *o)
 int main(int argc, char **argv)
 {
     bench_opts_t o;
+
+    if (argc >= 2 && strcasecmp(argv[1], "kernels") == 0)
+        return bench_kernels_main(argc - 1, argv + 1);
     parse_args(argc, argv, &o);
 
     int launched = env_set("TNT_SIZE") || env_set("TNT_RANK");

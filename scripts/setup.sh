@@ -9,7 +9,7 @@ build=${1:-build}
 
 packages="build-essential meson ninja-build pkg-config libcunit1-dev abigail-tools
           libibverbs-dev librdmacm-dev libnuma-dev libhwloc-dev
-          libpmix-dev openmpi-bin slurm-wlm munge iproute2
+          libpmix-dev openmpi-bin slurm-wlm munge iproute2 gnuplot-nox
           zlib1g-dev python3-numpy python3-sklearn python3-torch"
 missing=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' $packages 2>/dev/null \
           | awk '$1 != "ii" {print $2}'; \

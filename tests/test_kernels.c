@@ -6,7 +6,10 @@
  * searching a table of all their values, and integers are combined exactly
  * in 128-bit arithmetic and then wrapped explicitly. The inputs are chosen
  * so that the wide reference is exact (or provably rounds the same way),
- * hence results must match bit for bit. Needs only CUnit and reduce.c.
+ * hence results must match bit for bit. Every kernel runs at every SIMD
+ * level this CPU supports (reduce.h: base, AVX2, AVX-512), each against
+ * the reference and, stricter still, bit for bit (NaN payloads included)
+ * against the base level. Needs only CUnit and reduce.c.
  */
 #include <CUnit/Basic.h>
 #include <float.h>
@@ -15,8 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "collectives/reduce.h"
+#include "core/log.h"
 #include "tnt/tnt.h"
 
 #ifdef __SIZEOF_INT128__
@@ -362,12 +368,13 @@ static int elem_ok(tnt_dtype_t dt, tnt_op_t op, const void *want,
 
 static int reported;
 
-/* Run one (dtype, op, n, aliasing, offset) case; 0 if all is well. */
+/* Run one (dtype, op, n, aliasing, offset) case at one SIMD level; 0 if
+ * all is well. */
 static int run_case(tnt_dtype_t dt, tnt_op_t op, size_t n, enum alias al,
-                    int off)
+                    int off, int level)
 {
     size_t es = esize[dt];
-    tnt_reduce_fn_t fn = tnt__reduce_fn(dt, op);
+    tnt_reduce_fn_t fn = tnt__reduce_fn_at(dt, op, level);
     struct gbuf A, B, D;
     unsigned char *want = malloc(n * es + 1), *a0 = malloc(n * es + 1);
     unsigned char *b0 = malloc(n * es + 1);
@@ -398,9 +405,10 @@ static int run_case(tnt_dtype_t dt, tnt_op_t op, size_t n, enum alias al,
             bad = 1;
             if (reported++ < 10)
                 fprintf(stderr,
-                        "\n  %s %s n=%zu %s off=%d: [%zu] a=%#" PRIx64
+                        "\n  %s %s %s n=%zu %s off=%d: [%zu] a=%#" PRIx64
                         " b=%#" PRIx64 " want %#" PRIx64 " got %#" PRIx64,
-                        dt_name[dt], op_name[op], n, alias_name[al], off, i,
+                        tnt__simd_name(level), dt_name[dt], op_name[op], n,
+                        alias_name[al], off, i,
                         load_bits(dt, a0 + i * es), load_bits(dt, b0 + i * es),
                         load_bits(dt, want + i * es),
                         load_bits(dt, dst + i * es));
@@ -414,8 +422,9 @@ static int run_case(tnt_dtype_t dt, tnt_op_t op, size_t n, enum alias al,
         !gbuf_guards_intact(&D, n, es)) {
         bad = 1;
         if (reported++ < 10)
-            fprintf(stderr, "\n  %s %s n=%zu %s: wrote outside dst",
-                    dt_name[dt], op_name[op], n, alias_name[al]);
+            fprintf(stderr, "\n  %s %s %s n=%zu %s: wrote outside dst",
+                    tnt__simd_name(level), dt_name[dt], op_name[op], n,
+                    alias_name[al]);
     }
     free(A.base);
     free(B.base);
@@ -426,18 +435,23 @@ static int run_case(tnt_dtype_t dt, tnt_op_t op, size_t n, enum alias al,
     return bad;
 }
 
+/* Every case at every level the CPU has; the same inputs at each. */
 static void sweep_dtype(tnt_dtype_t dt)
 {
     unsigned failed = 0;
 
-    rng_state = 0x5eed0000u + (unsigned)dt;
-    for (int op = 0; op < TNT_OP_COUNT; op++)
-        for (size_t li = 0; li < NLENGTHS; li++)
-            for (int al = 0; al < NALIAS; al++)
-                for (int off = 0; off < 2; off++)
-                    failed += (unsigned)run_case(dt, (tnt_op_t)op,
-                                                 lengths[li],
-                                                 (enum alias)al, off);
+    for (int lv = 0; lv < TNT__SIMD_COUNT; lv++) {
+        if (!tnt__simd_supported(lv))
+            continue;
+        rng_state = 0x5eed0000u + (unsigned)dt;
+        for (int op = 0; op < TNT_OP_COUNT; op++)
+            for (size_t li = 0; li < NLENGTHS; li++)
+                for (int al = 0; al < NALIAS; al++)
+                    for (int off = 0; off < 2; off++)
+                        failed += (unsigned)run_case(dt, (tnt_op_t)op,
+                                                     lengths[li],
+                                                     (enum alias)al, off, lv);
+    }
     CU_ASSERT_EQUAL(failed, 0);
 }
 
@@ -453,14 +467,14 @@ static void test_sweep_i64(void) { sweep_dtype(TNT_I64); }
 static void test_sweep_u64(void) { sweep_dtype(TNT_U64); }
 
 /* The engine accumulates rank after rank in place; each step rounds. */
-static void test_half_chain(void)
+static void half_chain_at(int lv)
 {
     enum { N = 1000, RANKS = 8 };
     static uint16_t in[RANKS][N], acc[N], want[N];
 
     for (int dt = TNT_F16; dt <= TNT_BF16; dt++) {
         for (int op = TNT_SUM; op < TNT_OP_COUNT; op++) {
-            tnt_reduce_fn_t fn = tnt__reduce_fn((tnt_dtype_t)dt, op);
+            tnt_reduce_fn_t fn = tnt__reduce_fn_at((tnt_dtype_t)dt, op, lv);
             rng_state = 77;
             for (int r = 0; r < RANKS; r++)
                 for (int i = 0; i < N; i++) /* Moderate values: no inf. */
@@ -479,6 +493,13 @@ static void test_half_chain(void)
             CU_ASSERT(memcmp(acc, want, sizeof acc) == 0);
         }
     }
+}
+
+static void test_half_chain(void)
+{
+    for (int lv = 0; lv < TNT__SIMD_COUNT; lv++)
+        if (tnt__simd_supported(lv))
+            half_chain_at(lv);
 }
 
 /* ---- Conversions ---------------------------------------------------------- */
@@ -714,7 +735,7 @@ static void ref_scale(tnt_dtype_t dt, const void *in, void *out, int nranks)
     }
 }
 
-static void test_scale_avg(void)
+static void scale_avg_at(int lv)
 {
     static const int ranks[] = {2, 3, 7, 8, 1000};
     static const size_t ns[] = {0, 1, 17, 1000};
@@ -732,25 +753,32 @@ static void test_scale_avg(void)
                     ref_scale((tnt_dtype_t)dt, orig + i * es, want + i * es,
                               ranks[ri]);
                 memcpy(buf, orig, n * es);
-                tnt__scale_avg(buf, n, (tnt_dtype_t)dt, ranks[ri]);
+                tnt__scale_avg_at(buf, n, (tnt_dtype_t)dt, ranks[ri], lv);
                 int ok = 1;
                 for (size_t i = 0; i < n; i++)
                     ok &= elem_ok((tnt_dtype_t)dt, TNT_SUM, want + i * es,
                                   buf + i * es);
                 if (!ok && reported++ < 10)
-                    fprintf(stderr, "\n  scale_avg %s n=%zu nranks=%d",
-                            dt_name[dt], n, ranks[ri]);
+                    fprintf(stderr, "\n  scale_avg %s %s n=%zu nranks=%d",
+                            tnt__simd_name(lv), dt_name[dt], n, ranks[ri]);
                 CU_ASSERT(ok);
             }
             /* nranks 1 is the identity; 0 and -1 are ignored. */
             gen((tnt_dtype_t)dt, orig, n);
             memcpy(buf, orig, n * es);
-            tnt__scale_avg(buf, n, (tnt_dtype_t)dt, 1);
-            tnt__scale_avg(buf, n, (tnt_dtype_t)dt, 0);
-            tnt__scale_avg(buf, n, (tnt_dtype_t)dt, -1);
+            tnt__scale_avg_at(buf, n, (tnt_dtype_t)dt, 1, lv);
+            tnt__scale_avg_at(buf, n, (tnt_dtype_t)dt, 0, lv);
+            tnt__scale_avg_at(buf, n, (tnt_dtype_t)dt, -1, lv);
             CU_ASSERT(memcmp(buf, orig, n * es) == 0);
         }
     }
+}
+
+static void test_scale_avg(void)
+{
+    for (int lv = 0; lv < TNT__SIMD_COUNT; lv++)
+        if (tnt__simd_supported(lv))
+            scale_avg_at(lv);
 }
 
 static void test_scale_avg_chosen(void)
@@ -782,6 +810,190 @@ static void test_scale_avg_chosen(void)
     tnt__scale_avg(NULL, 0, TNT_F32, 4); /* must not crash */
     tnt__scale_avg(i8, 1, (tnt_dtype_t)99, 4);
     CU_ASSERT(i8[0] == -3);
+}
+
+/* ---- SIMD levels against the base level, bit for bit ------------------- */
+
+/* Stricter than the reference: NaN payloads of arithmetic results must
+ * match too, so that a run gives the same bits whatever the CPU. */
+static void test_levels_bitwise(void)
+{
+    enum { NMAX = 4097 };
+    static unsigned char a[NMAX * 8], b[NMAX * 8], want[NMAX * 8],
+        got[NMAX * 8];
+    unsigned bad = 0, levels = 0;
+
+    for (int lv = 1; lv < TNT__SIMD_COUNT; lv++) {
+        if (!tnt__simd_supported(lv)) {
+            fprintf(stderr, "\n  (no %s on this CPU: not tested)",
+                    tnt__simd_name(lv));
+            continue;
+        }
+        levels++;
+        for (int dt = 0; dt < TNT_DTYPE_COUNT; dt++) {
+            size_t es = esize[dt];
+            for (int op = 0; op < TNT_OP_COUNT; op++) {
+                tnt_reduce_fn_t ref = tnt__reduce_fn_at(dt, op, 0);
+                tnt_reduce_fn_t fn = tnt__reduce_fn_at(dt, op, lv);
+                CU_ASSERT_FATAL(ref != NULL && fn != NULL);
+                for (size_t li = 0; li < NLENGTHS; li++) {
+                    size_t n = lengths[li];
+                    rng_state = 0xb175u + li;
+                    gen((tnt_dtype_t)dt, a, n);
+                    gen((tnt_dtype_t)dt, b, n);
+                    ref(want, a, b, n);
+                    fn(got, a, b, n);
+                    int ok = memcmp(want, got, n * es) == 0;
+                    memcpy(got, a, n * es); /* In place, as the engine. */
+                    fn(got, got, b, n);
+                    ok &= memcmp(want, got, n * es) == 0;
+                    if (!ok && reported++ < 10)
+                        fprintf(stderr, "\n  %s %s %s n=%zu differs from %s",
+                                tnt__simd_name(lv), dt_name[dt],
+                                op_name[op], n, tnt__simd_name(0));
+                    bad += !ok;
+                }
+            }
+        }
+    }
+    fprintf(stderr, " [%u SIMD level(s) beyond %s] ", levels,
+            tnt__simd_name(0));
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Two NaNs with different payloads (signalling or quiet) in every
+ * element: which payload survives is the compiler's choice of operand
+ * order for f32 and f64, and it must be the same choice at every level. */
+static void test_nan_payload_levels(void)
+{
+    enum { N = 1000 };
+    static uint32_t a32[N], b32[N], w32[N], g32[N];
+    static uint64_t a64[N], b64[N], w64[N], g64[N];
+    unsigned bad = 0;
+
+    for (uint32_t i = 0; i < N; i++) {
+        a32[i] = 0x7f800000u | ((i * 7919u + 1) & 0x7fffff);
+        b32[i] = 0xff800000u | ((i * 104729u + 2) & 0x7fffff);
+        a64[i] = 0x7ff0000000000000ull | (i * 7919ull + 1);
+        b64[i] = 0xfff8000000000000ull | (i * 104729ull + 2);
+    }
+    for (int lv = 1; lv < TNT__SIMD_COUNT; lv++) {
+        if (!tnt__simd_supported(lv))
+            continue;
+        for (int op = 0; op < TNT_OP_COUNT; op++) {
+            for (int swap = 0; swap < 2; swap++) {
+                const void *x32 = swap ? b32 : a32, *y32 = swap ? a32 : b32;
+                const void *x64 = swap ? b64 : a64, *y64 = swap ? a64 : b64;
+                tnt__reduce_fn_at(TNT_F32, op, 0)(w32, x32, y32, N);
+                tnt__reduce_fn_at(TNT_F32, op, lv)(g32, x32, y32, N);
+                tnt__reduce_fn_at(TNT_F64, op, 0)(w64, x64, y64, N);
+                tnt__reduce_fn_at(TNT_F64, op, lv)(g64, x64, y64, N);
+                bad += memcmp(w32, g32, sizeof w32) != 0;
+                bad += memcmp(w64, g64, sizeof w64) != 0;
+            }
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Every f16 / bf16 pattern against a set of second operands that covers
+ * zeros, subnormals, the largest finite values, infinities and NaNs of
+ * both kinds, with both operand orders; and AVG's division of every
+ * pattern. */
+static void test_half_levels_exhaustive(void)
+{
+    static const uint16_t f16_b[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03ff,
+                                     0x0400, 0x3c00, 0xbc00, 0x3c01, 0x7bff,
+                                     0xfbff, 0x7c00, 0xfc00, 0x7e00, 0x7c01,
+                                     0xfd55, 0x1234, 0xc321};
+    static const uint16_t bf16_b[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x007f,
+                                      0x0080, 0x3f80, 0xbf80, 0x3f81, 0x7f7f,
+                                      0xff7f, 0x7f80, 0xff80, 0x7fc0, 0x7f81,
+                                      0xffaa, 0x1234, 0xc321};
+    enum { N = 1 << 16, NB = sizeof f16_b / sizeof f16_b[0] };
+    static uint16_t all[N], other[N], want[N], got[N];
+    unsigned bad = 0;
+
+    for (uint32_t p = 0; p < N; p++)
+        all[p] = (uint16_t)p;
+    for (int lv = 1; lv < TNT__SIMD_COUNT; lv++) {
+        if (!tnt__simd_supported(lv))
+            continue;
+        for (int dt = TNT_F16; dt <= TNT_BF16; dt++) {
+            const uint16_t *bs = dt == TNT_F16 ? f16_b : bf16_b;
+            for (int op = 0; op < TNT_OP_COUNT; op++) {
+                tnt_reduce_fn_t ref = tnt__reduce_fn_at(dt, op, 0);
+                tnt_reduce_fn_t fn = tnt__reduce_fn_at(dt, op, lv);
+                for (int k = 0; k < NB; k++) {
+                    for (uint32_t p = 0; p < N; p++)
+                        other[p] = bs[k];
+                    ref(want, all, other, N);
+                    fn(got, all, other, N);
+                    bad += memcmp(want, got, sizeof want) != 0;
+                    ref(want, other, all, N);
+                    fn(got, other, all, N);
+                    bad += memcmp(want, got, sizeof want) != 0;
+                }
+            }
+            for (int r = 2; r <= 7; r += 5) { /* AVG over 2 and 7 ranks. */
+                memcpy(want, all, sizeof want);
+                memcpy(got, all, sizeof got);
+                tnt__scale_avg_at(want, N, dt, r, 0);
+                tnt__scale_avg_at(got, N, dt, r, lv);
+                bad += memcmp(want, got, sizeof want) != 0;
+            }
+            if (bad && reported++ < 10)
+                fprintf(stderr, "\n  %s %s differs from %s",
+                        tnt__simd_name(lv), dt_name[dt], tnt__simd_name(0));
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* The level a fresh process picks with TNT_SIMD set to `value`: this
+ * program run again with --simd-level (a fork would inherit the level
+ * this process chose already). */
+static int level_with_env(const char *value)
+{
+    int status;
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        setenv("TNT_SIMD", value, 1);
+        setenv("TNT_LOG_LEVEL", "ERROR", 1); /* The expected warnings. */
+        execl("/proc/self/exe", "test_kernels", "--simd-level",
+              (char *)NULL);
+        _exit(99);
+    }
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+        return -1;
+    return WEXITSTATUS(status);
+}
+
+static void test_simd_env(void)
+{
+    int best = 0;
+
+    for (int lv = 0; lv < TNT__SIMD_COUNT; lv++)
+        if (tnt__simd_supported(lv))
+            best = lv;
+    CU_ASSERT_EQUAL(level_with_env("auto"), best);
+    CU_ASSERT_EQUAL(level_with_env(""), best);
+    CU_ASSERT_EQUAL(level_with_env("no-such-level"), best); /* warned */
+    CU_ASSERT_EQUAL(level_with_env(tnt__simd_name(0)), 0);
+    /* A level the CPU lacks falls back to the best one below it. */
+    CU_ASSERT_EQUAL(level_with_env("avx2"),
+                    tnt__simd_supported(TNT__SIMD_AVX2) ? TNT__SIMD_AVX2 : 0);
+    CU_ASSERT_EQUAL(level_with_env("avx512"), best);
+    CU_ASSERT_STRING_EQUAL(tnt__simd_name(TNT__SIMD_COUNT), "?");
+    CU_ASSERT_STRING_EQUAL(tnt__simd_name(-1), "?");
+    CU_ASSERT_FALSE(tnt__simd_supported(TNT__SIMD_COUNT));
+    CU_ASSERT_FALSE(tnt__simd_supported(-1));
+    CU_ASSERT_PTR_NULL(tnt__reduce_fn_at(TNT_F32, TNT_SUM, -1));
+    CU_ASSERT_PTR_NULL(tnt__reduce_fn_at(TNT_F32, TNT_SUM, TNT__SIMD_COUNT));
+    CU_ASSERT_PTR_NULL(tnt__reduce_fn_at(TNT_DTYPE_COUNT, TNT_SUM, 0));
+    CU_ASSERT(tnt__reduce_fn(TNT_F32, TNT_SUM) ==
+              tnt__reduce_fn_at(TNT_F32, TNT_SUM, tnt__simd_active()));
 }
 
 /* ---- Lookup ----------------------------------------------------------------- */
@@ -823,7 +1035,7 @@ static int add_suite(const char *name, const struct test_def *tests)
     return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     static const struct test_def conversions[] = {
         {"f16 round trip, all patterns", test_f16_roundtrip},
@@ -844,19 +1056,30 @@ int main(void)
         {"integer wrap-around", test_integer_wrap},
         {"float min/max semantics", test_float_minmax},
         {NULL, NULL}};
+    static const struct test_def simd[] = {
+        {"every level bit for bit as the base level", test_levels_bitwise},
+        {"f16/bf16 every pattern at every level", test_half_levels_exhaustive},
+        {"f32/f64 NaN payloads at every level", test_nan_payload_levels},
+        {"TNT_SIMD and level lookup", test_simd_env},
+        {NULL, NULL}};
     static const struct test_def avg[] = {
         {"scale_avg, every dtype", test_scale_avg},
         {"scale_avg, chosen values", test_scale_avg_chosen},
         {NULL, NULL}};
     unsigned failures;
 
+    if (argc == 2 && strcmp(argv[1], "--simd-level") == 0) {
+        tnt__log_init(0); /* For test_simd_env; honours TNT_LOG_LEVEL. */
+        return tnt__simd_active();
+    }
     build_tables();
     if (CU_initialize_registry() != CUE_SUCCESS) {
         fprintf(stderr, "test_kernels: CUnit: %s\n", CU_get_error_msg());
         return 2;
     }
     if (add_suite("conversions", conversions) ||
-        add_suite("kernels", kernels) || add_suite("scale_avg", avg)) {
+        add_suite("kernels", kernels) || add_suite("simd", simd) ||
+        add_suite("scale_avg", avg)) {
         fprintf(stderr, "test_kernels: CUnit: %s\n", CU_get_error_msg());
         CU_cleanup_registry();
         return 2;

@@ -10,7 +10,12 @@
  */
 #include "collectives/reduce.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "collectives/reduce_x86.h"
+#include "core/log.h"
 
 /* ---- IEEE half and bfloat16 conversions ------------------------------ */
 
@@ -123,9 +128,26 @@ float tnt__bf16_to_f32(uint16_t h) { return bf16_to_f32(h); }
 #define TNT_IVDEP
 #endif
 
-/* One kernel `name` over elements of type T: dst = (T)OP(ARG, x, y). */
-#define KERNEL(name, T, OP, ARG)                                            \
-    static void name(void *dst_, const void *a_, const void *b_, size_t n) \
+/*
+ * Every kernel is stamped once per SIMD level: LVL names the level and
+ * ATTR_##LVL is the function attribute that lets the compiler use that
+ * level's instructions in this one function (the rest of the library stays
+ * at the baseline, so it still runs on any x86-64). The same C source at
+ * every level computes the same element-wise IEEE operations, hence the
+ * same bits: there is no reduction across elements to reassociate, and
+ * the compiler may not contract a single add or multiply into anything
+ * else. One 64-byte block is 4 SSE, 2 AVX2 or 1 AVX-512 vector.
+ */
+#define ATTR_base
+#if TNT_SIMD_X86
+#define ATTR_avx2 __attribute__((target("avx2")))
+#define ATTR_avx512 __attribute__((target(TNT_AVX512_TARGET)))
+#endif
+
+/* One kernel `name`_`LVL` over elements of type T: dst = (T)OP(ARG, x, y). */
+#define KERNEL(LVL, name, T, OP, ARG)                                       \
+    static ATTR_##LVL void name##_##LVL(void *dst_, const void *a_,         \
+                                        const void *b_, size_t n)           \
     {                                                                       \
         enum { BLOCK = 64 / sizeof(T) };                                    \
         T *dst = dst_;                                                      \
@@ -157,63 +179,191 @@ float tnt__bf16_to_f32(uint16_t h) { return bf16_to_f32(h); }
 /* f16/bf16 (P is the format): compute in f32 and round back once per
  * element and step. MIN/MAX return the original bits of the chosen
  * operand, so no rounding is involved and -0 and NaN payloads survive. */
-#define HALF_SUM(P, x, y) f32_to_##P(P##_to_f32(x) + P##_to_f32(y))
-#define HALF_PROD(P, x, y) f32_to_##P(P##_to_f32(x) * P##_to_f32(y))
+#define HALF_SUM(P, x, y) HALF_NAN_A(P, x, P##_to_f32(x) + P##_to_f32(y))
+#define HALF_PROD(P, x, y) HALF_NAN_A(P, x, P##_to_f32(x) * P##_to_f32(y))
+
+/* A NaN in x gives x made quiet. The hardware would give the same unless
+ * y is a NaN too; it then returns the NaN of its first source operand, and
+ * which that is depends on how the compiler orders the operands. Fixing it
+ * here keeps the SIMD levels (reduce_x86.c) bit for bit equal to this one. */
+#define HALF_NAN_A(P, x, f)                                                 \
+    (((x) & 0x7fff) > P##_INF ? (uint16_t)((x) | P##_QUIET) : f32_to_##P(f))
+#define f16_INF 0x7c00
+#define f16_QUIET 0x0200
+#define bf16_INF 0x7f80
+#define bf16_QUIET 0x0040
 #define HALF_MIN(P, x, y) (P##_to_f32(y) < P##_to_f32(x) ? (y) : (x))
 #define HALF_MAX(P, x, y) (P##_to_f32(y) > P##_to_f32(x) ? (y) : (x))
 
-#define ARITH_KERNELS(tag, T, W)                                            \
-    KERNEL(tag##_sum, T, OP_SUM, W)                                         \
-    KERNEL(tag##_prod, T, OP_PROD, W)
-#define MINMAX_KERNELS(tag, T)                                              \
-    KERNEL(tag##_min, T, OP_MIN, T)                                         \
-    KERNEL(tag##_max, T, OP_MAX, T)
-#define HALF_KERNELS(P)                                                     \
-    KERNEL(P##_sum, uint16_t, HALF_SUM, P)                                  \
-    KERNEL(P##_prod, uint16_t, HALF_PROD, P)                                \
-    KERNEL(P##_min, uint16_t, HALF_MIN, P)                                  \
-    KERNEL(P##_max, uint16_t, HALF_MAX, P)
+#define ARITH_KERNELS(LVL, tag, T, W)                                       \
+    KERNEL(LVL, tag##_sum, T, OP_SUM, W)                                    \
+    KERNEL(LVL, tag##_prod, T, OP_PROD, W)
+#define MINMAX_KERNELS(LVL, tag, T)                                         \
+    KERNEL(LVL, tag##_min, T, OP_MIN, T)                                    \
+    KERNEL(LVL, tag##_max, T, OP_MAX, T)
+#define HALF_KERNELS(LVL, P)                                                \
+    KERNEL(LVL, P##_sum, uint16_t, HALF_SUM, P)                             \
+    KERNEL(LVL, P##_prod, uint16_t, HALF_PROD, P)                           \
+    KERNEL(LVL, P##_min, uint16_t, HALF_MIN, P)                             \
+    KERNEL(LVL, P##_max, uint16_t, HALF_MAX, P)
 
 /* Signed SUM and PROD use the unsigned kernels of the same width: the low
  * bits of a two's complement sum or product do not depend on signedness,
  * and C allows reading an intN_t object through its uintN_t type. */
-ARITH_KERNELS(f32, float, float)
-ARITH_KERNELS(f64, double, double)
-ARITH_KERNELS(u8, uint8_t, uint32_t)
-ARITH_KERNELS(u32, uint32_t, uint32_t)
-ARITH_KERNELS(u64, uint64_t, uint64_t)
+#define ALL_KERNELS(LVL)                                                    \
+    ARITH_KERNELS(LVL, f32, float, float)                                   \
+    ARITH_KERNELS(LVL, f64, double, double)                                 \
+    ARITH_KERNELS(LVL, u8, uint8_t, uint32_t)                               \
+    ARITH_KERNELS(LVL, u32, uint32_t, uint32_t)                             \
+    ARITH_KERNELS(LVL, u64, uint64_t, uint64_t)                             \
+    MINMAX_KERNELS(LVL, f32, float)                                         \
+    MINMAX_KERNELS(LVL, f64, double)                                        \
+    MINMAX_KERNELS(LVL, i8, int8_t)                                         \
+    MINMAX_KERNELS(LVL, u8, uint8_t)                                        \
+    MINMAX_KERNELS(LVL, i32, int32_t)                                       \
+    MINMAX_KERNELS(LVL, u32, uint32_t)                                      \
+    MINMAX_KERNELS(LVL, i64, int64_t)                                       \
+    MINMAX_KERNELS(LVL, u64, uint64_t)
 
-MINMAX_KERNELS(f32, float)
-MINMAX_KERNELS(f64, double)
-MINMAX_KERNELS(i8, int8_t)
-MINMAX_KERNELS(u8, uint8_t)
-MINMAX_KERNELS(i32, int32_t)
-MINMAX_KERNELS(u32, uint32_t)
-MINMAX_KERNELS(i64, int64_t)
-MINMAX_KERNELS(u64, uint64_t)
-
-HALF_KERNELS(f16)
-HALF_KERNELS(bf16)
+/* The half formats are element-by-element bit manipulation at the base
+ * level; the SIMD levels use the F16C / AVX-512 conversions of
+ * reduce_x86.c instead, which give the same bits. */
+ALL_KERNELS(base)
+HALF_KERNELS(base, f16)
+HALF_KERNELS(base, bf16)
+#if TNT_SIMD_X86
+ALL_KERNELS(avx2)
+ALL_KERNELS(avx512)
+#endif
 
 /* One row per dtype, in tnt_op_t order: SUM, AVG (= SUM), PROD, MIN, MAX. */
-#define ROW(arith, minmax)                                                  \
-    { arith##_sum, arith##_sum, arith##_prod, minmax##_min, minmax##_max }
+#define ROW(LVL, arith, minmax)                                             \
+    {                                                                       \
+        arith##_sum_##LVL, arith##_sum_##LVL, arith##_prod_##LVL,           \
+            minmax##_min_##LVL, minmax##_max_##LVL                          \
+    }
+#define HALF_ROW(LVL, P)                                                    \
+    {                                                                       \
+        tnt__##P##_sum_##LVL, tnt__##P##_sum_##LVL, tnt__##P##_prod_##LVL,  \
+            tnt__##P##_min_##LVL, tnt__##P##_max_##LVL                      \
+    }
+#define TABLE(LVL, f16_row, bf16_row)                                       \
+    {                                                                       \
+        [TNT_F32] = ROW(LVL, f32, f32), [TNT_F64] = ROW(LVL, f64, f64),     \
+        [TNT_F16] = f16_row, [TNT_BF16] = bf16_row,                         \
+        [TNT_I8] = ROW(LVL, u8, i8), [TNT_U8] = ROW(LVL, u8, u8),           \
+        [TNT_I32] = ROW(LVL, u32, i32), [TNT_U32] = ROW(LVL, u32, u32),     \
+        [TNT_I64] = ROW(LVL, u64, i64), [TNT_U64] = ROW(LVL, u64, u64),     \
+    }
 
-static const tnt_reduce_fn_t kernels[TNT_DTYPE_COUNT][TNT_OP_COUNT] = {
-    [TNT_F32] = ROW(f32, f32),   [TNT_F64] = ROW(f64, f64),
-    [TNT_F16] = ROW(f16, f16),   [TNT_BF16] = ROW(bf16, bf16),
-    [TNT_I8] = ROW(u8, i8),      [TNT_U8] = ROW(u8, u8),
-    [TNT_I32] = ROW(u32, i32),   [TNT_U32] = ROW(u32, u32),
-    [TNT_I64] = ROW(u64, i64),   [TNT_U64] = ROW(u64, u64),
+static const tnt_reduce_fn_t
+    kernels[TNT__SIMD_COUNT][TNT_DTYPE_COUNT][TNT_OP_COUNT] = {
+        [TNT__SIMD_BASE] = TABLE(base, ROW(base, f16, f16),
+                                 ROW(base, bf16, bf16)),
+#if TNT_SIMD_X86
+        [TNT__SIMD_AVX2] = TABLE(avx2, HALF_ROW(avx2, f16),
+                                 HALF_ROW(avx2, bf16)),
+        [TNT__SIMD_AVX512] = TABLE(avx512, HALF_ROW(avx512, f16),
+                                   HALF_ROW(avx512, bf16)),
+#endif
 };
 
-tnt_reduce_fn_t tnt__reduce_fn(tnt_dtype_t dtype, tnt_op_t op)
+/* ---- Choosing the level ------------------------------------------------ */
+
+static const char *const level_names[TNT__SIMD_COUNT] = {
+#if TNT_SIMD_X86 && defined(__x86_64__)
+    "sse2",
+#else
+    "base",
+#endif
+    "avx2", "avx512"};
+
+const char *tnt__simd_name(int level)
+{
+    if (level < 0 || level >= TNT__SIMD_COUNT)
+        return "?";
+    return level_names[level];
+}
+
+int tnt__simd_supported(int level)
+{
+#if TNT_SIMD_X86
+    __builtin_cpu_init(); /* Needed before constructors run (static). */
+    switch (level) {
+    case TNT__SIMD_BASE: return 1;
+    case TNT__SIMD_AVX2:
+        return __builtin_cpu_supports("avx2") &&
+               __builtin_cpu_supports("f16c");
+    case TNT__SIMD_AVX512:
+        return __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512vl");
+    default: return 0;
+    }
+#else
+    return level == TNT__SIMD_BASE;
+#endif
+}
+
+static int active_level;
+static pthread_once_t active_once = PTHREAD_ONCE_INIT;
+
+/* The best level the CPU has, or the one TNT_SIMD names (auto, avx512,
+ * avx2, sse2; read once per process, as the kernels are chosen once). A
+ * forced level the CPU lacks falls back to the best one below it, with a
+ * warning, rather than dying of SIGILL in the middle of a collective. */
+static void choose_level(void)
+{
+    const char *env = getenv("TNT_SIMD");
+    int want = TNT__SIMD_COUNT - 1;
+
+    if (env != NULL && *env != '\0' && strcmp(env, "auto") != 0) {
+        int found = -1;
+        for (int l = 0; l < TNT__SIMD_COUNT; l++)
+            if (strcmp(env, level_names[l]) == 0)
+                found = l;
+        if (found < 0)
+            TNT_LOG_WARN("TNT_SIMD=%s is not one of auto, avx512, avx2, "
+                         "%s; using auto", env, level_names[0]);
+        else
+            want = found;
+    }
+    while (want > 0 && !tnt__simd_supported(want)) {
+        if (env != NULL && strcmp(env, level_names[want]) == 0)
+            TNT_LOG_WARN("TNT_SIMD=%s: this CPU lacks it; using %s", env,
+                         level_names[want - 1]);
+        want--;
+    }
+    active_level = want;
+    TNT_LOG_DEBUG("reduction kernels: %s", level_names[want]);
+}
+
+int tnt__simd_active(void)
+{
+    pthread_once(&active_once, choose_level);
+    return active_level;
+}
+
+static tnt_reduce_fn_t lookup(tnt_dtype_t dtype, tnt_op_t op, int level)
 {
     /* Compare as unsigned: values from the wire or a caller's cast may be
      * anything, negative ones included. */
     if ((unsigned)dtype >= TNT_DTYPE_COUNT || (unsigned)op >= TNT_OP_COUNT)
         return NULL;
-    return kernels[dtype][op];
+    return kernels[level][dtype][op];
+}
+
+tnt_reduce_fn_t tnt__reduce_fn_at(tnt_dtype_t dtype, tnt_op_t op, int level)
+{
+    if ((unsigned)level >= TNT__SIMD_COUNT || !tnt__simd_supported(level))
+        return NULL;
+    return lookup(dtype, op, level);
+}
+
+tnt_reduce_fn_t tnt__reduce_fn(tnt_dtype_t dtype, tnt_op_t op)
+{
+    return lookup(dtype, op, tnt__simd_active());
 }
 
 /* ---- AVG ---------------------------------------------------------------- */
@@ -229,15 +379,63 @@ tnt_reduce_fn_t tnt__reduce_fn(tnt_dtype_t dtype, tnt_op_t op)
 
 #define AS_IS(v) (v)
 
-void tnt__scale_avg(void *buf, size_t n, tnt_dtype_t dtype, int nranks)
+/* The float divisions, stamped per level in blocks like KERNEL so that
+ * they vectorise: a correctly rounded IEEE division per element, the same
+ * bits with divps, vdivps or divss. */
+#define SCALE_KERNEL(LVL, name, T)                                          \
+    static ATTR_##LVL void name##_##LVL(T *p, size_t n, T d)                \
+    {                                                                       \
+        enum { BLOCK = 64 / sizeof(T) };                                    \
+        size_t i = 0;                                                       \
+        for (; n - i >= BLOCK; i += BLOCK)                                  \
+            for (size_t k = 0; k < BLOCK; k++)                              \
+                p[i + k] = p[i + k] / d;                                    \
+        for (; i < n; i++)                                                  \
+            p[i] = p[i] / d;                                                \
+    }
+#define SCALE_KERNELS(LVL)                                                  \
+    SCALE_KERNEL(LVL, scale_f32, float)                                     \
+    SCALE_KERNEL(LVL, scale_f64, double)
+
+SCALE_KERNELS(base)
+#if TNT_SIMD_X86
+SCALE_KERNELS(avx2)
+SCALE_KERNELS(avx512)
+#endif
+
+void tnt__scale_avg_at(void *buf, size_t n, tnt_dtype_t dtype, int nranks,
+                       int level)
 {
     /* Dividing by 1 changes nothing; nranks < 1 cannot come from a valid
      * communicator, and doing nothing beats dividing by zero. */
-    if (nranks <= 1 || buf == NULL)
+    if (nranks <= 1 || buf == NULL || (unsigned)level >= TNT__SIMD_COUNT ||
+        !tnt__simd_supported(level))
         return;
+#if TNT_SIMD_X86
+    if (level == TNT__SIMD_AVX512 || level == TNT__SIMD_AVX2) {
+        int w = level == TNT__SIMD_AVX512;
+        switch (dtype) {
+        case TNT_F32:
+            (w ? scale_f32_avx512 : scale_f32_avx2)(buf, n, (float)nranks);
+            return;
+        case TNT_F64:
+            (w ? scale_f64_avx512 : scale_f64_avx2)(buf, n, nranks);
+            return;
+        case TNT_F16:
+            (w ? tnt__f16_scale_avx512 : tnt__f16_scale_avx2)(buf, n,
+                                                              nranks);
+            return;
+        case TNT_BF16:
+            (w ? tnt__bf16_scale_avx512 : tnt__bf16_scale_avx2)(buf, n,
+                                                                nranks);
+            return;
+        default: break; /* Integers: no SIMD division; below. */
+        }
+    }
+#endif
     switch (dtype) {
-    case TNT_F32: SCALE_LOOP(float, float, AS_IS, AS_IS); break;
-    case TNT_F64: SCALE_LOOP(double, double, AS_IS, AS_IS); break;
+    case TNT_F32: scale_f32_base(buf, n, (float)nranks); break;
+    case TNT_F64: scale_f64_base(buf, n, nranks); break;
     case TNT_F16: SCALE_LOOP(uint16_t, float, f16_to_f32, f32_to_f16); break;
     case TNT_BF16:
         SCALE_LOOP(uint16_t, float, bf16_to_f32, f32_to_bf16);
@@ -250,4 +448,9 @@ void tnt__scale_avg(void *buf, size_t n, tnt_dtype_t dtype, int nranks)
     case TNT_U64: SCALE_LOOP(uint64_t, uint64_t, AS_IS, AS_IS); break;
     default: break; /* Unknown dtype: the caller validated it already. */
     }
+}
+
+void tnt__scale_avg(void *buf, size_t n, tnt_dtype_t dtype, int nranks)
+{
+    tnt__scale_avg_at(buf, n, dtype, nranks, tnt__simd_active());
 }

@@ -1,0 +1,57 @@
+#!/bin/bash
+# Tests of `tnt-bench kernels` (bench/bench_kernels.c): a short sweep must
+# print one row per (dtype, op, size) with a positive GB/s figure for
+# every SIMD level of the header and for memcpy; TNT_SIMD shows as the
+# active level; bad command lines exit 2 with a message. Figures are not
+# judged: the machine is shared.
+# Usage: test_bench_kernels.sh PATH-TO-TNT-BENCH
+set -u
+
+BENCH=${1:?usage: test_bench_kernels.sh TNT-BENCH}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_bench_kernels.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT
+failed=0
+fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
+
+if ! timeout 120 "$BENCH" kernels -b 4k -e 64k -f 4 -d f32,f16 -o sum,max \
+        --ms 1 > "$TMP/out" 2>&1; then
+    cat "$TMP/out"
+    fail "tnt-bench kernels exited with an error"
+fi
+cat "$TMP/out"
+# Header: "# type redop size LEVEL... memcpy"; rows: 3 + #levels numbers.
+ncols=$(awk '/^# *type/ {print NF - 1}' "$TMP/out")
+grep -q '^# *type .* sse2 .*memcpy$' "$TMP/out" || fail "no header"
+rows=$(awk -v n="${ncols:-0}" '
+    /^#/ { next }
+    NF == n { ok = 1; for (i = 4; i <= NF; i++) if (!($i > 0)) ok = 0
+              if (ok) good++ }
+    END { print good + 0 }' "$TMP/out")
+[ "$rows" = 12 ] || fail "$rows good rows, want 12 (2 dtypes x 2 ops x 3 sizes)"
+
+TNT_SIMD=sse2 "$BENCH" kernels -b 4k -e 4k -d f32 -o sum --ms 1 \
+    > "$TMP/forced" 2>&1 || fail "TNT_SIMD=sse2 run"
+grep -q '^# active level: sse2 (TNT_SIMD=sse2)' "$TMP/forced" ||
+    fail "TNT_SIMD=sse2 not shown: $(cat "$TMP/forced")"
+
+expect_usage() { # WHAT ARGS...
+    local what=$1
+    shift
+    "$BENCH" "$@" > "$TMP/err" 2>&1
+    local st=$?
+    [ "$st" = 2 ] || fail "$what: status $st, want 2"
+    grep -q 'tnt-bench' "$TMP/err" || fail "$what: no message"
+}
+expect_usage "unknown dtype" kernels -d f33
+expect_usage "unknown op" kernels -o sum,foo
+expect_usage "unknown level" kernels --simd avx9
+expect_usage "inverted range" kernels -b 1M -e 4k
+expect_usage "zero size" kernels -b 0
+expect_usage "stray argument" kernels allreduce
+expect_usage "kernels not first" -n 3 kernels
+
+if [ "$failed" -ne 0 ]; then
+    echo "$failed check(s) failed"
+    exit 1
+fi
+echo "all kernel-benchmark checks passed"
