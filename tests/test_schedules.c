@@ -480,6 +480,13 @@ static void test_select(void)
     int algo;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_RD);
+    a.count = 1 << 16; /* 256 KiB: Rabenseifner from 3 ranks on */
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_RABENSEIFNER);
+    a.nranks = 2;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_RING);
+    a.nranks = 4;
     a.count = 1 << 20;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_RING);
