@@ -19,8 +19,29 @@ trap 'rm -rf "$TMP"' EXIT
 # default: its Std.from_str misses the zero flag and torchrun crashes), so
 # stdout is redirected and teed (1) to the console, with a "[defaultN]:"
 # prefix that is stripped before checking.
-# A free port for torchrun's store; the library takes the next one.
-PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# A free port for torchrun's store; the library takes the next one. Both
+# are picked below the kernel's ephemeral range (as torchrun's default
+# 29500 is): the store's own client connections take ephemeral ports, and
+# one of them could otherwise sit on PORT+1.
+PORT=$("$PY" - <<'PYEOF'
+import random, socket
+for _ in range(200):
+    p = random.randrange(20000, 32000)
+    try:
+        socks = []
+        for q in (p, p + 1):
+            s = socket.socket()
+            s.bind(("127.0.0.1", q))
+            socks.append(s)
+        print(p)
+        break
+    except OSError:
+        pass
+    finally:
+        for s in socks:
+            s.close()
+PYEOF
+)
 
 echo "== torchrun --nproc_per_node 4 (store on port $PORT)"
 t0=$SECONDS
