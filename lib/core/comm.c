@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/auth.h"
 #include "core/bootstrap.h"
 #include "core/comm.h"
 #include "core/error.h"
@@ -136,6 +137,7 @@ static void comm_destroy(struct tnt_comm *comm)
     tnt__bufpool_destroy(&comm->pool);
     tnt__progress_close(comm);
     free(comm->peers);
+    tnt__auth_key_wipe(&comm->auth_key);
     pthread_cond_destroy(&comm->cond);
     pthread_mutex_destroy(&comm->lock);
     free(comm);
@@ -156,6 +158,7 @@ TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
     comm->nranks = config->nranks;
     comm->comm_id = 1;
     comm->job_id = job_id_of(config->job_key);
+    tnt__auth_key_derive(config->job_key, &comm->auth_key);
     comm->epfd = comm->wakefd = -1;
     /* Keep at most this much free memory cached between collectives. */
     tnt__bufpool_init(&comm->pool, (size_t)256 << 20);
@@ -170,7 +173,14 @@ TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
     tnt__log_init(comm->rank);
     gethostname(comm->host, sizeof(comm->host) - 1);
 
-    tnt_result_t rc = tnt__params_load(&comm->params);
+    tnt_result_t rc = tnt__auth_init();
+    if (rc == TNT_SUCCESS)
+        rc = tnt__params_load(&comm->params);
+    if (rc == TNT_SUCCESS && comm->nranks > 1 &&
+        !(config->job_key && *config->job_key))
+        TNT_LOG_WARN("no job key (TNT_JOB_KEY): any process that can reach "
+                     "this job's ports can join it; tnt-run sets a random "
+                     "key, set one yourself when starting ranks by hand");
     if (rc == TNT_SUCCESS && config->timeout_s > 0)
         comm->params.timeout_s = config->timeout_s;
     if (rc == TNT_SUCCESS) {
@@ -192,7 +202,8 @@ TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
         tnt_boot_entry_t *table = calloc((size_t)comm->nranks,
                                          sizeof(*table));
         tnt_boot_args_t ba = {config->root_addr, comm->rank, comm->nranks,
-                              comm->job_id, comm->params.connect_timeout_s,
+                              comm->job_id, &comm->auth_key,
+                              comm->params.connect_timeout_s,
                               comm->host, boot_listen, comm};
         rc = table ? tnt__bootstrap(&ba, table)
                    : tnt__error(TNT_ERR_NO_MEMORY, "out of memory");

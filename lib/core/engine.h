@@ -18,6 +18,7 @@
 #include "collectives/algorithms.h"
 #include "collectives/reduce.h"
 #include "collectives/schedule.h"
+#include "core/auth.h"
 #include "core/bufpool.h"
 #include "core/sched_cache.h"
 #include "core/param.h"
@@ -129,6 +130,7 @@ struct tnt_comm {
     int rank, nranks;
     uint32_t comm_id;
     uint64_t job_id;
+    tnt_auth_key_t auth_key;   /* from the job key; never leaves the core */
     tnt_params_t params;
     pthread_mutex_t lock;
     pthread_cond_t cond;       /* broadcast on every completion */

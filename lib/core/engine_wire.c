@@ -235,6 +235,26 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
                       comm->rank, peer, what ? what : "");
 }
 
+static void sv_auth_mac(void *core, const void *data, size_t len,
+                        unsigned char mac[TNT_AUTH_MAC_BYTES])
+{
+    struct tnt_comm *comm = core;
+    tnt__auth_mac(&comm->auth_key, data, len, mac);
+}
+
+static int sv_auth_verify(void *core, const void *data, size_t len,
+                          const unsigned char mac[TNT_AUTH_MAC_BYTES])
+{
+    struct tnt_comm *comm = core;
+    return tnt__auth_verify(&comm->auth_key, data, len, mac);
+}
+
+static void sv_random_bytes(void *core, void *buf, size_t len)
+{
+    (void)core;
+    tnt__auth_random(buf, len);
+}
+
 void tnt__engine_fill_env(struct tnt_comm *comm)
 {
     tnt_transport_env_v1_t *env = &comm->tp_env;
@@ -251,4 +271,7 @@ void tnt__engine_fill_env(struct tnt_comm *comm)
     env->on_payload = up_payload;
     env->on_send_done = up_send_done;
     env->on_peer_error = up_peer_error;
+    env->auth_mac = sv_auth_mac;
+    env->auth_verify = sv_auth_verify;
+    env->random_bytes = sv_random_bytes;
 }
