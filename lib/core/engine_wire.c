@@ -13,6 +13,7 @@
 #include "core/engine_internal.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/msg_hdr.h"
 #include "core/progress.h"
 
 /* ---- transport upcalls ------------------------------------------------ */
@@ -51,19 +52,15 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
                               void **dest, void **cookie)
 {
     struct tnt_comm *comm = core;
+    if (peer < 0 || peer >= comm->nranks)
+        return tnt__error(TNT_ERR_PROTOCOL, "message from unknown rank %d",
+                          peer);
     tnt_msg_hdr_t h;
-    if (hdr_len != sizeof(h))
-        return tnt__error(TNT_ERR_PROTOCOL, "header of %zu bytes, expected "
-                          "%zu", hdr_len, sizeof(h));
-    memcpy(&h, hdr, sizeof(h));
-    size_t esize = tnt_dtype_size((tnt_dtype_t)h.dtype);
-    if (h.magic != TNT_MSG_MAGIC || h.comm_id != comm->comm_id ||
-        h.nranks != comm->nranks || h.kind < TNT_COLL_ALLREDUCE ||
-        h.kind >= TNT_COLL_KIND_END || esize == 0 || h.op >= TNT_OP_COUNT ||
-        h.count > SIZE_MAX / esize / (size_t)comm->nranks ||
-        payload_len > (size_t)h.count * esize * (size_t)comm->nranks)
+    const char *why = tnt__msg_hdr_parse(hdr, hdr_len, payload_len,
+                                         comm->comm_id, comm->nranks, &h);
+    if (why)
         return tnt__error(TNT_ERR_PROTOCOL, "malformed message header from "
-                          "rank %d", peer);
+                          "rank %d: %s", peer, why);
     if (comm->state != TNT_COMM_OK)
         return tnt__error_str(comm->fail_rc, comm->fail_msg);
     tnt_peer_t *p = &comm->peers[peer];
