@@ -19,6 +19,16 @@ tnt_result_t tnt__auth_init(void)
     return TNT_SUCCESS;
 }
 
+uint64_t tnt__auth_job_id(const char *key)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = key ? key : ""; *p; p++) {
+        h ^= (unsigned char)*p;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
 void tnt__auth_key_derive(const char *job_key, tnt_auth_key_t *out)
 {
     const char *k = job_key && *job_key ? job_key : TNT_AUTH_DEFAULT_KEY;

@@ -9,6 +9,7 @@
 #define TNT_CORE_AUTH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tnt/transport.h"
 
@@ -25,6 +26,10 @@ typedef struct tnt_auth_key {
 
 /** Initialise libsodium (idempotent, thread-safe). */
 tnt_result_t tnt__auth_init(void);
+
+/** The job id on the wire (FNV-1a of the key string): it tells two jobs
+ *  on one host apart early; it is public, not a proof of anything. */
+uint64_t tnt__auth_job_id(const char *job_key);
 
 /** Derive the MAC key from the job key string (NULL: the default key). */
 void tnt__auth_key_derive(const char *job_key, tnt_auth_key_t *out);

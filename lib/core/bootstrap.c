@@ -265,10 +265,9 @@ static tnt_result_t root_serve(const tnt_boot_args_t *a, int lfd,
         s.fds[i] = -1;
     s.taken[0] = 1;
     rc = serve_loop(&s, lfd, deadline, pfd);
-    while (s.npend > 0) {
-        close(s.pend[s.npend - 1]->fd);
-        free(s.pend[--s.npend]);
-    }
+    while (s.npend > 0)
+        drop(&s, s.npend - 1, "still unauthenticated when the bootstrap "
+             "ended");
     for (int i = 1; i < p; i++) {
         if (s.fds[i] < 0)
             continue;

@@ -77,18 +77,6 @@ tnt_result_t tnt__comm_check(tnt_comm_t comm, const char *fn)
     return TNT_SUCCESS;
 }
 
-/* FNV-1a: identifies the job on the wire so that two jobs on one host
- * cannot mix. It is not authentication. */
-static uint64_t job_id_of(const char *key)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = key ? key : ""; *p; p++) {
-        h ^= (unsigned char)*p;
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 static tnt_result_t boot_listen(void *arg, const char *local_ip,
                                 tnt_boot_entry_t *entry)
 {
@@ -157,7 +145,7 @@ TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
     comm->rank = config->rank;
     comm->nranks = config->nranks;
     comm->comm_id = 1;
-    comm->job_id = job_id_of(config->job_key);
+    comm->job_id = tnt__auth_job_id(config->job_key);
     tnt__auth_key_derive(config->job_key, &comm->auth_key);
     comm->epfd = comm->wakefd = -1;
     /* Keep at most this much free memory cached between collectives. */
