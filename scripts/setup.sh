@@ -9,7 +9,7 @@ build=${1:-build}
 
 packages="build-essential meson ninja-build pkg-config libcunit1-dev abigail-tools
           libibverbs-dev librdmacm-dev libnuma-dev libhwloc-dev
-          libsodium-dev"
+          libsodium-dev clang libclang-rt-14-dev"
 missing=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' $packages 2>/dev/null \
           | awk '$1 != "ii" {print $2}'; \
           for p in $packages; do dpkg-query -W "$p" >/dev/null 2>&1 || echo "$p"; done)
