@@ -616,8 +616,49 @@ static void test_intruders(void)
     }
 }
 
+/* ---- the early-message budget ------------------------------------------ */
+
+/* Rank 2 arrives late to a barrier, so messages to it (and, depending on
+ * timing, to others whose next receive is not posted yet) are early. Every
+ * early message costs its descriptor against TNT_MAX_UNEXPECTED_BYTES, so
+ * with a 16-byte budget even an empty one is refused: a peer cannot pile
+ * up endless empty messages. Whichever rank meets one first fails with
+ * that error; the others then lose it. */
+static int budget_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
+                     th_report_t *rep)
+{
+    (void)nranks;
+    (void)arg;
+    if (rank == 2)
+        usleep(500000);
+    tnt_result_t rc = tnt_barrier(comm);
+    th_report_expect(rep, "barrier", rc != TNT_SUCCESS, rc, "%s",
+                     tnt_last_error());
+    return 0;
+}
+
+static void test_early_budget(void)
+{
+    const char *env[] = {"TNT_MAX_UNEXPECTED_BYTES=16", "TNT_TIMEOUT=20",
+                         NULL};
+    th_job_t job = {.name = "early budget", .nranks = 3, .env = env,
+                    .fn = budget_fn, .deadline_s = 60};
+    th_result_t res;
+    th_run_job(&job, &res);
+    int budget = 0;
+    for (int r = 0; r < 3; r++) {
+        const th_case_t *c = th_find_case(&res, r, "barrier");
+        budget += c && c->rc == TNT_ERR_NO_MEMORY &&
+                  strstr(c->msg, "TNT_MAX_UNEXPECTED_BYTES") != NULL;
+    }
+    TH_CHECK(budget >= 1, "no rank failed on TNT_MAX_UNEXPECTED_BYTES=16 "
+             "although empty early messages must count against it");
+    th_result_free(&res);
+}
+
 static const th_test_def_t k_tests[] = {
     {"intruder", "all_ports", test_intruders},
+    {"budget", "empty_early_messages", test_early_budget},
     {NULL, NULL, NULL},
 };
 

@@ -68,6 +68,11 @@ typedef struct tnt_unexp {
     size_t cap;
 } tnt_unexp_t;
 
+/* What an early message counts against TNT_MAX_UNEXPECTED_BYTES: its
+ * payload and its descriptor, so that a peer cannot pile up endless empty
+ * early messages either. */
+#define TNT_UNEXP_COST(payload_len) ((payload_len) + sizeof(tnt_unexp_t))
+
 /* Early-message descriptors come in slabs, kept until the communicator
  * is freed. */
 #define TNT_UNEXP_SLAB 64

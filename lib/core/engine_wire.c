@@ -99,7 +99,8 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
         return TNT_ERR_PROTOCOL;
     }
     /* Early: keep it until its receive is posted, within the budget. */
-    if (payload_len > comm->params.max_unexpected_bytes - comm->unexp_bytes) {
+    size_t room = comm->params.max_unexpected_bytes - comm->unexp_bytes;
+    if (room < TNT_UNEXP_COST(0) || payload_len > room - TNT_UNEXP_COST(0)) {
         tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: more than "
                          "TNT_MAX_UNEXPECTED_BYTES=%zu bytes of early "
                          "messages (rank %d sent %zu more)", comm->rank,
@@ -110,12 +111,16 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
     tnt_unexp_t *u = tnt__alloc_unexp(comm);
     unsigned char *data = NULL;
     size_t cap = 0;
+    if (u) {
+        /* Charged now; tnt__free_unexp gives it back. */
+        u->len = payload_len;
+        u->data = NULL;
+        u->cap = 0;
+        comm->unexp_bytes += TNT_UNEXP_COST(payload_len);
+    }
     if (u && payload_len) {
         data = tnt__bufpool_get(&comm->pool, payload_len, &cap);
         if (!data) {
-            u->len = 0;
-            u->data = NULL;
-            u->cap = 0;
             tnt__free_unexp(comm, u);
             u = NULL;
         }
@@ -139,7 +144,6 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
     else
         p->unexp_head = u;
     p->unexp_tail = u;
-    comm->unexp_bytes += payload_len;
     *dest = u->data;
     *cookie = u;
     return TNT_SUCCESS;
