@@ -656,7 +656,51 @@ static void test_early_budget(void)
     th_result_free(&res);
 }
 
+/* ---- no job key --------------------------------------------------------- */
+
+static int nokey_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
+                    th_report_t *rep)
+{
+    (void)rank;
+    (void)arg;
+    int32_t v = 1;
+    tnt_result_t rc = tnt_allreduce(comm, TNT_IN_PLACE, &v, 1, TNT_I32,
+                                    TNT_SUM);
+    th_report_check(rep, "allreduce", rc, v != nranks, 0, NULL, 0);
+    return 0;
+}
+
+/* Ranks started without TNT_JOB_KEY still work (with the public default
+ * key), and every rank says that anyone could join. */
+static void test_no_key(void)
+{
+    char log[] = "/tmp/tnt-nokey-XXXXXX";
+    int lfd = mkstemp(log);
+    if (lfd < 0) {
+        TH_CHECK(0, "mkstemp: %s", strerror(errno));
+        return;
+    }
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(lfd, 2);
+    close(lfd);
+    const char *env[] = {"TNT_JOB_KEY", "TNT_LOG_ALL_RANKS=1",
+                         "TNT_LOG_LEVEL=WARNING", NULL};
+    th_job_t job = {.name = "no key", .nranks = 2, .env = env,
+                    .fn = nokey_fn, .deadline_s = 60};
+    th_run_job(&job, NULL);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    int n = count_lines(log, "WARNING", "no job key (TNT_JOB_KEY)");
+    TH_CHECK(n == 2, "%d ranks warned about the missing job key, expected "
+             "2 (log: %s)", n, log);
+    if (n == 2)
+        unlink(log);
+}
+
 static const th_test_def_t k_tests[] = {
+    {"keys", "no_key_warns", test_no_key},
     {"intruder", "all_ports", test_intruders},
     {"budget", "empty_early_messages", test_early_budget},
     {NULL, NULL, NULL},
