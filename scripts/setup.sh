@@ -10,7 +10,8 @@ build=${1:-build}
 packages="build-essential meson ninja-build pkg-config libcunit1-dev abigail-tools
           libibverbs-dev librdmacm-dev libnuma-dev libhwloc-dev
           libpmix-dev openmpi-bin slurm-wlm munge iproute2 gnuplot-nox
-          zlib1g-dev python3-numpy python3-sklearn python3-torch"
+          zlib1g-dev python3-numpy python3-sklearn python3-torch
+          libsodium-dev clang libclang-rt-14-dev"
 missing=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' $packages 2>/dev/null \
           | awk '$1 != "ii" {print $2}'; \
           for p in $packages; do dpkg-query -W "$p" >/dev/null 2>&1 || echo "$p"; done)

@@ -27,3 +27,6 @@ if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
             build-tsan/tests/test_collectives "$suite"
     done
 fi
+# Fuzzing: each libFuzzer harness (handshake, message header, bootstrap
+# messages) for 60 s from the committed seed corpus.
+bash tests/fuzz/run.sh 60

@@ -26,6 +26,8 @@ extern "C" {
 #endif
 
 #define TNT_TRANSPORT_VERSION 1
+/** Bytes of the MACs that auth_mac computes (HMAC-SHA256). */
+#define TNT_AUTH_MAC_BYTES 32
 /** Largest address blob a transport may publish through the bootstrap. */
 #define TNT_TRANSPORT_ADDR_MAX 128
 
@@ -77,6 +79,18 @@ typedef struct tnt_transport_env_v1 {
     /** The connection to `peer` failed or closed; `what` says how. */
     void (*on_peer_error)(void *core, int peer, tnt_result_t err,
                           const char *what);
+
+    /* Appended (present when size covers them): authentication
+     * with the job key, which stays in the core. Every connection must
+     * prove the key both ways before its first message is trusted. */
+    /** mac = HMAC-SHA256(job key, data). */
+    void (*auth_mac)(void *core, const void *data, size_t len,
+                     unsigned char mac[TNT_AUTH_MAC_BYTES]);
+    /** 1 if mac is HMAC-SHA256(job key, data) (constant-time compare). */
+    int (*auth_verify)(void *core, const void *data, size_t len,
+                       const unsigned char mac[TNT_AUTH_MAC_BYTES]);
+    /** Unpredictable bytes for nonces. */
+    void (*random_bytes)(void *core, void *buf, size_t len);
 } tnt_transport_env_v1_t;
 
 typedef struct tnt_transport_v1 {

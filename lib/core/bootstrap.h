@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "core/auth.h"
 #include "core/engine.h"
 
 typedef struct tnt_boot_entry {
@@ -26,6 +27,7 @@ typedef struct tnt_boot_args {
     const char *root_addr;
     int rank, nranks;
     uint64_t job_id;
+    const tnt_auth_key_t *key; /* every connection proves it */
     double timeout_s;
     const char *host;
     tnt_boot_listen_fn listen;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/auth.h"
 #include "core/bootstrap.h"
 #include "core/comm.h"
 #include "core/boot_pmix.h"
@@ -76,18 +77,6 @@ tnt_result_t tnt__comm_check(tnt_comm_t comm, const char *fn)
                           "live (NULL, freed, or never created)", fn,
                           (void *)comm);
     return TNT_SUCCESS;
-}
-
-/* FNV-1a: identifies the job on the wire so that two jobs on one host
- * cannot mix. It is not authentication. */
-static uint64_t job_id_of(const char *key)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = key ? key : ""; *p; p++) {
-        h ^= (unsigned char)*p;
-        h *= 1099511628211ull;
-    }
-    return h;
 }
 
 static tnt_result_t boot_listen(void *arg, const char *local_ip,
@@ -167,6 +156,7 @@ static void comm_destroy(struct tnt_comm *comm)
     tnt__bufpool_destroy(&comm->pool);
     tnt__progress_close(comm);
     free(comm->peers);
+    tnt__auth_key_wipe(&comm->auth_key);
     pthread_cond_destroy(&comm->cond);
     pthread_cond_destroy(&comm->park);
     pthread_mutex_destroy(&comm->lock);
@@ -187,7 +177,8 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
     comm->rank = config->rank;
     comm->nranks = config->nranks;
     comm->comm_id = 1;
-    comm->job_id = job_id_of(config->job_key);
+    comm->job_id = tnt__auth_job_id(config->job_key);
+    tnt__auth_key_derive(config->job_key, &comm->auth_key);
     comm->epfd = comm->wakefd = -1;
     comm->first_lost = -1;
     /* Keep at most this much free memory cached between collectives. */
@@ -204,7 +195,14 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
     tnt__log_init(comm->rank);
     gethostname(comm->host, sizeof(comm->host) - 1);
 
-    tnt_result_t rc = tnt__params_load(&comm->params);
+    tnt_result_t rc = tnt__auth_init();
+    if (rc == TNT_SUCCESS)
+        rc = tnt__params_load(&comm->params);
+    if (rc == TNT_SUCCESS && comm->nranks > 1 &&
+        !(config->job_key && *config->job_key))
+        TNT_LOG_WARN("no job key (TNT_JOB_KEY): any process that can reach "
+                     "this job's ports can join it; tnt-run sets a random "
+                     "key, set one yourself when starting ranks by hand");
     if (rc == TNT_SUCCESS && config->timeout_s > 0)
         comm->params.timeout_s = config->timeout_s;
     if (rc == TNT_SUCCESS) {
@@ -226,7 +224,8 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
         tnt_boot_entry_t *table = calloc((size_t)comm->nranks,
                                          sizeof(*table));
         tnt_boot_args_t ba = {config->root_addr, comm->rank, comm->nranks,
-                              comm->job_id, comm->params.connect_timeout_s,
+                              comm->job_id, &comm->auth_key,
+                              comm->params.connect_timeout_s,
                               comm->host, boot_listen, comm};
         rc = table ? boot(&ba, table)
                    : tnt__error(TNT_ERR_NO_MEMORY, "out of memory");

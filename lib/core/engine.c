@@ -154,7 +154,7 @@ tnt_unexp_t *tnt__alloc_unexp(struct tnt_comm *comm)
 
 void tnt__free_unexp(struct tnt_comm *comm, tnt_unexp_t *u)
 {
-    comm->unexp_bytes -= u->len;
+    comm->unexp_bytes -= TNT_UNEXP_COST(u->len);
     tnt__bufpool_put(&comm->pool, u->data, u->cap);
     u->next = comm->free_unexp;
     comm->free_unexp = u;

@@ -18,6 +18,7 @@
 #include "collectives/algorithms.h"
 #include "collectives/reduce.h"
 #include "collectives/schedule.h"
+#include "core/auth.h"
 #include "core/bufpool.h"
 #include "core/sched_cache.h"
 #include "core/param.h"
@@ -83,6 +84,11 @@ typedef struct tnt_unexp {
     unsigned char *data;       /* from the communicator's buffer pool */
     size_t cap;
 } tnt_unexp_t;
+
+/* What an early message counts against TNT_MAX_UNEXPECTED_BYTES: its
+ * payload and its descriptor, so that a peer cannot pile up endless empty
+ * early messages either. */
+#define TNT_UNEXP_COST(payload_len) ((payload_len) + sizeof(tnt_unexp_t))
 
 /* Early-message descriptors come in slabs, kept until the communicator
  * is freed. */
@@ -151,6 +157,7 @@ struct tnt_comm {
     int rank, nranks;
     uint32_t comm_id;
     uint64_t job_id;
+    tnt_auth_key_t auth_key;   /* from the job key; never leaves the core */
     tnt_params_t params;
     pthread_mutex_t lock;
     pthread_cond_t cond;       /* broadcast on every completion and

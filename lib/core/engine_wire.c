@@ -13,6 +13,7 @@
 #include "core/engine_internal.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/msg_hdr.h"
 #include "core/progress.h"
 
 /* ---- transport upcalls ------------------------------------------------ */
@@ -92,22 +93,22 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
                               void **dest, void **cookie)
 {
     struct tnt_comm *comm = core;
+    if (peer < 0 || peer >= comm->nranks)
+        return tnt__error(TNT_ERR_PROTOCOL, "message from unknown rank %d",
+                          peer);
     tnt_msg_hdr_t h;
-    if (hdr_len != sizeof(h))
-        return tnt__error(TNT_ERR_PROTOCOL, "header of %zu bytes, expected "
-                          "%zu", hdr_len, sizeof(h));
-    memcpy(&h, hdr, sizeof(h));
-    if (h.magic == TNT_MSG_MAGIC && h.comm_id == comm->comm_id &&
-        h.kind == TNT_MSG_NOTICE)
-        return notice_header(comm, peer, &h, payload_len, dest, cookie);
-    size_t esize = tnt_dtype_size((tnt_dtype_t)h.dtype);
-    if (h.magic != TNT_MSG_MAGIC || h.comm_id != comm->comm_id ||
-        h.nranks != comm->nranks || h.kind < TNT_COLL_ALLREDUCE ||
-        h.kind >= TNT_COLL_KIND_END || esize == 0 || h.op >= TNT_OP_COUNT ||
-        h.count > SIZE_MAX / esize / (size_t)comm->nranks ||
-        payload_len > (size_t)h.count * esize * (size_t)comm->nranks)
+    /* A failure notice is not a collective's message: look at it first. */
+    if (hdr_len == sizeof(h)) {
+        memcpy(&h, hdr, sizeof(h));
+        if (h.magic == TNT_MSG_MAGIC && h.comm_id == comm->comm_id &&
+            h.kind == TNT_MSG_NOTICE)
+            return notice_header(comm, peer, &h, payload_len, dest, cookie);
+    }
+    const char *why = tnt__msg_hdr_parse(hdr, hdr_len, payload_len,
+                                         comm->comm_id, comm->nranks, &h);
+    if (why)
         return tnt__error(TNT_ERR_PROTOCOL, "malformed message header from "
-                          "rank %d", peer);
+                          "rank %d: %s", peer, why);
     if (comm->state != TNT_COMM_OK)
         return tnt__error_str(comm->fail_rc, comm->fail_msg);
     tnt_peer_t *p = &comm->peers[peer];
@@ -158,7 +159,8 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
         return TNT_ERR_PROTOCOL;
     }
     /* Early: keep it until its receive is posted, within the budget. */
-    if (payload_len > comm->params.max_unexpected_bytes - comm->unexp_bytes) {
+    size_t room = comm->params.max_unexpected_bytes - comm->unexp_bytes;
+    if (room < TNT_UNEXP_COST(0) || payload_len > room - TNT_UNEXP_COST(0)) {
         tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: more than "
                          "TNT_MAX_UNEXPECTED_BYTES=%zu bytes of early "
                          "messages (rank %d sent %zu more)", comm->rank,
@@ -169,12 +171,16 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
     tnt_unexp_t *u = tnt__alloc_unexp(comm);
     unsigned char *data = NULL;
     size_t cap = 0;
+    if (u) {
+        /* Charged now; tnt__free_unexp gives it back. */
+        u->len = payload_len;
+        u->data = NULL;
+        u->cap = 0;
+        comm->unexp_bytes += TNT_UNEXP_COST(payload_len);
+    }
     if (u && payload_len) {
         data = tnt__bufpool_get(&comm->pool, payload_len, &cap);
         if (!data) {
-            u->len = 0;
-            u->data = NULL;
-            u->cap = 0;
             tnt__free_unexp(comm, u);
             u = NULL;
         }
@@ -198,7 +204,6 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
     else
         p->unexp_head = u;
     p->unexp_tail = u;
-    comm->unexp_bytes += payload_len;
     *dest = u->data;
     *cookie = u;
     return TNT_SUCCESS;
@@ -297,6 +302,26 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
                       comm->rank, peer, what ? what : "");
 }
 
+static void sv_auth_mac(void *core, const void *data, size_t len,
+                        unsigned char mac[TNT_AUTH_MAC_BYTES])
+{
+    struct tnt_comm *comm = core;
+    tnt__auth_mac(&comm->auth_key, data, len, mac);
+}
+
+static int sv_auth_verify(void *core, const void *data, size_t len,
+                          const unsigned char mac[TNT_AUTH_MAC_BYTES])
+{
+    struct tnt_comm *comm = core;
+    return tnt__auth_verify(&comm->auth_key, data, len, mac);
+}
+
+static void sv_random_bytes(void *core, void *buf, size_t len)
+{
+    (void)core;
+    tnt__auth_random(buf, len);
+}
+
 void tnt__engine_fill_env(struct tnt_comm *comm)
 {
     tnt_transport_env_v1_t *env = &comm->tp_env;
@@ -313,4 +338,7 @@ void tnt__engine_fill_env(struct tnt_comm *comm)
     env->on_payload = up_payload;
     env->on_send_done = up_send_done;
     env->on_peer_error = up_peer_error;
+    env->auth_mac = sv_auth_mac;
+    env->auth_verify = sv_auth_verify;
+    env->random_bytes = sv_random_bytes;
 }

@@ -3,11 +3,13 @@
  * tcp_io.c). Nonblocking sockets driven by the core's epoll.
  *
  * The lower rank of a pair opens TNT_SOCKETS_PER_PEER sockets to the
- * higher one; each starts with a hello naming job, communicator, both
- * ranks and the socket's index. The accepting side assembles the sockets
- * of a pair into one endpoint and hands it to the core once all are there.
- * A hello that does not fit (another job, a rank that may not connect here,
- * garbage) closes that socket only and is logged; the job goes on.
+ * higher one; each starts with a handshake (tcp_wire.h) naming job,
+ * communicator, both ranks and the socket's index, in which both sides
+ * prove the job key. The accepting side assembles the authenticated
+ * sockets of a pair into one endpoint and hands it to the core once all
+ * are there. A socket that fails the handshake (garbage, another protocol
+ * version, another key, a replay, silence for TCP_HANDSHAKE_WAIT_S) is
+ * closed and logged at WARNING with its address; the job goes on.
  *
  * Closed endpoints are freed at the start of the next callback, never
  * while a callback that may still touch them is running.
@@ -17,11 +19,14 @@
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include "core/engine.h"
 #include "core/error.h"
 #include "core/param.h"
 #include "core/sockaddr.h"
@@ -58,6 +63,7 @@ static void unlink_incoming(tcp_ctx_t *ctx, tcp_conn_t *c)
     for (tcp_conn_t **pp = &ctx->incoming; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
+            ctx->nincoming--;
             return;
         }
 }
@@ -195,31 +201,76 @@ static void announce(tcp_ctx_t *ctx, tcp_ep_t *ep)
     ctx->env.on_connected(ctx->env.core, ep->peer, ep);
 }
 
-/* ---- hello --------------------------------------------------------- */
+/* ---- handshake ---------------------------------------------------- */
 
+/* Handshake messages are a few dozen bytes written on a socket that has
+ * sent nothing else yet, so its send buffer always takes them whole. */
+static int hs_send(tcp_conn_t *c, const void *buf, size_t len)
+{
+    ssize_t n;
+    do
+        n = send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    return n == (ssize_t)len ? 0 : -1;
+}
+
+static void drop_stranger(tcp_conn_t *c, const char *why)
+{
+    tcp_ctx_t *ctx = c->ctx;
+    ctx->env.log(ctx->env.core, TNT_LOG_WARNING, "rank %d: dropped "
+                 "connection from %s: %s", ctx->env.rank, c->name, why);
+    conn_close(ctx, c);
+}
+
+/* Acceptor: a whole hello is staged. Answer with the challenge. */
 int tnt__tcp_hello_in(tcp_conn_t *c)
 {
     tcp_ctx_t *ctx = c->ctx;
-    tcp_hello_t h;
-    memcpy(&h, c->rbuf + c->rstart, sizeof(h));
-    c->rstart += sizeof(h);
-    const char *why = NULL;
-    if (h.magic != TCP_HELLO_MAGIC)
-        why = "not a libtntcomm hello";
-    else if (h.version != TCP_PROTO_VERSION)
-        why = "wrong protocol version";
-    else if (h.job_id != ctx->env.job_id)
-        why = "hello from another job (wrong job key)";
-    else if (h.comm_id != ctx->env.comm_id || h.to != ctx->env.rank)
-        why = "hello for another communicator or rank";
-    else if (h.from < 0 || h.from >= ctx->env.rank)
-        why = "hello from a rank that may not connect here";
-    else if (h.count != ctx->nsock || h.index >= h.count)
-        why = "TNT_SOCKETS_PER_PEER differs between the ranks";
-    tcp_ep_t *ep = why ? NULL : ctx->accepting[h.from];
+    tcp_expect_t e = {ctx->env.job_id, ctx->env.comm_id, ctx->env.rank,
+                      ctx->nsock};
+    const char *why = tnt__tcp_hello_parse(c->rbuf + c->rstart,
+                                           sizeof(tcp_hello_t), &e,
+                                           &c->hello);
+    c->rstart += sizeof(tcp_hello_t);
+    if (!why) {
+        tcp_challenge_t ch;
+        memset(&ch, 0, sizeof(ch));
+        ch.magic = TCP_CHAL_MAGIC;
+        ch.version = TCP_PROTO_VERSION;
+        ctx->env.random_bytes(ctx->env.core, c->nonce, sizeof(c->nonce));
+        memcpy(ch.nonce, c->nonce, sizeof(ch.nonce));
+        unsigned char in[TCP_AUTH_INPUT_MAX];
+        size_t n = tnt__tcp_auth_input(0, &c->hello, c->nonce, in);
+        ctx->env.auth_mac(ctx->env.core, in, n, ch.mac);
+        if (hs_send(c, &ch, sizeof(ch)) != 0)
+            why = "could not send the challenge";
+    }
+    if (why) {
+        drop_stranger(c, why);
+        return -1;
+    }
+    c->state = TCP_PROOF_IN;
+    return 0;
+}
+
+/* Acceptor: a whole proof is staged. Only a connection that passes it
+ * joins an endpoint; until then it has touched no shared state. */
+int tnt__tcp_proof_in(tcp_conn_t *c)
+{
+    tcp_ctx_t *ctx = c->ctx;
+    tcp_proof_t pr;
+    const char *why = tnt__tcp_proof_parse(c->rbuf + c->rstart,
+                                           sizeof(pr), &pr);
+    c->rstart += sizeof(pr);
+    unsigned char in[TCP_AUTH_INPUT_MAX];
+    size_t n = tnt__tcp_auth_input(1, &c->hello, c->nonce, in);
+    if (!why && !ctx->env.auth_verify(ctx->env.core, in, n, pr.mac))
+        why = "authentication failed (wrong job key, or a replay)";
+    const tcp_hello_t *h = &c->hello;
+    tcp_ep_t *ep = why ? NULL : ctx->accepting[h->from];
     if (!why && !ep) {
         for (tcp_ep_t *e = ctx->eps; e; e = e->next)
-            if (e->peer == h.from)
+            if (e->peer == h->from)
                 why = "second connection from a rank already connected";
         if (!why) {
             ep = calloc(1, sizeof(*ep));
@@ -228,23 +279,21 @@ int tnt__tcp_hello_in(tcp_conn_t *c)
         }
         if (ep) {
             ep->ctx = ctx;
-            ep->peer = h.from;
-            ep->nconn = h.count;
-            ctx->accepting[h.from] = ep;
+            ep->peer = h->from;
+            ep->nconn = h->count;
+            ctx->accepting[h->from] = ep;
         }
     }
-    if (!why && ep->conns[h.index])
+    if (!why && ep->conns[h->index])
         why = "duplicate socket index";
     if (why) {
-        ctx->env.log(ctx->env.core, TNT_LOG_WARNING, "rank %d: dropped "
-                     "connection from %s: %s", ctx->env.rank, c->name, why);
-        conn_close(ctx, c);
+        drop_stranger(c, why);
         return -1;
     }
     unlink_incoming(ctx, c);
     c->ep = ep;
     c->state = TCP_READY;
-    ep->conns[h.index] = c;
+    ep->conns[h->index] = c;
     if (++ep->nready == ep->nconn) {
         ctx->accepting[ep->peer] = NULL;
         ep->next = ctx->eps;
@@ -254,6 +303,70 @@ int tnt__tcp_hello_in(tcp_conn_t *c)
     return c->closed ? -1 : 0;
 }
 
+/* Connector: advance the handshake. 1 when it is done (READY), 0 to
+ * wait for more, -1 on failure (*why says what). No upcalls. */
+static int connector_step(tcp_conn_t *c, uint32_t events, const char **why)
+{
+    tcp_ctx_t *ctx = c->ctx;
+    if (c->state == TCP_CONNECTING) {
+        int err = 0;
+        socklen_t len = sizeof(err);
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+            err = errno;
+        if (err) {
+            *why = strerror(err);
+            return -1;
+        }
+        if (!(events & TNT_FD_WRITE))
+            return 0;
+        if (hs_send(c, &c->hello, sizeof(c->hello)) != 0) {
+            *why = "could not send the hello";
+            return -1;
+        }
+        c->state = TCP_CHALLENGE_IN;
+        return 0;
+    }
+    /* Read exactly the challenge: what follows is the acceptor's data. */
+    size_t need = sizeof(tcp_challenge_t);
+    ssize_t r = recv(c->fd, c->rbuf + c->rend, need - c->rend, MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+                   errno != EINTR)) {
+        *why = r == 0 ? "connection closed during the handshake (does the "
+                        "peer have the same TNT_JOB_KEY?)"
+                      : strerror(errno);
+        return -1;
+    }
+    if (r < 0)
+        return 0;
+    c->rend += (size_t)r;
+    if (c->rend < need)
+        return 0;
+    tcp_challenge_t ch;
+    *why = tnt__tcp_challenge_parse(c->rbuf, need, &ch);
+    c->rstart = c->rend = 0;
+    if (*why)
+        return -1;
+    unsigned char in[TCP_AUTH_INPUT_MAX];
+    size_t n = tnt__tcp_auth_input(0, &c->hello, ch.nonce, in);
+    if (!ctx->env.auth_verify(ctx->env.core, in, n, ch.mac)) {
+        *why = "the peer failed to prove the job key (a stranger on its "
+               "port, or another TNT_JOB_KEY)";
+        return -1;
+    }
+    tcp_proof_t pr;
+    memset(&pr, 0, sizeof(pr));
+    pr.magic = TCP_PROOF_MAGIC;
+    pr.version = TCP_PROTO_VERSION;
+    n = tnt__tcp_auth_input(1, &c->hello, ch.nonce, in);
+    ctx->env.auth_mac(ctx->env.core, in, n, pr.mac);
+    if (hs_send(c, &pr, sizeof(pr)) != 0) {
+        *why = "could not send the proof";
+        return -1;
+    }
+    c->state = TCP_READY;
+    return 1;
+}
+
 /* ---- callbacks ----------------------------------------------------- */
 
 void tnt__tcp_conn_cb(void *arg, uint32_t events)
@@ -261,32 +374,49 @@ void tnt__tcp_conn_cb(void *arg, uint32_t events)
     tcp_conn_t *c = arg;
     tcp_ctx_t *ctx = c->ctx;
     free_graveyards(ctx);
-    if (c->state == TCP_CONNECTING) {
-        int err = 0;
-        socklen_t len = sizeof(err);
-        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-            err = errno;
-        if (err == 0 && !(events & TNT_FD_WRITE))
-            return;
-        if (err) {
-            tnt__tcp_fail(c, TNT_ERR_CONNECT, strerror(err));
+    if (c->state == TCP_CONNECTING || c->state == TCP_CHALLENGE_IN) {
+        const char *why = NULL;
+        int k = connector_step(c, events, &why);
+        if (k < 0) {
+            tnt__tcp_fail(c, TNT_ERR_CONNECT, why);
             return;
         }
-        c->state = TCP_READY;
-        /* The hello leaves before the core hears of the connection, so
-         * that even a connection it closes at once has named its rank. */
-        tnt__tcp_flush(c);
-        if (c->closed)
+        if (k == 0) {
+            if (c->state == TCP_CHALLENGE_IN)
+                tnt__tcp_set_events(c, TNT_FD_READ);
             return;
+        }
         if (++c->ep->nready == c->ep->nconn)
             announce(ctx, c->ep);
         if (c->closed)
             return;
+        tnt__tcp_flush(c);
+        return;
     }
     if (events & TNT_FD_WRITE)
         tnt__tcp_flush(c);
     if (!c->closed && (events & TNT_FD_READ))
         tnt__tcp_read(c);
+}
+
+/* Once a second: close incoming connections that have not proved the
+ * job key in time, so that silent strangers cannot pile up. */
+static void timer_cb(void *arg, uint32_t events)
+{
+    tcp_ctx_t *ctx = arg;
+    (void)events;
+    uint64_t ticks;
+    if (read(ctx->timer_fd, &ticks, sizeof(ticks)) < 0)
+        return;
+    free_graveyards(ctx);
+    double now = tnt__now();
+    tcp_conn_t *c = ctx->incoming;
+    while (c) {
+        tcp_conn_t *next = c->next;
+        if (now - c->born > TCP_HANDSHAKE_WAIT_S)
+            drop_stranger(c, "no authenticated hello in time");
+        c = next;
+    }
 }
 
 static void accept_cb(void *arg, uint32_t events)
@@ -307,15 +437,29 @@ static void accept_cb(void *arg, uint32_t events)
                              "accept: %s", ctx->env.rank, strerror(errno));
             return;
         }
+        char who[64];
+        tnt__sockaddr_str((struct sockaddr *)&ss, who, sizeof(who));
+        if (ctx->nincoming >= TCP_INCOMING_MAX) {
+            /* The legitimate peers already wait in line; the newest
+             * stranger is turned away rather than anyone evicted. */
+            ctx->env.log(ctx->env.core, TNT_LOG_WARNING, "rank %d: refused "
+                         "connection from %s: %d connections are already "
+                         "in their handshake", ctx->env.rank, who,
+                         ctx->nincoming);
+            close(fd);
+            continue;
+        }
         tune_socket(ctx, fd);
         tcp_conn_t *c = conn_new(ctx, fd, TCP_HELLO_IN, NULL);
         if (!c) {
             close(fd);
             continue;
         }
-        tnt__sockaddr_str((struct sockaddr *)&ss, c->name, sizeof(c->name));
+        snprintf(c->name, sizeof(c->name), "%s", who);
+        c->born = tnt__now();
         c->next = ctx->incoming;
         ctx->incoming = c;
+        ctx->nincoming++;
     }
 }
 
@@ -344,19 +488,14 @@ static tnt_result_t open_socket(tcp_ctx_t *ctx, tcp_ep_t *ep, int index,
     }
     /* Owned by the endpoint from here: closing it cleans up. */
     ep->conns[index] = c;
-    tcp_sreq_t *r = tnt__tcp_sreq_get(ctx);
-    if (!r)
-        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for a hello");
     tnt__sockaddr_str((const struct sockaddr *)ss, c->name, sizeof(c->name));
-    /* The hello goes first; sends queue behind it until connected. */
+    /* Sent once connected (connector_step). */
     c->hello = (tcp_hello_t){TCP_HELLO_MAGIC, TCP_PROTO_VERSION,
                              ctx->env.job_id, ctx->env.comm_id,
                              ctx->env.rank, ep->peer, (uint16_t)index,
-                             (uint16_t)ctx->nsock};
-    r->raw = 1;
-    r->hdr = &c->hello;
-    r->hdr_len = sizeof(c->hello);
-    tnt__tcp_enqueue(c, r);
+                             (uint16_t)ctx->nsock, {0}};
+    ctx->env.random_bytes(ctx->env.core, c->hello.nonce,
+                          sizeof(c->hello.nonce));
     return TNT_SUCCESS;
 }
 
@@ -384,6 +523,25 @@ static tnt_result_t tcp_connect(void *vctx, int peer, const void *addr,
             return rc;
         }
     }
+    return TNT_SUCCESS;
+}
+
+/* The clock of timer_cb. */
+static tnt_result_t start_timer(tcp_ctx_t *ctx)
+{
+    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (tfd < 0)
+        return tnt__error(TNT_ERR_SYSTEM, "timerfd_create: %s",
+                          strerror(errno));
+    struct itimerspec its = {{1, 0}, {1, 0}};
+    if (timerfd_settime(tfd, 0, &its, NULL) != 0 ||
+        ctx->env.watch_fd(ctx->env.core, tfd, TNT_FD_READ, timer_cb,
+                          ctx) != TNT_SUCCESS) {
+        close(tfd);
+        return tnt__error(TNT_ERR_SYSTEM, "tcp: cannot start the handshake "
+                          "timer");
+    }
+    ctx->timer_fd = tfd;
     return TNT_SUCCESS;
 }
 
@@ -416,20 +574,24 @@ static tnt_result_t tcp_listen(void *vctx, void *addr, size_t *addr_len)
         return rc;
     }
     ctx->listen_fd = fd;
-    return TNT_SUCCESS;
+    return start_timer(ctx);
 }
 
 static void tcp_finalize(void *vctx);
 
 static tnt_result_t tcp_init(const tnt_transport_env_v1_t *env, void **out)
 {
-    if (!env || env->size < sizeof(*env) || env->version < 1)
+    /* The authentication services are required: TCP accepts no
+     * connection it cannot authenticate. */
+    if (!env || env->size < sizeof(*env) || env->version < 1 ||
+        !env->auth_mac || !env->auth_verify || !env->random_bytes)
         return tnt__error(TNT_ERR_INVALID_ARG, "tcp: bad transport env");
     tcp_ctx_t *ctx = calloc(1, sizeof(*ctx));
     if (!ctx)
         return tnt__error(TNT_ERR_NO_MEMORY, "tcp: out of memory");
     ctx->env = *env;
     ctx->listen_fd = -1;
+    ctx->timer_fd = -1;
     ctx->nsock = 1;
     ctx->accepting = calloc((size_t)env->nranks, sizeof(*ctx->accepting));
     tnt_result_t rc = ctx->accepting ? TNT_SUCCESS
@@ -459,34 +621,27 @@ static tnt_result_t tcp_init(const tnt_transport_env_v1_t *env, void **out)
 
 /* A socket still connecting when the communicator goes away may be the
  * one that tells a peer this rank is gone (engine_fail connects to peers
- * for that). Closed before its hello, the peer could not tell who left,
- * so give pending hellos a bounded moment to go out. */
-static void send_pending_hellos(tcp_ctx_t *ctx, double budget_s)
+ * for that). Unless its handshake completes, the peer takes it for a
+ * stranger and cannot tell who left, so give pending handshakes a bounded
+ * moment to finish (no upcalls: the core is going away). */
+static void finish_handshakes(tcp_ctx_t *ctx, double budget_s)
 {
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double end = tnt__now() + budget_s;
     for (tcp_ep_t *ep = ctx->eps; ep; ep = ep->next)
         for (int i = 0; i < ep->nconn; i++) {
             tcp_conn_t *c = ep->conns[i];
-            if (!c || c->closed || !c->sq_head || !c->sq_head->raw)
-                continue;
-            struct timespec now;
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            double left = budget_s - (double)(now.tv_sec - t0.tv_sec) -
-                          (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
-            struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
-            if (left <= 0 || poll(&pfd, 1, (int)(left * 1000.0) + 1) <= 0)
-                return;
-            int err = 0;
-            socklen_t len = sizeof(err);
-            getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
-            tcp_sreq_t *r = c->sq_head;
-            if (err == 0 && r->done < sizeof(c->hello)) {
-                ssize_t n = send(c->fd, (char *)&c->hello + r->done,
-                                 sizeof(c->hello) - r->done,
-                                 MSG_NOSIGNAL | MSG_DONTWAIT);
-                if (n > 0)
-                    r->done += (size_t)n;
+            while (c && !c->closed && (c->state == TCP_CONNECTING ||
+                                       c->state == TCP_CHALLENGE_IN)) {
+                double left = end - tnt__now();
+                struct pollfd pfd = {.fd = c->fd,
+                                     .events = c->state == TCP_CONNECTING
+                                                   ? POLLOUT : POLLIN};
+                if (left <= 0 ||
+                    poll(&pfd, 1, (int)(left * 1000.0) + 1) <= 0)
+                    return;
+                const char *why;
+                if (connector_step(c, TNT_FD_WRITE | TNT_FD_READ, &why) < 0)
+                    break;
             }
         }
 }
@@ -496,7 +651,7 @@ static void tcp_finalize(void *vctx)
     tcp_ctx_t *ctx = vctx;
     if (!ctx)
         return;
-    send_pending_hellos(ctx, 0.2);
+    finish_handshakes(ctx, 0.2);
     while (ctx->eps)
         ep_close(ctx, ctx->eps);
     for (int i = 0; ctx->accepting && i < ctx->env.nranks; i++)
@@ -507,6 +662,10 @@ static void tcp_finalize(void *vctx)
     if (ctx->listen_fd >= 0) {
         ctx->env.unwatch_fd(ctx->env.core, ctx->listen_fd);
         close(ctx->listen_fd);
+    }
+    if (ctx->timer_fd >= 0) {
+        ctx->env.unwatch_fd(ctx->env.core, ctx->timer_fd);
+        close(ctx->timer_fd);
     }
     free_graveyards(ctx);
     while (ctx->free_sreqs) {

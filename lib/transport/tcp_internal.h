@@ -15,42 +15,32 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "transport/tcp_wire.h"
 #include "tnt/transport.h"
 
-#define TCP_FRAME_MAGIC 0x46544e54u /* "TNTF" */
-#define TCP_HELLO_MAGIC 0x48544e54u /* "TNTH" */
-#define TCP_PROTO_VERSION 2u
-#define TCP_HDR_MAX 256
-#define TCP_MAX_SOCKETS 16
+/* Unauthenticated incoming sockets one rank keeps at once (each holds a
+ * staging buffer), and how long each may take to prove the job key. */
+#define TCP_INCOMING_MAX 1024
+#define TCP_HANDSHAKE_WAIT_S 10.0
 #define TCP_RBUF_SIZE (64 * 1024)
 /* Remaining payloads at least this large skip the staging buffer. */
 #define TCP_DIRECT_MIN (16 * 1024)
 /* recv calls per callback before giving other sockets a turn. */
 #define TCP_READ_BUDGET 64
 
-typedef struct tcp_frame {
-    uint32_t magic;
-    uint32_t hdr_len;
-    uint64_t payload_len;
-} tcp_frame_t;
-
-typedef struct tcp_hello {
-    uint32_t magic;
-    uint32_t version;
-    uint64_t job_id;
-    uint32_t comm_id;
-    int32_t from;
-    int32_t to;
-    uint16_t index; /* which of the pair's sockets this is */
-    uint16_t count; /* sockets per pair on the connecting side */
-} tcp_hello_t;
-
-enum tcp_state { TCP_CONNECTING, TCP_HELLO_IN, TCP_READY };
+/* Connector: CONNECTING -> CHALLENGE_IN -> READY.
+ * Acceptor: HELLO_IN -> PROOF_IN -> READY. */
+enum tcp_state {
+    TCP_CONNECTING,
+    TCP_CHALLENGE_IN,
+    TCP_HELLO_IN,
+    TCP_PROOF_IN,
+    TCP_READY
+};
 
 typedef struct tcp_sreq {
     struct tcp_sreq *next;
     tcp_frame_t frame;
-    int raw;          /* hello: bytes only, no frame */
     const void *hdr;
     size_t hdr_len;
     const void *payload;
@@ -77,7 +67,9 @@ typedef struct tcp_conn {
     unsigned char *dest;
     size_t left;
     void *cookie;
-    tcp_hello_t hello;
+    tcp_hello_t hello;   /* the handshake's, either side */
+    unsigned char nonce[TCP_NONCE_BYTES]; /* the acceptor's */
+    double born;         /* accepted at (tnt__now), for the time limit */
     char name[64];    /* remote address, for messages */
     struct tcp_conn *next; /* ctx's list of unidentified incoming conns */
 } tcp_conn_t;
@@ -103,7 +95,9 @@ struct tcp_ctx {
     int nsock;            /* TNT_SOCKETS_PER_PEER */
     tcp_ep_t *eps;        /* open endpoints */
     tcp_ep_t **accepting; /* by rank: endpoints being assembled */
-    tcp_conn_t *incoming; /* accepted, hello not read yet */
+    tcp_conn_t *incoming; /* accepted, handshake not finished */
+    int nincoming;
+    int timer_fd;         /* expires slow handshakes */
     tcp_ep_t *graveyard;  /* closed endpoints, freed at the next callback */
     tcp_conn_t *conn_graveyard;
     tcp_sreq_t *free_sreqs;
@@ -112,6 +106,7 @@ struct tcp_ctx {
 /* tcp.c */
 void tnt__tcp_fail(tcp_conn_t *c, tnt_result_t err, const char *what);
 int tnt__tcp_hello_in(tcp_conn_t *c);
+int tnt__tcp_proof_in(tcp_conn_t *c);
 void tnt__tcp_conn_cb(void *arg, uint32_t events);
 
 /* tcp_io.c */

@@ -50,7 +50,7 @@ void tnt__tcp_set_events(tcp_conn_t *c, uint32_t events)
 
 static size_t sreq_total(const tcp_sreq_t *r)
 {
-    return (r->raw ? 0 : sizeof(r->frame)) + r->hdr_len + r->len;
+    return sizeof(r->frame) + r->hdr_len + r->len;
 }
 
 /* The unsent part of r as at most three iovecs. */
@@ -60,7 +60,7 @@ static int sreq_iov(const tcp_sreq_t *r, struct iovec *iov)
     size_t len[3] = {sizeof(r->frame), r->hdr_len, r->len};
     int n = 0;
     size_t skip = r->done;
-    for (int i = r->raw ? 1 : 0; i < 3; i++) {
+    for (int i = 0; i < 3; i++) {
         if (skip >= len[i]) {
             skip -= len[i];
             continue;
@@ -114,10 +114,8 @@ void tnt__tcp_flush(tcp_conn_t *c)
         if (!c->sq_head)
             c->sq_tail = NULL;
         void *cookie = r->cookie;
-        int notify = !r->raw;
         tnt__tcp_sreq_put(ctx, r);
-        if (notify)
-            ctx->env.on_send_done(ctx->env.core, cookie);
+        ctx->env.on_send_done(ctx->env.core, cookie);
     }
     if (!c->closed)
         tnt__tcp_set_events(c, TNT_FD_READ | (c->sq_head ? TNT_FD_WRITE : 0));
@@ -199,10 +197,9 @@ static int parse_frame(tcp_conn_t *c)
     tcp_frame_t f;
     if (avail < sizeof(f))
         return 0;
-    memcpy(&f, c->rbuf + c->rstart, sizeof(f));
-    if (f.magic != TCP_FRAME_MAGIC || f.hdr_len == 0 ||
-        f.hdr_len > TCP_HDR_MAX || f.payload_len > SIZE_MAX) {
-        tnt__tcp_fail(c, TNT_ERR_PROTOCOL, "malformed frame");
+    const char *why = tnt__tcp_frame_parse(c->rbuf + c->rstart, avail, &f);
+    if (why) {
+        tnt__tcp_fail(c, TNT_ERR_PROTOCOL, why);
         return -1;
     }
     if (avail < sizeof(f) + f.hdr_len)
@@ -283,6 +280,12 @@ void tnt__tcp_read(tcp_conn_t *c)
         if (c->state == TCP_HELLO_IN) {
             if (c->rend - c->rstart >= sizeof(tcp_hello_t)) {
                 if (tnt__tcp_hello_in(c) < 0)
+                    return;
+                continue;
+            }
+        } else if (c->state == TCP_PROOF_IN) {
+            if (c->rend - c->rstart >= sizeof(tcp_proof_t)) {
+                if (tnt__tcp_proof_in(c) < 0)
                     return;
                 continue;
             }

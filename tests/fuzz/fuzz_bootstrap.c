@@ -1,0 +1,67 @@
+/*
+ * libFuzzer harness of the bootstrap message parsers
+ * (lib/core/boot_wire.c). The first byte picks the message (hello,
+ * challenge, registration, reply, table), the second the job size; the
+ * rest is the message. Accepted messages must satisfy what bootstrap.c
+ * relies on: ranks in range, addresses within TNT_TRANSPORT_ADDR_MAX,
+ * strings terminated.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/boot_wire.h"
+#include "fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 2)
+        return 0;
+    int kind = data[0] % 5, nranks = 1 + data[1] % 64;
+    const uint8_t *m = data + 2;
+    size_t len = size - 2;
+    if (kind == 0) {
+        tnt_boot_hello_t h;
+        if (!tnt__boot_hello_parse(m, len, 42, &h))
+            FUZZ_ASSERT(h.job_id == 42 && h.version == TNT_BOOT_VERSION);
+    } else if (kind == 1) {
+        tnt_boot_challenge_t c;
+        if (!tnt__boot_challenge_parse(m, len, &c))
+            FUZZ_ASSERT(c.magic == TNT_BOOT_MAGIC);
+    } else if (kind == 2) {
+        tnt_boot_register_t r;
+        if (tnt__boot_register_parse(m, len, &r))
+            return 0;
+        FUZZ_ASSERT(strlen(r.entry.host) < TNT_HOST_MAX);
+        int taken[64] = {1, 0};
+        char msg[240];
+        if (tnt__boot_register_check(&r, nranks, taken, msg,
+                                     sizeof(msg)) == 0) {
+            FUZZ_ASSERT(r.rank >= 1 && r.rank < nranks);
+            FUZZ_ASSERT(r.entry.addr_len <= TNT_TRANSPORT_ADDR_MAX);
+        } else {
+            FUZZ_ASSERT(strlen(msg) < sizeof(msg) && msg[0]);
+        }
+        unsigned char in[TNT_BOOT_AUTH_MAX];
+        tnt_boot_hello_t h;
+        memset(&h, 0, sizeof(h));
+        FUZZ_ASSERT(tnt__boot_auth_input(1, &h, r.mac, &r, in) <=
+                    sizeof(in));
+    } else if (kind == 3) {
+        tnt_boot_reply_t r;
+        if (!tnt__boot_reply_parse(m, len, nranks, &r))
+            FUZZ_ASSERT(strlen(r.msg) < sizeof(r.msg) && r.status <= 0);
+    } else {
+        if (len != (size_t)nranks * sizeof(tnt_boot_entry_t))
+            return 0;
+        tnt_boot_entry_t *t = malloc(len);
+        memcpy(t, m, len);
+        if (!tnt__boot_table_check(t, nranks))
+            for (int i = 0; i < nranks; i++)
+                FUZZ_ASSERT(t[i].rank == i &&
+                            t[i].addr_len <= TNT_TRANSPORT_ADDR_MAX &&
+                            strlen(t[i].host) < TNT_HOST_MAX);
+        free(t);
+    }
+    return 0;
+}

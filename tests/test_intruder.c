@@ -1,0 +1,712 @@
+/*
+ * The intruder suite: while a real p=3 job (forked ranks over loopback)
+ * bootstraps and then runs at least 1000 verified allreduces, an intruder
+ * process attacks every listening port of the job: rank 0's bootstrap port
+ * and each rank's data port. On each it (a) sends random bytes, (b) sends
+ * a well-formed hello of this job and answers the challenge with a wrong
+ * key, (c) replays a captured handshake (the hello and the proof a rank
+ * with the key computed for an earlier connection's challenge) and (d)
+ * opens 500 connections and holds them. The job must finish with correct
+ * results, every attack must have been turned away (the intruder sees its
+ * connection closed), and the ranks' stderr must carry a WARNING for each
+ * kind of intruder.
+ *
+ * Ports are discovered the way an outsider on the host could: the ranks
+ * are the runner's other children; their listening sockets are found by
+ * matching the socket inodes in /proc/<pid>/fd against the LISTEN entries
+ * of /proc/net/tcp. The bootstrap port is the job's TNT_ROOT_ADDR. Ranks
+ * 1 and 2 wait for the intruder to finish with the bootstrap port before
+ * they start, so that rank 0 meets the intruders alone first and must
+ * still admit them while 500 strangers hold connections.
+ */
+#include <CUnit/CUnit.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include "core/auth.h"
+#include "core/boot_wire.h"
+#include "harness.h"
+#include "transport/tcp_wire.h"
+
+#define IX_KEY "intruder-suite-job-key-0123456789abcdef"
+#define IX_HOLD 500
+#define IX_COUNT 1000
+#define IX_MIN_ITERS 1000
+
+typedef struct ix_ctx {
+    char dir[128];
+    int root_port;
+    tnt_auth_key_t key, wrong;
+    uint64_t job_id;
+    int failures;
+} ix_ctx_t;
+
+static void ix_path(const ix_ctx_t *x, const char *name, char *out,
+                    size_t len)
+{
+    snprintf(out, len, "%s/%s", x->dir, name);
+}
+
+static int ix_exists(const ix_ctx_t *x, const char *name)
+{
+    char p[256];
+    ix_path(x, name, p, sizeof(p));
+    return access(p, F_OK) == 0;
+}
+
+static void ix_touch(const ix_ctx_t *x, const char *name)
+{
+    char p[256];
+    ix_path(x, name, p, sizeof(p));
+    int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+}
+
+/* ---- the intruder ------------------------------------------------------ */
+
+#define IX_FAIL(x, ...)                                                       \
+    do {                                                                      \
+        fprintf(stderr, "intruder: FAIL: " __VA_ARGS__);                      \
+        fprintf(stderr, "\n");                                                \
+        (x)->failures++;                                                      \
+    } while (0)
+
+/* A blocking connection to 127.0.0.1:port with a read timeout; -1 if
+ * refused. */
+static int ix_connect(int port, double read_timeout_s)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval tv = {(time_t)read_timeout_s,
+                         (suseconds_t)((read_timeout_s -
+                                        (double)(time_t)read_timeout_s) *
+                                       1e6)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int ix_write(int fd, const void *buf, size_t len)
+{
+    return send(fd, buf, len, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+}
+
+/* Read exactly len bytes: 0, or -1 on EOF, error or timeout. */
+static int ix_read(int fd, void *buf, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = recv(fd, (char *)buf + got, len - got, 0);
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+/* 1 if the peer closes the connection (EOF or reset) before the read
+ * timeout, after sending at most a little; 0 if it stays open. */
+static int ix_closed_by_peer(int fd)
+{
+    char b[512];
+    for (;;) {
+        ssize_t r = recv(fd, b, sizeof(b), 0);
+        if (r == 0 || (r < 0 && errno == ECONNRESET))
+            return 1;
+        if (r < 0)
+            return 0; /* timeout */
+    }
+}
+
+static void ix_random_bytes(ix_ctx_t *x, int port, const char *what)
+{
+    int fd = ix_connect(port, 20.0 * th_timeout_mult());
+    if (fd < 0) {
+        IX_FAIL(x, "%s: cannot connect to port %d", what, port);
+        return;
+    }
+    unsigned char junk[300];
+    tnt__auth_random(junk, sizeof(junk));
+    ix_write(fd, junk, sizeof(junk));
+    if (!ix_closed_by_peer(fd))
+        IX_FAIL(x, "%s: port %d kept a connection that sent garbage", what,
+                port);
+    close(fd);
+}
+
+/* ---- against the bootstrap port ---- */
+
+static tnt_boot_hello_t ix_boot_hello(const ix_ctx_t *x, uint32_t version)
+{
+    tnt_boot_hello_t h;
+    memset(&h, 0, sizeof(h));
+    h.magic = TNT_BOOT_MAGIC;
+    h.version = version;
+    h.job_id = x->job_id;
+    tnt__auth_random(h.nonce, sizeof(h.nonce));
+    return h;
+}
+
+/* Send hello h on a new connection and read the challenge: the fd, or
+ * -1 (closed, or no challenge). */
+static int ix_boot_open(const ix_ctx_t *x, const tnt_boot_hello_t *h,
+                        tnt_boot_challenge_t *ch)
+{
+    int fd = ix_connect(x->root_port, 20.0 * th_timeout_mult());
+    if (fd < 0)
+        return -1;
+    if (ix_write(fd, h, sizeof(*h)) != 0 || ix_read(fd, ch, sizeof(*ch))) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* A registration as rank 1, with the MAC that key gives for nonce. */
+static void ix_boot_register(const tnt_auth_key_t *key,
+                             const tnt_boot_hello_t *h,
+                             const unsigned char *nonce,
+                             tnt_boot_register_t *reg)
+{
+    memset(reg, 0, sizeof(*reg));
+    reg->magic = TNT_BOOT_MAGIC;
+    reg->version = TNT_BOOT_VERSION;
+    reg->nranks = 3;
+    reg->rank = 1;
+    reg->entry.rank = 1;
+    reg->entry.addr_len = 8;
+    unsigned char in[TNT_BOOT_AUTH_MAX];
+    size_t n = tnt__boot_auth_input(1, h, nonce, reg, in);
+    tnt__auth_mac(key, in, n, reg->mac);
+}
+
+static void ix_attack_bootstrap(ix_ctx_t *x)
+{
+    ix_random_bytes(x, x->root_port, "bootstrap random bytes");
+
+    /* Another protocol version. */
+    tnt_boot_hello_t h = ix_boot_hello(x, TNT_BOOT_VERSION + 7);
+    tnt_boot_challenge_t ch;
+    int fd = ix_boot_open(x, &h, &ch);
+    if (fd >= 0) {
+        IX_FAIL(x, "bootstrap answered a hello of another version");
+        close(fd);
+    }
+
+    /* (b) A well-formed hello, then a wrong key. */
+    h = ix_boot_hello(x, TNT_BOOT_VERSION);
+    fd = ix_boot_open(x, &h, &ch);
+    if (fd < 0) {
+        IX_FAIL(x, "bootstrap: no challenge for a well-formed hello");
+    } else {
+        tnt_boot_register_t reg;
+        ix_boot_register(&x->wrong, &h, ch.nonce, &reg);
+        ix_write(fd, &reg, sizeof(reg));
+        if (!ix_closed_by_peer(fd))
+            IX_FAIL(x, "bootstrap kept a connection with a wrong key");
+        close(fd);
+    }
+
+    /* (c) Replay: what a rank with the key sent for one challenge, sent
+     * again on a new connection (which gets a new challenge). */
+    h = ix_boot_hello(x, TNT_BOOT_VERSION);
+    fd = ix_boot_open(x, &h, &ch);
+    tnt_boot_register_t captured;
+    ix_boot_register(&x->key, &h, ch.nonce, &captured);
+    if (fd >= 0)
+        close(fd);
+    fd = ix_boot_open(x, &h, &ch);
+    if (fd < 0) {
+        IX_FAIL(x, "bootstrap: no challenge for the replayed hello");
+    } else {
+        ix_write(fd, &captured, sizeof(captured));
+        if (!ix_closed_by_peer(fd))
+            IX_FAIL(x, "bootstrap accepted a replayed registration");
+        close(fd);
+    }
+}
+
+/* ---- against a data port ---- */
+
+static tcp_hello_t ix_tcp_hello(const ix_ctx_t *x, int to)
+{
+    tcp_hello_t h;
+    memset(&h, 0, sizeof(h));
+    h = (tcp_hello_t){TCP_HELLO_MAGIC, TCP_PROTO_VERSION, x->job_id, 1, 0,
+                      to, 0, 1, {0}};
+    tnt__auth_random(h.nonce, sizeof(h.nonce));
+    return h;
+}
+
+static int ix_tcp_open(int port, const tcp_hello_t *h, tcp_challenge_t *ch)
+{
+    int fd = ix_connect(port, 20.0 * th_timeout_mult());
+    if (fd < 0)
+        return -1;
+    if (ix_write(fd, h, sizeof(*h)) != 0 || ix_read(fd, ch, sizeof(*ch))) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void ix_tcp_proof(const tnt_auth_key_t *key, const tcp_hello_t *h,
+                         const unsigned char *nonce, tcp_proof_t *pr)
+{
+    memset(pr, 0, sizeof(*pr));
+    pr->magic = TCP_PROOF_MAGIC;
+    pr->version = TCP_PROTO_VERSION;
+    unsigned char in[TCP_AUTH_INPUT_MAX];
+    size_t n = tnt__tcp_auth_input(1, h, nonce, in);
+    tnt__auth_mac(key, in, n, pr->mac);
+}
+
+/* Wrong key and replay on one data port. The intruder does not know
+ * which rank owns the port: a hello naming another rank is refused before
+ * any challenge, so it tries ranks 1 and 2 (rank 0 accepts nobody).
+ * Returns how many challenges it got (1 for the ports of ranks 1, 2). */
+static int ix_attack_data_auth(ix_ctx_t *x, int port)
+{
+    int challenged = 0;
+    for (int to = 1; to <= 2; to++) {
+        tcp_hello_t h = ix_tcp_hello(x, to);
+        tcp_challenge_t ch;
+        tcp_proof_t pr;
+        int fd = ix_tcp_open(port, &h, &ch);
+        if (fd < 0)
+            continue;
+        challenged++;
+        /* (b) A wrong key. */
+        ix_tcp_proof(&x->wrong, &h, ch.nonce, &pr);
+        ix_write(fd, &pr, sizeof(pr));
+        if (!ix_closed_by_peer(fd))
+            IX_FAIL(x, "port %d kept a connection with a wrong key", port);
+        close(fd);
+        /* (c) Replay: capture a valid proof for one challenge... */
+        h = ix_tcp_hello(x, to);
+        fd = ix_tcp_open(port, &h, &ch);
+        if (fd < 0) {
+            IX_FAIL(x, "port %d: no challenge the second time", port);
+            continue;
+        }
+        ix_tcp_proof(&x->key, &h, ch.nonce, &pr);
+        close(fd);
+        /* ...and replay hello and proof on a new connection. */
+        fd = ix_tcp_open(port, &h, &ch);
+        if (fd < 0) {
+            IX_FAIL(x, "port %d: no challenge for the replay", port);
+            continue;
+        }
+        ix_write(fd, &pr, sizeof(pr));
+        if (!ix_closed_by_peer(fd))
+            IX_FAIL(x, "port %d accepted a replayed handshake", port);
+        close(fd);
+    }
+    return challenged;
+}
+
+/* Open n connections to port and keep them: how many connected. */
+static int ix_hold(int port, int *fds, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        fds[i] = ix_connect(port, 1.0);
+        k += fds[i] >= 0;
+    }
+    return k;
+}
+
+static void ix_release(int *fds, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
+/* The listening TCP ports of the runner's other children (the ranks),
+ * from /proc: returns how many were found (at most max). */
+static int ix_find_ports(int skip_port, int *ports, int max)
+{
+    char inodes[4096][24];
+    int ninodes = 0;
+    DIR *proc = opendir("/proc");
+    if (!proc)
+        return 0;
+    struct dirent *d;
+    while ((d = readdir(proc)) != NULL) {
+        int pid = atoi(d->d_name);
+        if (pid <= 0 || pid == getpid())
+            continue;
+        char p[64], stat[512];
+        snprintf(p, sizeof(p), "/proc/%d/stat", pid);
+        FILE *f = fopen(p, "r");
+        if (!f)
+            continue;
+        size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+        fclose(f);
+        stat[n] = '\0';
+        char *rp = strrchr(stat, ')');
+        int ppid = 0;
+        if (!rp || sscanf(rp + 2, "%*c %d", &ppid) != 1 ||
+            ppid != getppid())
+            continue;
+        snprintf(p, sizeof(p), "/proc/%d/fd", pid);
+        DIR *fdd = opendir(p);
+        if (!fdd)
+            continue;
+        struct dirent *e;
+        while ((e = readdir(fdd)) != NULL && ninodes < 4096) {
+            char lp[600], target[64];
+            snprintf(lp, sizeof(lp), "%s/%s", p, e->d_name);
+            ssize_t m = readlink(lp, target, sizeof(target) - 1);
+            if (m <= 0)
+                continue;
+            target[m] = '\0';
+            if (sscanf(target, "socket:[%20[0-9]]", inodes[ninodes]) == 1)
+                ninodes++;
+        }
+        closedir(fdd);
+    }
+    closedir(proc);
+    FILE *f = fopen("/proc/net/tcp", "r");
+    if (!f)
+        return 0;
+    char line[512];
+    int found = 0;
+    while (fgets(line, sizeof(line), f) && found < max) {
+        unsigned port, st;
+        char inode[24];
+        if (sscanf(line, " %*d: %*x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %*d "
+                   "%*d %23s", &port, &st, inode) != 3 || st != 0x0A ||
+            (int)port == skip_port)
+            continue;
+        for (int i = 0; i < ninodes; i++)
+            if (strcmp(inodes[i], inode) == 0) {
+                ports[found++] = (int)port;
+                break;
+            }
+    }
+    fclose(f);
+    return found;
+}
+
+static int ix_main(ix_ctx_t *x)
+{
+    /* 500 held connections on each of four ports at once. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    double mult = th_timeout_mult();
+    /* Wait for rank 0's bootstrap port. */
+    double end = th_now() + 60.0 * mult;
+    int fd;
+    while ((fd = ix_connect(x->root_port, 1.0)) < 0 && th_now() < end)
+        usleep(20000);
+    if (fd < 0) {
+        IX_FAIL(x, "rank 0 never listened on port %d", x->root_port);
+        ix_touch(x, "go");
+        ix_touch(x, "done");
+        return 1;
+    }
+    close(fd);
+    ix_attack_bootstrap(x);
+    static int held[4][IX_HOLD];
+    int n = ix_hold(x->root_port, held[0], IX_HOLD);
+    if (n < IX_HOLD)
+        IX_FAIL(x, "only %d of %d connections to the bootstrap port", n,
+                IX_HOLD);
+    /* The other ranks start now and must get through. */
+    ix_touch(x, "go");
+
+    int ports[8], np = 0;
+    end = th_now() + 60.0 * mult;
+    while ((np = ix_find_ports(x->root_port, ports, 8)) < 3 &&
+           th_now() < end)
+        usleep(50000);
+    if (np != 3)
+        IX_FAIL(x, "found %d listening data ports of the ranks, expected 3",
+                np);
+    /* The bootstrap is over (rank 0 closed them): fewer descriptors. */
+    ix_release(held[0], IX_HOLD);
+    int challenged = 0;
+    for (int i = 0; i < np && i < 3; i++) {
+        ix_random_bytes(x, ports[i], "data port random bytes");
+        challenged += ix_attack_data_auth(x, ports[i]);
+        n = ix_hold(ports[i], held[1 + i], IX_HOLD);
+        if (n < IX_HOLD)
+            IX_FAIL(x, "only %d of %d connections to port %d", n, IX_HOLD,
+                    ports[i]);
+    }
+    if (np == 3 && challenged != 2)
+        IX_FAIL(x, "%d data ports answered a hello with a challenge, "
+                "expected 2 (the ports of ranks 1 and 2)", challenged);
+    /* Hold them past the transport's handshake limit (10 s), so that the
+     * ranks expire them, then let the job end. */
+    usleep((useconds_t)(11.5 * 1e6));
+    for (int i = 0; i < np && i < 3; i++)
+        ix_release(held[1 + i], IX_HOLD);
+    ix_touch(x, "done");
+    fprintf(stderr, "intruder: finished, %d failures\n", x->failures);
+    return x->failures ? 1 : 0;
+}
+
+/* ---- the job ----------------------------------------------------------- */
+
+static int rank_fn(tnt_comm_t unused, int rank, int nranks, void *arg,
+                   th_report_t *rep)
+{
+    (void)unused;
+    ix_ctx_t *x = arg;
+    double end = th_now() + 120.0 * th_timeout_mult();
+    if (rank > 0)
+        while (!ix_exists(x, "go") && th_now() < end)
+            usleep(10000);
+    tnt_comm_t comm;
+    tnt_result_t rc = tnt_comm_init_from_env(&comm);
+    th_report_check(rep, "init", rc, 0, 0, NULL, 0);
+    if (rc != TNT_SUCCESS)
+        return 1;
+    /* Element IX_COUNT carries rank 0's "the intruder is done" flag, so
+     * that all ranks agree on when to stop. */
+    int32_t *buf = malloc((IX_COUNT + 1) * sizeof(int32_t));
+    size_t wrong = 0, first = 0;
+    long iters = 0;
+    int stop = 0;
+    while (!stop && rc == TNT_SUCCESS && th_now() < end) {
+        for (int j = 0; j < IX_COUNT; j++)
+            buf[j] = (int32_t)((rank + 1) * ((iters + j) % 1000));
+        buf[IX_COUNT] = rank == 0 && iters >= IX_MIN_ITERS &&
+                        ix_exists(x, "done");
+        rc = tnt_allreduce(comm, TNT_IN_PLACE, buf, IX_COUNT + 1, TNT_I32,
+                           TNT_SUM);
+        int32_t tri = (int32_t)(nranks * (nranks + 1) / 2);
+        for (int j = 0; rc == TNT_SUCCESS && j < IX_COUNT; j++)
+            if (buf[j] != tri * (int32_t)((iters + j) % 1000) && !wrong++)
+                first = (size_t)(iters * IX_COUNT + j);
+        stop = buf[IX_COUNT] != 0;
+        iters++;
+    }
+    th_report_check(rep, "allreduces", rc, wrong, first, NULL, 0);
+    th_report_expect(rep, "finished", stop && iters >= IX_MIN_ITERS, rc,
+                     "%ld allreduces, stop flag %d", iters, stop);
+    free(buf);
+    tnt_comm_free(comm);
+    return 0;
+}
+
+/* Lines of the log file containing all of the given strings. */
+static int count_lines(const char *path, const char *a, const char *b)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof(line), f))
+        n += strstr(line, a) && (!b || strstr(line, b));
+    fclose(f);
+    return n;
+}
+
+static void test_intruders(void)
+{
+    ix_ctx_t x;
+    memset(&x, 0, sizeof(x));
+    snprintf(x.dir, sizeof(x.dir), "/tmp/tnt-intruder-XXXXXX");
+    if (!mkdtemp(x.dir)) {
+        TH_CHECK(0, "mkdtemp: %s", strerror(errno));
+        return;
+    }
+    TH_CHECK(tnt__auth_init() == TNT_SUCCESS, "libsodium init");
+    x.root_port = th_free_port();
+    tnt__auth_key_derive(IX_KEY, &x.key);
+    tnt__auth_key_derive("not-" IX_KEY, &x.wrong);
+    x.job_id = tnt__auth_job_id(IX_KEY);
+    char log[256], root[64];
+    ix_path(&x, "stderr.log", log, sizeof(log));
+    snprintf(root, sizeof(root), "TNT_ROOT_ADDR=127.0.0.1:%d", x.root_port);
+
+    /* Everything the ranks and the intruder print goes to the log. */
+    fflush(stderr);
+    int saved = dup(2);
+    int lfd = open(log, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+    dup2(lfd, 2);
+    close(lfd);
+    pid_t ipid = fork();
+    if (ipid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        _exit(ix_main(&x));
+    }
+    const char *env[] = {root, "TNT_JOB_KEY=" IX_KEY,
+                         "TNT_LOG_LEVEL=WARNING", "TNT_LOG_ALL_RANKS=1",
+                         NULL};
+    th_job_t job = {.name = "intruders", .nranks = 3, .env = env,
+                    .fn = rank_fn, .arg = &x, .deadline_s = 150,
+                    .no_init = 1};
+    th_run_job(&job, NULL);
+    int st = 0;
+    double end = th_now() + 60.0 * th_timeout_mult();
+    pid_t w;
+    while ((w = waitpid(ipid, &st, WNOHANG)) == 0 && th_now() < end)
+        usleep(50000);
+    if (w == 0) {
+        kill(ipid, SIGKILL);
+        waitpid(ipid, &st, 0);
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+
+    TH_CHECK(w == ipid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+             "the intruder saw an attack succeed or could not run (see its "
+             "FAIL lines in %s)", log);
+    /* Each kind of intruder left a WARNING naming its address. */
+    struct { const char *a, *b; int min; } want[] = {
+        {"WARNING: rank 0: dropped bootstrap connection from 127.0.0.1",
+         "not a libtntcomm bootstrap", 1},
+        {"dropped bootstrap connection", "another bootstrap protocol", 1},
+        {"dropped bootstrap connection", "authentication failed", 2},
+        {"dropped bootstrap connection", NULL, IX_HOLD},
+        {"dropped connection from 127.0.0.1", "not a libtntcomm hello", 3},
+        {"dropped connection from", "authentication failed", 4},
+        {"dropped connection from", "no authenticated hello in time", 1},
+        {"dropped connection from", NULL, 3 * IX_HOLD},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        int n = count_lines(log, want[i].a, want[i].b);
+        if (getenv("TNT_TEST_VERBOSE"))
+            printf("  %5d lines with \"%s\" + \"%s\"\n", n, want[i].a,
+                   want[i].b ? want[i].b : "");
+        TH_CHECK(n >= want[i].min, "%d WARNING lines with \"%s\" and "
+                 "\"%s\" in %s, expected at least %d", n, want[i].a,
+                 want[i].b ? want[i].b : "", log, want[i].min);
+    }
+    if (CU_get_number_of_failures() == 0 && !getenv("TNT_TEST_KEEP")) {
+        unlink(log);
+        char p[256];
+        ix_path(&x, "go", p, sizeof(p));
+        unlink(p);
+        ix_path(&x, "done", p, sizeof(p));
+        unlink(p);
+        rmdir(x.dir);
+    }
+}
+
+/* ---- the early-message budget ------------------------------------------ */
+
+/* Rank 2 arrives late to a barrier, so messages to it (and, depending on
+ * timing, to others whose next receive is not posted yet) are early. Every
+ * early message costs its descriptor against TNT_MAX_UNEXPECTED_BYTES, so
+ * with a 16-byte budget even an empty one is refused: a peer cannot pile
+ * up endless empty messages. Whichever rank meets one first fails with
+ * that error; the others then lose it. */
+static int budget_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
+                     th_report_t *rep)
+{
+    (void)nranks;
+    (void)arg;
+    if (rank == 2)
+        usleep(500000);
+    tnt_result_t rc = tnt_barrier(comm);
+    th_report_expect(rep, "barrier", rc != TNT_SUCCESS, rc, "%s",
+                     tnt_last_error());
+    return 0;
+}
+
+static void test_early_budget(void)
+{
+    const char *env[] = {"TNT_MAX_UNEXPECTED_BYTES=16", "TNT_TIMEOUT=20",
+                         NULL};
+    th_job_t job = {.name = "early budget", .nranks = 3, .env = env,
+                    .fn = budget_fn, .deadline_s = 60};
+    th_result_t res;
+    th_run_job(&job, &res);
+    int budget = 0;
+    for (int r = 0; r < 3; r++) {
+        const th_case_t *c = th_find_case(&res, r, "barrier");
+        budget += c && c->rc == TNT_ERR_NO_MEMORY &&
+                  strstr(c->msg, "TNT_MAX_UNEXPECTED_BYTES") != NULL;
+    }
+    TH_CHECK(budget >= 1, "no rank failed on TNT_MAX_UNEXPECTED_BYTES=16 "
+             "although empty early messages must count against it");
+    th_result_free(&res);
+}
+
+/* ---- no job key --------------------------------------------------------- */
+
+static int nokey_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
+                    th_report_t *rep)
+{
+    (void)rank;
+    (void)arg;
+    int32_t v = 1;
+    tnt_result_t rc = tnt_allreduce(comm, TNT_IN_PLACE, &v, 1, TNT_I32,
+                                    TNT_SUM);
+    th_report_check(rep, "allreduce", rc, v != nranks, 0, NULL, 0);
+    return 0;
+}
+
+/* Ranks started without TNT_JOB_KEY still work (with the public default
+ * key), and every rank says that anyone could join. */
+static void test_no_key(void)
+{
+    char log[] = "/tmp/tnt-nokey-XXXXXX";
+    int lfd = mkstemp(log);
+    if (lfd < 0) {
+        TH_CHECK(0, "mkstemp: %s", strerror(errno));
+        return;
+    }
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(lfd, 2);
+    close(lfd);
+    const char *env[] = {"TNT_JOB_KEY", "TNT_LOG_ALL_RANKS=1",
+                         "TNT_LOG_LEVEL=WARNING", NULL};
+    th_job_t job = {.name = "no key", .nranks = 2, .env = env,
+                    .fn = nokey_fn, .deadline_s = 60};
+    th_run_job(&job, NULL);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    int n = count_lines(log, "WARNING", "no job key (TNT_JOB_KEY)");
+    TH_CHECK(n == 2, "%d ranks warned about the missing job key, expected "
+             "2 (log: %s)", n, log);
+    if (n == 2)
+        unlink(log);
+}
+
+static const th_test_def_t k_tests[] = {
+    {"keys", "no_key_warns", test_no_key},
+    {"intruder", "all_ports", test_intruders},
+    {"budget", "empty_early_messages", test_early_budget},
+    {NULL, NULL, NULL},
+};
+
+int main(int argc, char **argv)
+{
+    return th_main(argc, argv, k_tests);
+}
