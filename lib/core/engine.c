@@ -268,7 +268,7 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
     for (int i = 0; i < comm->nranks; i++) {
         tnt_peer_t *p = &comm->peers[i];
         if (p->ep)
-            comm->tp->close(comm->tp_ctx, p->ep);
+            p->tp->close(p->tp_ctx, p->ep);
         p->ep = NULL;
         p->connecting = 0;
         p->pending_head = p->pending_tail = NULL;
@@ -282,7 +282,7 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
     for (int i = comm->rank + 1; i < comm->nranks; i++) {
         tnt_peer_t *p = &comm->peers[i];
         if (!p->ever_connected && !p->connecting && !p->dead &&
-            comm->tp->connect(comm->tp_ctx, i, p->addr, p->addr_len) == 0)
+            p->tp->connect(p->tp_ctx, i, p->addr, p->addr_len) == 0)
             p->connecting = 1;
     }
     while (comm->active_head)
@@ -320,8 +320,8 @@ static void ensure_connect(struct tnt_comm *comm, tnt_peer_t *p)
      * Every algorithm's traffic is symmetric in need, so the lower rank
      * always gets there. */
     if (comm->rank < p->rank) {
-        tnt_result_t rc = comm->tp->connect(comm->tp_ctx, p->rank, p->addr,
-                                            p->addr_len);
+        tnt_result_t rc = p->tp->connect(p->tp_ctx, p->rank, p->addr,
+                                         p->addr_len);
         if (rc < 0)
             tnt__engine_fail(comm, TNT_ERR_CONNECT, "rank %d: cannot "
                              "connect to rank %d (host %s): %s", comm->rank,
@@ -335,9 +335,9 @@ void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
     const tnt_sop_t *sop = &req->sched->ops[op];
     tnt_opstate_t *os = &req->ops[op];
     tnt_peer_t *p = &comm->peers[sop->peer];
-    tnt_result_t rc = comm->tp->send(comm->tp_ctx, p->ep, &os->hdr,
-                                     sizeof(os->hdr), tnt__ref_ptr(req, sop->a),
-                                     sop->bytes, os);
+    tnt_result_t rc = p->tp->send(p->tp_ctx, p->ep, &os->hdr,
+                                  sizeof(os->hdr), tnt__ref_ptr(req, sop->a),
+                                  sop->bytes, os);
     if (rc == TNT_SUCCESS)
         tnt__op_complete(req, op);
     else if (rc < 0)

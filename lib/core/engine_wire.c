@@ -17,18 +17,21 @@
 
 /* ---- transport upcalls ------------------------------------------------ */
 
-static void up_connected(void *core, int peer, void *ep)
+/* A connection from `peer` on transport `tpi`. Each peer has one
+ * transport, chosen the same way on both sides (comm_tp.c); a connection
+ * on another one is refused, and closed by the transport it came from. */
+static void up_connected(struct tnt_comm *comm, int tpi, int peer, void *ep)
 {
-    struct tnt_comm *comm = core;
-    if (peer < 0 || peer >= comm->nranks || comm->state != TNT_COMM_OK) {
-        comm->tp->close(comm->tp_ctx, ep);
+    if (peer < 0 || peer >= comm->nranks || comm->state != TNT_COMM_OK ||
+        comm->peers[peer].tpi != tpi || !comm->peers[peer].tp) {
+        comm->tp[tpi]->close(comm->tp_ctx[tpi], ep);
         return;
     }
     tnt_peer_t *p = &comm->peers[peer];
     if (p->ep && p->ep != ep) {
         TNT_LOG_WARN("rank %d: second connection from rank %d refused",
                      comm->rank, peer);
-        comm->tp->close(comm->tp_ctx, ep);
+        p->tp->close(p->tp_ctx, ep);
         return;
     }
     p->ep = ep;
@@ -44,6 +47,18 @@ static void up_connected(void *core, int peer, void *ep)
         tnt__start_send(comm, req, os->op);
         tnt__run_ready(comm, req);
     }
+}
+
+/* The upcall each transport gets: the core pointer alone cannot say
+ * which transport is calling. */
+static void up_connected0(void *core, int peer, void *ep)
+{
+    up_connected(core, 0, peer, ep);
+}
+
+static void up_connected1(void *core, int peer, void *ep)
+{
+    up_connected(core, 1, peer, ep);
 }
 
 static tnt_result_t up_header(void *core, int peer, const void *hdr,
@@ -235,9 +250,9 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
                       comm->rank, peer, what ? what : "");
 }
 
-void tnt__engine_fill_env(struct tnt_comm *comm)
+void tnt__engine_fill_env(struct tnt_comm *comm, int tpi)
 {
-    tnt_transport_env_v1_t *env = &comm->tp_env;
+    tnt_transport_env_v1_t *env = &comm->tp_env[tpi];
     memset(env, 0, sizeof(*env));
     env->size = sizeof(*env);
     env->version = TNT_TRANSPORT_VERSION;
@@ -246,7 +261,7 @@ void tnt__engine_fill_env(struct tnt_comm *comm)
     env->comm_id = comm->comm_id;
     env->job_id = comm->job_id;
     tnt__progress_fill_services(comm, env);
-    env->on_connected = up_connected;
+    env->on_connected = tpi == 0 ? up_connected0 : up_connected1;
     env->on_header = up_header;
     env->on_payload = up_payload;
     env->on_send_done = up_send_done;
