@@ -23,7 +23,7 @@
 #define SHM_HDR_MAX 256
 /* Payloads at least this large are pulled by the receiver with
  * process_vm_readv (one copy) when it could read the sender at connect. */
-#define SHM_CMA_MIN ((size_t)32 << 10)
+#define SHM_CMA_MIN ((size_t)256 << 10)
 
 enum shm_frame_type { SHM_EAGER = 1, SHM_RNDV = 2, SHM_ACK = 3 };
 
