@@ -2,9 +2,9 @@
  * The shared-memory transport: rendezvous, segments and lifecycle (the
  * data path is in shm_io.c). See docs/shm.md for the design.
  *
- * Every rank listens on an abstract unix socket named after its pid and a
- * per-process counter; abstract names vanish with the socket, so a killed
- * rank leaves nothing in the filesystem. The lower rank of a pair creates
+ * Every rank listens on an abstract unix socket named after its pid, a
+ * per-process counter and the job; abstract names vanish with the
+ * socket, so a killed rank leaves nothing in the filesystem. The lower rank of a pair creates
  * the pair's segment as a memfd (never visible in /dev/shm) and two
  * eventfds, and passes them in its hello; both sides close the memfd once
  * mapped, so the memory goes away with the last mapping. Each side then
@@ -43,14 +43,17 @@ typedef struct shm_addr {
     uint32_t instance;
 } shm_addr_t;
 
-static socklen_t sock_name(struct sockaddr_un *sa, pid_t pid,
+/* The job id in the name keeps jobs apart whose pids may coincide (PID
+ * namespaces sharing one network namespace). */
+static socklen_t sock_name(struct sockaddr_un *sa, uint64_t job, pid_t pid,
                            unsigned instance)
 {
     memset(sa, 0, sizeof(*sa));
     sa->sun_family = AF_UNIX;
     /* sun_path[0] = 0: the abstract namespace. */
     int n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1,
-                     "tnt-shm-%d-%u", (int)pid, instance);
+                     "tnt-shm-%d-%u-%016llx", (int)pid, instance,
+                     (unsigned long long)job);
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
@@ -366,7 +369,7 @@ static tnt_result_t shm_listen(void *vctx, void *addr, size_t *addr_len)
     if (fd < 0)
         return tnt__error(TNT_ERR_SYSTEM, "shm: socket: %s", strerror(errno));
     struct sockaddr_un sa;
-    socklen_t sl = sock_name(&sa, getpid(), ctx->instance);
+    socklen_t sl = sock_name(&sa, ctx->env.job_id, getpid(), ctx->instance);
     if (bind(fd, (struct sockaddr *)&sa, sl) != 0 || listen(fd, 128) != 0) {
         int e = errno;
         close(fd);
@@ -439,7 +442,7 @@ static tnt_result_t shm_connect(void *vctx, int peer, const void *addr,
         ep->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     }
     struct sockaddr_un sa;
-    socklen_t sl = sock_name(&sa, a.pid, a.instance);
+    socklen_t sl = sock_name(&sa, ctx->env.job_id, a.pid, a.instance);
     int ok = ep->sock >= 0;
     if (ok) {
         what = "connect";
