@@ -8,7 +8,8 @@ build=${1:-build}
 [ $# -gt 0 ] && shift
 
 packages="build-essential meson ninja-build pkg-config libcunit1-dev abigail-tools
-          libibverbs-dev librdmacm-dev libnuma-dev libhwloc-dev"
+          libibverbs-dev librdmacm-dev libnuma-dev libhwloc-dev
+          iproute2"
 missing=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' $packages 2>/dev/null \
           | awk '$1 != "ii" {print $2}'; \
           for p in $packages; do dpkg-query -W "$p" >/dev/null 2>&1 || echo "$p"; done)

@@ -212,9 +212,10 @@ TNT_API tnt_result_t tnt_comm_init(const tnt_config_t *config,
         comm_destroy(comm);
         return tnt__error_str(rc, msg);
     }
-    TNT_LOG_INFO("communicator ready: %d rank%s, transport %s",
-                 comm->nranks, comm->nranks == 1 ? "" : "s",
-                 tnt__comm_tp_names(comm));
+    char tps[128];
+    tnt__comm_tp_describe(comm, tps, sizeof(tps));
+    TNT_LOG_INFO("communicator ready: %d rank%s, %s", comm->nranks,
+                 comm->nranks == 1 ? "" : "s", tps);
     *out = comm;
     return TNT_SUCCESS;
 }

@@ -9,6 +9,7 @@
  * agree on the transport without another message.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,9 +128,17 @@ void tnt__comm_tp_finalize(struct tnt_comm *comm)
             comm->tp[i]->finalize(comm->tp_ctx[i]);
 }
 
-const char *tnt__comm_tp_names(const struct tnt_comm *comm)
+void tnt__comm_tp_describe(const struct tnt_comm *comm, char *out,
+                           size_t n)
 {
-    if (comm->tp[TNT_TP_TCP] && comm->tp[TNT_TP_SHM])
-        return "tcp+shm";
-    return comm->tp[TNT_TP_SHM] ? "shm" : "tcp";
+    int count[TNT_TP_COUNT] = {0};
+    for (int i = 0; i < comm->nranks; i++)
+        if (i != comm->rank && comm->peers[i].tp)
+            count[comm->peers[i].tpi]++;
+    size_t len = (size_t)snprintf(out, n, "transport");
+    for (int i = 0; i < TNT_TP_COUNT && len < n; i++)
+        if (comm->tp[i])
+            len += (size_t)snprintf(out + len, n - len, " %s (%d peer%s)",
+                                    comm->tp[i]->name, count[i],
+                                    count[i] == 1 ? "" : "s");
 }

@@ -19,7 +19,8 @@ tnt_result_t tnt__comm_tp_assign(struct tnt_comm *comm, tnt_peer_t *p,
                                  const void *blob, size_t len);
 /** Finalize every transport started. */
 void tnt__comm_tp_finalize(struct tnt_comm *comm);
-/** "tcp", "shm" or "tcp+shm", for messages. */
-const char *tnt__comm_tp_names(const struct tnt_comm *comm);
+/** "transport tcp (6 peers) shm (1 peer)": what each peer got. */
+void tnt__comm_tp_describe(const struct tnt_comm *comm, char *out,
+                           size_t n);
 
 #endif /* TNT_CORE_COMM_TP_H */
