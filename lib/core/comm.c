@@ -17,11 +17,12 @@
 #include "core/bootstrap.h"
 #include "core/comm.h"
 #include "core/boot_pmix.h"
+#include "core/comm_tp.h"
 #include "core/error.h"
+#include "core/hostid.h"
 #include "core/launch_env.h"
 #include "core/log.h"
 #include "core/progress.h"
-#include "transport/transport.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tnt_comm **registry;
@@ -85,7 +86,7 @@ static tnt_result_t boot_listen(void *arg, const char *local_ip,
     struct tnt_comm *comm = arg;
     snprintf(comm->bind_ip, sizeof(comm->bind_ip), "%s", local_ip);
     size_t len = sizeof(entry->addr);
-    tnt_result_t rc = comm->tp->listen(comm->tp_ctx, entry->addr, &len);
+    tnt_result_t rc = tnt__comm_tp_listen(comm, entry->addr, &len);
     entry->addr_len = (uint32_t)len;
     return rc;
 }
@@ -148,8 +149,7 @@ static tnt_result_t validate_config(const tnt_config_t *c, int needs_root)
 static void comm_destroy(struct tnt_comm *comm)
 {
     tnt__progress_stop(comm);
-    if (comm->tp_ctx)
-        comm->tp->finalize(comm->tp_ctx);
+    tnt__comm_tp_finalize(comm);
     tnt__engine_reap(comm);
     tnt__engine_free_requests(comm);
     tnt__sched_cache_destroy(&comm->sched_cache);
@@ -193,7 +193,6 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
     pthread_cond_init(&comm->park, &ca);
     pthread_condattr_destroy(&ca);
     tnt__log_init(comm->rank);
-    gethostname(comm->host, sizeof(comm->host) - 1);
 
     tnt_result_t rc = tnt__auth_init();
     if (rc == TNT_SUCCESS)
@@ -203,6 +202,8 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
         TNT_LOG_WARN("no job key (TNT_JOB_KEY): any process that can reach "
                      "this job's ports can join it; tnt-run sets a random "
                      "key, set one yourself when starting ranks by hand");
+    if (rc == TNT_SUCCESS)
+        rc = tnt__host_id(comm->host, sizeof(comm->host));
     if (rc == TNT_SUCCESS && config->timeout_s > 0)
         comm->params.timeout_s = config->timeout_s;
     if (rc == TNT_SUCCESS) {
@@ -211,15 +212,10 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
             rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory for %d peers",
                             comm->nranks);
     }
-    if (rc == TNT_SUCCESS) {
-        comm->tp = tnt__transport_find(getenv("TNT_TRANSPORT"));
-        rc = comm->tp ? tnt__progress_start(comm) : TNT_ERR_CONFIG;
-    }
-    if (rc == TNT_SUCCESS) {
-        tnt__engine_fill_env(comm);
-        comm->tp_env.bind_ip = comm->bind_ip;
-        rc = comm->tp->init(&comm->tp_env, &comm->tp_ctx);
-    }
+    if (rc == TNT_SUCCESS)
+        rc = tnt__progress_start(comm);
+    if (rc == TNT_SUCCESS)
+        rc = tnt__comm_tp_init(comm);
     if (rc == TNT_SUCCESS && comm->nranks > 1) {
         tnt_boot_entry_t *table = calloc((size_t)comm->nranks,
                                          sizeof(*table));
@@ -232,9 +228,10 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
         for (int i = 0; rc == TNT_SUCCESS && i < comm->nranks; i++) {
             tnt_peer_t *p = &comm->peers[i];
             p->rank = i;
-            p->addr_len = table[i].addr_len;
-            memcpy(p->addr, table[i].addr, p->addr_len);
             memcpy(p->host, table[i].host, sizeof(p->host));
+            if (i != comm->rank)
+                rc = tnt__comm_tp_assign(comm, p, table[i].addr,
+                                         table[i].addr_len);
         }
         free(table);
     }
@@ -250,8 +247,10 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
         comm_destroy(comm);
         return tnt__error_str(rc, msg);
     }
-    TNT_LOG_INFO("communicator ready: %d rank%s, transport %s",
-                 comm->nranks, comm->nranks == 1 ? "" : "s", comm->tp->name);
+    char tps[128];
+    tnt__comm_tp_describe(comm, tps, sizeof(tps));
+    TNT_LOG_INFO("communicator ready: %d rank%s, %s", comm->nranks,
+                 comm->nranks == 1 ? "" : "s", tps);
     *out = comm;
     return TNT_SUCCESS;
 }

@@ -286,12 +286,12 @@ static void free_unexpected(struct tnt_comm *comm, tnt_peer_t *p)
  * stream must stay in frame), and a notice the transport could not write
  * at once is dropped by the close that follows. The peer then sees the
  * connection close instead, as before. */
-void tnt__send_notice(struct tnt_comm *comm, void *ep)
+void tnt__send_notice(struct tnt_comm *comm, int tpi, void *ep)
 {
-    if (!ep || comm->state == TNT_COMM_OK)
+    if (!ep || comm->state == TNT_COMM_OK || !comm->tp[tpi])
         return;
     size_t len = strnlen(comm->fail_msg, TNT_NOTICE_MAX);
-    comm->tp->send(comm->tp_ctx, ep, &comm->notice_hdr,
+    comm->tp[tpi]->send(comm->tp_ctx[tpi], ep, &comm->notice_hdr,
                    sizeof(comm->notice_hdr), comm->fail_msg, len, NULL);
 }
 
@@ -325,8 +325,8 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
         tnt_peer_t *p = &comm->peers[i];
         if (p->ep) {
             if (!p->sends_inflight)
-                tnt__send_notice(comm, p->ep);
-            comm->tp->close(comm->tp_ctx, p->ep);
+                tnt__send_notice(comm, p->tpi, p->ep);
+            p->tp->close(p->tp_ctx, p->ep);
         }
         p->ep = NULL;
         p->sends_inflight = 0;
@@ -342,7 +342,7 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
     for (int i = comm->rank + 1; i < comm->nranks; i++) {
         tnt_peer_t *p = &comm->peers[i];
         if (!p->ever_connected && !p->connecting && !p->dead &&
-            comm->tp->connect(comm->tp_ctx, i, p->addr, p->addr_len) == 0)
+            p->tp->connect(p->tp_ctx, i, p->addr, p->addr_len) == 0)
             p->connecting = 1;
     }
     while (comm->active_head)
@@ -380,8 +380,8 @@ static void ensure_connect(struct tnt_comm *comm, tnt_peer_t *p)
      * Every algorithm's traffic is symmetric in need, so the lower rank
      * always gets there. */
     if (comm->rank < p->rank) {
-        tnt_result_t rc = comm->tp->connect(comm->tp_ctx, p->rank, p->addr,
-                                            p->addr_len);
+        tnt_result_t rc = p->tp->connect(p->tp_ctx, p->rank, p->addr,
+                                         p->addr_len);
         if (rc < 0)
             tnt__engine_fail(comm, TNT_ERR_CONNECT, "rank %d: cannot "
                              "connect to rank %d (host %s): %s", comm->rank,
@@ -403,9 +403,9 @@ void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
     const tnt_sop_t *sop = &req->sched->ops[op];
     tnt_opstate_t *os = &req->ops[op];
     tnt_peer_t *p = &comm->peers[sop->peer];
-    tnt_result_t rc = comm->tp->send(comm->tp_ctx, p->ep, &os->hdr,
-                                     sizeof(os->hdr), tnt__ref_ptr(req, sop->a),
-                                     sop->bytes, os);
+    tnt_result_t rc = p->tp->send(p->tp_ctx, p->ep, &os->hdr,
+                                  sizeof(os->hdr), tnt__ref_ptr(req, sop->a),
+                                  sop->bytes, os);
     if (rc == TNT_SUCCESS)
         tnt__op_complete(req, op);
     else if (rc == TNT_INPROGRESS)

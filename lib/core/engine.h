@@ -26,6 +26,8 @@
 
 #define TNT_MSG_MAGIC 0x4d544e54u /* "TNTM" */
 #define TNT_HOST_MAX 64
+/* Transports one communicator may use at once (tcp and shm). */
+#define TNT_TP_MAX 3
 
 /* The core's message header. Every message carries the collective's
  * signature, so a receiver can tell a mismatched call from the first
@@ -103,6 +105,9 @@ typedef struct tnt_peer {
     unsigned char addr[TNT_TRANSPORT_ADDR_MAX];
     size_t addr_len;
     char host[TNT_HOST_MAX];
+    const tnt_transport_v1_t *tp; /* this peer's transport (comm_tp.c) */
+    void *tp_ctx;
+    int tpi;                   /* its index in comm->tp */
     void *ep;                  /* transport endpoint once connected */
     int connecting;
     int ever_connected;
@@ -184,9 +189,10 @@ struct tnt_comm {
     unsigned report_seen;      /* report generation last handled */
     tnt_watch_t *graveyard;
     double last_activity;
-    const tnt_transport_v1_t *tp;
-    void *tp_ctx;
-    tnt_transport_env_v1_t tp_env;
+    /* Transports by index in the built-in table; NULL where unused. */
+    const tnt_transport_v1_t *tp[TNT_TP_MAX];
+    void *tp_ctx[TNT_TP_MAX];
+    tnt_transport_env_v1_t tp_env[TNT_TP_MAX];
     tnt_peer_t *peers;
     uint64_t next_seq;
     struct tnt_request *active_head, *active_tail;
@@ -218,8 +224,9 @@ struct tnt_comm {
     char bind_ip[64];          /* where the transport listens */
 };
 
-/** Transport services and upcalls, filled into comm->tp_env. */
-void tnt__engine_fill_env(struct tnt_comm *comm);
+/** Transport services and upcalls for transport `tpi`, filled into
+ *  comm->tp_env[tpi]. */
+void tnt__engine_fill_env(struct tnt_comm *comm, int tpi);
 
 /** Flags of tnt__engine_post. */
 enum {

@@ -26,7 +26,7 @@ void tnt__deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
                              tnt_unexp_t *u, tnt_opstate_t *os);
 /** Send this rank's failure notice on ep (its stream must be in frame:
  *  no message half sent). */
-void tnt__send_notice(struct tnt_comm *comm, void *ep);
+void tnt__send_notice(struct tnt_comm *comm, int tpi, void *ep);
 /** Remember the first peer lost while the communicator was fine (even
  *  one nothing needed yet): the likely cause of what follows. */
 void tnt__note_lost(struct tnt_comm *comm, int peer, const char *what);

@@ -18,21 +18,24 @@
 
 /* ---- transport upcalls ------------------------------------------------ */
 
-static void up_connected(void *core, int peer, void *ep)
+/* A connection from `peer` on transport `tpi`. Each peer has one
+ * transport, chosen the same way on both sides (comm_tp.c); a connection
+ * on another one is refused, and closed by the transport it came from. */
+static void up_connected(struct tnt_comm *comm, int tpi, int peer, void *ep)
 {
-    struct tnt_comm *comm = core;
-    if (peer < 0 || peer >= comm->nranks || comm->state != TNT_COMM_OK) {
+    if (peer < 0 || peer >= comm->nranks || comm->state != TNT_COMM_OK ||
+        comm->peers[peer].tpi != tpi || !comm->peers[peer].tp) {
         /* A fresh connection is in frame: say why before closing. */
-        if (peer >= 0 && peer < comm->nranks)
-            tnt__send_notice(comm, ep);
-        comm->tp->close(comm->tp_ctx, ep);
+        if (peer >= 0 && peer < comm->nranks && comm->state != TNT_COMM_OK)
+            tnt__send_notice(comm, tpi, ep);
+        comm->tp[tpi]->close(comm->tp_ctx[tpi], ep);
         return;
     }
     tnt_peer_t *p = &comm->peers[peer];
     if (p->ep && p->ep != ep) {
         TNT_LOG_WARN("rank %d: second connection from rank %d refused",
                      comm->rank, peer);
-        comm->tp->close(comm->tp_ctx, ep);
+        p->tp->close(p->tp_ctx, ep);
         return;
     }
     p->ep = ep;
@@ -86,6 +89,23 @@ static void notice_arrived(struct tnt_comm *comm, int peer,
         rc = TNT_ERR_PEER_LOST;
     tnt__engine_fail(comm, rc, "rank %d: rank %d failed: %s", comm->rank,
                      peer, n->text);
+}
+
+/* The upcall each transport gets: the core pointer alone cannot say
+ * which transport is calling. */
+static void up_connected0(void *core, int peer, void *ep)
+{
+    up_connected(core, 0, peer, ep);
+}
+
+static void up_connected1(void *core, int peer, void *ep)
+{
+    up_connected(core, 1, peer, ep);
+}
+
+static void up_connected2(void *core, int peer, void *ep)
+{
+    up_connected(core, 2, peer, ep);
 }
 
 static tnt_result_t up_header(void *core, int peer, const void *hdr,
@@ -322,9 +342,9 @@ static void sv_random_bytes(void *core, void *buf, size_t len)
     tnt__auth_random(buf, len);
 }
 
-void tnt__engine_fill_env(struct tnt_comm *comm)
+void tnt__engine_fill_env(struct tnt_comm *comm, int tpi)
 {
-    tnt_transport_env_v1_t *env = &comm->tp_env;
+    tnt_transport_env_v1_t *env = &comm->tp_env[tpi];
     memset(env, 0, sizeof(*env));
     env->size = sizeof(*env);
     env->version = TNT_TRANSPORT_VERSION;
@@ -333,7 +353,9 @@ void tnt__engine_fill_env(struct tnt_comm *comm)
     env->comm_id = comm->comm_id;
     env->job_id = comm->job_id;
     tnt__progress_fill_services(comm, env);
-    env->on_connected = up_connected;
+    static void (*const connected[TNT_TP_MAX])(void *, int, void *) = {
+        up_connected0, up_connected1, up_connected2};
+    env->on_connected = connected[tpi];
     env->on_header = up_header;
     env->on_payload = up_payload;
     env->on_send_done = up_send_done;

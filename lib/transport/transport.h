@@ -1,5 +1,5 @@
 /*
- * The built-in transports and the lookup by name (TNT_TRANSPORT).
+ * The built-in transports and the choice among them (TNT_TRANSPORT).
  */
 #ifndef TNT_TRANSPORT_TRANSPORT_H
 #define TNT_TRANSPORT_TRANSPORT_H
@@ -7,6 +7,7 @@
 #include "tnt/transport.h"
 
 extern const tnt_transport_v1_t tnt__tcp_transport;
+extern const tnt_transport_v1_t tnt__shm_transport;
 #ifdef TNT_HAVE_VERBS
 extern const tnt_transport_v1_t tnt__verbs_transport;
 /** 1 if the verbs transport has an active device to use (`why` names
@@ -14,8 +15,19 @@ extern const tnt_transport_v1_t tnt__verbs_transport;
 int tnt__verbs_probe(char *why, size_t why_len);
 #endif
 
-/** The transport named `name` ("tcp"; "auto" or NULL: the best one
- *  available), or NULL with an error message listing the known ones. */
-const tnt_transport_v1_t *tnt__transport_find(const char *name);
+/* Fixed indices of the built-in transports: the core keeps per-index
+ * state, and the address blobs of the bootstrap list them in this order. */
+enum { TNT_TP_TCP = 0, TNT_TP_SHM = 1, TNT_TP_VERBS = 2, TNT_TP_COUNT = 3 };
+
+/** The built-in transport with index i (0 <= i < TNT_TP_COUNT); NULL
+ *  for verbs when it is not built. */
+const tnt_transport_v1_t *tnt__transport_get(int i);
+
+/** Which transports TNT_TRANSPORT=`name` asks for, as a bit mask by
+ *  index: "auto" or NULL: all (each peer gets the best one that reaches
+ *  it; verbs only when an active RDMA port exists), "tcp", "shm" or
+ *  "verbs": that one only. Unknown names are TNT_ERR_CONFIG
+ *  with a message listing the known ones. */
+tnt_result_t tnt__transport_mask(const char *name, unsigned *mask);
 
 #endif /* TNT_TRANSPORT_TRANSPORT_H */

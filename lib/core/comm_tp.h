@@ -1,0 +1,26 @@
+/*
+ * The transports of one communicator and the choice of one per peer (see
+ * comm_tp.c).
+ */
+#ifndef TNT_CORE_COMM_TP_H
+#define TNT_CORE_COMM_TP_H
+
+#include <stddef.h>
+
+#include "core/engine.h"
+
+/** Start the transports TNT_TRANSPORT asks for (progress already set up). */
+tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm);
+/** Listen on every transport; pack their addresses into one blob. */
+tnt_result_t tnt__comm_tp_listen(struct tnt_comm *comm, void *blob,
+                                 size_t *len);
+/** Pick the transport of `peer` from its blob and host; fill p->addr. */
+tnt_result_t tnt__comm_tp_assign(struct tnt_comm *comm, tnt_peer_t *p,
+                                 const void *blob, size_t len);
+/** Finalize every transport started. */
+void tnt__comm_tp_finalize(struct tnt_comm *comm);
+/** "transport tcp (6 peers) shm (1 peer)": what each peer got. */
+void tnt__comm_tp_describe(const struct tnt_comm *comm, char *out,
+                           size_t n);
+
+#endif /* TNT_CORE_COMM_TP_H */

@@ -1,0 +1,126 @@
+/*
+ * Shared state of the shared-memory transport's files: shm.c
+ * (rendezvous, segments, lifecycle) and shm_io.c (the data path).
+ *
+ * A pair of ranks shares one segment (a memfd the lower rank creates and
+ * passes over a unix socket) with one ring per direction, and one eventfd
+ * per rank that the other side writes to wake it. The unix socket stays
+ * open for the life of the pair: its hang-up is how a dead peer is seen.
+ */
+#ifndef TNT_TRANSPORT_SHM_INTERNAL_H
+#define TNT_TRANSPORT_SHM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tnt/transport.h"
+#include "transport/shm_ring.h"
+
+#define SHM_MAGIC 0x53544e54u    /* "TNTS" */
+#define SHM_VERSION 1u
+#define SHM_RING_BYTES ((size_t)1 << 20)
+#define SHM_HDR_MAX 256
+/* Payloads at least this large are pulled by the receiver with
+ * process_vm_readv (one copy) when it could read the sender at connect. */
+#define SHM_CMA_MIN ((size_t)256 << 10)
+
+enum shm_frame_type { SHM_EAGER = 1, SHM_RNDV = 2, SHM_ACK = 3 };
+
+/* What precedes every message on a ring. */
+typedef struct shm_frame {
+    uint32_t type;
+    uint32_t hdr_len;
+    uint64_t payload_len;
+    uint64_t addr;    /* RNDV: the payload in the sender's memory */
+    uint64_t id;      /* RNDV and ACK: the sender's number for the send */
+} shm_frame_t;
+
+/* The segment: side 0 is the lower rank (it creates the segment), side 1
+ * the higher; ring s carries side s's messages. */
+typedef struct shm_seg {
+    uint32_t magic;
+    uint32_t version;
+    uint64_t ring_bytes;
+    _Atomic uint32_t can_read[2]; /* side s may process_vm_readv the other */
+    _Alignas(64) unsigned char rings[];
+} shm_seg_t;
+
+typedef struct shm_hello {
+    uint32_t magic;
+    uint32_t version;
+    uint64_t job_id;
+    uint32_t comm_id;
+    int32_t from;
+    int32_t to;
+    uint32_t ring_bytes;
+    uint64_t probe_addr;   /* a word the other side reads to test CMA */
+} shm_hello_t;
+
+/* A send in progress (or an acknowledgement waiting for ring space). */
+typedef struct shm_sreq {
+    struct shm_sreq *next;
+    shm_frame_t frame;
+    const void *hdr;
+    const void *payload;  /* NULL for RNDV: the peer pulls it */
+    size_t done;          /* bytes of frame, header and payload written */
+    size_t total;
+    void *cookie;
+    int internal;         /* an ACK: no upcall when done */
+} shm_sreq_t;
+
+typedef struct shm_ctx shm_ctx_t;
+
+typedef struct shm_ep {
+    shm_ctx_t *ctx;
+    int peer;
+    int side;             /* 0: lower rank of the pair */
+    int sock;             /* unix socket to the peer */
+    int efd_in;           /* the peer writes it to wake this rank */
+    int efd_out;          /* this rank writes it to wake the peer */
+    pid_t pid;            /* the peer, from SO_PEERCRED */
+    shm_seg_t *seg;
+    size_t seg_len;
+    size_t cap;
+    shm_ring_t *tx, *rx;
+    int sock_watched, efd_watched;
+    int announced;        /* on_connected was called */
+    int closed;
+    int hello_done;       /* the acceptor's reply has arrived (side 0) */
+    /* Sending. */
+    shm_sreq_t *sq_head, *sq_tail;
+    shm_sreq_t *rndv;     /* waiting for the peer's ACK */
+    uint64_t next_id;
+    /* Receiving. */
+    int in_payload;
+    shm_frame_t rframe;
+    unsigned char rhdr[SHM_HDR_MAX];
+    unsigned char *dest;
+    size_t left;
+    void *rcookie;
+    struct shm_ep *next;  /* ctx's list, or graveyard */
+} shm_ep_t;
+
+struct shm_ctx {
+    tnt_transport_env_v1_t env;
+    int listen_fd;
+    unsigned instance;    /* names this context's socket */
+    shm_ep_t *eps;
+    shm_ep_t *graveyard;
+    shm_sreq_t *free_sreqs;
+};
+
+/* shm.c */
+void tnt__shm_fail(shm_ep_t *ep, const char *what);
+void tnt__shm_free_graveyard(shm_ctx_t *ctx);
+extern volatile uint64_t tnt__shm_probe_word;
+
+/* shm_io.c */
+void tnt__shm_ep_cb(void *arg, uint32_t events);
+void tnt__shm_progress(shm_ep_t *ep);
+void tnt__shm_drop_sends(shm_ep_t *ep);
+tnt_result_t tnt__shm_send(void *vctx, void *vep, const void *hdr,
+                           size_t hdr_len, const void *payload, size_t len,
+                           void *cookie);
+
+#endif /* TNT_TRANSPORT_SHM_INTERNAL_H */

@@ -1,0 +1,218 @@
+/*
+ * The shared-memory transport with real processes: a rank killed in the
+ * middle of collectives leaves nothing behind (no /dev/shm entry, no
+ * socket of a dead process, no mapping in the survivors after free) and
+ * the survivors get TNT_ERR_PEER_LOST naming it; TNT_TRANSPORT=shm across
+ * two hosts is a clear configuration error; and with TNT_TRANSPORT=auto
+ * and two hosts of two ranks (told apart by TNT_HOST_ID) each peer gets
+ * the right transport and allreduce is right. The collective suite itself
+ * runs over shared memory as the meson test collectives_shm.
+ */
+#include <CUnit/CUnit.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/engine.h"
+#include "harness.h"
+
+/* Entries of /dev/shm, one per line, sorted by readdir order. */
+static char *list_dev_shm(void)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *s = calloc(1, cap);
+    DIR *d = opendir("/dev/shm");
+    for (struct dirent *e; d && (e = readdir(d));)
+        len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, "%s\n",
+                                e->d_name);
+    if (d)
+        closedir(d);
+    return s;
+}
+
+/* Abstract sockets of the shm transport whose process is gone. */
+static int dead_sockets(void)
+{
+    FILE *f = fopen("/proc/net/unix", "r");
+    char line[512];
+    int dead = 0;
+    while (f && fgets(line, sizeof(line), f)) {
+        char *p = strstr(line, "@tnt-shm-");
+        int pid;
+        if (p && sscanf(p, "@tnt-shm-%d-", &pid) == 1 && kill(pid, 0) != 0)
+            dead++;
+    }
+    if (f)
+        fclose(f);
+    return dead;
+}
+
+static int has_segment_mapping(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int found = 0;
+    while (f && fgets(line, sizeof(line), f))
+        found |= strstr(line, "memfd:tnt-shm") != NULL;
+    if (f)
+        fclose(f);
+    return found;
+}
+
+#define KILL_COUNT (256 * 1024)
+
+static int killed_rank(tnt_comm_t comm, int rank, int nranks, void *arg,
+                       th_report_t *rep)
+{
+    (void)arg;
+    (void)nranks;
+    float *x = malloc(KILL_COUNT * sizeof(float));
+    for (size_t i = 0; i < KILL_COUNT; i++)
+        x[i] = 1.0f;
+    tnt_result_t rc = tnt_allreduce(comm, x, x, KILL_COUNT, TNT_F32,
+                                    TNT_SUM);
+    th_report_check(rep, "first", rc, 0, 0, NULL, 0);
+    th_report_expect(rep, "mapped", has_segment_mapping(), 0,
+                     "no shared segment mapped while connected");
+    if (rank == 2)
+        raise(SIGKILL);
+    for (int i = 0; i < 1000 && rc == TNT_SUCCESS; i++)
+        rc = tnt_allreduce(comm, x, x, KILL_COUNT, TNT_F32, TNT_SUM);
+    const char *msg = tnt_last_error();
+    th_report_expect(rep, "lost", rc == TNT_ERR_PEER_LOST, rc,
+                     "%s", rc == TNT_SUCCESS ? "no error" : msg);
+    th_report_expect(rep, "names_rank_2", strstr(msg, "rank 2") != NULL, rc,
+                     "%s", msg);
+    tnt_comm_free(comm);
+    th_report_expect(rep, "unmapped", !has_segment_mapping(), 0,
+                     "shared segment still mapped after tnt_comm_free");
+    free(x);
+    return 0;
+}
+
+static void test_killed_rank(void)
+{
+    char *before = list_dev_shm();
+    int dead_before = dead_sockets();
+    static const char *const env[] = {"TNT_TRANSPORT=shm", NULL};
+    th_job_t job = {"shm killed rank", 3, env, killed_rank, NULL, 120, 0, 2};
+    th_result_t res;
+    th_run_job(&job, &res);
+    TH_CHECK(res.ranks[2].signo == SIGKILL, "rank 2 was not killed "
+             "(signal %d, status %d)", res.ranks[2].signo,
+             res.ranks[2].exit_status);
+    int named = 0;
+    for (int r = 0; r < 2; r++) {
+        const th_case_t *c = th_find_case(&res, r, "lost");
+        TH_CHECK(c && c->ok, "rank %d: expected peer lost: %s", r,
+                 c ? c->msg : "no report");
+        c = th_find_case(&res, r, "names_rank_2");
+        named += c && c->ok;
+        c = th_find_case(&res, r, "unmapped");
+        TH_CHECK(c && c->ok, "rank %d: %s", r, c ? c->msg : "no report");
+        c = th_find_case(&res, r, "mapped");
+        TH_CHECK(c && c->ok, "rank %d: %s", r, c ? c->msg : "no report");
+    }
+    TH_CHECK(named > 0, "no survivor named rank 2 as the lost one");
+    th_result_free(&res);
+    char *after = list_dev_shm();
+    TH_CHECK(strcmp(before, after) == 0, "/dev/shm changed:\nbefore:\n%s"
+             "after:\n%s", before, after);
+    TH_CHECK(dead_sockets() <= dead_before, "sockets of dead ranks left");
+    free(before);
+    free(after);
+}
+
+/* Ranks as hosts of two: TNT_HOST_ID set per rank before init. */
+static tnt_result_t init_on_host(int rank, int per_host, tnt_comm_t *comm)
+{
+    char id[32];
+    snprintf(id, sizeof(id), "testhost%d", rank / per_host);
+    setenv("TNT_HOST_ID", id, 1);
+    return tnt_comm_init_from_env(comm);
+}
+
+static int shm_two_hosts(tnt_comm_t comm, int rank, int nranks, void *arg,
+                         th_report_t *rep)
+{
+    (void)comm;
+    (void)nranks;
+    (void)arg;
+    tnt_comm_t c = NULL;
+    tnt_result_t rc = init_on_host(rank, 1, &c);
+    th_report_expect(rep, "config_error", rc == TNT_ERR_CONFIG &&
+                     strstr(tnt_last_error(), "TNT_TRANSPORT=shm"), rc,
+                     "%s", tnt_last_error());
+    if (c)
+        tnt_comm_free(c);
+    return 0;
+}
+
+static void test_shm_across_hosts(void)
+{
+    static const char *const env[] = {"TNT_TRANSPORT=shm", NULL};
+    th_job_t job = {"shm across hosts", 2, env, shm_two_hosts, NULL, 60, 1,
+                    0};
+    th_run_job(&job, NULL);
+}
+
+static int mixed(tnt_comm_t comm, int rank, int nranks, void *arg,
+                 th_report_t *rep)
+{
+    (void)comm;
+    (void)arg;
+    tnt_comm_t c = NULL;
+    tnt_result_t rc = init_on_host(rank, 2, &c);
+    th_report_check(rep, "init", rc, 0, 0, NULL, 0);
+    if (rc != TNT_SUCCESS)
+        return 1;
+    int wrong_tp = 0;
+    for (int i = 0; i < nranks; i++) {
+        const char *want = i / 2 == rank / 2 ? "shm" : "tcp";
+        wrong_tp += i != rank && strcmp(c->peers[i].tp->name, want) != 0;
+    }
+    th_report_expect(rep, "transports", wrong_tp == 0, 0, "%d peers with "
+                     "the wrong transport", wrong_tp);
+    static const size_t counts[] = {1, 1000, 65537, 1 << 20};
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+        size_t n = counts[k], wrong = 0, first = 0;
+        float *x = malloc(n * sizeof(float));
+        for (size_t i = 0; i < n; i++)
+            x[i] = (float)((size_t)rank + i % 13);
+        rc = tnt_allreduce(c, x, x, n, TNT_F32, TNT_SUM);
+        for (size_t i = 0; i < n; i++) {
+            float want = (float)(nranks * (nranks - 1) / 2) +
+                         (float)(nranks * (int)(i % 13));
+            if (x[i] != want && wrong++ == 0)
+                first = i;
+        }
+        char name[32];
+        snprintf(name, sizeof(name), "allreduce_n%zu", n);
+        th_report_check(rep, name, rc, wrong, first, x, n * sizeof(float));
+        free(x);
+    }
+    tnt_comm_free(c);
+    return 0;
+}
+
+static void test_mixed(void)
+{
+    static const char *const env[] = {"TNT_TRANSPORT=auto", NULL};
+    th_job_t job = {"mixed tcp+shm", 4, env, mixed, NULL, 120, 1, 0};
+    th_run_job(&job, NULL);
+}
+
+static const th_test_def_t k_tests[] = {
+    {"shm", "killed_rank", test_killed_rank},
+    {"shm", "shm_across_hosts", test_shm_across_hosts},
+    {"shm", "mixed_transports", test_mixed},
+    {NULL, NULL, NULL},
+};
+
+int main(int argc, char **argv)
+{
+    return th_main(argc, argv, k_tests);
+}
