@@ -870,3 +870,12 @@ size_t th_rnd_below(th_rng_t *r, size_t n)
 {
     return n ? (size_t)(th_rnd(r) % n) : 0;
 }
+
+void th_sleep(double s)
+{
+    if (s <= 0)
+        return;
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}

@@ -107,6 +107,9 @@ void th_result_free(th_result_t *r);
 const th_case_t *th_find_case(const th_result_t *r, int rank,
                               const char *name);
 
+/** Sleep for `s` seconds (resumed after signals). */
+void th_sleep(double s);
+
 /** TNT_TEST_TIMEOUT_MULT (default 1): scale for every deadline. */
 double th_timeout_mult(void);
 

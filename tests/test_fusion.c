@@ -1457,6 +1457,14 @@ static void misuse_abort(tnt_comm_t comm, int rank, int p, const tlist_t *l,
         cstate_free(&cs);
         return;
     }
+    /* Every rank past its create before any aborts: an abort tells the
+     * peers at once (failure notice), and must not hit a create. A
+     * barrier lets a rank leave before the others have its last message,
+     * so give those a moment too. */
+    EXPECT("abort_barrier", tnt_barrier(comm) == TNT_SUCCESS, 0,
+           "rank %d: barrier before the abort: '%s'", rank,
+           tnt_last_error());
+    th_sleep(0.2 * th_timeout_mult());
     cstate_reset(&cs);
     th_rng_t r = {mix(559, (uint64_t)rank, 0)};
     size_t n = l->n;

@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 #define TNT_VERSION_MAJOR 0
-#define TNT_VERSION_MINOR 1
+#define TNT_VERSION_MINOR 2
 #define TNT_VERSION_PATCH 0
 
 /*
