@@ -382,10 +382,15 @@ static void ensure_connect(struct tnt_comm *comm, tnt_peer_t *p)
     if (comm->rank < p->rank) {
         tnt_result_t rc = p->tp->connect(p->tp_ctx, p->rank, p->addr,
                                          p->addr_len);
-        if (rc < 0)
-            tnt__engine_fail(comm, TNT_ERR_CONNECT, "rank %d: cannot "
-                             "connect to rank %d (host %s): %s", comm->rank,
-                             p->rank, p->host, tnt_last_error());
+        /* It registered at the bootstrap, so a peer that cannot be
+         * reached now (a transport that connects at once, shm, sees it
+         * gone) is lost for this job. */
+        if (rc < 0) {
+            char what[300];
+            snprintf(what, sizeof(what), "cannot connect: %s",
+                     tnt_last_error());
+            tnt__fail_peer_lost(comm, p->rank, what);
+        }
     }
 }
 
