@@ -239,3 +239,32 @@ tnt_result_t tnt__io_read_all(int fd, void *buf, size_t len, double deadline)
     }
     return TNT_SUCCESS;
 }
+
+tnt_result_t tnt__listen_blob(const char *ip, int rank, const char *who,
+                              int *fd_out, void *blob, size_t *len)
+{
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    TNT_CHECK(tnt__sockaddr_parse_ip(ip, 0, &ss, &sslen));
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                    0);
+    if (fd < 0)
+        return tnt__error(TNT_ERR_SYSTEM, "socket: %s", strerror(errno));
+    if (bind(fd, (struct sockaddr *)&ss, sslen) != 0 ||
+        listen(fd, SOMAXCONN) != 0) {
+        int e = errno;
+        close(fd);
+        return tnt__error(TNT_ERR_SYSTEM, "rank %d: %scannot listen on %s: "
+                          "%s", rank, who, ip, strerror(e));
+    }
+    sslen = sizeof(ss);
+    getsockname(fd, (struct sockaddr *)&ss, &sslen);
+    tnt_result_t rc = tnt__addr_blob_encode((struct sockaddr *)&ss, blob,
+                                            len);
+    if (rc != TNT_SUCCESS) {
+        close(fd);
+        return rc;
+    }
+    *fd_out = fd;
+    return TNT_SUCCESS;
+}

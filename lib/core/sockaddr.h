@@ -32,6 +32,12 @@ tnt_result_t tnt__addr_blob_decode(const void *blob, size_t len,
                                    struct sockaddr_storage *ss,
                                    socklen_t *sslen);
 
+/** A nonblocking TCP listening socket on the numeric address `ip` (any
+ *  port), and its address as a transport blob. `who` prefixes the error
+ *  ("" or e.g. "verbs: "). The caller owns *fd on success. */
+tnt_result_t tnt__listen_blob(const char *ip, int rank, const char *who,
+                              int *fd, void *blob, size_t *len);
+
 /** Blocking-style full write/read on a nonblocking fd, bounded by an
  *  absolute deadline (tnt__now() clock): TNT_SUCCESS, TNT_TIMEOUT or
  *  TNT_ERR_PEER_LOST. */

@@ -548,27 +548,11 @@ static tnt_result_t start_timer(tcp_ctx_t *ctx)
 static tnt_result_t tcp_listen(void *vctx, void *addr, size_t *addr_len)
 {
     tcp_ctx_t *ctx = vctx;
-    struct sockaddr_storage ss;
-    socklen_t sslen;
-    TNT_CHECK(tnt__sockaddr_parse_ip(ctx->env.bind_ip, 0, &ss, &sslen));
-    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                    0);
-    if (fd < 0)
-        return tnt__error(TNT_ERR_SYSTEM, "socket: %s", strerror(errno));
-    if (bind(fd, (struct sockaddr *)&ss, sslen) != 0 ||
-        listen(fd, SOMAXCONN) != 0) {
-        int e = errno;
-        close(fd);
-        return tnt__error(TNT_ERR_SYSTEM, "rank %d: cannot listen on %s: %s",
-                          ctx->env.rank, ctx->env.bind_ip, strerror(e));
-    }
-    sslen = sizeof(ss);
-    getsockname(fd, (struct sockaddr *)&ss, &sslen);
-    tnt_result_t rc = tnt__addr_blob_encode((struct sockaddr *)&ss, addr,
-                                            addr_len);
-    if (rc == TNT_SUCCESS)
-        rc = ctx->env.watch_fd(ctx->env.core, fd, TNT_FD_READ, accept_cb,
-                               ctx);
+    int fd;
+    TNT_CHECK(tnt__listen_blob(ctx->env.bind_ip, ctx->env.rank, "", &fd,
+                               addr, addr_len));
+    tnt_result_t rc = ctx->env.watch_fd(ctx->env.core, fd, TNT_FD_READ,
+                                        accept_cb, ctx);
     if (rc != TNT_SUCCESS) {
         close(fd);
         return rc;
