@@ -84,6 +84,12 @@ double th_timeout_mult(void)
     return m;
 }
 
+int th_quick(void)
+{
+    const char *s = getenv("TNT_TEST_QUICK");
+    return s && strcmp(s, "1") == 0;
+}
+
 int th_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

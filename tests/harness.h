@@ -112,6 +112,10 @@ void th_sleep(double s);
 
 /** TNT_TEST_TIMEOUT_MULT (default 1): scale for every deadline. */
 double th_timeout_mult(void);
+/** Nonzero when TNT_TEST_QUICK=1: the sanitizer passes of CI set it so
+ *  that suites may trim the dtype x op matrix at large rank counts (the
+ *  normal build always runs everything). */
+int th_quick(void);
 
 /** A free TCP port on 127.0.0.1 (bound, read back and closed). */
 int th_free_port(void);

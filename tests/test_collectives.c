@@ -205,6 +205,19 @@ static void run_allreduce_jobs(const char *algo, const char *segment,
          * extra large cases run at small p only. */
         if (p > 5 && spec.big > 1)
             spec.big = 1;
+        /* Quick mode (sanitizer passes): at p >= 4 one float, one half,
+         * a narrow and a wide integer, and the ops with distinct code
+         * paths (plain, scaled, order-insensitive); p <= 3 keeps the
+         * full matrix, and the normal build runs it at every p. */
+        static const tnt_dtype_t quick_dts[] = {TNT_F32, TNT_F16, TNT_I8,
+                                                TNT_U64};
+        static const tnt_op_t quick_ops[] = {TNT_SUM, TNT_AVG, TNT_MAX};
+        if (th_quick() && p >= 4 && spec.ndtypes > 4 && spec.nops > 3) {
+            spec.dtypes = quick_dts;
+            spec.ndtypes = 4;
+            spec.ops = quick_ops;
+            spec.nops = 3;
+        }
         char name[160];
         snprintf(name, sizeof name, "allreduce p=%d algo=%s seg=%s", p, algo,
                  segment ? segment : "default");
