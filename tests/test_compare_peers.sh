@@ -1,0 +1,47 @@
+#!/bin/bash
+# Tests of bench/compare-peers.sh: real tnt-bench runs (two ranks, two
+# small sizes, tcp and auto) plus a stand-in Gloo binary that prints the
+# peers' line format (the real peers are not built in CI) must give one
+# table row per size with both libtntcomm columns measured, the stand-in's
+# figures parsed, and the ratio column computed from them; a missing Open
+# MPI bench must be reported as left out, not invented.
+# Usage: test_compare_peers.sh PATH-TO-COMPARE-PEERS.SH PATH-TO-TNT-BENCH
+set -u
+SCRIPT=${1:?usage: test_compare_peers.sh SCRIPT TNT-BENCH}
+BENCH=${2:?usage: test_compare_peers.sh SCRIPT TNT-BENCH}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_compare.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT
+failed=0
+fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
+
+mkdir "$TMP/bin"
+cat > "$TMP/bin/gloo_bench" <<'EOS'
+#!/bin/sh
+# Stand-in: 1000 us at every size, whatever the algorithm.
+for b in 8 32768; do
+    echo "gloo algo=x p=2 bytes=$b iters=9 time_us=1000.00 algbw_GBps=0 busbw_GBps=0 check=ok"
+done
+EOS
+chmod +x "$TMP/bin/gloo_bench"
+
+PEERS_BIN="$TMP/bin" TNT_BENCH="$BENCH" PATH="$TMP/bin:/usr/bin:/bin" \
+    timeout 120 bash "$SCRIPT" -p 2 -s 8,32K -t 0.05 -o "$TMP/t.md" \
+    > "$TMP/out" 2> "$TMP/err"
+rc=$?
+[ "$rc" = 0 ] || fail "exit status $rc: $(cat "$TMP/err")"
+grep -q 'Open MPI left out' "$TMP/err" || fail "missing Open MPI not reported"
+for size in '8 B' '32 KiB'; do
+    row=$(grep "^| 2 | $size |" "$TMP/t.md") || { fail "no row for $size"; continue; }
+    # | p | size | tnt-tcp | tnt-auto | gloo-ringchunked | gloo-hd | ratio | -
+    IFS='|' read -r _ _ _ tcp auto g1 g2 q1 q2 _ <<< "$row"
+    for v in "$tcp" "$auto"; do
+        [[ $v =~ ^\ [0-9]+\.[0-9]\ $ ]] || fail "$size: not a time: '$v'"
+    done
+    [ "$g1" = " 1000.0 " ] && [ "$g2" = " 1000.0 " ] ||
+        fail "$size: stand-in figures not parsed: '$g1' '$g2'"
+    want=$(awk -v t="$tcp" 'BEGIN { printf " %.2f ", t / 1000 }')
+    [ "$q1" = "$want" ] || fail "$size: ratio '$q1', want '$want'"
+    [ "$q2" = " - " ] || fail "$size: vader ratio without vader: '$q2'"
+done
+[ "$failed" = 0 ] && echo "compare-peers: all checks passed"
+[ "$failed" = 0 ]
