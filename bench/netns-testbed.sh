@@ -11,7 +11,11 @@
 # peer "hK" is a port of br0. PREFIX defaults to "tntrun-", NET to
 # "10.77.0". No default route and nothing in the caller's namespace: only
 # NET.0/24 is reachable, and only from inside these namespaces, so a test
-# talks to nothing but its own "hosts". Needs root. "up" removes what it
+# talks to nothing but its own "hosts". Needs root. With RATE set (e.g.
+# RATE=1gbit or 10gbit) "up" shapes every host link in both directions
+# with a token bucket filter (egress of veth0 and of its switch port hK;
+# BURST, default 256kb, and TBF_LATENCY, default 50ms, tune it): an
+# emulated cluster with 1 or 10 Gbit/s links. "up" removes what it
 # made if a step fails; "down" is safe to call twice.
 set -eu
 
@@ -31,6 +35,12 @@ down() {
             "${prefix}"br|"${prefix}"h[0-9]*) ip netns del "$ns" ;;
         esac
     done
+}
+
+# tbf, not netem: this kernel has no netem; a rate limit is what we need.
+shape() {
+    ip netns exec "$1" tc qdisc replace dev "$2" root tbf rate "$RATE" \
+        burst "${BURST:-256kb}" latency "${TBF_LATENCY:-50ms}"
 }
 
 up() {
@@ -55,6 +65,10 @@ up() {
         ip -n "${prefix}br" link set "h$k" up
         ip -n "$ns" addr add "$net.$((k + 1))/24" dev veth0
         ip -n "$ns" link set veth0 up
+        if [ -n "${RATE:-}" ]; then
+            shape "$ns" veth0
+            shape "${prefix}br" "h$k"
+        fi
     done
     trap - ERR
 }

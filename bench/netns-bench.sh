@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# netns-bench.sh - allreduce over an emulated cluster: HOSTS network
+# namespaces (bench/netns-testbed.sh) whose links are shaped to RATE with
+# tbf, RANKS ranks per host started by tnt-run through "ip netns exec",
+# tnt-bench in place at the sizes of ../shared/peers' netns table. Prints
+# one Markdown row in that table's format (8 B and 32 KiB as time in us,
+# larger sizes as busbw in GB/s, and 64 MiB busbw as a share of the link),
+# so that it can be read against the Gloo and Open MPI rows there.
+#
+#   bench/netns-bench.sh RATE [HOSTS] [RANKS]     e.g. netns-bench.sh 1gbit 4 1
+#
+# RATE is a tc rate (1gbit, 10gbit) or "none" for unshaped veth links.
+# Extra tnt-bench/library settings pass through the environment
+# (TNT_ALLREDUCE_ALGO, TNT_SEGMENT_BYTES, ... are forwarded with -x).
+# Needs root; removes its namespaces (prefix tntnb-) on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RATE=${1:?usage: netns-bench.sh RATE [HOSTS] [RANKS]}
+HOSTS=${2:-4}
+RANKS=${3:-1}
+PREFIX=tntnb-
+RUN=build/tools/tnt-run
+BENCH=build/bench/tnt-bench
+[ -x "$RUN" ] && [ -x "$BENCH" ] ||
+    { echo "netns-bench: build first (bash scripts/setup.sh build)" >&2; exit 2; }
+TMP=$(mktemp -d /tmp/netns-bench.XXXXXX)
+cleanup() { bash bench/netns-testbed.sh down "$PREFIX"; rm -rf "$TMP"; }
+trap cleanup EXIT
+bash bench/netns-testbed.sh down "$PREFIX"
+if [ "$RATE" = none ]; then
+    bash bench/netns-testbed.sh up "$HOSTS" "$PREFIX" 10.79.0
+else
+    RATE=$RATE bash bench/netns-testbed.sh up "$HOSTS" "$PREFIX" 10.79.0
+fi
+bash bench/netns-testbed.sh hosts "$HOSTS" "$PREFIX" > "$TMP/hostfile"
+fwd=()
+for v in $(env | sed -n 's/^\(TNT_[A-Z_]*\)=.*/\1/p'); do fwd+=(-x "$v"); done
+
+declare -A T B
+# size iterations warm-up
+for spec in "8 300 20" "32768 100 10" "262144 20 3" "1048576 10 2" \
+            "8388608 3 1" "67108864 2 1"; do
+    read -r size n w <<< "$spec"
+    timeout 600 "$RUN" --hostfile "$TMP/hostfile" --n-per-node "$RANKS" \
+        --rsh "ip netns exec" "${fwd[@]}" "$BENCH" allreduce --size "$size" \
+        -n "$n" -w "$w" --inplace-only > "$TMP/out" 2> "$TMP/err" ||
+        { echo "netns-bench: $size B failed:" >&2; tail "$TMP/err" >&2; exit 1; }
+    # Rank 0's in-place time (us); busbw from it with three decimals
+    # (tnt-bench prints two): bytes / time x 2(p-1)/p.
+    read -r t b < <(awk -v s="$size" -v p=$((HOSTS * RANKS)) \
+        '$1 == "[0]" && $2 == s {
+            bw = p > 1 ? s / ($11 * 1e3) * 2 * (p - 1) / p : 0
+            printf "%s %.3f\n", $11, bw }' "$TMP/out")
+    T[$size]=$t
+    B[$size]=$b
+done
+share=-
+case $RATE in
+    *gbit) share=$(awk -v b="${B[67108864]}" -v r="${RATE%gbit}" \
+                   'BEGIN { printf "%.0f%%", 100 * b / (r / 8) }') ;;
+esac
+echo "# $(uptime)"
+echo "| link rate (tbf, each direction) | config | 8 B us | 32 KiB us | 256 KiB busbw | 1 MiB busbw | 8 MiB busbw | 64 MiB busbw GB/s | 64 MiB busbw / link |"
+echo "|---|---|---|---|---|---|---|---|---|"
+echo "| $RATE | libtntcomm $HOSTS hosts x $RANKS (${TNT_ALLREDUCE_ALGO:-auto}) | ${T[8]} | ${T[32768]} | ${B[262144]} | ${B[1048576]} | ${B[8388608]} | ${B[67108864]} | $share |"
