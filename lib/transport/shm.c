@@ -222,7 +222,7 @@ static tnt_result_t watch_data(shm_ep_t *ep)
  * descriptor received is either handed out in fds (at most max) or
  * closed here, so that a stranger cannot make this process keep any.
  * Returns the bytes read (-1 with errno on error); *nfds is -1 when the
- * control data was malformed or cut short. */
+ * control data was malformed, cut short or held more than max. */
 static ssize_t recv_with_fds(int sock, void *buf, size_t len, int *fds,
                              int max, int *nfds)
 {
@@ -240,7 +240,9 @@ static ssize_t recv_with_fds(int sock, void *buf, size_t len, int *fds,
     *nfds = 0;
     if (n < 0)
         return n;
-    int bad = (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) != 0;
+    /* A message longer than buf is cut (SOCK_SEQPACKET) and shows as
+     * the wrong length; cut control data is refused outright. */
+    int bad = (m.msg_flags & MSG_CTRUNC) != 0;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
             bad = 1;
