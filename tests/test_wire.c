@@ -15,6 +15,7 @@
 #include "core/boot_wire.h"
 #include "core/msg_hdr.h"
 #include "harness.h"
+#include "transport/shm_internal.h"
 #include "transport/tcp_wire.h"
 
 /* ---- bootstrap messages ---------------------------------------------- */
@@ -282,6 +283,81 @@ static void test_auth(void)
              "altered registration accepted");
 }
 
+/* The shared-memory handshake: each parser with a good message and one
+ * bad field at a time; its MACs refuse a wrong key, a replay (another
+ * challenge) and the reflected direction; the transcript helper refuses
+ * what does not fit. */
+static void test_shm_handshake(void)
+{
+    shm_expect_t e = {99, 1, 2, 4};
+    shm_hello_t h, out;
+    memset(&h, 0, sizeof(h));
+    h = (shm_hello_t){SHM_MAGIC, SHM_VERSION, 99, 1, 0, 2,
+                      (uint32_t)SHM_RING_BYTES, 0, {0}};
+    TH_CHECK(!tnt__shm_hello_parse(&h, sizeof(h), &e, &out),
+             "good shm hello refused");
+    TH_CHECK(tnt__shm_hello_parse(&h, sizeof(h) - 1, &e, &out) != NULL,
+             "short shm hello accepted");
+    for (int f = 0; f < 8; f++) {
+        shm_hello_t b = h;
+        switch (f) {
+        case 0: b.magic = 0; break;
+        case 1: b.version = 1; break;
+        case 2: b.job_id = 98; break;
+        case 3: b.comm_id = 2; break;
+        case 4: b.to = 1; break;
+        case 5: b.from = 2; break;  /* only lower ranks connect */
+        case 6: b.from = -1; break;
+        case 7: b.ring_bytes = 4096; break;
+        }
+        TH_CHECK(tnt__shm_hello_parse(&b, sizeof(b), &e, &out) != NULL,
+                 "bad shm hello (field %d) accepted", f);
+    }
+    shm_challenge_t c, cout;
+    memset(&c, 0, sizeof(c));
+    c.magic = SHM_CHAL_MAGIC;
+    c.version = SHM_VERSION;
+    c.from = 3;
+    c.to = 2;
+    TH_CHECK(!tnt__shm_challenge_parse(&c, sizeof(c), &e, 3, &cout),
+             "good shm challenge refused");
+    TH_CHECK(tnt__shm_challenge_parse(&c, sizeof(c), &e, 1, &cout) &&
+             tnt__shm_challenge_parse(&c, 8, &e, 3, &cout),
+             "shm challenge from the wrong rank or short accepted");
+    shm_proof_t p = {SHM_PROOF_MAGIC, SHM_VERSION, {0}}, pout;
+    TH_CHECK(!tnt__shm_proof_parse(&p, sizeof(p), &pout),
+             "good shm proof refused");
+    p.version = 1;
+    TH_CHECK(tnt__shm_proof_parse(&p, sizeof(p), &pout) != NULL,
+             "shm proof of another version accepted");
+
+    TH_CHECK(tnt__auth_init() == TNT_SUCCESS, "libsodium init");
+    tnt_auth_key_t k1, k2;
+    tnt__auth_key_derive("secret-1", &k1);
+    tnt__auth_key_derive("secret-2", &k2);
+    shm_challenge_t c2 = c;
+    tnt__auth_random(c.nonce, sizeof(c.nonce));
+    tnt__auth_random(c2.nonce, sizeof(c2.nonce));
+    unsigned char in[SHM_AUTH_INPUT_MAX], mac[TNT_AUTH_MAC_BYTES];
+    size_t n = tnt__shm_auth_input(1, &h, &c, in);
+    TH_CHECK(n == SHM_AUTH_INPUT_MAX, "shm transcript of %zu bytes", n);
+    tnt__auth_mac(&k1, in, n, mac);
+    TH_CHECK(tnt__auth_verify(&k1, in, n, mac), "right key refused");
+    TH_CHECK(!tnt__auth_verify(&k2, in, n, mac), "wrong key accepted");
+    n = tnt__shm_auth_input(1, &h, &c2, in);
+    TH_CHECK(!tnt__auth_verify(&k1, in, n, mac), "shm replay accepted");
+    n = tnt__shm_auth_input(0, &h, &c, in);
+    TH_CHECK(!tnt__auth_verify(&k1, in, n, mac), "shm reflection accepted");
+    unsigned char small[20];
+    TH_CHECK(tnt__auth_transcript("x", &h, sizeof(h), "", 0, small,
+                                  sizeof(small)) == 0,
+             "a transcript larger than its buffer was written");
+    int none[1] = {-1};
+    TH_CHECK(tnt__shm_fds_check(none, 0, 4096) != NULL &&
+             tnt__shm_fds_check(none, 1, 4096) != NULL,
+             "shm proof descriptors: too few accepted");
+}
+
 static const th_test_def_t k_tests[] = {
     {"boot", "hello", test_boot_hello},
     {"boot", "register", test_boot_register},
@@ -290,6 +366,7 @@ static const th_test_def_t k_tests[] = {
     {"tcp", "challenge_proof_frame", test_tcp_challenge_proof_frame},
     {"core", "msg_hdr", test_msg_hdr},
     {"auth", "mac", test_auth},
+    {"shm", "handshake", test_shm_handshake},
     {NULL, NULL, NULL},
 };
 

@@ -37,6 +37,10 @@ enum tnt_log_level {
     TNT_LOG_INFO = 2,
     TNT_LOG_DEBUG = 3
 };
+/** OR into a log level: print on every rank, not only the master. For
+ *  security events (a refused stranger): the rank that refused it is the
+ *  only one that knows, and must say so. */
+#define TNT_LOG_EVERY_RANK 0x100
 
 /** Readiness bits for watch_fd (same meaning as EPOLLIN/EPOLLOUT). */
 #define TNT_FD_READ 0x1u

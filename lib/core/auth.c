@@ -52,6 +52,21 @@ int tnt__auth_verify(const tnt_auth_key_t *key, const void *data,
     return crypto_auth_hmacsha256_verify(mac, data, len, key->k) == 0;
 }
 
+size_t tnt__auth_transcript(const char *label, const void *hello,
+                            size_t hello_len, const void *answer,
+                            size_t answer_len, unsigned char *out,
+                            size_t cap)
+{
+    size_t n = TNT_AUTH_LABEL_BYTES + hello_len + answer_len;
+    if (n > cap || n < hello_len)
+        return 0;
+    memset(out, 0, TNT_AUTH_LABEL_BYTES);
+    memcpy(out, label, strnlen(label, TNT_AUTH_LABEL_BYTES));
+    memcpy(out + TNT_AUTH_LABEL_BYTES, hello, hello_len);
+    memcpy(out + TNT_AUTH_LABEL_BYTES + hello_len, answer, answer_len);
+    return n;
+}
+
 void tnt__auth_key_wipe(tnt_auth_key_t *key)
 {
     sodium_memzero(key->k, sizeof(key->k));

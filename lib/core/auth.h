@@ -45,6 +45,20 @@ void tnt__auth_mac(const tnt_auth_key_t *key, const void *data, size_t len,
 int tnt__auth_verify(const tnt_auth_key_t *key, const void *data,
                      size_t len, const unsigned char mac[TNT_AUTH_MAC_BYTES]);
 
+/* Bytes of a transcript's direction label (zero-padded). */
+#define TNT_AUTH_LABEL_BYTES 16
+
+/** Write the input of a handshake MAC into out (cap bytes): a direction
+ *  label, then the connector's hello, then the acceptor's answer (at
+ *  least its fresh nonce). Every transport's handshake proves the key
+ *  over such a transcript, so that a proof covers both sides' nonces and
+ *  the direction and can be neither replayed nor reflected. Returns the
+ *  length, or 0 when it does not fit in cap. */
+size_t tnt__auth_transcript(const char *label, const void *hello,
+                            size_t hello_len, const void *answer,
+                            size_t answer_len, unsigned char *out,
+                            size_t cap);
+
 /** Forget a key (memory the compiler may not optimise away). */
 void tnt__auth_key_wipe(tnt_auth_key_t *key);
 

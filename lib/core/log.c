@@ -1,7 +1,9 @@
 /*
  * The logger. Level from TNT_LOG_LEVEL (ERROR, WARNING, INFO, DEBUG;
  * default WARNING); only the master rank prints unless
- * TNT_LOG_ALL_RANKS=1, because p identical lines help nobody. Each line is
+ * TNT_LOG_ALL_RANKS=1, because p identical lines help nobody; errors
+ * and lines flagged TNT_LOG_EVERY_RANK (refused strangers) print on the
+ * rank that saw them, because no other rank can. Each line is
  * written with one write(2) so lines of concurrent threads do not mix.
  */
 #include <stdarg.h>
@@ -37,17 +39,22 @@ void tnt__log_init(int rank)
 
 int tnt__log_enabled(int level)
 {
+    int every = (level & TNT_LOG_EVERY_RANK) != 0;
+    level &= ~TNT_LOG_EVERY_RANK;
     if (level > log_level)
         return 0;
-    /* Errors are printed on every rank: the rank that saw a failure is
-     * the one that can say what went wrong. */
-    return level == TNT_LOG_ERROR || log_all_ranks || log_rank == 0;
+    /* Errors and security events are printed on every rank: the rank
+     * that saw a failure or refused a stranger is the one that can say
+     * so. */
+    return level == TNT_LOG_ERROR || every || log_all_ranks ||
+           log_rank == 0;
 }
 
 void tnt__log(int level, const char *fmt, ...)
 {
     if (!tnt__log_enabled(level))
         return;
+    level &= ~TNT_LOG_EVERY_RANK;
     char line[1024];
     int n = snprintf(line, sizeof(line), "tnt[%d] %s: ", log_rank,
                      level_names[level < 0 ? 0 : level > 3 ? 3 : level]);

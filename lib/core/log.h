@@ -1,6 +1,7 @@
 /*
  * Logging: levels ERROR..DEBUG from TNT_LOG_LEVEL, printed by the master
- * rank only unless TNT_LOG_ALL_RANKS=1; every line carries the rank.
+ * rank only unless TNT_LOG_ALL_RANKS=1 (errors and TNT_LOG_EVERY_RANK
+ * lines on every rank); every line carries the rank.
  */
 #ifndef TNT_CORE_LOG_H
 #define TNT_CORE_LOG_H
@@ -16,6 +17,9 @@ void tnt__log(int level, const char *fmt, ...)
 #define TNT_LOG_ERR(...) tnt__log(TNT_LOG_ERROR, __VA_ARGS__)
 #define TNT_LOG_WARN(...) tnt__log(TNT_LOG_WARNING, __VA_ARGS__)
 #define TNT_LOG_INFO(...) tnt__log(TNT_LOG_INFO, __VA_ARGS__)
+/* A refused stranger: printed on the rank that refused it. */
+#define TNT_LOG_SECURITY(...)                                               \
+    tnt__log(TNT_LOG_WARNING | TNT_LOG_EVERY_RANK, __VA_ARGS__)
 #define TNT_LOG_DEBUG(...) tnt__log(TNT_LOG_DEBUG, __VA_ARGS__)
 
 #endif /* TNT_CORE_LOG_H */

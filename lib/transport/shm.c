@@ -4,10 +4,14 @@
  *
  * Every rank listens on an abstract unix socket named after its pid, a
  * per-process counter and the job; abstract names vanish with the
- * socket, so a killed rank leaves nothing in the filesystem. The lower rank of a pair creates
- * the pair's segment as a memfd (never visible in /dev/shm) and two
- * eventfds, and passes them in its hello; both sides close the memfd once
- * mapped, so the memory goes away with the last mapping. Each side then
+ * socket, so a killed rank leaves nothing in the filesystem. Anyone on
+ * the host can read that name in /proc/net/unix and connect, so the
+ * acceptor first checks the peer's user (SO_PEERCRED) and then both sides
+ * prove the job key (shm_internal.h) before any descriptor is passed. The
+ * lower rank of a pair creates the pair's segment as a memfd (never
+ * visible in /dev/shm; its size sealed) and two eventfds, and passes them
+ * with its proof; both sides close the memfd once mapped, so the memory
+ * goes away with the last mapping. Each side then
  * tests whether it may read the other's memory with process_vm_readv (the
  * single-copy path) and says so in the segment. The socket stays open:
  * when the peer dies the kernel closes it, and its hang-up names the rank
@@ -25,9 +29,11 @@
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/param.h"
 #include "transport/shm_internal.h"
 #include "transport/transport.h"
 
@@ -82,43 +88,37 @@ static int probe_cma(pid_t pid, uint64_t addr)
            v == SHM_PROBE_VALUE;
 }
 
-static void fill_hello(shm_ctx_t *ctx, shm_hello_t *h, int to)
+static double now_s(void)
 {
-    memset(h, 0, sizeof(*h));
-    h->magic = SHM_MAGIC;
-    h->version = SHM_VERSION;
-    h->job_id = ctx->env.job_id;
-    h->comm_id = ctx->env.comm_id;
-    h->from = ctx->env.rank;
-    h->to = to;
-    h->ring_bytes = (uint32_t)SHM_RING_BYTES;
-    h->probe_addr = (uint64_t)(uintptr_t)&tnt__shm_probe_word;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static const char *check_hello(shm_ctx_t *ctx, const shm_hello_t *h)
+static shm_expect_t expect(const shm_ctx_t *ctx)
 {
-    if (h->magic != SHM_MAGIC)
-        return "not a libtntcomm shared-memory hello";
-    if (h->version != SHM_VERSION)
-        return "wrong protocol version";
-    if (h->job_id != ctx->env.job_id)
-        return "hello from another job (wrong job key)";
-    if (h->comm_id != ctx->env.comm_id || h->to != ctx->env.rank)
-        return "hello for another communicator or rank";
-    if (h->from < 0 || h->from >= ctx->env.nranks || h->from == h->to)
-        return "hello from an invalid rank";
-    if (h->ring_bytes != SHM_RING_BYTES)
-        return "ring size differs between the ranks";
-    return NULL;
+    shm_expect_t e = {ctx->env.job_id, ctx->env.comm_id, ctx->env.rank,
+                      ctx->env.nranks};
+    return e;
 }
 
-static pid_t peer_pid(int fd)
+static int peer_cred(int fd, pid_t *pid, uid_t *uid)
 {
     struct ucred cr;
     socklen_t len = sizeof(cr);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
         return -1;
-    return cr.pid;
+    *pid = cr.pid;
+    *uid = cr.uid;
+    return 0;
+}
+
+/* Peers must run as this user (or root, who could read the job key and
+ * this process's memory anyway) unless TNT_SHM_ANY_UID=1: the key is the
+ * proof, the user check keeps other users from even reaching it. */
+static int uid_allowed(const shm_ctx_t *ctx, uid_t uid)
+{
+    return ctx->any_uid || uid == getuid() || uid == 0;
 }
 
 /* ---- endpoints ------------------------------------------------------- */
@@ -131,7 +131,7 @@ static shm_ep_t *ep_new(shm_ctx_t *ctx, int peer, int side)
     ep->ctx = ctx;
     ep->peer = peer;
     ep->side = side;
-    ep->sock = ep->efd_in = ep->efd_out = -1;
+    ep->sock = ep->efd_in = ep->efd_out = ep->memfd = -1;
     ep->cap = SHM_RING_BYTES;
     ep->next = ctx->eps;
     ctx->eps = ep;
@@ -155,6 +155,11 @@ static void ep_close(void *vctx, void *vep)
         close(ep->efd_in);
     if (ep->efd_out >= 0)
         close(ep->efd_out);
+    if (ep->memfd >= 0)
+        close(ep->memfd);
+    if (ep->pending)
+        ctx->npending--;
+    ep->pending = 0;
     tnt__shm_drop_sends(ep);
     for (shm_ep_t **pp = &ctx->eps; *pp; pp = &(*pp)->next)
         if (*pp == ep) {
@@ -189,8 +194,10 @@ void tnt__shm_fail(shm_ep_t *ep, const char *what)
     if (known)
         ctx->env.on_peer_error(ctx->env.core, peer, TNT_ERR_PEER_LOST, what);
     else
-        ctx->env.log(ctx->env.core, TNT_LOG_WARNING, "rank %d: dropped "
-                     "shared-memory connection: %s", ctx->env.rank, what);
+        ctx->env.log(ctx->env.core, TNT_LOG_WARNING | TNT_LOG_EVERY_RANK,
+                     "rank %d: dropped shared-memory connection from pid "
+                     "%d (uid %d): %s", ctx->env.rank, (int)ep->pid,
+                     (int)ep->uid, what);
 }
 
 static void announce(shm_ep_t *ep)
@@ -209,98 +216,221 @@ static tnt_result_t watch_data(shm_ep_t *ep)
     return rc;
 }
 
-/* ---- the socket: hellos, then hang-up ------------------------------- */
+/* ---- the socket: the handshake, then hang-up ---------------------- */
 
-/* The acceptor's side: the connector's hello with the segment and the
- * eventfds. */
+/* Receive one message and the descriptors that came with it. Every
+ * descriptor received is either handed out in fds (at most max) or
+ * closed here, so that a stranger cannot make this process keep any.
+ * Returns the bytes read (-1 with errno on error); *nfds is -1 when the
+ * control data was malformed, cut short or held more than max. */
+static ssize_t recv_with_fds(int sock, void *buf, size_t len, int *fds,
+                             int max, int *nfds)
+{
+    /* Room for more descriptors than expected, so that extra ones are
+     * seen (and closed) rather than silently cut off. */
+    union {
+        char buf[CMSG_SPACE(16 * sizeof(int))];
+        struct cmsghdr align;
+    } cbuf;
+    struct iovec iov = {buf, len};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1,
+                       .msg_control = cbuf.buf,
+                       .msg_controllen = sizeof(cbuf.buf)};
+    ssize_t n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    *nfds = 0;
+    if (n < 0)
+        return n;
+    /* A message longer than buf is cut (SOCK_SEQPACKET) and shows as
+     * the wrong length; cut control data is refused outright. */
+    int bad = (m.msg_flags & MSG_CTRUNC) != 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+            bad = 1;
+            continue;
+        }
+        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            if (*nfds < max && !bad)
+                fds[(*nfds)++] = fd;
+            else {
+                bad = 1;
+                close(fd);
+            }
+        }
+    }
+    if (bad) {
+        for (int i = 0; i < *nfds; i++)
+            close(fds[i]);
+        *nfds = -1;
+    }
+    return n;
+}
+
+static void close_fds(int *fds, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (fds[i] >= 0) {
+            close(fds[i]);
+            fds[i] = -1;
+        }
+}
+
+/* The acceptor's side, step 1: the connector's hello (no descriptors
+ * yet). Answer with the challenge. */
 static void hello_in(shm_ep_t *ep)
 {
     shm_ctx_t *ctx = ep->ctx;
-    shm_hello_t h;
-    int fds[3] = {-1, -1, -1};
-    char cbuf[CMSG_SPACE(sizeof(fds))];
-    struct iovec iov = {&h, sizeof(h)};
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1,
-                       .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-    ssize_t n = recvmsg(ep->sock, &m, MSG_CMSG_CLOEXEC);
+    unsigned char buf[sizeof(shm_hello_t) + 1];
+    int fds[4], nfds;
+    ssize_t n = recv_with_fds(ep->sock, buf, sizeof(buf), fds, 4, &nfds);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    int nfds = 0;
-    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-        nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-        memcpy(fds, CMSG_DATA(c), (size_t)(nfds > 3 ? 3 : nfds) *
-               sizeof(int));
-    }
-    const char *why = n != (ssize_t)sizeof(h) ? "short hello" : NULL;
+    const char *why = n <= 0 ? "closed before its hello" : NULL;
+    if (!why && nfds != 0)
+        why = "descriptors before the handshake";
+    close_fds(fds, nfds > 0 ? nfds : 0);
+    shm_expect_t e = expect(ctx);
     if (!why)
-        why = check_hello(ctx, &h);
-    if (!why && h.from > ctx->env.rank)
-        why = "hello from a rank that may not connect here";
-    if (!why && nfds != 3)
-        why = "hello without segment and eventfds";
-    struct stat st;
-    size_t len = seg_len(SHM_RING_BYTES);
-    if (!why && (fstat(fds[0], &st) != 0 || (size_t)st.st_size != len))
-        why = "segment of the wrong size";
-    for (shm_ep_t *e = ctx->eps; !why && e; e = e->next)
-        if (e != ep && e->peer == h.from)
-            why = "second connection from a rank already connected";
-    void *seg = MAP_FAILED;
-    if (!why) {
-        seg = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
-        if (seg == MAP_FAILED)
-            why = "cannot map the segment";
-    }
-    if (fds[0] >= 0)
-        close(fds[0]);
-    ep->efd_in = fds[1];
-    ep->efd_out = fds[2];
-    if (!why && ((shm_seg_t *)seg)->magic != SHM_MAGIC)
-        why = "segment not initialised";
+        why = tnt__shm_hello_parse(buf, (size_t)n, &e, &ep->hello);
     if (why) {
-        if (seg != MAP_FAILED)
-            munmap(seg, len);
         tnt__shm_fail(ep, why);
         return;
     }
+    shm_challenge_t *c = &ep->chal;
+    memset(c, 0, sizeof(*c));
+    c->magic = SHM_CHAL_MAGIC;
+    c->version = SHM_VERSION;
+    c->from = ctx->env.rank;
+    c->to = ep->hello.from;
+    c->probe_addr = (uint64_t)(uintptr_t)&tnt__shm_probe_word;
+    ctx->env.random_bytes(ctx->env.core, c->nonce, sizeof(c->nonce));
+    unsigned char in[SHM_AUTH_INPUT_MAX];
+    size_t len = tnt__shm_auth_input(0, &ep->hello, c, in);
+    ctx->env.auth_mac(ctx->env.core, in, len, c->mac);
+    if (send(ep->sock, c, sizeof(*c), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+        (ssize_t)sizeof(*c)) {
+        tnt__shm_fail(ep, "cannot send the challenge");
+        return;
+    }
+    ep->challenged = 1;
+}
+
+/* The acceptor's side, step 2: the proof with the segment and the
+ * eventfds. Nothing received is used before the proof checks out. */
+static void proof_in(shm_ep_t *ep)
+{
+    shm_ctx_t *ctx = ep->ctx;
+    unsigned char buf[sizeof(shm_proof_t) + 1];
+    int fds[3] = {-1, -1, -1}, nfds;
+    ssize_t n = recv_with_fds(ep->sock, buf, sizeof(buf), fds, 3, &nfds);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    shm_proof_t pr;
+    const char *why = n <= 0 ? "closed before its proof" : NULL;
+    if (!why)
+        why = tnt__shm_proof_parse(buf, (size_t)n, &pr);
+    unsigned char in[SHM_AUTH_INPUT_MAX];
+    size_t len = tnt__shm_auth_input(1, &ep->hello, &ep->chal, in);
+    if (!why && !ctx->env.auth_verify(ctx->env.core, in, len, pr.mac))
+        why = "authentication failed (wrong job key, or a replay)";
+    size_t bytes = seg_len(SHM_RING_BYTES);
+    if (!why && nfds < 0)
+        why = "malformed descriptors with the proof";
+    if (!why)
+        why = tnt__shm_fds_check(fds, nfds, bytes);
+    for (shm_ep_t *e = ctx->eps; !why && e; e = e->next)
+        if (e != ep && e->peer == ep->hello.from)
+            why = "second connection from a rank already connected";
+    void *seg = MAP_FAILED;
+    if (!why) {
+        seg = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0],
+                   0);
+        if (seg == MAP_FAILED)
+            why = "cannot map the segment";
+    }
+    if (!why && (((shm_seg_t *)seg)->magic != SHM_MAGIC ||
+                 ((shm_seg_t *)seg)->ring_bytes != SHM_RING_BYTES))
+        why = "segment not initialised";
+    if (why) {
+        if (seg != MAP_FAILED)
+            munmap(seg, bytes);
+        close_fds(fds, nfds > 0 ? nfds : 0);
+        tnt__shm_fail(ep, why);
+        return;
+    }
+    close(fds[0]);
+    ep->efd_in = fds[1];
+    ep->efd_out = fds[2];
     ep->seg = seg;
-    ep->seg_len = len;
-    ep->peer = h.from;
-    ep->pid = peer_pid(ep->sock);
+    ep->seg_len = bytes;
+    ep->peer = ep->hello.from;
+    ep->pending = 0;
+    ctx->npending--;
     ep_map_rings(ep);
-    atomic_store(&ep->seg->can_read[1], (uint32_t)probe_cma(ep->pid,
-                                                            h.probe_addr));
-    shm_hello_t reply;
-    fill_hello(ctx, &reply, h.from);
-    if (send(ep->sock, &reply, sizeof(reply), MSG_NOSIGNAL) !=
-        (ssize_t)sizeof(reply) || watch_data(ep) != TNT_SUCCESS) {
-        tnt__shm_fail(ep, "cannot answer the hello");
+    atomic_store(&ep->seg->can_read[1],
+                 (uint32_t)probe_cma(ep->pid, ep->hello.probe_addr));
+    if (watch_data(ep) != TNT_SUCCESS) {
+        tnt__shm_fail(ep, "cannot watch the eventfd");
         return;
     }
     announce(ep);
 }
 
-/* The connector's side: the acceptor's reply. */
-static void reply_in(shm_ep_t *ep)
+/* The connector's side: the acceptor's challenge. Answer with the proof
+ * and the descriptors once the acceptor has proved the key. */
+static void challenge_in(shm_ep_t *ep)
 {
     shm_ctx_t *ctx = ep->ctx;
-    shm_hello_t h;
-    ssize_t n = recv(ep->sock, &h, sizeof(h), 0);
+    unsigned char buf[sizeof(shm_challenge_t) + 1];
+    int fds[4], nfds;
+    ssize_t n = recv_with_fds(ep->sock, buf, sizeof(buf), fds, 4, &nfds);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
-    const char *why = n == 0 ? "peer closed during the hello"
-                    : n != (ssize_t)sizeof(h) ? "short hello reply" : NULL;
+    close_fds(fds, nfds > 0 ? nfds : 0);
+    shm_expect_t e = expect(ctx);
+    const char *why = n <= 0 ? "peer closed during the handshake"
+                    : nfds != 0 ? "descriptors with the challenge" : NULL;
     if (!why)
-        why = check_hello(ctx, &h);
-    if (!why && h.from != ep->peer)
-        why = "hello reply from the wrong rank";
+        why = tnt__shm_challenge_parse(buf, (size_t)n, &e, ep->peer,
+                                       &ep->chal);
+    unsigned char in[SHM_AUTH_INPUT_MAX];
+    size_t len = tnt__shm_auth_input(0, &ep->hello, &ep->chal, in);
+    if (!why && !ctx->env.auth_verify(ctx->env.core, in, len, ep->chal.mac))
+        why = "the peer failed to prove the job key (another job key?)";
+    shm_proof_t pr = {SHM_PROOF_MAGIC, SHM_VERSION, {0}};
+    if (!why) {
+        len = tnt__shm_auth_input(1, &ep->hello, &ep->chal, in);
+        ctx->env.auth_mac(ctx->env.core, in, len, pr.mac);
+        /* The peer's incoming eventfd first, then this rank's. */
+        int out[3] = {ep->memfd, ep->efd_out, ep->efd_in};
+        union {
+            char buf[CMSG_SPACE(sizeof(out))];
+            struct cmsghdr align;
+        } cbuf;
+        memset(&cbuf, 0, sizeof(cbuf));
+        struct iovec iov = {&pr, sizeof(pr)};
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1,
+                           .msg_control = cbuf.buf,
+                           .msg_controllen = sizeof(cbuf.buf)};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(out));
+        memcpy(CMSG_DATA(c), out, sizeof(out));
+        if (sendmsg(ep->sock, &m, MSG_NOSIGNAL | MSG_DONTWAIT) !=
+            (ssize_t)sizeof(pr))
+            why = "cannot send the proof";
+    }
     if (why) {
         tnt__shm_fail(ep, why);
         return;
     }
-    atomic_store(&ep->seg->can_read[0], (uint32_t)probe_cma(ep->pid,
-                                                            h.probe_addr));
+    close(ep->memfd);
+    ep->memfd = -1;
+    atomic_store(&ep->seg->can_read[0],
+                 (uint32_t)probe_cma(ep->pid, ep->chal.probe_addr));
     ep->hello_done = 1;
     announce(ep);
 }
@@ -311,11 +441,14 @@ static void sock_cb(void *arg, uint32_t events)
     shm_ep_t *ep = arg;
     tnt__shm_free_graveyard(ep->ctx);
     if (ep->side == 1 && !ep->seg) {
-        hello_in(ep);
+        if (ep->challenged)
+            proof_in(ep);
+        else
+            hello_in(ep);
         return;
     }
     if (ep->side == 0 && !ep->hello_done) {
-        reply_in(ep);
+        challenge_in(ep);
         return;
     }
     char b[16];
@@ -334,6 +467,27 @@ static void sock_cb(void *arg, uint32_t events)
     tnt__shm_fail(ep, what);
 }
 
+/* Close the strangers that have not proved the key in time and, when
+ * too many are still at it, the oldest: silent connections must not pile
+ * up. Checked at each new connection, which is when room is needed. */
+static void expire_strangers(shm_ctx_t *ctx, double now)
+{
+    shm_ep_t *oldest;
+    do {
+        oldest = NULL;
+        for (shm_ep_t *e = ctx->eps; e; e = e->next)
+            if (e->pending && (!oldest || e->born < oldest->born))
+                oldest = e;
+        if (oldest && now - oldest->born > SHM_HANDSHAKE_WAIT_S)
+            tnt__shm_fail(oldest, "no authenticated handshake in time");
+        else if (oldest && ctx->npending >= SHM_PENDING_MAX)
+            tnt__shm_fail(oldest, "too many connections in their "
+                          "handshake");
+        else
+            oldest = NULL;
+    } while (oldest);
+}
+
 static void accept_cb(void *arg, uint32_t events)
 {
     (void)events;
@@ -344,12 +498,31 @@ static void accept_cb(void *arg, uint32_t events)
                          SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
             return;
+        pid_t pid = -1;
+        uid_t uid = (uid_t)-1;
+        if (peer_cred(fd, &pid, &uid) != 0 || !uid_allowed(ctx, uid)) {
+            ctx->env.log(ctx->env.core, TNT_LOG_WARNING |
+                         TNT_LOG_EVERY_RANK, "rank %d: refused "
+                         "shared-memory connection from pid %d (uid %d): "
+                         "another user (TNT_SHM_ANY_UID=1 admits other "
+                         "users that know the job key)", ctx->env.rank,
+                         (int)pid, (int)uid);
+            close(fd);
+            continue;
+        }
+        double now = now_s();
+        expire_strangers(ctx, now);
         shm_ep_t *ep = ep_new(ctx, -1, 1);
         if (!ep) {
             close(fd);
             continue;
         }
         ep->sock = fd;
+        ep->pid = pid;
+        ep->uid = uid;
+        ep->born = now;
+        ep->pending = 1;
+        ctx->npending++;
         ep->sock_watched = ctx->env.watch_fd(ctx->env.core, fd, TNT_FD_READ,
                                              sock_cb, ep) == TNT_SUCCESS;
         if (!ep->sock_watched)
@@ -394,11 +567,15 @@ static tnt_result_t shm_listen(void *vctx, void *addr, size_t *addr_len)
 static int make_segment(shm_ep_t *ep)
 {
     size_t len = seg_len(ep->cap);
-    int fd = memfd_create("tnt-shm", MFD_CLOEXEC);
+    int fd = memfd_create("tnt-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0)
         return -1;
     void *p = MAP_FAILED;
-    if (ftruncate(fd, (off_t)len) == 0)
+    /* Sealed at its size: the peer maps it knowing nobody can shrink it
+     * under the mapping. */
+    if (ftruncate(fd, (off_t)len) == 0 &&
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) ==
+            0)
         p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
         close(fd);
@@ -448,29 +625,33 @@ static tnt_result_t shm_connect(void *vctx, int peer, const void *addr,
         what = "connect";
         ok = connect(ep->sock, (struct sockaddr *)&sa, sl) == 0;
     }
-    if (ok && peer_pid(ep->sock) != a.pid) {
+    pid_t pid = -1;
+    uid_t uid = (uid_t)-1;
+    if (ok && (peer_cred(ep->sock, &pid, &uid) != 0 || pid != a.pid ||
+               !uid_allowed(ctx, uid))) {
+        /* Someone else holds the name, or the rank runs as another
+         * user: the segment goes to nobody but the rank itself. */
         errno = EPERM;
         what = "peer credentials";
         ok = 0;
     }
     if (ok) {
-        /* The peer's incoming eventfd first, then this rank's. */
-        shm_hello_t h;
-        fill_hello(ctx, &h, peer);
-        int fds[3] = {memfd, ep->efd_out, ep->efd_in};
-        char cbuf[CMSG_SPACE(sizeof(fds))];
-        memset(cbuf, 0, sizeof(cbuf));
-        struct iovec iov = {&h, sizeof(h)};
-        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1,
-                           .msg_control = cbuf,
-                           .msg_controllen = sizeof(cbuf)};
-        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(fds));
-        memcpy(CMSG_DATA(c), fds, sizeof(fds));
+        ep->memfd = memfd;
+        memfd = -1;
+        shm_hello_t *h = &ep->hello;
+        memset(h, 0, sizeof(*h));
+        h->magic = SHM_MAGIC;
+        h->version = SHM_VERSION;
+        h->job_id = ctx->env.job_id;
+        h->comm_id = ctx->env.comm_id;
+        h->from = ctx->env.rank;
+        h->to = peer;
+        h->ring_bytes = (uint32_t)SHM_RING_BYTES;
+        h->probe_addr = (uint64_t)(uintptr_t)&tnt__shm_probe_word;
+        ctx->env.random_bytes(ctx->env.core, h->nonce, sizeof(h->nonce));
         what = "sending the hello";
-        ok = sendmsg(ep->sock, &m, MSG_NOSIGNAL) == (ssize_t)sizeof(h);
+        ok = send(ep->sock, h, sizeof(*h), MSG_NOSIGNAL) ==
+             (ssize_t)sizeof(*h);
     }
     int e = errno;
     if (memfd >= 0)
@@ -518,10 +699,21 @@ static tnt_result_t shm_init(const tnt_transport_env_v1_t *env, void **out)
     if (!env || env->size < sizeof(*env) || env->version <
         TNT_TRANSPORT_VERSION)
         return tnt__error(TNT_ERR_INTERNAL, "shm: incompatible environment");
+    /* The authentication services are required: the transport accepts
+     * no connection it cannot authenticate. */
+    if (!env->auth_mac || !env->auth_verify || !env->random_bytes)
+        return tnt__error(TNT_ERR_INTERNAL, "shm: no authentication "
+                          "services in the environment");
+    long any = 0;
+    const char *s = getenv("TNT_SHM_ANY_UID");
+    if (s && *s)
+        TNT_CHECK(tnt__parse_long("TNT_SHM_ANY_UID (0 or 1)", s, 0, 1,
+                                  &any));
     shm_ctx_t *ctx = calloc(1, sizeof(*ctx));
     if (!ctx)
         return tnt__error(TNT_ERR_NO_MEMORY, "shm: out of memory");
     ctx->env = *env;
+    ctx->any_uid = (int)any;
     ctx->listen_fd = -1;
     ctx->instance = atomic_fetch_add(&next_instance, 1);
     *out = ctx;

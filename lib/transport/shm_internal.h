@@ -6,6 +6,17 @@
  * passes over a unix socket) with one ring per direction, and one eventfd
  * per rank that the other side writes to wake it. The unix socket stays
  * open for the life of the pair: its hang-up is how a dead peer is seen.
+ *
+ * The handshake on the socket proves the job key both ways before any
+ * descriptor is passed (see docs/security.md):
+ *   connector -> acceptor  hello      {job, comm, ranks, ring size,
+ *                                      probe address, nonce C}
+ *   acceptor -> connector  challenge  {ranks, probe address, nonce A,
+ *                                      MAC A}
+ *   connector -> acceptor  proof      {MAC C} + memfd and two eventfds
+ * MAC A = HMAC(key, "TNT-shm-accept" + hello + challenge before its MAC),
+ * MAC C the same with "TNT-shm-connect". The acceptor maps nothing and
+ * keeps no descriptor before MAC C checks out.
  */
 #ifndef TNT_TRANSPORT_SHM_INTERNAL_H
 #define TNT_TRANSPORT_SHM_INTERNAL_H
@@ -18,7 +29,14 @@
 #include "transport/shm_ring.h"
 
 #define SHM_MAGIC 0x53544e54u    /* "TNTS" */
-#define SHM_VERSION 1u
+#define SHM_VERSION 2u
+#define SHM_CHAL_MAGIC 0x43534e54u  /* "TNSC" */
+#define SHM_PROOF_MAGIC 0x50534e54u /* "TNSP" */
+#define SHM_NONCE_BYTES 16
+/* Strangers (accepted, not yet proved the key) at most, and how long one
+ * may take to prove it. */
+#define SHM_PENDING_MAX 64
+#define SHM_HANDSHAKE_WAIT_S 10.0
 #define SHM_RING_BYTES ((size_t)1 << 20)
 #define SHM_HDR_MAX 256
 /* Payloads at least this large are pulled by the receiver with
@@ -55,7 +73,24 @@ typedef struct shm_hello {
     int32_t to;
     uint32_t ring_bytes;
     uint64_t probe_addr;   /* a word the other side reads to test CMA */
+    unsigned char nonce[SHM_NONCE_BYTES];
 } shm_hello_t;
+
+typedef struct shm_challenge {
+    uint32_t magic;
+    uint32_t version;
+    int32_t from;
+    int32_t to;
+    uint64_t probe_addr;
+    unsigned char nonce[SHM_NONCE_BYTES];
+    unsigned char mac[TNT_AUTH_MAC_BYTES]; /* last: the MACs cover the rest */
+} shm_challenge_t;
+
+typedef struct shm_proof {
+    uint32_t magic;
+    uint32_t version;
+    unsigned char mac[TNT_AUTH_MAC_BYTES];
+} shm_proof_t;
 
 /* A send in progress (or an acknowledgement waiting for ring space). */
 typedef struct shm_sreq {
@@ -79,6 +114,13 @@ typedef struct shm_ep {
     int efd_in;           /* the peer writes it to wake this rank */
     int efd_out;          /* this rank writes it to wake the peer */
     pid_t pid;            /* the peer, from SO_PEERCRED */
+    uid_t uid;
+    double born;          /* accepted at (strangers expire) */
+    int memfd;            /* connector: the segment until the proof */
+    int challenged;       /* acceptor: the challenge is out */
+    int pending;          /* acceptor: counted in ctx->npending */
+    shm_hello_t hello;    /* the connector's hello (both sides) */
+    shm_challenge_t chal; /* the acceptor's challenge (both sides) */
     shm_seg_t *seg;
     size_t seg_len;
     size_t cap;
@@ -86,7 +128,7 @@ typedef struct shm_ep {
     int sock_watched, efd_watched;
     int announced;        /* on_connected was called */
     int closed;
-    int hello_done;       /* the acceptor's reply has arrived (side 0) */
+    int hello_done;       /* the challenge has been answered (side 0) */
     /* Sending. */
     shm_sreq_t *sq_head, *sq_tail;
     shm_sreq_t *rndv;     /* waiting for the peer's ACK */
@@ -105,10 +147,34 @@ struct shm_ctx {
     tnt_transport_env_v1_t env;
     int listen_fd;
     unsigned instance;    /* names this context's socket */
+    int any_uid;          /* TNT_SHM_ANY_UID: peers of other users too */
+    int npending;         /* accepted endpoints before their proof */
     shm_ep_t *eps;
     shm_ep_t *graveyard;
     shm_sreq_t *free_sreqs;
 };
+
+/* shm_wire.c: pure checks of what arrives on the socket. */
+typedef struct shm_expect {
+    uint64_t job_id;
+    uint32_t comm_id;
+    int rank, nranks;
+} shm_expect_t;
+const char *tnt__shm_hello_parse(const void *buf, size_t len,
+                                 const shm_expect_t *e, shm_hello_t *out);
+const char *tnt__shm_challenge_parse(const void *buf, size_t len,
+                                     const shm_expect_t *e, int peer,
+                                     shm_challenge_t *out);
+const char *tnt__shm_proof_parse(const void *buf, size_t len,
+                                 shm_proof_t *out);
+/* Input of MAC A (connector = 0) or MAC C (connector = 1); out holds
+ * SHM_AUTH_INPUT_MAX bytes. */
+#define SHM_AUTH_INPUT_MAX                                                  \
+    (16 + sizeof(shm_hello_t) + offsetof(shm_challenge_t, mac))
+size_t tnt__shm_auth_input(int connector, const shm_hello_t *h,
+                           const shm_challenge_t *c, unsigned char *out);
+/* The descriptors of a proof: a sealed memfd of seg_bytes, two eventfds. */
+const char *tnt__shm_fds_check(const int *fds, int nfds, size_t seg_bytes);
 
 /* shm.c */
 void tnt__shm_fail(shm_ep_t *ep, const char *what);

@@ -126,8 +126,9 @@ void tnt__tcp_fail(tcp_conn_t *c, tnt_result_t err, const char *what)
     /* The core knows an endpoint it asked for (connect) or was given
      * (announced); anything else is a stranger and is only logged. */
     if (!ep || !ep->known) {
-        ctx->env.log(ctx->env.core, TNT_LOG_WARNING, "rank %d: dropped "
-                     "connection from %s: %s", ctx->env.rank, c->name, what);
+        ctx->env.log(ctx->env.core, TNT_LOG_WARNING | TNT_LOG_EVERY_RANK,
+                     "rank %d: dropped connection from %s: %s",
+                     ctx->env.rank, c->name, what);
         if (ep)
             ep_close(ctx, ep);
         else
@@ -217,8 +218,9 @@ static int hs_send(tcp_conn_t *c, const void *buf, size_t len)
 static void drop_stranger(tcp_conn_t *c, const char *why)
 {
     tcp_ctx_t *ctx = c->ctx;
-    ctx->env.log(ctx->env.core, TNT_LOG_WARNING, "rank %d: dropped "
-                 "connection from %s: %s", ctx->env.rank, c->name, why);
+    ctx->env.log(ctx->env.core, TNT_LOG_WARNING | TNT_LOG_EVERY_RANK,
+                 "rank %d: dropped connection from %s: %s", ctx->env.rank,
+                 c->name, why);
     conn_close(ctx, c);
 }
 
@@ -442,8 +444,10 @@ static void accept_cb(void *arg, uint32_t events)
         if (ctx->nincoming >= TCP_INCOMING_MAX) {
             /* The legitimate peers already wait in line; the newest
              * stranger is turned away rather than anyone evicted. */
-            ctx->env.log(ctx->env.core, TNT_LOG_WARNING, "rank %d: refused "
-                         "connection from %s: %d connections are already "
+            ctx->env.log(ctx->env.core,
+                         TNT_LOG_WARNING | TNT_LOG_EVERY_RANK, "rank %d: "
+                         "refused connection from %s: %d connections are "
+                         "already "
                          "in their handshake", ctx->env.rank, who,
                          ctx->nincoming);
             close(fd);
