@@ -49,8 +49,9 @@ const char *tnt__algo_name(int algo);
 /** Parse "ring", "rd", ... ; TNT_ALGO_AUTO for "auto"; -1 if unknown. */
 int tnt__algo_parse(const char *name);
 
-/** The selection table (size and rank count); `forced` wins if it applies
- *  to this collective, else TNT_ERR_CONFIG. */
+/** The selection table (size, rank count and, for allreduce, the host
+ *  layout in a->topo); `forced` wins if it applies to this collective,
+ *  else TNT_ERR_CONFIG. */
 tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
                               int *algo);
 
