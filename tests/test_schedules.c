@@ -16,6 +16,7 @@
 
 #include "collectives/algorithms.h"
 #include "collectives/reduce.h"
+#include "core/sched_cache.h"
 
 typedef struct sim_msg {
     int src, dst;
@@ -498,6 +499,172 @@ static void test_select(void)
     CU_ASSERT_EQUAL(algo, TNT_ALGO_LOCAL);
 }
 
+/* Host layouts for the hierarchical allreduce: keys[r] names rank r's
+ * host. Blocks, interleaved ranks, unequal hosts, one host, one rank per
+ * host. */
+typedef struct layout {
+    const char *name;
+    int n;
+    int keys[16];
+} layout_t;
+
+static const layout_t layouts[] = {
+    {"1 host of 4", 4, {0, 0, 0, 0}},
+    {"2x2", 4, {0, 0, 1, 1}},
+    {"2x2 interleaved", 4, {5, 9, 5, 9}},
+    {"4x2", 8, {0, 0, 1, 1, 2, 2, 3, 3}},
+    {"3/2/1", 6, {0, 0, 0, 1, 1, 2}},
+    {"3/2/1 interleaved", 6, {0, 1, 0, 2, 1, 0}},
+    {"1/3/2", 6, {0, 1, 1, 1, 2, 2}},
+    {"8x1", 8, {0, 1, 2, 3, 4, 5, 6, 7}},
+    {"2x4", 8, {0, 0, 0, 0, 1, 1, 1, 1}},
+    {"3x3", 9, {0, 1, 2, 0, 1, 2, 0, 1, 2}},
+    {"4/1/3/2/1", 11, {0, 0, 1, 2, 3, 2, 0, 3, 4, 0, 2}},
+    {"5x3", 15, {0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4}},
+};
+#define NLAYOUTS (sizeof(layouts) / sizeof(layouts[0]))
+
+static void test_topo(void)
+{
+    tnt_topo_t t;
+    const layout_t *l = &layouts[10]; /* 4/1/3/2/1, interleaved */
+    CU_ASSERT_EQUAL_FATAL(tnt__topo_init(&t, l->n, l->keys), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(t.nhosts, 5);
+    CU_ASSERT_EQUAL(t.max_local, 4);
+    /* Hosts in the order of their lowest rank, ranks ascending. */
+    static const int host_of[] = {0, 0, 1, 2, 3, 2, 0, 3, 4, 0, 2};
+    static const int local_of[] = {0, 1, 0, 0, 0, 1, 2, 1, 0, 3, 2};
+    for (int r = 0; r < l->n; r++) {
+        CU_ASSERT_EQUAL(t.host_of[r], host_of[r]);
+        CU_ASSERT_EQUAL(t.local_of[r], local_of[r]);
+        CU_ASSERT_EQUAL(t.members[t.host_start[t.host_of[r]] +
+                                  t.local_of[r]], r);
+    }
+    CU_ASSERT_EQUAL(tnt__topo_host_size(&t, 2), 3);
+    tnt__topo_fini(&t);
+    /* Slice owners: every slice has exactly the owner whose range holds
+     * it, every local rank owns at least one slice. */
+    for (int L = 1; L <= 40; L++)
+        for (int k = 1; k <= L; k++) {
+            CU_ASSERT_EQUAL(tnt__topo_slice_first(L, k, 0), 0);
+            CU_ASSERT_EQUAL(tnt__topo_slice_first(L, k, k), L);
+            for (int c = 0; c < k; c++) {
+                int f = tnt__topo_slice_first(L, k, c);
+                int e = tnt__topo_slice_first(L, k, c + 1);
+                CU_ASSERT(e > f);
+                for (int j = f; j < e; j++)
+                    CU_ASSERT_EQUAL(tnt__topo_slice_owner(L, k, j), c);
+            }
+        }
+}
+
+static void check_hier(const layout_t *l, tnt_coll_args_t a)
+{
+    tnt_topo_t t;
+    CU_ASSERT_EQUAL_FATAL(tnt__topo_init(&t, l->n, l->keys), TNT_SUCCESS);
+    a.topo = &t;
+    char name[64];
+    snprintf(name, sizeof(name), "hierarchical %s", l->name);
+    check(a, l->n == 1 ? TNT_ALGO_LOCAL : TNT_ALGO_HIER, name);
+    tnt__topo_fini(&t);
+}
+
+static void test_hierarchical(void)
+{
+    const tnt_op_t ops[] = {TNT_SUM, TNT_AVG, TNT_MAX, TNT_MIN};
+    const tnt_dtype_t dts[] = {TNT_F32, TNT_F64, TNT_I32};
+    static const size_t hcounts[] = {0, 1, 2, 3, 5, 7, 13, 31, 100, 257,
+                                     1009};
+    for (size_t li = 0; li < NLAYOUTS; li++)
+        for (size_t ci = 0; ci < sizeof(hcounts) / sizeof(hcounts[0]); ci++)
+            for (int ip = 0; ip <= 1; ip++) {
+                tnt_coll_args_t a = args(TNT_COLL_ALLREDUCE, layouts[li].n,
+                                         hcounts[ci], dts[(li + ci) % 3],
+                                         ops[(li + ci + ip) % 4],
+                                         ci % 2 ? 16 : 256);
+                a.in_place = ip;
+                check_hier(&layouts[li], a);
+            }
+    /* Slices large enough for the ring (2 hosts) and Rabenseifner (3 and
+     * 4 hosts) between hosts, with several segments. */
+    check_hier(&layouts[1], args(TNT_COLL_ALLREDUCE, 4, 40001, TNT_F32,
+                                 TNT_SUM, 8192));
+    check_hier(&layouts[3], args(TNT_COLL_ALLREDUCE, 8, 70001, TNT_F32,
+                                 TNT_AVG, 16384));
+    check_hier(&layouts[4], args(TNT_COLL_ALLREDUCE, 6, 60000, TNT_F64,
+                                 TNT_MAX, 16384));
+}
+
+static void test_select_hier(void)
+{
+    tnt_topo_t t;
+    int algo;
+    tnt_coll_args_t a = args(TNT_COLL_ALLREDUCE, 8, 1 << 20, TNT_F32,
+                             TNT_SUM, 64);
+    /* Without a layout (TNT_TOPOLOGY=flat) never, and forcing fails. */
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_NOT_EQUAL(algo, TNT_ALGO_HIER);
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_HIER, &algo),
+                    TNT_ERR_CONFIG);
+    CU_ASSERT_EQUAL(tnt__algo_parse("hierarchical"), TNT_ALGO_HIER);
+    for (size_t li = 0; li < NLAYOUTS; li++) {
+        const layout_t *l = &layouts[li];
+        CU_ASSERT_EQUAL_FATAL(tnt__topo_init(&t, l->n, l->keys),
+                              TNT_SUCCESS);
+        a.nranks = l->n;
+        a.topo = &t;
+        a.count = 1 << 20;
+        int want = t.nhosts > 1 && t.max_local > 1;
+        CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo),
+                        TNT_SUCCESS);
+        CU_ASSERT_EQUAL(algo == TNT_ALGO_HIER, want);
+        /* Small messages stay with the flat recursive doubling. */
+        a.count = 8;
+        CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo),
+                        TNT_SUCCESS);
+        CU_ASSERT_EQUAL(algo, TNT_ALGO_RD);
+        /* Forced, it applies to any layout. */
+        CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_HIER, &algo),
+                        TNT_SUCCESS);
+        CU_ASSERT_EQUAL(algo, TNT_ALGO_HIER);
+        tnt__topo_fini(&t);
+    }
+}
+
+/* The schedule cache tells apart arguments that differ only in the host
+ * layout: the hierarchical schedule depends on it. */
+static void test_cache_topo(void)
+{
+    tnt_topo_t t1, t2;
+    static const int k1[] = {0, 0, 1, 1}, k2[] = {0, 1, 0, 1};
+    CU_ASSERT_EQUAL_FATAL(tnt__topo_init(&t1, 4, k1), TNT_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(tnt__topo_init(&t2, 4, k2), TNT_SUCCESS);
+    tnt_sched_cache_t *c = malloc(sizeof(*c));
+    CU_ASSERT_FATAL(c != NULL);
+    tnt__sched_cache_init(c);
+    tnt_coll_args_t a = args(TNT_COLL_ALLREDUCE, 4, 100, TNT_F32, TNT_SUM,
+                             64);
+    tnt_sched_t *s1, *s2, *s3;
+    a.topo = &t1;
+    CU_ASSERT_EQUAL(tnt__sched_cache_get(c, &a, TNT_ALGO_HIER, &s1), 0);
+    a.topo = &t2;
+    CU_ASSERT_EQUAL(tnt__sched_cache_get(c, &a, TNT_ALGO_HIER, &s2), 0);
+    a.topo = &t1;
+    CU_ASSERT_EQUAL(tnt__sched_cache_get(c, &a, TNT_ALGO_HIER, &s3), 0);
+    CU_ASSERT(s1 != s2);
+    CU_ASSERT(s1 == s3);
+    /* Rank 0's peers: 1 on its host in t1, 2 in t2. */
+    CU_ASSERT_EQUAL(s1->ops[0].peer, 1);
+    CU_ASSERT_EQUAL(s2->ops[0].peer, 2);
+    tnt__sched_release(c, s1);
+    tnt__sched_release(c, s2);
+    tnt__sched_release(c, s3);
+    tnt__sched_cache_destroy(c);
+    free(c);
+    tnt__topo_fini(&t1);
+    tnt__topo_fini(&t2);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -510,6 +677,11 @@ int main(void)
     CU_add_test(s, "barrier p=1..40", test_barrier);
     CU_add_test(s, "counts above 2^32 (build only)", test_huge_counts_build);
     CU_add_test(s, "algorithm selection", test_select);
+    CU_add_test(s, "host layouts and slice owners", test_topo);
+    CU_add_test(s, "hierarchical allreduce, many layouts",
+                test_hierarchical);
+    CU_add_test(s, "hierarchical selection", test_select_hier);
+    CU_add_test(s, "schedule cache keys on the layout", test_cache_topo);
     CU_basic_set_mode(CU_BRM_NORMAL);
     CU_basic_run_tests();
     int failures = (int)CU_get_number_of_failures();

@@ -6,6 +6,7 @@
 #define TNT_COLLECTIVES_ALGORITHMS_H
 
 #include "collectives/schedule.h"
+#include "collectives/topo.h"
 
 enum tnt_coll_kind {
     TNT_COLL_ALLREDUCE = 1,
@@ -25,6 +26,7 @@ enum tnt_algo {
     TNT_ALGO_DISSEMINATION, /* barrier */
     TNT_ALGO_LOCAL,     /* one rank: a copy at most */
     TNT_ALGO_RABENSEIFNER, /* allreduce: halving RS + doubling AG */
+    TNT_ALGO_HIER,      /* allreduce: intra-host RS, inter-host, AG */
     TNT_ALGO_END
 };
 
@@ -38,14 +40,18 @@ typedef struct tnt_coll_args {
     size_t esize;
     int in_place;
     size_t segment_bytes; /* pipelining granule; tests shrink it */
+    /* The communicator's host layout, NULL when TNT_TOPOLOGY=flat. Lives
+     * as long as the communicator (and its schedule cache). */
+    const tnt_topo_t *topo;
 } tnt_coll_args_t;
 
 const char *tnt__algo_name(int algo);
 /** Parse "ring", "rd", ... ; TNT_ALGO_AUTO for "auto"; -1 if unknown. */
 int tnt__algo_parse(const char *name);
 
-/** The selection table (size and rank count); `forced` wins if it applies
- *  to this collective, else TNT_ERR_CONFIG. */
+/** The selection table (size, rank count and, for allreduce, the host
+ *  layout in a->topo); `forced` wins if it applies to this collective,
+ *  else TNT_ERR_CONFIG. */
 tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
                               int *algo);
 
@@ -56,6 +62,7 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
 tnt_result_t tnt__allreduce_ring(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_rd(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_rab(const tnt_coll_args_t *a, tnt_sched_t *s);
+tnt_result_t tnt__allreduce_hier(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__bcast_binomial(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__bcast_pipeline(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__barrier_dissemination(const tnt_coll_args_t *a,

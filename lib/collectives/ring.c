@@ -21,8 +21,8 @@
 #define RING_WINDOW_BYTES ((size_t)16 << 20)
 #define RING_MAX_SEGMENTS ((size_t)1 << 18)
 
-tnt_result_t tnt__ring_init(tnt_ring_t *r, const tnt_coll_args_t *a,
-                            size_t count, size_t block)
+static tnt_result_t ring_setup(tnt_ring_t *r, const tnt_coll_args_t *a,
+                               size_t count, size_t block, size_t maxlen)
 {
     r->rank = a->rank;
     r->p = a->nranks;
@@ -32,7 +32,6 @@ tnt_result_t tnt__ring_init(tnt_ring_t *r, const tnt_coll_args_t *a,
     r->segelems = a->segment_bytes / a->esize;
     if (r->segelems == 0)
         r->segelems = 1;
-    size_t maxlen = block ? block : count / (size_t)r->p + 1;
     /* Bound the schedule's size: past RING_MAX_SEGMENTS per rank the
      * segments grow instead (a schedule op costs ~64 bytes). */
     size_t maxseg = RING_MAX_SEGMENTS / (size_t)r->p;
@@ -57,6 +56,27 @@ tnt_result_t tnt__ring_init(tnt_ring_t *r, const tnt_coll_args_t *a,
     return TNT_SUCCESS;
 }
 
+tnt_result_t tnt__ring_init(tnt_ring_t *r, const tnt_coll_args_t *a,
+                            size_t count, size_t block)
+{
+    r->chunk_off = NULL;
+    r->peers = NULL;
+    return ring_setup(r, a, count, block,
+                      block ? block : count / (size_t)a->nranks + 1);
+}
+
+tnt_result_t tnt__ring_init_mapped(tnt_ring_t *r, const tnt_coll_args_t *a,
+                                   const size_t *off, const int *peers)
+{
+    size_t maxlen = 0;
+    for (int c = 0; c < a->nranks; c++)
+        if (off[c + 1] - off[c] > maxlen)
+            maxlen = off[c + 1] - off[c];
+    r->chunk_off = off;
+    r->peers = peers;
+    return ring_setup(r, a, off[a->nranks], 0, maxlen);
+}
+
 void tnt__ring_fini(tnt_ring_t *r)
 {
     free(r->last_write);
@@ -66,12 +86,22 @@ void tnt__ring_fini(tnt_ring_t *r)
 
 void tnt__ring_chunk(const tnt_ring_t *r, int c, size_t *off, size_t *len)
 {
-    if (r->block) {
+    if (r->chunk_off) {
+        *off = r->chunk_off[c];
+        *len = r->chunk_off[c + 1] - r->chunk_off[c];
+    } else if (r->block) {
         *off = (size_t)c * r->block;
         *len = r->block;
     } else {
         tnt__chunk_range(r->count, r->p, c, off, len);
     }
+}
+
+/* The communicator rank at ring position pos. */
+static int ring_peer(const tnt_ring_t *r, int pos)
+{
+    pos = tnt__mod(pos, r->p);
+    return r->peers ? r->peers[pos] : pos;
 }
 
 /* Byte reference and length of segment j of chunk c in buffer `base`. */
@@ -88,8 +118,8 @@ static tnt_bufref_t seg_ref(const tnt_ring_t *r, tnt_bufref_t base, int c,
 void tnt__ring_rs_phase(tnt_sched_t *s, tnt_ring_t *r, tnt_op_t op)
 {
     (void)op; /* the engine picks the kernel; kept for readability */
-    int p = r->p, right = tnt__mod(r->rank + 1, p);
-    int left = tnt__mod(r->rank - 1, p);
+    int p = r->p, right = ring_peer(r, r->rank + 1);
+    int left = ring_peer(r, r->rank - 1);
     size_t maxseg = r->segelems * r->esize;
     size_t total = (size_t)(p - 1) * r->nseg;
     size_t window = RING_WINDOW_BYTES / (maxseg ? maxseg : 1);
@@ -158,8 +188,8 @@ void tnt__ring_rs_phase(tnt_sched_t *s, tnt_ring_t *r, tnt_op_t op)
 
 void tnt__ring_ag_phase(tnt_sched_t *s, tnt_ring_t *r)
 {
-    int p = r->p, right = tnt__mod(r->rank + 1, p);
-    int left = tnt__mod(r->rank - 1, p);
+    int p = r->p, right = ring_peer(r, r->rank + 1);
+    int left = ring_peer(r, r->rank - 1);
     for (int k = 0; k < p - 1; k++) {
         int sc = tnt__mod(r->owned - k, p);
         int rc = tnt__mod(r->owned - k - 1, p);

@@ -16,6 +16,8 @@ typedef struct tnt_ring {
     size_t esize;
     size_t count;      /* elements, split evenly over p (block == 0) */
     size_t block;      /* if nonzero, chunk c is [c*block, (c+1)*block) */
+    const size_t *chunk_off; /* if set, chunk c is [off[c], off[c+1]) */
+    const int *peers;  /* if set, ring position -> communicator rank */
     size_t segelems;   /* pipelining granule in elements */
     size_t nseg;       /* segments per chunk (same for every chunk) */
     tnt_bufref_t src;  /* reduce-scatter: this rank's contributions */
@@ -34,6 +36,12 @@ typedef struct tnt_ring {
 /** Fill the geometry and allocate the tracking arrays. */
 tnt_result_t tnt__ring_init(tnt_ring_t *r, const tnt_coll_args_t *a,
                             size_t count, size_t block);
+/** A ring over some of the communicator's ranks: `a` gives the ring
+ *  position (rank) and size (nranks), peers[] the communicator rank at
+ *  each position, off[] (nranks + 1 entries) the chunk bounds. Both
+ *  arrays must outlive the ring. */
+tnt_result_t tnt__ring_init_mapped(tnt_ring_t *r, const tnt_coll_args_t *a,
+                                   const size_t *off, const int *peers);
 void tnt__ring_fini(tnt_ring_t *r);
 void tnt__ring_chunk(const tnt_ring_t *r, int c, size_t *off, size_t *len);
 

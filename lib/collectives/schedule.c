@@ -109,6 +109,45 @@ size_t tnt__sched_scratch(tnt_sched_t *s, size_t bytes)
     return off;
 }
 
+static tnt_bufref_t splice_ref(tnt_bufref_t r, const tnt_splice_t *m,
+                               size_t scratch)
+{
+    if (r.buf == TNT_BUF_SCRATCH)
+        return tnt__ref(TNT_BUF_SCRATCH, scratch + r.off);
+    return tnt__ref(m->region.buf, m->region.off + r.off);
+}
+
+uint32_t tnt__sched_splice(tnt_sched_t *s, const tnt_sched_t *sub,
+                           const tnt_splice_t *m, uint32_t entry)
+{
+    size_t scratch = tnt__sched_scratch(s, sub->scratch_bytes);
+    uint32_t base = s->nops;
+    for (uint32_t i = 0; i < sub->nops; i++) {
+        tnt_sop_t op = sub->ops[i];
+        if (op.kind == TNT_SOP_SEND || op.kind == TNT_SOP_RECV) {
+            op.peer = m->peers[op.peer];
+            op.step += m->step_base;
+        }
+        op.dst = splice_ref(op.dst, m, scratch);
+        op.a = splice_ref(op.a, m, scratch);
+        op.b = splice_ref(op.b, m, scratch);
+        op.ndeps = op.succ_begin = op.succ_count = 0;
+        if (add_op(s, &op) != base + i)
+            return TNT_SOP_NONE; /* out of memory: finalize reports it */
+    }
+    for (uint32_t e = 0; e < sub->nedges; e++)
+        tnt__sched_dep(s, base + sub->edges[e].from, base + sub->edges[e].to);
+    uint32_t join = tnt__sched_copy(s, m->region, m->region, 0);
+    for (uint32_t i = 0; i < sub->nops; i++) {
+        if (sub->ops[i].ndeps == 0)
+            tnt__sched_dep(s, entry, base + i);
+        if (sub->ops[i].succ_count == 0)
+            tnt__sched_dep(s, base + i, join);
+    }
+    tnt__sched_dep(s, entry, join);
+    return join;
+}
+
 tnt_result_t tnt__sched_finalize(tnt_sched_t *s)
 {
     if (s->oom)

@@ -86,6 +86,21 @@ size_t tnt__sched_scratch(tnt_sched_t *s, size_t bytes);
 /** Build the successor lists; TNT_ERR_NO_MEMORY if any step failed. */
 tnt_result_t tnt__sched_finalize(tnt_sched_t *s);
 
+/* How a schedule built for a subgroup is placed into a larger one. */
+typedef struct tnt_splice {
+    const int *peers;    /* subgroup position -> communicator rank */
+    uint32_t step_base;  /* added to every tag */
+    tnt_bufref_t region; /* where the sub-schedule's send and receive
+                          * buffers (in place) lie */
+} tnt_splice_t;
+
+/** Append finalized schedule `sub` to s as placed by m: its scratch gets
+ *  a fresh range of s's, its operations without predecessors wait for
+ *  `entry` (may be TNT_SOP_NONE). Returns an operation that completes
+ *  after all of sub's (an empty copy serves as the join point). */
+uint32_t tnt__sched_splice(tnt_sched_t *s, const tnt_sched_t *sub,
+                           const tnt_splice_t *m, uint32_t entry);
+
 static inline tnt_bufref_t tnt__ref(uint32_t buf, size_t off)
 {
     tnt_bufref_t r = {buf, off};

@@ -19,6 +19,12 @@
 #define ALLREDUCE_RD_MAX_BYTES ((size_t)64 << 10)
 #define ALLREDUCE_RAB_MAX_BYTES ((size_t)2 << 20)
 #define BCAST_BINOMIAL_MAX_BYTES ((size_t)256 << 10)
+/* Hierarchical allreduce (allreduce_hier.c): from this size on, when the
+ * job spans several hosts and some host has several ranks. Below it the
+ * flat recursive doubling's log2(p) rounds beat three phases. Its tags
+ * allow up to HIER_MAX_LOCAL ranks on a host. */
+#define ALLREDUCE_HIER_MIN_BYTES ((size_t)64 << 10)
+#define HIER_MAX_LOCAL 1024
 
 static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_AUTO] = "auto",
@@ -29,6 +35,7 @@ static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_DISSEMINATION] = "dissemination",
     [TNT_ALGO_LOCAL] = "local",
     [TNT_ALGO_RABENSEIFNER] = "rabenseifner",
+    [TNT_ALGO_HIER] = "hierarchical",
 };
 
 const char *tnt__algo_name(int algo)
@@ -51,6 +58,8 @@ int tnt__algo_parse(const char *name)
         return TNT_ALGO_RABENSEIFNER;
     if (strcmp(name, "chain") == 0)
         return TNT_ALGO_PIPELINE;
+    if (strcmp(name, "hier") == 0)
+        return TNT_ALGO_HIER;
     return -1;
 }
 
@@ -59,7 +68,7 @@ static int applies(int kind, int algo)
     switch (kind) {
     case TNT_COLL_ALLREDUCE:
         return algo == TNT_ALGO_RING || algo == TNT_ALGO_RD ||
-               algo == TNT_ALGO_RABENSEIFNER;
+               algo == TNT_ALGO_RABENSEIFNER || algo == TNT_ALGO_HIER;
     case TNT_COLL_BROADCAST:
         return algo == TNT_ALGO_BINOMIAL || algo == TNT_ALGO_PIPELINE;
     default:
@@ -80,12 +89,23 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
             return tnt__error(TNT_ERR_CONFIG, "algorithm '%s' does not "
                               "apply to this collective",
                               tnt__algo_name(forced));
+        if (forced == TNT_ALGO_HIER &&
+            (!a->topo || a->topo->max_local > HIER_MAX_LOCAL))
+            return tnt__error(TNT_ERR_CONFIG, "hierarchical allreduce "
+                              "needs the host layout (TNT_TOPOLOGY=auto) "
+                              "and at most %d ranks per host",
+                              HIER_MAX_LOCAL);
         *algo = forced;
         return TNT_SUCCESS;
     }
     switch (a->kind) {
     case TNT_COLL_ALLREDUCE:
-        if (bytes <= ALLREDUCE_RD_MAX_BYTES || a->count < (size_t)a->nranks)
+        if (a->topo && a->topo->nhosts > 1 && a->topo->max_local > 1 &&
+            a->topo->max_local <= HIER_MAX_LOCAL &&
+            bytes >= ALLREDUCE_HIER_MIN_BYTES)
+            *algo = TNT_ALGO_HIER;
+        else if (bytes <= ALLREDUCE_RD_MAX_BYTES ||
+                 a->count < (size_t)a->nranks)
             *algo = TNT_ALGO_RD;
         else if (a->nranks > 2 && bytes <= ALLREDUCE_RAB_MAX_BYTES)
             *algo = TNT_ALGO_RABENSEIFNER;
@@ -136,6 +156,7 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
         break;
     case TNT_ALGO_RD: rc = tnt__allreduce_rd(a, s); break;
     case TNT_ALGO_RABENSEIFNER: rc = tnt__allreduce_rab(a, s); break;
+    case TNT_ALGO_HIER: rc = tnt__allreduce_hier(a, s); break;
     case TNT_ALGO_BINOMIAL: rc = tnt__bcast_binomial(a, s); break;
     case TNT_ALGO_PIPELINE: rc = tnt__bcast_pipeline(a, s); break;
     case TNT_ALGO_DISSEMINATION: rc = tnt__barrier_dissemination(a, s); break;

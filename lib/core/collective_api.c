@@ -43,6 +43,9 @@ tnt_coll_args_t tnt__coll_args(tnt_comm_t comm, int kind, size_t count,
         .root = root, .rank = comm->rank, .nranks = comm->nranks,
         .esize = tnt_dtype_size(dtype), .in_place = in_place,
         .segment_bytes = comm->params.segment_bytes,
+        .topo = (comm->topo.nranks > 1 &&
+                 comm->params.topology == TNT_TOPOLOGY_AUTO)
+                    ? &comm->topo : NULL,
     };
     return a;
 }

@@ -146,6 +146,29 @@ static tnt_result_t validate_config(const tnt_config_t *c, int needs_root)
     return TNT_SUCCESS;
 }
 
+/* The host layout, from the host identities of the bootstrap table: every
+ * rank has the same table, so every rank gets the same layout (and picks
+ * the same algorithms from it). A host's key is its lowest rank. */
+static tnt_result_t build_topo(struct tnt_comm *comm)
+{
+    int n = comm->nranks;
+    int *key = malloc((size_t)n * sizeof(int));
+    if (!key)
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+    for (int i = 0; i < n; i++) {
+        key[i] = i;
+        for (int j = 0; j < i; j++)
+            if (key[j] == j && strcmp(comm->peers[j].host,
+                                      comm->peers[i].host) == 0) {
+                key[i] = j;
+                break;
+            }
+    }
+    tnt_result_t rc = tnt__topo_init(&comm->topo, n, key);
+    free(key);
+    return rc;
+}
+
 static void comm_destroy(struct tnt_comm *comm)
 {
     tnt__progress_stop(comm);
@@ -156,6 +179,7 @@ static void comm_destroy(struct tnt_comm *comm)
     tnt__bufpool_destroy(&comm->pool);
     tnt__progress_close(comm);
     free(comm->peers);
+    tnt__topo_fini(&comm->topo);
     tnt__auth_key_wipe(&comm->auth_key);
     pthread_cond_destroy(&comm->cond);
     pthread_cond_destroy(&comm->park);
@@ -234,6 +258,8 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
                                          table[i].addr_len);
         }
         free(table);
+        if (rc == TNT_SUCCESS)
+            rc = build_topo(comm);
     }
     if (rc == TNT_SUCCESS)
         rc = tnt__progress_run_thread(comm);

@@ -221,6 +221,7 @@ struct tnt_comm {
 #define TNT_RECENT_SIGS 64
     tnt_msg_hdr_t recent_sigs[TNT_RECENT_SIGS];
     char host[TNT_HOST_MAX];
+    tnt_topo_t topo;           /* host layout from peers' hosts (comm.c) */
     char bind_ip[64];          /* where the transport listens */
 };
 

@@ -102,9 +102,24 @@ static tnt_result_t parse_kind_ALGO(const char *n, const char *s, int *o)
     int a = tnt__algo_parse(s);
     if (a < 0)
         return tnt__error(TNT_ERR_CONFIG, "%s='%s' is not a known algorithm;"
-                          " expected auto, ring, rd, binomial or pipeline",
+                          " expected auto, ring, rd, rabenseifner, "
+                          "hierarchical, binomial or pipeline",
                           n, s);
     *o = a;
+    return TNT_SUCCESS;
+}
+
+static tnt_result_t parse_kind_TOPOLOGY(const char *n, const char *s,
+                                        int *o)
+{
+    if (strcmp(s, "auto") == 0)
+        *o = TNT_TOPOLOGY_AUTO;
+    else if (strcmp(s, "flat") == 0)
+        *o = TNT_TOPOLOGY_FLAT;
+    else
+        return tnt__error(TNT_ERR_CONFIG, "%s='%s' is not a topology "
+                          "setting; expected auto (use the hosts' layout) "
+                          "or flat (ignore it)", n, s);
     return TNT_SUCCESS;
 }
 
@@ -122,6 +137,10 @@ tnt_result_t tnt__params_load(tnt_params_t *p)
         return tnt__error(TNT_ERR_CONFIG, "TNT_SEGMENT_BYTES=%zu is too "
                           "small; expected at least 64 bytes",
                           p->segment_bytes);
+    if (p->allreduce_algo == TNT_ALGO_HIER &&
+        p->topology == TNT_TOPOLOGY_FLAT)
+        return tnt__error(TNT_ERR_CONFIG, "TNT_ALLREDUCE_ALGO=hierarchical "
+                          "contradicts TNT_TOPOLOGY=flat; unset one");
     if (p->timeout_s <= 0)
         return tnt__error(TNT_ERR_CONFIG, "TNT_TIMEOUT must be positive");
     return TNT_SUCCESS;

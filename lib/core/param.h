@@ -12,7 +12,8 @@
 #include "tnt/tnt.h"
 
 /* X(field, ENV_NAME, kind, default, help). kind: SIZE (bytes with k/M/G
- * suffixes, powers of 1024), SECONDS (decimal), INT, ALGO (names). */
+ * suffixes, powers of 1024), SECONDS (decimal), INT, ALGO (names),
+ * TOPOLOGY (auto or flat). */
 #define TNT_PARAM_LIST(X)                                                   \
     X(timeout_s, "TNT_TIMEOUT", SECONDS, "300",                             \
       "deadline of every operation, seconds")                               \
@@ -23,10 +24,14 @@
     X(socket_buffer, "TNT_SOCKET_BUFFER", SIZE, "0",                        \
       "SO_SNDBUF/SO_RCVBUF of data sockets (0: kernel autotuning)")         \
     X(allreduce_algo, "TNT_ALLREDUCE_ALGO", ALGO, "auto",                   \
-      "auto|ring|rd|rabenseifner")                                          \
+      "auto|ring|rd|rabenseifner|hierarchical")                             \
+    X(topology, "TNT_TOPOLOGY", TOPOLOGY, "auto",                           \
+      "auto|flat: flat ignores hosts (no hierarchical allreduce)")         \
     X(bcast_algo, "TNT_BCAST_ALGO", ALGO, "auto", "auto|binomial|pipeline") \
     X(max_unexpected_bytes, "TNT_MAX_UNEXPECTED_BYTES", SIZE, "1G",         \
       "memory for messages that arrive before their receive is posted")
+
+enum tnt_topology { TNT_TOPOLOGY_AUTO = 0, TNT_TOPOLOGY_FLAT };
 
 typedef struct tnt_params {
     double timeout_s;
@@ -35,6 +40,7 @@ typedef struct tnt_params {
     size_t socket_buffer;
     int allreduce_algo;
     int bcast_algo;
+    int topology;       /* enum tnt_topology */
     size_t max_unexpected_bytes;
 } tnt_params_t;
 

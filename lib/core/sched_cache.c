@@ -21,7 +21,7 @@ static int same_key(const tnt_coll_args_t *x, const tnt_coll_args_t *y)
            x->count == y->count && x->root == y->root &&
            x->rank == y->rank && x->nranks == y->nranks &&
            x->esize == y->esize && x->in_place == y->in_place &&
-           x->segment_bytes == y->segment_bytes;
+           x->segment_bytes == y->segment_bytes && x->topo == y->topo;
 }
 
 static uint64_t key_hash(const tnt_coll_args_t *a, int algo)
@@ -30,7 +30,7 @@ static uint64_t key_hash(const tnt_coll_args_t *a, int algo)
                           (uint64_t)a->op, a->count, (uint64_t)a->root,
                           (uint64_t)a->rank, (uint64_t)a->nranks, a->esize,
                           (uint64_t)a->in_place, a->segment_bytes,
-                          (uint64_t)algo};
+                          (uint64_t)(uintptr_t)a->topo, (uint64_t)algo};
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
         h ^= v[i];

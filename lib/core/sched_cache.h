@@ -1,9 +1,11 @@
 /*
  * A per-communicator cache of built schedules. A schedule depends only on
  * the collective's arguments and the algorithm (buffers are referenced by
- * id and offset), so a training loop that repeats the same allreduces
- * builds each schedule once. Schedules are shared read-only by the
- * requests that run them and counted by reference.
+ * id and offset; the host layout by a pointer fixed for the
+ * communicator's life, compared like the other arguments), so a
+ * training loop that repeats the same allreduces builds each schedule
+ * once. Schedules are shared read-only by the requests that run them and
+ * counted by reference.
  */
 #ifndef TNT_CORE_SCHED_CACHE_H
 #define TNT_CORE_SCHED_CACHE_H
