@@ -26,7 +26,9 @@
       "auto|ring|rd|rabenseifner")                                          \
     X(bcast_algo, "TNT_BCAST_ALGO", ALGO, "auto", "auto|binomial|pipeline") \
     X(max_unexpected_bytes, "TNT_MAX_UNEXPECTED_BYTES", SIZE, "1G",         \
-      "memory for messages that arrive before their receive is posted")
+      "memory for messages that arrive before their receive is posted")  \
+    X(unlocked_bytes, "TNT_UNLOCKED_BYTES", SIZE, "16k",                   \
+      "reductions and copies this large run with the engine lock free")
 
 typedef struct tnt_params {
     double timeout_s;
@@ -36,6 +38,7 @@ typedef struct tnt_params {
     int allreduce_algo;
     int bcast_algo;
     size_t max_unexpected_bytes;
+    size_t unlocked_bytes;
 } tnt_params_t;
 
 /** Read every knob from the environment (defaults where unset). */

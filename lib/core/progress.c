@@ -208,6 +208,10 @@ void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
         tnt__engine_run_deferred(comm);
         timeout_ms = 0; /* what they started may need more at once */
     }
+    /* Large reductions queued by another thread's post (lock released
+     * while they run; nobody else polls meanwhile). */
+    if (tnt__engine_run_heavy(comm))
+        timeout_ms = 0;
     pthread_mutex_unlock(&comm->lock);
     int n = epoll_wait(comm->epfd, evs, MAX_EVENTS, timeout_ms);
     int err = errno;
@@ -220,6 +224,10 @@ void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
         if (!w->dead)
             w->cb(w->arg, from_epoll(evs[i].events));
     }
+    /* What the callbacks made ready, now that no transport is inside a
+     * call: the lock may be released. The batch is done, and watches
+     * removed meanwhile go to the graveyard, freed below. */
+    tnt__engine_run_heavy(comm);
     tnt__engine_check_deadlines(comm, tnt__now());
     unsigned gen = tnt__report_generation();
     if (gen != comm->report_seen) { /* SIGUSR1 */
