@@ -703,7 +703,7 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
         return rc;
     uint32_t nops = sched->nops;
 
-    pthread_mutex_lock(&comm->lock);
+    tnt__lock_to_post(comm);
     struct tnt_request *req = alloc_request(comm, nops);
     if (!req) {
         pthread_mutex_unlock(&comm->lock);

@@ -196,6 +196,8 @@ struct tnt_comm {
      * the caller's thread with no hand-off; the progress thread parks
      * meanwhile and serves nonblocking work. */
     int polling;               /* someone is the poller */
+    int lock_wanted;           /* atomic: threads blocked to post; the
+                                  poller lets them in between callbacks */
     int thread_polling;        /* ... and it is the progress thread */
     int thread_parked;
     int user_waiters;          /* threads inside tnt__engine_wait */
@@ -305,5 +307,15 @@ void tnt__engine_free_requests(struct tnt_comm *comm);
 void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc);
 
 double tnt__now(void);
+
+/** Take comm->lock to post: counted in comm->lock_wanted, so that a
+ *  poller dispatching a long batch lets this thread in between two
+ *  callbacks instead of making it wait for the whole batch. */
+static inline void tnt__lock_to_post(struct tnt_comm *comm)
+{
+    __atomic_add_fetch(&comm->lock_wanted, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&comm->lock);
+    __atomic_sub_fetch(&comm->lock_wanted, 1, __ATOMIC_RELAXED);
+}
 
 #endif /* TNT_CORE_ENGINE_H */

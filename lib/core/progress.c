@@ -12,6 +12,7 @@
  * fires.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,6 +200,27 @@ int tnt__progress_timeout_ms(struct tnt_comm *comm, double now)
     return (int)(left * 1000.0) + 1;
 }
 
+/* How many times the poller yields to let a posting thread take the lock
+ * (bounded: that thread may not be scheduled at all for a while). */
+#define LET_IN_YIELDS 50
+
+/* Between two callbacks of a batch, if a thread waits to post: release
+ * the lock until it has taken it. Nothing of the batch is in use here:
+ * whatever the poster does to watches (a failure closes connections) is
+ * what could happen while epoll_wait ran unlocked, and the graveyard
+ * keeps removed watches until the batch is done. */
+static void let_posters_in(struct tnt_comm *comm)
+{
+    if (!__atomic_load_n(&comm->lock_wanted, __ATOMIC_RELAXED))
+        return;
+    pthread_mutex_unlock(&comm->lock);
+    for (int i = 0; i < LET_IN_YIELDS &&
+                    __atomic_load_n(&comm->lock_wanted, __ATOMIC_RELAXED);
+         i++)
+        sched_yield();
+    pthread_mutex_lock(&comm->lock);
+}
+
 void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
 {
     struct epoll_event evs[MAX_EVENTS];
@@ -223,6 +245,8 @@ void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
         tnt_watch_t *w = evs[i].data.ptr;
         if (!w->dead)
             w->cb(w->arg, from_epoll(evs[i].events));
+        if (i + 1 < n)
+            let_posters_in(comm);
     }
     /* What the callbacks made ready, now that no transport is inside a
      * call: the lock may be released. The batch is done, and watches
