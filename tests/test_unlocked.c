@@ -12,8 +12,11 @@
  *   large allreduces are being reduced on the others. Survivors detach
  *   some requests, wait for the others, free each waited buffer at once
  *   and free the communicator: a request finished (and its buffers given
- *   back) while a reduction still wrote into them, or a communicator
- *   freed under one, is a use after free under ASan.
+ *   back) while a reduction still wrote into them is a use after free
+ *   under ASan;
+ * - abort_or_free_during_reduce: the same when the communicator fails on
+ *   the application's thread (tnt_comm_abort, tnt_comm_free) while the
+ *   progress thread is inside a reduction.
  *
  * Usage: test_unlocked [suite [test]].
  */
@@ -304,9 +307,91 @@ static void test_kill_during_reduce(void)
     }
 }
 
+/* ---- abort_or_free_during_reduce ------------------------------------ */
+
+/* Here the communicator fails on a thread that is not the poller, while
+ * the poller may be inside a reduction: tnt_comm_abort, then tnt_wait on
+ * every request and each buffer freed as soon as its wait returned; or
+ * tnt_comm_free straight away, the requests released after it. A wait
+ * that returned before the reduction into its buffer had, or a free that
+ * took the scratch or the request from under it, is caught by ASan. */
+#define AF_OPS 4
+#define AF_COUNT (1u << 21) /* f32: 8 MiB, reduced whole by rd */
+#define AF_TRIALS 6
+
+typedef struct af_arg {
+    int trial;
+    double delay_s[2];
+} af_arg_t;
+
+static int abort_rank(tnt_comm_t unused, int rank, int p, void *arg,
+                      th_report_t *rep)
+{
+    (void)unused;
+    (void)p;
+    const af_arg_t *a = arg;
+    tnt_comm_t comm = NULL;
+    tnt_result_t rc = tnt_comm_init_from_env(&comm);
+    th_report_check(rep, "init", rc, 0, 0, NULL, 0);
+    if (rc != TNT_SUCCESS)
+        return 1;
+    float *buf[AF_OPS];
+    tnt_request_t req[AF_OPS];
+    for (int k = 0; k < AF_OPS; k++) {
+        buf[k] = xmalloc(AF_COUNT * sizeof(float));
+        tnt_gen_fill(buf[k], AF_COUNT, TNT_F32, TNT_SUM, 0xab0 + k, rank);
+        if (tnt_iallreduce(comm, TNT_IN_PLACE, buf[k], AF_COUNT, TNT_F32,
+                           TNT_SUM, &req[k]) != TNT_SUCCESS)
+            req[k] = NULL;
+    }
+    struct timespec ts = {0, (long)(a->delay_s[rank % 2] * 1e9)};
+    nanosleep(&ts, NULL);
+    if (a->trial % 2 == 0) {
+        rc = tnt_comm_abort(comm);
+        th_report_check(rep, "abort", rc, 0, 0, NULL, 0);
+        for (int k = 0; k < AF_OPS; k++) {
+            tnt_result_t w = req[k] ? tnt_wait(req[k]) : TNT_ERR_ABORTED;
+            char name[32];
+            snprintf(name, sizeof name, "wait/%d", k);
+            th_report_expect(rep, name, w == TNT_SUCCESS ||
+                             w == TNT_ERR_ABORTED || w == TNT_ERR_PEER_LOST,
+                             w, "after tnt_comm_abort: %s", tnt_last_error());
+            /* Done means done: nothing may write into it any more. */
+            free(buf[k]);
+            buf[k] = NULL;
+        }
+    }
+    rc = tnt_comm_free(comm);
+    th_report_check(rep, "comm_free", rc, 0, 0, NULL, 0);
+    for (int k = 0; k < AF_OPS; k++) {
+        if (req[k])
+            tnt_request_free(req[k]);
+        free(buf[k]);
+    }
+    return 0;
+}
+
+static void test_abort_during_reduce(void)
+{
+    th_rng_t rng = {20260612};
+    for (int t = 0; t < AF_TRIALS; t++) {
+        af_arg_t a = {t, {(double)th_rnd_below(&rng, 60000) * 1e-6,
+                          (double)th_rnd_below(&rng, 60000) * 1e-6}};
+        char name[96];
+        snprintf(name, sizeof name, "%s %.3f/%.3f s after the posts "
+                 "(trial %d)", t % 2 ? "tnt_comm_free" : "tnt_comm_abort",
+                 a.delay_s[0], a.delay_s[1], t);
+        const char *env[] = {"TNT_UNLOCKED_BYTES=0",
+                             "TNT_ALLREDUCE_ALGO=rd", NULL};
+        th_job_t job = {name, 2, env, abort_rank, &a, 120, 1, 0};
+        th_run_job(&job, NULL);
+    }
+}
+
 static const th_test_def_t k_tests[] = {
     {"unlocked", "concurrent", test_concurrent},
     {"unlocked", "kill_during_reduce", test_kill_during_reduce},
+    {"unlocked", "abort_or_free_during_reduce", test_abort_during_reduce},
     {NULL, NULL, NULL}};
 
 int main(int argc, char **argv)

@@ -506,7 +506,7 @@ void tnt__deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
     if (p->unexp_tail == u)
         p->unexp_tail = prev;
     u->next = NULL;
-    if (u->len >= comm->params.unlocked_bytes) {
+    if (u->len && u->len >= comm->params.unlocked_bytes) {
         /* Off the peer's list, so a failure meanwhile does not free it:
          * the copy owns it until tnt__engine_run_heavy frees it. */
         os->src = u;

@@ -145,10 +145,12 @@ int tnt__engine_run_heavy(struct tnt_comm *comm)
         req->busy++;
         comm->busy++;
         pthread_mutex_unlock(&comm->lock);
-        if (u)
-            memcpy(dst, u->data, u->len);
-        else
+        if (u) {
+            if (u->len)
+                memcpy(dst, u->data, u->len);
+        } else {
             tnt__run_compute(req, os->op);
+        }
         pthread_mutex_lock(&comm->lock);
         ran = 1;
         comm->busy--;
