@@ -2,14 +2,16 @@
  * Polling, the progress thread, and the fd services offered to transports.
  * The poller (one thread at a time) blocks in epoll_wait with the
  * communicator lock released and dispatches readiness to transport
- * callbacks with the lock held. A thread blocked in a wait is the poller
- * itself, so that a small blocking collective finishes on the caller's
- * thread without two context switches through the progress thread; the
- * progress thread parks meanwhile and polls for nonblocking work, dead
- * peers and early messages otherwise. Nobody spins: while collectives are
- * in flight the poller wakes at least once a second to enforce deadlines,
- * and after two idle seconds it sleeps until an fd or the wake eventfd
- * fires.
+ * callbacks with the lock held (letting a thread that waits to post in
+ * between two callbacks), then runs the large reductions and copies the
+ * callbacks made ready, with the lock released (engine_compute.c). A
+ * thread blocked in a wait is the poller itself, so that a small blocking
+ * collective finishes on the caller's thread without two context switches
+ * through the progress thread; the progress thread parks meanwhile and
+ * polls for nonblocking work, dead peers and early messages otherwise.
+ * Nobody spins: while collectives are in flight the poller wakes at least
+ * once a second to enforce deadlines, and after two idle seconds it sleeps
+ * until an fd or the wake eventfd fires.
  */
 #include <errno.h>
 #include <sched.h>
