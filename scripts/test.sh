@@ -43,6 +43,10 @@ if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
         TSAN_OPTIONS=halt_on_error=1 TNT_TEST_TIMEOUT_MULT=4 \
             build-tsan/tests/test_collectives "$suite"
     done
+    # Reductions run with the engine lock released (about 80 s).
+    echo "== ThreadSanitizer: test_unlocked"
+    TSAN_OPTIONS=halt_on_error=1 TNT_TEST_TIMEOUT_MULT=4 \
+        build-tsan/tests/test_unlocked
 fi
 # Fuzzing: each libFuzzer harness (handshake, message header, bootstrap
 # messages) for 30 s from the committed seed corpus (CI's budget is 20

@@ -203,14 +203,31 @@ void tnt__engine_run_deferred(struct tnt_comm *comm)
     }
 }
 
+/* Set the result: waiters return, the caller may reuse the buffers, a
+ * detached request is freed at the next safe point. */
+static void publish(struct tnt_comm *comm, struct tnt_request *req,
+                    tnt_result_t rc)
+{
+    req->result = rc;
+    if (req->detached) {
+        /* Freed at a safe point: the caller may still be walking it. */
+        unlink_all(comm, req);
+        req->reap_next = comm->reap_head;
+        comm->reap_head = req;
+    }
+    comm->last_activity = tnt__now();
+    pthread_cond_broadcast(&comm->cond);
+}
+
 static void finish(struct tnt_request *req, tnt_result_t rc)
 {
     struct tnt_comm *comm = req->comm;
-    if (req->result != TNT_INPROGRESS)
+    if (req->result != TNT_INPROGRESS || req->finish_late)
         return;
-    req->result = rc;
     if (req->deferred) /* it may be freed once finished */
         undefer(comm, req);
+    if (req->heavy_queued)
+        tnt__unqueue_heavy(comm, req);
     if (req->active) {
         if (req->prev)
             req->prev->next = req->next;
@@ -223,14 +240,20 @@ static void finish(struct tnt_request *req, tnt_result_t rc)
         req->next = req->prev = NULL;
         req->active = 0;
     }
-    if (req->detached) {
-        /* Freed at a safe point: the caller may still be walking it. */
-        unlink_all(comm, req);
-        req->reap_next = comm->reap_head;
-        comm->reap_head = req;
+    if (req->busy) {
+        /* A computation still writes into its buffers: the result waits
+         * for it (tnt__engine_run_heavy calls tnt__finish_late). */
+        req->finish_late = 1;
+        req->late_rc = rc;
+        return;
     }
-    comm->last_activity = tnt__now();
-    pthread_cond_broadcast(&comm->cond);
+    publish(comm, req, rc);
+}
+
+void tnt__finish_late(struct tnt_request *req)
+{
+    req->finish_late = 0;
+    publish(req->comm, req, req->late_rc);
 }
 
 void tnt__engine_reap(struct tnt_comm *comm)
@@ -482,6 +505,14 @@ void tnt__deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
         p->unexp_head = u->next;
     if (p->unexp_tail == u)
         p->unexp_tail = prev;
+    u->next = NULL;
+    if (u->len && u->len >= comm->params.unlocked_bytes) {
+        /* Off the peer's list, so a failure meanwhile does not free it:
+         * the copy owns it until tnt__engine_run_heavy frees it. */
+        os->src = u;
+        tnt__queue_heavy(comm, os->coll, os->op);
+        return;
+    }
     const tnt_sop_t *sop = &os->coll->sched->ops[os->op];
     if (u->len)
         memcpy(tnt__ref_ptr(os->coll, sop->dst), u->data, u->len);
@@ -526,7 +557,6 @@ static void start_op(struct tnt_comm *comm, struct tnt_request *req,
                      uint32_t op)
 {
     const tnt_sop_t *sop = &req->sched->ops[op];
-    size_t n = req->sched->esize ? sop->bytes / req->sched->esize : 0;
     switch (sop->kind) {
     case TNT_SOP_SEND: {
         tnt_peer_t *p = &comm->peers[sop->peer];
@@ -551,32 +581,26 @@ static void start_op(struct tnt_comm *comm, struct tnt_request *req,
     case TNT_SOP_RECV:
         post_recv(comm, req, op);
         return;
-    case TNT_SOP_REDUCE:
-        if (n)
-            req->reduce(tnt__ref_ptr(req, sop->dst), tnt__ref_ptr(req, sop->a),
-                        tnt__ref_ptr(req, sop->b), n);
-        break;
-    case TNT_SOP_COPY: {
-        unsigned char *d = tnt__ref_ptr(req, sop->dst), *s = tnt__ref_ptr(req, sop->a);
-        if (d != s && sop->bytes)
-            memcpy(d, s, sop->bytes);
-        break;
-    }
-    case TNT_SOP_SCALE:
-        if (n)
-            tnt__scale_avg(tnt__ref_ptr(req, sop->dst), n, req->args.dtype,
-                           req->args.nranks);
+    default:
+        tnt__run_compute(req, op);
         break;
     }
     tnt__op_complete(req, op);
 }
 
-/* Run everything that is ready; stop early if the collective failed. */
+/* Run everything that is ready; stop early if the collective failed.
+ * Large reductions and copies are queued instead: this may run inside a
+ * transport callback, where the lock must stay held. */
 void tnt__run_ready(struct tnt_comm *comm, struct tnt_request *req)
 {
     while (req->nready && req->result == TNT_INPROGRESS &&
-           comm->state == TNT_COMM_OK)
-        start_op(comm, req, req->ready[--req->nready]);
+           comm->state == TNT_COMM_OK) {
+        uint32_t op = req->ready[--req->nready];
+        if (tnt__op_is_heavy(comm, req, op))
+            tnt__queue_heavy(comm, req, op);
+        else
+            start_op(comm, req, op);
+    }
     if (req->result == TNT_INPROGRESS && req->ops_left == 0)
         finish(req, TNT_SUCCESS);
 }
@@ -679,7 +703,7 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
         return rc;
     uint32_t nops = sched->nops;
 
-    pthread_mutex_lock(&comm->lock);
+    tnt__lock_to_post(comm);
     struct tnt_request *req = alloc_request(comm, nops);
     if (!req) {
         pthread_mutex_unlock(&comm->lock);
@@ -779,6 +803,10 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
         }
     } else {
         tnt__run_ready(comm, req);
+        /* The poller runs queued large operations: get it out of
+         * epoll_wait. */
+        if (comm->heavy_head && comm->polling)
+            tnt__progress_wake(comm);
     }
     tnt__engine_reap(comm);
     if (!(flags & TNT_POST_WAIT_NEXT) && req->result == TNT_INPROGRESS)
@@ -895,11 +923,37 @@ void tnt__engine_release(struct tnt_request *req)
     pthread_mutex_unlock(&comm->lock);
 }
 
+int tnt__engine_try_release(struct tnt_request *req, tnt_result_t *rc)
+{
+    struct tnt_comm *comm = req->comm;
+    if (!comm) {
+        *rc = req->result;
+        free_request(NULL, req);
+        return 1;
+    }
+    if (pthread_mutex_trylock(&comm->lock) != 0)
+        return 0;
+    int done = req->result != TNT_INPROGRESS;
+    if (done) {
+        *rc = req->result;
+        if (*rc != TNT_SUCCESS)
+            tnt__error_str(*rc, comm->fail_msg);
+        unlink_all(comm, req);
+        free_request(comm, req);
+    }
+    pthread_mutex_unlock(&comm->lock);
+    return done;
+}
+
 void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
 {
     if (comm->active_head)
         tnt__engine_fail(comm, rc, "rank %d: communicator freed with "
                          "collectives in flight", comm->rank);
+    /* A computation running without the lock (progress thread) still
+     * uses its request's scratch: let it return first. */
+    while (comm->busy)
+        pthread_cond_wait(&comm->cond, &comm->lock);
     tnt__engine_reap(comm);
     /* Requests the user still holds outlive the communicator. */
     while (comm->all_head) {

@@ -7,7 +7,9 @@
  * Collectives are executed from their schedules: an operation becomes
  * ready when its dependencies have completed; sends go to the transport,
  * receives are matched by (sequence number, step) against messages from
- * that peer, reductions run inline.
+ * that peer. Small reductions and copies run inline; large ones are queued
+ * and run by the poller with the lock released (engine_compute.c), so
+ * that a thread posting or testing does not wait behind them.
  */
 #ifndef TNT_CORE_ENGINE_H
 #define TNT_CORE_ENGINE_H
@@ -63,6 +65,7 @@ typedef struct tnt_notice_rx {
 } tnt_notice_rx_t;
 
 struct tnt_request;
+struct tnt_unexp;
 
 /* Per-operation state of a collective in flight. */
 typedef struct tnt_opstate {
@@ -73,6 +76,8 @@ typedef struct tnt_opstate {
     uint32_t deps_left;
     int done;
     tnt_msg_hdr_t hdr;         /* sends: lives until the send completes */
+    struct tnt_unexp *src;     /* a receive queued to copy this early
+                                  message without the lock; else NULL */
 } tnt_opstate_t;
 
 /* A message that arrived before its receive was posted. */
@@ -146,6 +151,18 @@ struct tnt_request {
     int deferred;              /* on the comm's deferred list */
     struct tnt_request *defer_next;
     int detached;              /* user freed it before completion */
+    /* Large reductions and copies run with comm->lock released
+     * (engine_compute.c). While one runs (busy > 0) the request is not
+     * finished: a failure meanwhile only takes it off the active list and
+     * records late_rc; the result is set, and a detached request freed,
+     * when the last computation returns. Its buffers stay the caller's
+     * until then. */
+    tnt_opstate_t *heavy;      /* ready large operations (linked by next) */
+    struct tnt_request *heavy_next; /* comm's list of such requests */
+    int heavy_queued;          /* on that list */
+    uint32_t busy;             /* computations running without the lock */
+    int finish_late;           /* finished while busy: late_rc is it */
+    tnt_result_t late_rc;
 };
 
 typedef struct tnt_watch {
@@ -179,6 +196,8 @@ struct tnt_comm {
      * the caller's thread with no hand-off; the progress thread parks
      * meanwhile and serves nonblocking work. */
     int polling;               /* someone is the poller */
+    int lock_wanted;           /* atomic: threads blocked to post; the
+                                  poller lets them in between callbacks */
     int thread_polling;        /* ... and it is the progress thread */
     int thread_parked;
     int user_waiters;          /* threads inside tnt__engine_wait */
@@ -199,6 +218,8 @@ struct tnt_comm {
     struct tnt_request *all_head;
     struct tnt_request *reap_head;
     struct tnt_request *deferred_head, *deferred_tail; /* to start */
+    struct tnt_request *heavy_head, *heavy_tail; /* large ops to run */
+    int busy;                  /* computations running without the lock */
     tnt_watch_t **watches;     /* by fd */
     int watches_cap;
     size_t unexp_bytes;
@@ -265,6 +286,15 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
 void tnt__engine_connect_all(struct tnt_comm *comm);
 /** Start the collectives posted with TNT_POST_DEFER. Lock held. */
 void tnt__engine_run_deferred(struct tnt_comm *comm);
+/** Run the queued large reductions and copies, each with the lock
+ *  released, until none is left (poller only). Lock held on entry and
+ *  return. Returns whether it ran any. */
+int tnt__engine_run_heavy(struct tnt_comm *comm);
+/** If req has finished and the communicator's lock is free right now,
+ *  store its result in *rc (the message as tnt_wait would leave it),
+ *  release it and return 1; else return 0 at once, touching nothing: no
+ *  progress is made and the caller never waits for the lock. */
+int tnt__engine_try_release(struct tnt_request *req, tnt_result_t *rc);
 /** Release a request (detaches it if unfinished). */
 void tnt__engine_release(struct tnt_request *req);
 /** Fail everything in flight with rc, close all connections. Lock held. */
@@ -278,5 +308,15 @@ void tnt__engine_free_requests(struct tnt_comm *comm);
 void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc);
 
 double tnt__now(void);
+
+/** Take comm->lock to post: counted in comm->lock_wanted, so that a
+ *  poller dispatching a long batch lets this thread in between two
+ *  callbacks instead of making it wait for the whole batch. */
+static inline void tnt__lock_to_post(struct tnt_comm *comm)
+{
+    __atomic_add_fetch(&comm->lock_wanted, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&comm->lock);
+    __atomic_sub_fetch(&comm->lock_wanted, 1, __ATOMIC_RELAXED);
+}
 
 #endif /* TNT_CORE_ENGINE_H */

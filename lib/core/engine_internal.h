@@ -33,6 +33,20 @@ void tnt__note_lost(struct tnt_comm *comm, int peer, const char *what);
 /** Fail with TNT_ERR_PEER_LOST for `peer`, naming the first lost peer
  *  too if it was another. */
 void tnt__fail_peer_lost(struct tnt_comm *comm, int peer, const char *what);
+/** Is operation `op` of req large enough to run without the lock? */
+int tnt__op_is_heavy(const struct tnt_comm *comm,
+                     const struct tnt_request *req, uint32_t op);
+/** Queue ready operation `op` (a reduction, copy, scale, or a receive
+ *  whose os->src is set) for tnt__engine_run_heavy. */
+void tnt__queue_heavy(struct tnt_comm *comm, struct tnt_request *req,
+                      uint32_t op);
+/** Take req off the queue of tnt__engine_run_heavy (it finished). */
+void tnt__unqueue_heavy(struct tnt_comm *comm, struct tnt_request *req);
+/** Run the arithmetic or copy of operation `op` (not a send or receive).
+ *  Needs no lock: it touches only the request's buffers. */
+void tnt__run_compute(const struct tnt_request *req, uint32_t op);
+/** Finish req with rc now that no computation runs on it any more. */
+void tnt__finish_late(struct tnt_request *req);
 int tnt__sig_equal(const tnt_msg_hdr_t *a, const tnt_msg_hdr_t *b);
 void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
                           const tnt_msg_hdr_t *theirs, int peer);

@@ -283,7 +283,10 @@ static int peer_needed(struct tnt_comm *comm, int peer)
                 continue;
             if (s->kind == TNT_SOP_SEND)
                 return 1;
-            if (s->kind == TNT_SOP_RECV && !arrived_early(p, r->seq, s->step))
+            /* A receive whose early message is queued for its copy
+             * (os->src) has its data too. */
+            if (s->kind == TNT_SOP_RECV && !r->ops[i].src &&
+                !arrived_early(p, r->seq, s->step))
                 return 1;
         }
     return 0;

@@ -29,7 +29,9 @@
       "auto|flat: flat ignores hosts (no hierarchical allreduce)")         \
     X(bcast_algo, "TNT_BCAST_ALGO", ALGO, "auto", "auto|binomial|pipeline") \
     X(max_unexpected_bytes, "TNT_MAX_UNEXPECTED_BYTES", SIZE, "1G",         \
-      "memory for messages that arrive before their receive is posted")
+      "memory for messages that arrive before their receive is posted")  \
+    X(unlocked_bytes, "TNT_UNLOCKED_BYTES", SIZE, "16k",                   \
+      "reductions and copies this large run with the engine lock free")
 
 enum tnt_topology { TNT_TOPOLOGY_AUTO = 0, TNT_TOPOLOGY_FLAT };
 
@@ -42,6 +44,7 @@ typedef struct tnt_params {
     int bcast_algo;
     int topology;       /* enum tnt_topology */
     size_t max_unexpected_bytes;
+    size_t unlocked_bytes;
 } tnt_params_t;
 
 /** Read every knob from the environment (defaults where unset). */

@@ -2,16 +2,19 @@
  * Polling, the progress thread, and the fd services offered to transports.
  * The poller (one thread at a time) blocks in epoll_wait with the
  * communicator lock released and dispatches readiness to transport
- * callbacks with the lock held. A thread blocked in a wait is the poller
- * itself, so that a small blocking collective finishes on the caller's
- * thread without two context switches through the progress thread; the
- * progress thread parks meanwhile and polls for nonblocking work, dead
- * peers and early messages otherwise. Nobody spins: while collectives are
- * in flight the poller wakes at least once a second to enforce deadlines,
- * and after two idle seconds it sleeps until an fd or the wake eventfd
- * fires.
+ * callbacks with the lock held (letting a thread that waits to post in
+ * between two callbacks), then runs the large reductions and copies the
+ * callbacks made ready, with the lock released (engine_compute.c). A
+ * thread blocked in a wait is the poller itself, so that a small blocking
+ * collective finishes on the caller's thread without two context switches
+ * through the progress thread; the progress thread parks meanwhile and
+ * polls for nonblocking work, dead peers and early messages otherwise.
+ * Nobody spins: while collectives are in flight the poller wakes at least
+ * once a second to enforce deadlines, and after two idle seconds it sleeps
+ * until an fd or the wake eventfd fires.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,6 +202,27 @@ int tnt__progress_timeout_ms(struct tnt_comm *comm, double now)
     return (int)(left * 1000.0) + 1;
 }
 
+/* How many times the poller yields to let a posting thread take the lock
+ * (bounded: that thread may not be scheduled at all for a while). */
+#define LET_IN_YIELDS 50
+
+/* Between two callbacks of a batch, if a thread waits to post: release
+ * the lock until it has taken it. Nothing of the batch is in use here:
+ * whatever the poster does to watches (a failure closes connections) is
+ * what could happen while epoll_wait ran unlocked, and the graveyard
+ * keeps removed watches until the batch is done. */
+static void let_posters_in(struct tnt_comm *comm)
+{
+    if (!__atomic_load_n(&comm->lock_wanted, __ATOMIC_RELAXED))
+        return;
+    pthread_mutex_unlock(&comm->lock);
+    for (int i = 0; i < LET_IN_YIELDS &&
+                    __atomic_load_n(&comm->lock_wanted, __ATOMIC_RELAXED);
+         i++)
+        sched_yield();
+    pthread_mutex_lock(&comm->lock);
+}
+
 void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
 {
     struct epoll_event evs[MAX_EVENTS];
@@ -208,6 +232,10 @@ void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
         tnt__engine_run_deferred(comm);
         timeout_ms = 0; /* what they started may need more at once */
     }
+    /* Large reductions queued by another thread's post (lock released
+     * while they run; nobody else polls meanwhile). */
+    if (tnt__engine_run_heavy(comm))
+        timeout_ms = 0;
     pthread_mutex_unlock(&comm->lock);
     int n = epoll_wait(comm->epfd, evs, MAX_EVENTS, timeout_ms);
     int err = errno;
@@ -219,7 +247,13 @@ void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
         tnt_watch_t *w = evs[i].data.ptr;
         if (!w->dead)
             w->cb(w->arg, from_epoll(evs[i].events));
+        if (i + 1 < n)
+            let_posters_in(comm);
     }
+    /* What the callbacks made ready, now that no transport is inside a
+     * call: the lock may be released. The batch is done, and watches
+     * removed meanwhile go to the graveyard, freed below. */
+    tnt__engine_run_heavy(comm);
     tnt__engine_check_deadlines(comm, tnt__now());
     unsigned gen = tnt__report_generation();
     if (gen != comm->report_seen) { /* SIGUSR1 */

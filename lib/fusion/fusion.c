@@ -135,15 +135,20 @@ static void finish_bucket(tnt_fusion_t f, size_t k)
 }
 
 /* Finish posted buckets that are already done, without blocking, so that
- * callbacks fire during backprop rather than only at wait_all. */
+ * callbacks fire during backprop rather than only at wait_all. This runs
+ * on the training thread: it neither drives progress (that would run
+ * transfers and reductions here) nor waits for the communicator's lock
+ * (the poller may hold it); a bucket it skips is finished by a later call
+ * or by wait_all, with the same data either way. */
 static void poll_buckets(tnt_fusion_t f)
 {
     for (size_t k = 0; k < f->next_post; k++) {
         if (f->done[k] || f->claimed[k] || !f->req[k])
             continue;
-        tnt_result_t rc = tnt_test(f->req[k]);
-        if (rc == TNT_INPROGRESS)
+        tnt_result_t rc;
+        if (!tnt__engine_try_release(f->req[k], &rc))
             break; /* later buckets were posted later */
+        f->req[k] = NULL;
         complete_bucket(f, k, rc);
     }
 }
