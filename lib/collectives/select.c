@@ -19,6 +19,7 @@
 #define ALLREDUCE_RD_MAX_BYTES ((size_t)64 << 10)
 #define ALLREDUCE_RAB_MAX_BYTES ((size_t)2 << 20)
 #define BCAST_BINOMIAL_MAX_BYTES ((size_t)256 << 10)
+#define ALLREDUCE_ONESHOT_MAX_BYTES ((size_t)32 << 10)
 
 static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_AUTO] = "auto",
@@ -29,6 +30,9 @@ static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_DISSEMINATION] = "dissemination",
     [TNT_ALGO_LOCAL] = "local",
     [TNT_ALGO_RABENSEIFNER] = "rabenseifner",
+    [TNT_ALGO_ONESHOT] = "oneshot",
+    [TNT_ALGO_DIRECT] = "direct",
+    [TNT_ALGO_FLAT] = "flat",
 };
 
 const char *tnt__algo_name(int algo)
@@ -59,9 +63,11 @@ static int applies(int kind, int algo)
     switch (kind) {
     case TNT_COLL_ALLREDUCE:
         return algo == TNT_ALGO_RING || algo == TNT_ALGO_RD ||
-               algo == TNT_ALGO_RABENSEIFNER;
+               algo == TNT_ALGO_RABENSEIFNER || algo == TNT_ALGO_ONESHOT ||
+               algo == TNT_ALGO_DIRECT;
     case TNT_COLL_BROADCAST:
-        return algo == TNT_ALGO_BINOMIAL || algo == TNT_ALGO_PIPELINE;
+        return algo == TNT_ALGO_BINOMIAL || algo == TNT_ALGO_PIPELINE ||
+               algo == TNT_ALGO_FLAT;
     default:
         return 0;
     }
@@ -81,6 +87,15 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
                               "apply to this collective",
                               tnt__algo_name(forced));
         *algo = forced;
+        return TNT_SUCCESS;
+    }
+    if (a->intra_host && a->kind == TNT_COLL_ALLREDUCE) {
+        *algo = bytes <= ALLREDUCE_ONESHOT_MAX_BYTES ? TNT_ALGO_ONESHOT
+                                                     : TNT_ALGO_DIRECT;
+        return TNT_SUCCESS;
+    }
+    if (a->intra_host && a->kind == TNT_COLL_BROADCAST) {
+        *algo = TNT_ALGO_FLAT;
         return TNT_SUCCESS;
     }
     switch (a->kind) {
@@ -136,6 +151,9 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
         break;
     case TNT_ALGO_RD: rc = tnt__allreduce_rd(a, s); break;
     case TNT_ALGO_RABENSEIFNER: rc = tnt__allreduce_rab(a, s); break;
+    case TNT_ALGO_ONESHOT: rc = tnt__allreduce_oneshot(a, s); break;
+    case TNT_ALGO_DIRECT: rc = tnt__allreduce_direct(a, s); break;
+    case TNT_ALGO_FLAT: rc = tnt__bcast_flat(a, s); break;
     case TNT_ALGO_BINOMIAL: rc = tnt__bcast_binomial(a, s); break;
     case TNT_ALGO_PIPELINE: rc = tnt__bcast_pipeline(a, s); break;
     case TNT_ALGO_DISSEMINATION: rc = tnt__barrier_dissemination(a, s); break;

@@ -222,6 +222,7 @@ struct tnt_comm {
     tnt_msg_hdr_t recent_sigs[TNT_RECENT_SIGS];
     char host[TNT_HOST_MAX];
     char bind_ip[64];          /* where the transport listens */
+    int intra_host;            /* all ranks on this host, all pairs shm */
 };
 
 /** Transport services and upcalls for transport `tpi`, filled into

@@ -23,8 +23,9 @@
     X(socket_buffer, "TNT_SOCKET_BUFFER", SIZE, "0",                        \
       "SO_SNDBUF/SO_RCVBUF of data sockets (0: kernel autotuning)")         \
     X(allreduce_algo, "TNT_ALLREDUCE_ALGO", ALGO, "auto",                   \
-      "auto|ring|rd|rabenseifner")                                          \
-    X(bcast_algo, "TNT_BCAST_ALGO", ALGO, "auto", "auto|binomial|pipeline") \
+      "auto|ring|rd|rabenseifner|oneshot|direct")                           \
+    X(bcast_algo, "TNT_BCAST_ALGO", ALGO, "auto",                           \
+      "auto|binomial|pipeline|flat")                                        \
     X(max_unexpected_bytes, "TNT_MAX_UNEXPECTED_BYTES", SIZE, "1G",         \
       "memory for messages that arrive before their receive is posted")
 
