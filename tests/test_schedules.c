@@ -535,9 +535,20 @@ static void test_select(void)
      * above; flat broadcast at every size; forcing still wins. */
     a.nranks = 4;
     a.intra_host = 1;
+    a.host_cpus = 8;
     a.count = 8;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_ONESHOT);
+    a.count = 1 << 16;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_DIRECT);
+    /* More ranks than cores: the table's choice up to 2 MiB. */
+    a.host_cpus = 2;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_RABENSEIFNER);
+    a.count = 8;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_RD);
     a.count = 1 << 20;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_DIRECT);

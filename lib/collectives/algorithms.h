@@ -45,6 +45,9 @@ typedef struct tnt_coll_args {
      * through shared memory (the same answer on every rank: it comes from
      * the bootstrap table). Only selection reads it. */
     int intra_host;
+    /* Online CPUs of this host (0: unknown); with intra_host, tells
+     * whether every rank can have a core of its own. */
+    int host_cpus;
 } tnt_coll_args_t;
 
 const char *tnt__algo_name(int algo);

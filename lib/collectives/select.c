@@ -10,6 +10,14 @@
  * 884 us; 1 MiB rabenseifner 1.3 ms, ring 6.8 ms). At p=2 Rabenseifner is
  * the ring without its segment pipelining, so it is not used there. To be
  * re-tuned on a quiet machine and on the namespace test bed.
+ *
+ * When every rank is on this host and every pair talks through shared
+ * memory (args->intra_host, from the bootstrap table, so every rank
+ * agrees), a step costs a wake-up of the peer and big messages move by
+ * one process_vm_readv, so the number of steps is what counts: allreduce
+ * is one-shot (1 step) up to 32 KiB and direct (reduce-scatter and
+ * allgather of one step each) above, broadcast is flat (1 step) at every
+ * size; see docs/shm.md for the measurements.
  */
 #include <string.h>
 
@@ -89,7 +97,13 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
         *algo = forced;
         return TNT_SUCCESS;
     }
-    if (a->intra_host && a->kind == TNT_COLL_ALLREDUCE) {
+    /* One host: fewer steps where every rank has a core; with more ranks
+     * than cores what counts is the number of messages (each a wake-up
+     * and a context switch), where recursive doubling and Rabenseifner
+     * send fewer, so only the large sizes change. */
+    int own_core = a->host_cpus > 0 && a->nranks <= a->host_cpus;
+    if (a->intra_host && a->kind == TNT_COLL_ALLREDUCE &&
+        (own_core || bytes > ALLREDUCE_RAB_MAX_BYTES)) {
         *algo = bytes <= ALLREDUCE_ONESHOT_MAX_BYTES ? TNT_ALGO_ONESHOT
                                                      : TNT_ALGO_DIRECT;
         return TNT_SUCCESS;

@@ -44,6 +44,7 @@ tnt_coll_args_t tnt__coll_args(tnt_comm_t comm, int kind, size_t count,
         .esize = tnt_dtype_size(dtype), .in_place = in_place,
         .segment_bytes = comm->params.segment_bytes,
         .intra_host = comm->intra_host,
+        .host_cpus = comm->host_cpus,
     };
     return a;
 }

@@ -231,6 +231,8 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
          * the answer comes from the table alone every rank reaches the
          * same one, so every rank selects the same algorithm. */
         comm->intra_host = (rc == TNT_SUCCESS);
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        comm->host_cpus = cpus > 0 && cpus < 1 << 20 ? (int)cpus : 0;
         for (int i = 0; rc == TNT_SUCCESS && i < comm->nranks; i++) {
             tnt_peer_t *p = &comm->peers[i];
             p->rank = i;

@@ -223,6 +223,7 @@ struct tnt_comm {
     char host[TNT_HOST_MAX];
     char bind_ip[64];          /* where the transport listens */
     int intra_host;            /* all ranks on this host, all pairs shm */
+    int host_cpus;             /* online CPUs of this host */
 };
 
 /** Transport services and upcalls for transport `tpi`, filled into
