@@ -28,6 +28,7 @@
 
 #define DIRECT_SEG_FACTOR 16
 #define DIRECT_MAX_SEGMENTS ((size_t)1 << 18)
+#define DIRECT_READY_MIN_BYTES ((size_t)256 << 10)
 
 tnt_result_t tnt__allreduce_direct(const tnt_coll_args_t *a, tnt_sched_t *s)
 {
@@ -62,6 +63,12 @@ tnt_result_t tnt__allreduce_direct(const tnt_coll_args_t *a, tnt_sched_t *s)
         return tnt__error(TNT_ERR_NO_MEMORY, "out of memory building a "
                           "direct allreduce for %d ranks", k);
     }
+    /* Large slices wait for the receiver's "ready" (see bcast_flat.c:
+     * otherwise a rank that finished the previous collective first sends
+     * into one that has not posted this one, which pulls into a bounce
+     * buffer and copies again). */
+    int handshake = len0 * es >= DIRECT_READY_MIN_BYTES;
+    uint32_t ready_step = 2 * ag_base;
     /* Reduce-scatter sends: chunk q, segment by segment, to rank q. */
     for (int q = 0; q < k; q++) {
         if (q == r)
@@ -69,12 +76,19 @@ tnt_result_t tnt__allreduce_direct(const tnt_coll_args_t *a, tnt_sched_t *s)
         size_t qoff, qlen;
         tnt__chunk_range(a->count, k, q, &qoff, &qlen);
         size_t nseg = tnt__nsegments(qlen, segelems);
+        uint32_t go = TNT_SOP_NONE;
+        if (handshake) {
+            tnt__sched_send(s, q, ready_step, tnt__ref(TNT_BUF_RECV, 0), 0);
+            go = tnt__sched_recv(s, q, ready_step,
+                                 tnt__ref(TNT_BUF_RECV, 0), 0);
+        }
         for (size_t j = 0; j < nseg; j++) {
             size_t so, sn;
             tnt__segment(qlen, segelems, j, &so, &sn);
             rs_send[(size_t)q * ag_base + j] = tnt__sched_send(
                 s, q, (uint32_t)j,
                 tnt__ref(TNT_BUF_SEND, (qoff + so) * es), sn * es);
+            tnt__sched_dep(s, go, rs_send[(size_t)q * ag_base + j]);
         }
         slot[q] = tnt__sched_scratch(s, rlen * es);
     }
