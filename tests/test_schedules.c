@@ -408,6 +408,23 @@ static void test_allreduce_intra_host(void)
                              * the engine maps p=1 to "local" first. */
                             check(a, algos[k], tnt__algo_name(algos[k]));
                         }
+    /* Slices of 256 KiB and more: direct's "ready" handshake, in and out
+     * of place; flat broadcast's too, from every root. */
+    for (int p = 2; p <= 5; p += 3)
+        for (int ip = 0; ip <= 1; ip++) {
+            tnt_coll_args_t a = args(TNT_COLL_ALLREDUCE, p, 70001 * p,
+                                     TNT_F32, ip ? TNT_AVG : TNT_SUM,
+                                     64 << 10);
+            a.in_place = ip;
+            check(a, TNT_ALGO_DIRECT, "direct");
+        }
+    for (int root = 0; root < 3; root++) {
+        tnt_coll_args_t a = args(TNT_COLL_BROADCAST, 3, 65537, TNT_F32,
+                                 TNT_SUM, 8);
+        a.root = root;
+        a.in_place = 1;
+        check(a, TNT_ALGO_FLAT, "flat");
+    }
 }
 
 static void test_allreduce_many_ranks(void)
