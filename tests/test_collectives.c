@@ -250,6 +250,20 @@ static void test_allreduce_rab(void)
     run_allreduce_jobs("rabenseifner", NULL, &s);
 }
 
+/* The intra-host algorithms, forced: over shm (collectives_shm) they are
+ * what auto picks on one host; over TCP they must still be right. */
+static void test_allreduce_oneshot(void)
+{
+    ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 1};
+    run_allreduce_jobs("oneshot", NULL, &s);
+}
+
+static void test_allreduce_direct(void)
+{
+    ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 2};
+    run_allreduce_jobs("direct", NULL, &s);
+}
+
 /* Small segments: every message of a medium allreduce is split into
  * many pipelined segments. */
 static const size_t k_seg_counts[] = {3, 1000, 7919, 65537};
@@ -261,6 +275,12 @@ static void test_allreduce_ring_segmented(void)
 {
     ar_spec_t s = {k_seg_counts, 4, k_seg_dtypes, 6, k_seg_ops, 3, 1, 1};
     run_allreduce_jobs("ring", "4k", &s);
+}
+
+static void test_allreduce_direct_segmented(void)
+{
+    ar_spec_t s = {k_seg_counts, 4, k_seg_dtypes, 6, k_seg_ops, 3, 1, 1};
+    run_allreduce_jobs("direct", "4k", &s);
 }
 
 static void test_allreduce_auto_segmented(void)
@@ -382,6 +402,7 @@ static void test_broadcast_pipeline(void)
 {
     run_broadcast_jobs("pipeline", NULL, 1);
 }
+static void test_broadcast_flat(void) { run_broadcast_jobs("flat", NULL, 1); }
 static void test_broadcast_pipeline_segmented(void)
 {
     run_broadcast_jobs("pipeline", "4k", 0);
@@ -1085,6 +1106,9 @@ static const th_test_def_t k_tests[] = {
     {"allreduce", "ring", test_allreduce_ring},
     {"allreduce", "rd", test_allreduce_rd},
     {"allreduce", "rabenseifner", test_allreduce_rab},
+    {"allreduce", "oneshot", test_allreduce_oneshot},
+    {"allreduce", "direct", test_allreduce_direct},
+    {"allreduce", "direct_segmented", test_allreduce_direct_segmented},
     {"allreduce", "ring_segmented", test_allreduce_ring_segmented},
     {"allreduce", "auto_segmented", test_allreduce_auto_segmented},
     {"allreduce", "tiny_segments", test_allreduce_tiny_segments},
@@ -1092,6 +1116,7 @@ static const th_test_def_t k_tests[] = {
     {"broadcast", "auto", test_broadcast_auto},
     {"broadcast", "binomial", test_broadcast_binomial},
     {"broadcast", "pipeline", test_broadcast_pipeline},
+    {"broadcast", "flat", test_broadcast_flat},
     {"broadcast", "pipeline_segmented", test_broadcast_pipeline_segmented},
     {"misc", "barrier_allgather_reduce_scatter", test_misc},
     {"misc", "segmented", test_misc_segmented},

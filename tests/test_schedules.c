@@ -381,6 +381,53 @@ static void test_allreduce(void)
                 }
 }
 
+/* The intra-host algorithms (one-shot, direct) at the rank counts of one
+ * host, with counts that are 0, 1, primes and not divisible by p, every
+ * dtype and op the simulator checks (AVG included), in and out of place,
+ * with segments small enough that direct's slices have several. */
+static void test_allreduce_intra_host(void)
+{
+    static const int ps[] = {1, 2, 3, 5, 7, 8};
+    static const size_t cs[] = {0, 1, 2, 3, 5, 13, 31, 97, 101, 1009};
+    const tnt_op_t ops[] = {TNT_SUM, TNT_AVG, TNT_MAX, TNT_MIN};
+    const tnt_dtype_t dts[] = {TNT_F32, TNT_F64, TNT_I32};
+    static const int algos[] = {TNT_ALGO_ONESHOT, TNT_ALGO_DIRECT};
+    for (size_t pi = 0; pi < sizeof(ps) / sizeof(ps[0]); pi++)
+        for (size_t ci = 0; ci < sizeof(cs) / sizeof(cs[0]); ci++)
+            for (size_t d = 0; d < 3; d++)
+                for (size_t o = 0; o < 4; o++)
+                    for (int ip = 0; ip <= 1; ip++)
+                        for (int k = 0; k < 2; k++) {
+                            int p = ps[pi];
+                            /* Segments of 1, 4 and 64 elements. */
+                            size_t seg = (size_t)4 << (2 * ((ci + o) % 3));
+                            tnt_coll_args_t a = args(TNT_COLL_ALLREDUCE, p,
+                                                     cs[ci], dts[d], ops[o],
+                                                     seg);
+                            a.in_place = ip;
+                            /* Forced on one rank it is still a schedule;
+                             * the engine maps p=1 to "local" first. */
+                            check(a, algos[k], tnt__algo_name(algos[k]));
+                        }
+    /* Slices of 256 KiB and more: direct's "ready" handshake, in and out
+     * of place; flat broadcast's too, from every root. */
+    for (int p = 2; p <= 5; p += 3)
+        for (int ip = 0; ip <= 1; ip++) {
+            tnt_coll_args_t a = args(TNT_COLL_ALLREDUCE, p, 70001 * p,
+                                     TNT_F32, ip ? TNT_AVG : TNT_SUM,
+                                     64 << 10);
+            a.in_place = ip;
+            check(a, TNT_ALGO_DIRECT, "direct");
+        }
+    for (int root = 0; root < 3; root++) {
+        tnt_coll_args_t a = args(TNT_COLL_BROADCAST, 3, 65537, TNT_F32,
+                                 TNT_SUM, 8);
+        a.root = root;
+        a.in_place = 1;
+        check(a, TNT_ALGO_FLAT, "flat");
+    }
+}
+
 static void test_allreduce_many_ranks(void)
 {
     const int ps[] = {24, 31, 32, 33, 64};
@@ -391,6 +438,10 @@ static void test_allreduce_many_ranks(void)
               TNT_ALGO_RD, "rd");
         check(args(TNT_COLL_ALLREDUCE, ps[i], 1001, TNT_F32, TNT_AVG, 64),
               TNT_ALGO_RABENSEIFNER, "rabenseifner");
+        check(args(TNT_COLL_ALLREDUCE, ps[i], 77, TNT_F64, TNT_SUM, 64),
+              TNT_ALGO_ONESHOT, "oneshot");
+        check(args(TNT_COLL_ALLREDUCE, ps[i], 1001, TNT_F32, TNT_AVG, 64),
+              TNT_ALGO_DIRECT, "direct");
     }
     /* One wide job: 300 ranks of recursive doubling (pre/post step with
      * 44 folded ranks). */
@@ -406,15 +457,16 @@ static void test_broadcast(void)
     for (int p = 1; p <= 17; p++)
         for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
             for (int root = 0; root < p; root += (p > 5 ? 3 : 1))
-                for (int algo = TNT_ALGO_BINOMIAL; algo <= TNT_ALGO_PIPELINE;
-                     algo++) {
+                for (int ai = 0; ai < 3; ai++) {
+                    static const int bc[] = {TNT_ALGO_BINOMIAL,
+                                             TNT_ALGO_PIPELINE, TNT_ALGO_FLAT};
+                    int algo = bc[ai];
                     tnt_coll_args_t a = args(TNT_COLL_BROADCAST, p,
                                              counts[ci], TNT_F32, TNT_SUM, 8);
                     a.root = root;
                     a.in_place = 1;
                     check(a, p == 1 ? TNT_ALGO_LOCAL : algo,
-                          algo == TNT_ALGO_BINOMIAL ? "binomial"
-                                                    : "pipeline");
+                          tnt__algo_name(algo));
                 }
 }
 
@@ -497,6 +549,39 @@ static void test_select(void)
     a.nranks = 1;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_RING, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_LOCAL);
+    /* One host, all pairs on shared memory: one-shot when small, direct
+     * above; flat broadcast at every size; forcing still wins. */
+    a.nranks = 4;
+    a.intra_host = 1;
+    a.host_cpus = 8;
+    a.count = 8;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_ONESHOT);
+    a.count = 1 << 16;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_DIRECT);
+    /* More ranks than cores: the table's choice up to 2 MiB. */
+    a.host_cpus = 2;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_RABENSEIFNER);
+    a.count = 8;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_RD);
+    a.count = 1 << 20;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_DIRECT);
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_RING, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_RING);
+    CU_ASSERT(tnt__algo_select(&a, TNT_ALGO_FLAT, &algo) < 0);
+    a.kind = TNT_COLL_BROADCAST;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_FLAT);
+    a.intra_host = 0;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_PIPELINE);
+    CU_ASSERT_EQUAL(tnt__algo_parse("oneshot"), TNT_ALGO_ONESHOT);
+    CU_ASSERT_EQUAL(tnt__algo_parse("direct"), TNT_ALGO_DIRECT);
+    CU_ASSERT_EQUAL(tnt__algo_parse("flat"), TNT_ALGO_FLAT);
 }
 
 /* Host layouts for the hierarchical allreduce: keys[r] names rank r's
@@ -671,6 +756,8 @@ int main(void)
         return 2;
     CU_pSuite s = CU_add_suite("schedules", NULL, NULL);
     CU_add_test(s, "allreduce ring/rd, p=1..17", test_allreduce);
+    CU_add_test(s, "allreduce oneshot/direct, p=1..8",
+                test_allreduce_intra_host);
     CU_add_test(s, "allreduce, p up to 1000", test_allreduce_many_ranks);
     CU_add_test(s, "broadcast binomial/pipeline, every root", test_broadcast);
     CU_add_test(s, "allgather and reduce_scatter", test_allgather_reduce_scatter);

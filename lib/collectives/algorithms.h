@@ -27,6 +27,9 @@ enum tnt_algo {
     TNT_ALGO_LOCAL,     /* one rank: a copy at most */
     TNT_ALGO_RABENSEIFNER, /* allreduce: halving RS + doubling AG */
     TNT_ALGO_HIER,      /* allreduce: intra-host RS, inter-host, AG */
+    TNT_ALGO_ONESHOT,   /* allreduce: everyone sends everything, 1 step */
+    TNT_ALGO_DIRECT,    /* allreduce: direct RS + direct AG, 2 steps */
+    TNT_ALGO_FLAT,      /* broadcast: root sends to every rank */
     TNT_ALGO_END
 };
 
@@ -43,6 +46,13 @@ typedef struct tnt_coll_args {
     /* The communicator's host layout, NULL when TNT_TOPOLOGY=flat. Lives
      * as long as the communicator (and its schedule cache). */
     const tnt_topo_t *topo;
+    /* Every rank of the communicator is on this host and every pair talks
+     * through shared memory (the same answer on every rank: it comes from
+     * the bootstrap table). Only selection reads it. */
+    int intra_host;
+    /* Online CPUs of this host (0: unknown); with intra_host, tells
+     * whether every rank can have a core of its own. */
+    int host_cpus;
 } tnt_coll_args_t;
 
 const char *tnt__algo_name(int algo);
@@ -63,6 +73,11 @@ tnt_result_t tnt__allreduce_ring(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_rd(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_rab(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_hier(const tnt_coll_args_t *a, tnt_sched_t *s);
+tnt_result_t tnt__allreduce_oneshot(const tnt_coll_args_t *a,
+                                    tnt_sched_t *s);
+tnt_result_t tnt__allreduce_direct(const tnt_coll_args_t *a,
+                                   tnt_sched_t *s);
+tnt_result_t tnt__bcast_flat(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__bcast_binomial(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__bcast_pipeline(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__barrier_dissemination(const tnt_coll_args_t *a,

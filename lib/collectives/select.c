@@ -10,6 +10,14 @@
  * 884 us; 1 MiB rabenseifner 1.3 ms, ring 6.8 ms). At p=2 Rabenseifner is
  * the ring without its segment pipelining, so it is not used there. To be
  * re-tuned on a quiet machine and on the namespace test bed.
+ *
+ * When every rank is on this host and every pair talks through shared
+ * memory (args->intra_host, from the bootstrap table, so every rank
+ * agrees), a step costs a wake-up of the peer and big messages move by
+ * one process_vm_readv, so the number of steps is what counts: allreduce
+ * is one-shot (1 step) up to 32 KiB and direct (reduce-scatter and
+ * allgather of one step each) above, broadcast is flat (1 step) at every
+ * size; see docs/shm.md for the measurements.
  */
 #include <string.h>
 
@@ -25,6 +33,7 @@
  * allow up to HIER_MAX_LOCAL ranks on a host. */
 #define ALLREDUCE_HIER_MIN_BYTES ((size_t)64 << 10)
 #define HIER_MAX_LOCAL 1024
+#define ALLREDUCE_ONESHOT_MAX_BYTES ((size_t)32 << 10)
 
 static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_AUTO] = "auto",
@@ -36,6 +45,9 @@ static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_LOCAL] = "local",
     [TNT_ALGO_RABENSEIFNER] = "rabenseifner",
     [TNT_ALGO_HIER] = "hierarchical",
+    [TNT_ALGO_ONESHOT] = "oneshot",
+    [TNT_ALGO_DIRECT] = "direct",
+    [TNT_ALGO_FLAT] = "flat",
 };
 
 const char *tnt__algo_name(int algo)
@@ -68,9 +80,11 @@ static int applies(int kind, int algo)
     switch (kind) {
     case TNT_COLL_ALLREDUCE:
         return algo == TNT_ALGO_RING || algo == TNT_ALGO_RD ||
-               algo == TNT_ALGO_RABENSEIFNER || algo == TNT_ALGO_HIER;
+               algo == TNT_ALGO_RABENSEIFNER || algo == TNT_ALGO_HIER ||
+               algo == TNT_ALGO_ONESHOT || algo == TNT_ALGO_DIRECT;
     case TNT_COLL_BROADCAST:
-        return algo == TNT_ALGO_BINOMIAL || algo == TNT_ALGO_PIPELINE;
+        return algo == TNT_ALGO_BINOMIAL || algo == TNT_ALGO_PIPELINE ||
+               algo == TNT_ALGO_FLAT;
     default:
         return 0;
     }
@@ -96,6 +110,21 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
                               "and at most %d ranks per host",
                               HIER_MAX_LOCAL);
         *algo = forced;
+        return TNT_SUCCESS;
+    }
+    /* One host: fewer steps where every rank has a core; with more ranks
+     * than cores what counts is the number of messages (each a wake-up
+     * and a context switch), where recursive doubling and Rabenseifner
+     * send fewer, so only the large sizes change. */
+    int own_core = a->host_cpus > 0 && a->nranks <= a->host_cpus;
+    if (a->intra_host && a->kind == TNT_COLL_ALLREDUCE &&
+        (own_core || bytes > ALLREDUCE_RAB_MAX_BYTES)) {
+        *algo = bytes <= ALLREDUCE_ONESHOT_MAX_BYTES ? TNT_ALGO_ONESHOT
+                                                     : TNT_ALGO_DIRECT;
+        return TNT_SUCCESS;
+    }
+    if (a->intra_host && a->kind == TNT_COLL_BROADCAST) {
+        *algo = TNT_ALGO_FLAT;
         return TNT_SUCCESS;
     }
     switch (a->kind) {
@@ -157,6 +186,9 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
     case TNT_ALGO_RD: rc = tnt__allreduce_rd(a, s); break;
     case TNT_ALGO_RABENSEIFNER: rc = tnt__allreduce_rab(a, s); break;
     case TNT_ALGO_HIER: rc = tnt__allreduce_hier(a, s); break;
+    case TNT_ALGO_ONESHOT: rc = tnt__allreduce_oneshot(a, s); break;
+    case TNT_ALGO_DIRECT: rc = tnt__allreduce_direct(a, s); break;
+    case TNT_ALGO_FLAT: rc = tnt__bcast_flat(a, s); break;
     case TNT_ALGO_BINOMIAL: rc = tnt__bcast_binomial(a, s); break;
     case TNT_ALGO_PIPELINE: rc = tnt__bcast_pipeline(a, s); break;
     case TNT_ALGO_DISSEMINATION: rc = tnt__barrier_dissemination(a, s); break;

@@ -46,6 +46,8 @@ tnt_coll_args_t tnt__coll_args(tnt_comm_t comm, int kind, size_t count,
         .topo = (comm->topo.nranks > 1 &&
                  comm->params.topology == TNT_TOPOLOGY_AUTO)
                     ? &comm->topo : NULL,
+        .intra_host = comm->intra_host,
+        .host_cpus = comm->host_cpus,
     };
     return a;
 }

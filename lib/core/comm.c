@@ -23,6 +23,7 @@
 #include "core/launch_env.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "transport/transport.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tnt_comm **registry;
@@ -249,10 +250,21 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
                               comm->host, boot_listen, comm};
         rc = table ? boot(&ba, table)
                    : tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+        /* Intra-host algorithms when every rank runs shm on this host:
+         * then every pair gets shm (comm_tp_assign's rule), and since
+         * the answer comes from the table alone every rank reaches the
+         * same one, so every rank selects the same algorithm. */
+        comm->intra_host = (rc == TNT_SUCCESS);
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        comm->host_cpus = cpus > 0 && cpus < 1 << 20 ? (int)cpus : 0;
         for (int i = 0; rc == TNT_SUCCESS && i < comm->nranks; i++) {
             tnt_peer_t *p = &comm->peers[i];
             p->rank = i;
             memcpy(p->host, table[i].host, sizeof(p->host));
+            if (strcmp(table[i].host, comm->host) != 0 ||
+                !tnt__comm_tp_runs(table[i].addr, table[i].addr_len,
+                                   TNT_TP_SHM))
+                comm->intra_host = 0;
             if (i != comm->rank)
                 rc = tnt__comm_tp_assign(comm, p, table[i].addr,
                                          table[i].addr_len);

@@ -125,6 +125,20 @@ tnt_result_t tnt__comm_tp_assign(struct tnt_comm *comm, tnt_peer_t *p,
     return TNT_SUCCESS;
 }
 
+int tnt__comm_tp_runs(const void *blob, size_t len, int tpi)
+{
+    const unsigned char *b = blob;
+    size_t off = 0;
+    for (int i = 0; i < TNT_TP_COUNT; i++) {
+        if (off >= len || off + 1 + b[off] > len)
+            return 0;
+        if (i == tpi)
+            return b[off] > 0;
+        off += 1 + (size_t)b[off];
+    }
+    return 0;
+}
+
 void tnt__comm_tp_finalize(struct tnt_comm *comm)
 {
     for (int i = 0; i < TNT_TP_COUNT; i++)

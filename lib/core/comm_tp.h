@@ -17,6 +17,9 @@ tnt_result_t tnt__comm_tp_listen(struct tnt_comm *comm, void *blob,
 /** Pick the transport of `peer` from its blob and host; fill p->addr. */
 tnt_result_t tnt__comm_tp_assign(struct tnt_comm *comm, tnt_peer_t *p,
                                  const void *blob, size_t len);
+/** Whether the bootstrap blob of a rank lists an address for transport
+ *  `tpi` (the rank runs it). */
+int tnt__comm_tp_runs(const void *blob, size_t len, int tpi);
 /** Finalize every transport started. */
 void tnt__comm_tp_finalize(struct tnt_comm *comm);
 /** "transport tcp (6 peers) shm (1 peer)": what each peer got. */

@@ -244,6 +244,8 @@ struct tnt_comm {
     char host[TNT_HOST_MAX];
     tnt_topo_t topo;           /* host layout from peers' hosts (comm.c) */
     char bind_ip[64];          /* where the transport listens */
+    int intra_host;            /* all ranks on this host, all pairs shm */
+    int host_cpus;             /* online CPUs of this host */
 };
 
 /** Transport services and upcalls for transport `tpi`, filled into

@@ -24,10 +24,11 @@
     X(socket_buffer, "TNT_SOCKET_BUFFER", SIZE, "0",                        \
       "SO_SNDBUF/SO_RCVBUF of data sockets (0: kernel autotuning)")         \
     X(allreduce_algo, "TNT_ALLREDUCE_ALGO", ALGO, "auto",                   \
-      "auto|ring|rd|rabenseifner|hierarchical")                             \
+      "auto|ring|rd|rabenseifner|hierarchical|oneshot|direct")               \
     X(topology, "TNT_TOPOLOGY", TOPOLOGY, "auto",                           \
       "auto|flat: flat ignores hosts (no hierarchical allreduce)")         \
-    X(bcast_algo, "TNT_BCAST_ALGO", ALGO, "auto", "auto|binomial|pipeline") \
+    X(bcast_algo, "TNT_BCAST_ALGO", ALGO, "auto",                           \
+      "auto|binomial|pipeline|flat")                                        \
     X(max_unexpected_bytes, "TNT_MAX_UNEXPECTED_BYTES", SIZE, "1G",         \
       "memory for messages that arrive before their receive is posted")  \
     X(unlocked_bytes, "TNT_UNLOCKED_BYTES", SIZE, "16k",                   \

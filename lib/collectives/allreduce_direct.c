@@ -1,0 +1,155 @@
+/*
+ * Direct allreduce: a reduce-scatter in which rank j receives slice j from
+ * every other rank at once and reduces the k inputs in rank order
+ * (chain.c), then an allgather in which every rank sends its finished
+ * slice to every other rank. Two communication steps instead of the
+ * ring's 2(k-1), with the same bytes per rank: between ranks of one host
+ * each step is one wake-up and, from 256 KiB on, one process_vm_readv per
+ * message straight from the sender's buffer (shm.c), so the steps, not
+ * the bytes, are what the ring pays extra.
+ *
+ * Slices are cut into segments of DIRECT_SEG_FACTOR x segment_bytes (4 MiB
+ * by default), each its own message and its own chain; the allgather of
+ * a segment starts as soon as its chain is done. Larger than the ring's
+ * segments because on one host a message's cost is its wake-ups (the
+ * rendezvous and its ACK), not its bytes, and the thread that pulls a
+ * segment is the one that reduces it, so small segments overlap nothing:
+ * measured at 8 MiB, p=2 and 4, 2026-11-22 (loaded 2-core machine, medians
+ * of 5), 256 KiB segments took 1.1-1.3x as long as unsegmented slices.
+ * The factor keeps TNT_SEGMENT_BYTES a knob that tests can shrink.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "collectives/algorithms.h"
+#include "collectives/chain.h"
+#include "collectives/patterns.h"
+#include "core/error.h"
+
+#define DIRECT_SEG_FACTOR 16
+#define DIRECT_MAX_SEGMENTS ((size_t)1 << 18)
+#define DIRECT_READY_MIN_BYTES ((size_t)256 << 10)
+
+tnt_result_t tnt__allreduce_direct(const tnt_coll_args_t *a, tnt_sched_t *s)
+{
+    int k = a->nranks, r = a->rank;
+    size_t es = a->esize;
+    size_t seg = a->segment_bytes > SIZE_MAX / DIRECT_SEG_FACTOR
+                     ? SIZE_MAX
+                     : a->segment_bytes * DIRECT_SEG_FACTOR;
+    size_t segelems = seg / es ? seg / es : 1;
+    size_t off0, len0, roff, rlen;
+    tnt__chunk_range(a->count, k, 0, &off0, &len0);
+    /* Bound the schedule's size, as the ring does: past
+     * DIRECT_MAX_SEGMENTS operations' worth the segments grow instead. */
+    size_t maxseg = DIRECT_MAX_SEGMENTS / (size_t)k;
+    if (tnt__nsegments(len0, segelems) > maxseg)
+        segelems = (len0 + maxseg - 1) / maxseg;
+    tnt__chunk_range(a->count, k, r, &roff, &rlen);
+    /* Chunk 0 is the longest: its segment count bounds every chunk's, so
+     * the allgather's steps start above all reduce-scatter steps. */
+    uint32_t ag_base = (uint32_t)tnt__nsegments(len0, segelems);
+    size_t rseg = tnt__nsegments(rlen, segelems);
+    tnt_bufref_t *in = malloc((size_t)k * sizeof(*in));
+    uint32_t *ready = malloc((size_t)k * sizeof(*ready));
+    /* rs_send[q * nseg_max + j]: the send of segment j of chunk q. */
+    uint32_t *rs_send = malloc((size_t)k * ag_base * sizeof(*rs_send));
+    size_t *slot = malloc((size_t)k * sizeof(*slot));
+    if (!in || !ready || !rs_send || !slot) {
+        free(in);
+        free(ready);
+        free(rs_send);
+        free(slot);
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory building a "
+                          "direct allreduce for %d ranks", k);
+    }
+    /* Large slices wait for the receiver's "ready" (see bcast_flat.c:
+     * otherwise a rank that finished the previous collective first sends
+     * into one that has not posted this one, which pulls into a bounce
+     * buffer and copies again). */
+    int handshake = len0 * es >= DIRECT_READY_MIN_BYTES;
+    uint32_t ready_step = 2 * ag_base;
+    /* Reduce-scatter sends: chunk q, segment by segment, to rank q. */
+    for (int q = 0; q < k; q++) {
+        if (q == r)
+            continue;
+        size_t qoff, qlen;
+        tnt__chunk_range(a->count, k, q, &qoff, &qlen);
+        size_t nseg = tnt__nsegments(qlen, segelems);
+        uint32_t go = TNT_SOP_NONE;
+        if (handshake) {
+            tnt__sched_send(s, q, ready_step, tnt__ref(TNT_BUF_RECV, 0), 0);
+            go = tnt__sched_recv(s, q, ready_step,
+                                 tnt__ref(TNT_BUF_RECV, 0), 0);
+        }
+        for (size_t j = 0; j < nseg; j++) {
+            size_t so, sn;
+            tnt__segment(qlen, segelems, j, &so, &sn);
+            rs_send[(size_t)q * ag_base + j] = tnt__sched_send(
+                s, q, (uint32_t)j,
+                tnt__ref(TNT_BUF_SEND, (qoff + so) * es), sn * es);
+            tnt__sched_dep(s, go, rs_send[(size_t)q * ag_base + j]);
+        }
+        slot[q] = tnt__sched_scratch(s, rlen * es);
+    }
+    /* Per segment of the own chunk: receive it from everyone, reduce in
+     * rank order, scale, and send the result to everyone. */
+    for (size_t j = 0; j < rseg; j++) {
+        size_t so, sn;
+        tnt__segment(rlen, segelems, j, &so, &sn);
+        size_t dst_off = (roff + so) * es, bytes = sn * es;
+        for (int q = 0; q < k; q++) {
+            if (q == r) {
+                in[q] = tnt__ref(TNT_BUF_SEND, dst_off);
+                ready[q] = TNT_SOP_NONE;
+                continue;
+            }
+            in[q] = tnt__ref(TNT_BUF_SCRATCH, slot[q] + so * es);
+            ready[q] = tnt__sched_recv(s, q, (uint32_t)j, in[q], bytes);
+        }
+        tnt_chain_t c = {.k = k, .self = r, .in = in, .in_ready = ready,
+                         .dst = tnt__ref(TNT_BUF_RECV, dst_off),
+                         .dst_is_self = a->in_place, .bytes = bytes};
+        uint32_t last = tnt__chain_reduce(s, &c);
+        if (a->op == TNT_AVG) {
+            uint32_t sca = tnt__sched_scale(s, c.dst, bytes);
+            tnt__sched_dep(s, last, sca);
+            last = sca;
+        }
+        for (int q = 0; q < k; q++) {
+            if (q == r)
+                continue;
+            uint32_t snd = tnt__sched_send(s, q, ag_base + (uint32_t)j,
+                                           c.dst, bytes);
+            tnt__sched_dep(s, last, snd);
+        }
+    }
+    /* Allgather receives: chunk q from rank q, into place. In place, that
+     * memory is also this rank's input for q. Rank q cannot send its
+     * result before it has this rank's input, so the data cannot be
+     * overwritten early; the dependency keeps the send's buffer ours
+     * until the transport is done with it (a rendezvous send completes
+     * with the receiver's ACK, which arrives just before q's result), at
+     * no cost. */
+    for (int q = 0; q < k; q++) {
+        if (q == r)
+            continue;
+        size_t qoff, qlen;
+        tnt__chunk_range(a->count, k, q, &qoff, &qlen);
+        size_t nseg = tnt__nsegments(qlen, segelems);
+        for (size_t j = 0; j < nseg; j++) {
+            size_t so, sn;
+            tnt__segment(qlen, segelems, j, &so, &sn);
+            uint32_t rcv = tnt__sched_recv(
+                s, q, ag_base + (uint32_t)j,
+                tnt__ref(TNT_BUF_RECV, (qoff + so) * es), sn * es);
+            if (a->in_place)
+                tnt__sched_dep(s, rs_send[(size_t)q * ag_base + j], rcv);
+        }
+    }
+    free(in);
+    free(ready);
+    free(rs_send);
+    free(slot);
+    return TNT_SUCCESS;
+}
