@@ -13,13 +13,15 @@ if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
     # Sanitizers slow everything down: stretch the multi-rank deadlines.
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
     export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-    # Every test, except two that the normal build runs in full and that
-    # would add ~5 minutes here: the schedule simulator (pure computation)
-    # and the second pass of the collective suite over shared memory,
-    # which runs here for the suites with most engine paths instead.
+    # Every test, except four that the normal build runs in full and that
+    # would add ~6 minutes here: the schedule simulator (pure computation),
+    # the second pass of the collective suite over shared memory, which
+    # runs here for the suites with most engine paths instead, and the
+    # Python and PyTorch frontends (an interpreter under the sanitizers;
+    # the fusion ABI they use is the fusion test's, which runs here).
     tests=$(meson test -C build-asan --list 2>/dev/null |
             sed -n 's/^libtntcomm:[^ ]* \/ //p' |
-            grep -vx -e schedules -e collectives_shm)
+            grep -vx -e schedules -e collectives_shm -e python -e torch)
     # shellcheck disable=SC2086
     # TNT_TEST_QUICK trims the collective suite's dtype x op matrix at
     # p >= 4 (the normal build above ran all of it).
@@ -43,10 +45,15 @@ if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
         TSAN_OPTIONS=halt_on_error=1 TNT_TEST_TIMEOUT_MULT=4 \
             build-tsan/tests/test_collectives "$suite"
     done
-    # Reductions run with the engine lock released (about 80 s).
-    echo "== ThreadSanitizer: test_unlocked"
-    TSAN_OPTIONS=halt_on_error=1 TNT_TEST_TIMEOUT_MULT=4 \
-        build-tsan/tests/test_unlocked
+    # Reductions run with the engine lock released: the two cases where
+    # other threads act on a request while its reduction runs (the third,
+    # a killed peer, exercises no extra concurrency; the normal and ASan
+    # passes run it).
+    for t in concurrent abort_or_free_during_reduce; do
+        echo "== ThreadSanitizer: test_unlocked $t"
+        TSAN_OPTIONS=halt_on_error=1 TNT_TEST_TIMEOUT_MULT=4 \
+            build-tsan/tests/test_unlocked unlocked "$t"
+    done
 fi
 # Fuzzing: each libFuzzer harness (handshake, message header, bootstrap
 # messages) for 30 s from the committed seed corpus (CI's budget is 20

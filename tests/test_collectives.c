@@ -205,14 +205,18 @@ static void run_allreduce_jobs(const char *algo, const char *segment,
          * extra large cases run at small p only. */
         if (p > 5 && spec.big > 1)
             spec.big = 1;
-        /* Quick mode (sanitizer passes): at p >= 4 one float, one half,
-         * a narrow and a wide integer, and the ops with distinct code
-         * paths (plain, scaled, order-insensitive); p <= 3 keeps the
-         * full matrix, and the normal build runs it at every p. */
+        /* The schedules move bytes whatever the dtype (only the element
+         * size matters) and the reduction kernels are the same function
+         * pointers under every algorithm, so at p >= 4 a forced algorithm
+         * runs one dtype of each element size (f32, f16, i8, u64) with
+         * the ops of distinct paths (plain, scaled, order-insensitive).
+         * "auto" keeps the whole matrix at every p, except in quick mode
+         * (sanitizer passes); p <= 3 always keeps it. */
         static const tnt_dtype_t quick_dts[] = {TNT_F32, TNT_F16, TNT_I8,
                                                 TNT_U64};
         static const tnt_op_t quick_ops[] = {TNT_SUM, TNT_AVG, TNT_MAX};
-        if (th_quick() && p >= 4 && spec.ndtypes > 4 && spec.nops > 3) {
+        int trim = th_quick() || strcmp(algo, "auto") != 0;
+        if (trim && p >= 4 && spec.ndtypes > 4 && spec.nops > 3) {
             spec.dtypes = quick_dts;
             spec.ndtypes = 4;
             spec.ops = quick_ops;
