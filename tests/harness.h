@@ -112,9 +112,11 @@ void th_sleep(double s);
 
 /** TNT_TEST_TIMEOUT_MULT (default 1): scale for every deadline. */
 double th_timeout_mult(void);
-/** Nonzero when TNT_TEST_QUICK=1: the sanitizer passes of CI set it so
- *  that suites may trim the dtype x op matrix at large rank counts (the
- *  normal build always runs everything). */
+/** TNT_TEST_QUICK (0, 1 or 2; default 0): how much a suite may trim for
+ *  time. 1 (the shm pass of the collective suite): a smaller dtype x op
+ *  matrix and no 16 MiB cases at large rank counts; 2 (the sanitizer
+ *  passes): also fewer rank counts. The TCP pass of the normal build
+ *  runs everything. */
 int th_quick(void);
 
 /** A free TCP port on 127.0.0.1 (bound, read back and closed). */
