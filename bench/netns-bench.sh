@@ -62,4 +62,4 @@ esac
 echo "# $(uptime)"
 echo "| link rate (tbf, each direction) | config | 8 B us | 32 KiB us | 256 KiB busbw | 1 MiB busbw | 8 MiB busbw | 64 MiB busbw GB/s | 64 MiB busbw / link |"
 echo "|---|---|---|---|---|---|---|---|---|"
-echo "| $RATE | libtntcomm $HOSTS hosts x $RANKS (${TNT_ALLREDUCE_ALGO:-auto}) | ${T[8]} | ${T[32768]} | ${B[262144]} | ${B[1048576]} | ${B[8388608]} | ${B[67108864]} | $share |"
+echo "| $RATE | libtntcomm $HOSTS hosts x $RANKS (${TNT_ALLREDUCE_ALGO:-auto}${TNT_TOPOLOGY:+, TNT_TOPOLOGY=$TNT_TOPOLOGY}) | ${T[8]} | ${T[32768]} | ${B[262144]} | ${B[1048576]} | ${B[8388608]} | ${B[67108864]} | $share |"
