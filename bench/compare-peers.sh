@@ -11,21 +11,30 @@
 # (they land in /tmp/tnt-peers/bin) or point PEERS_BIN elsewhere. A peer
 # whose binary is missing is left out with a note, never faked.
 #
+# With -C it also measures CPU time per call (user + sys of all ranks and
+# their threads, from getrusage of the waited-for processes): each
+# configuration runs twice at one size, long and short, and the CPU
+# difference is divided by the difference in calls, which cancels start-up,
+# warm-up and checks. Burnt CPU is someone else's lost time on a shared
+# machine: a library that spins looks fast and costs cores.
+#
 # Usage: bench/compare-peers.sh [-p "2 4"] [-s "8,1K,32K,256K,1M,8M,64M"]
-#                               [-t MIN_TIME_S] [-o OUT.md]
+#                               [-t MIN_TIME_S] [-o OUT.md] [-C]
 set -euo pipefail
 
 PS="2 4"
 SIZES="8,1K,32K,256K,1M,8M,64M"
 MINT=0.3
 OUT=""
-while getopts "p:s:t:o:h" opt; do
+CPU=0
+while getopts "p:s:t:o:Ch" opt; do
     case $opt in
     p) PS=$OPTARG ;;
     s) SIZES=$OPTARG ;;
     t) MINT=$OPTARG ;;
     o) OUT=$(realpath -m "$OPTARG") ;;
-    *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    C) CPU=1 ;;
+    *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 # Paths given relative to where we were called from stay valid after the cd.
@@ -78,6 +87,72 @@ collect_peer() { # label p < output
         while read -r p b t; do echo "$1 $p $b $t"; done >> "$RAW/rows"
 }
 
+# cpu_run OUT CMD...: runs CMD with its stdout in OUT; prints the CPU
+# seconds of CMD and every descendant it waited for.
+cpu_run() {
+    python3 -c 'import resource, subprocess, sys
+with open(sys.argv[1], "w") as f:
+    subprocess.run(sys.argv[2:], stdout=f, stderr=subprocess.DEVNULL)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print("%.6f" % (r.ru_utime + r.ru_stime))' "$@"
+}
+
+# CPU us per call from two runs: (cpu_long - cpu_short) / (n_long - n_short).
+per_call() {
+    awk -v a="$1" -v b="$2" -v na="$3" -v nb="$4" \
+        'BEGIN { if (na > nb) printf "%.2f\n", (a - b) / (na - nb) * 1e6 }'
+}
+
+cpu_tnt() { # label transport p bytes time_us
+    local n1 n2 c1 c2
+    n2=$(awk -v t="$5" 'BEGIN { n = int(0.4e6 / t); if (n < 25) n = 25;
+                                 if (n > 200000) n = 200000; print n }')
+    n1=$((n2 / 5))
+    c2=$(cpu_run /dev/null env TNT_TRANSPORT="$2" timeout 300 "$BENCH" -N "$3" \
+         allreduce --size "$4" -n "$n2" -w 3 -c 0 --inplace-only)
+    c1=$(cpu_run /dev/null env TNT_TRANSPORT="$2" timeout 300 "$BENCH" -N "$3" \
+         allreduce --size "$4" -n "$n1" -w 3 -c 0 --inplace-only)
+    echo "$1 $3 $4 $(per_call "$c2" "$c1" "$n2" "$n1")" >> "$RAW/cpu"
+}
+
+cpu_peer() { # label p bytes CMD... (a peer bench taking --sizes/--min-time)
+    local label=$1 p=$2 b=$3 c1 c2 n1 n2
+    shift 3
+    c2=$(cpu_run "$RAW/long" "$@" --sizes "$b" --min-time 0.4)
+    c1=$(cpu_run "$RAW/short" "$@" --sizes "$b" --min-time 0.08)
+    n2=$(sed -n 's/.* iters=\([0-9]*\) .*/\1/p' "$RAW/long" | head -1)
+    n1=$(sed -n 's/.* iters=\([0-9]*\) .*/\1/p' "$RAW/short" | head -1)
+    [ -n "$n1" ] && [ -n "$n2" ] || return 0
+    echo "$label $p $b $(per_call "$c2" "$c1" "$n2" "$n1")" >> "$RAW/cpu"
+}
+
+measure_cpu() { # p: every configuration of the time table, size by size
+    local p=$1 s b t
+    for s in ${SIZES//,/ }; do
+        b=$(bytes_of "$s")
+        for lab in tnt-tcp tnt-auto; do
+            t=$(awk -v l="$lab" -v p="$p" -v b="$b" \
+                '$1 == l && $2 == p && $3 == b { print $4 }' "$RAW/rows")
+            [ -n "$t" ] || continue
+            cpu_tnt "$lab" "${lab#tnt-}" "$p" "$b" "$t"
+        done
+        if [ -x "$PEERS_BIN/gloo_bench" ]; then
+            for a in ringchunked hd; do
+                cpu_peer "gloo-$a" "$p" "$b" timeout 300 \
+                    "$PEERS_BIN/gloo_bench" --algo "$a" --p "$p"
+            done
+        fi
+        if [ -x "$PEERS_BIN/mpi_allreduce_bench.openmpi" ] &&
+            command -v mpirun.openmpi > /dev/null; then
+            for btl in tcp vader; do
+                cpu_peer "ompi-$btl" "$p" "$b" timeout 300 "${OMPI[@]}" \
+                    -np "$p" --mca btl "$btl,self" \
+                    "$PEERS_BIN/mpi_allreduce_bench.openmpi" --inplace
+            done
+        fi
+    done
+}
+
 OMPI=(mpirun.openmpi --allow-run-as-root --oversubscribe --mca pml ob1
       --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
 for p in $PS; do
@@ -104,17 +179,26 @@ for p in $PS; do
     else
         echo "compare-peers: no Open MPI bench: Open MPI left out" >&2
     fi
+    [ "$CPU" = 0 ] || measure_cpu "$p"
 done
+touch "$RAW/cpu"
 
-python3 - "$RAW/rows" "$(uptime)" > "$RAW/table.md" <<'EOF'
+python3 - "$RAW/rows" "$(uptime)" "$RAW/cpu" > "$RAW/table.md" <<'EOF'
 import sys, collections
-rows = collections.defaultdict(dict)
-labels = []
-for line in open(sys.argv[1]):
-    lab, p, b, t = line.split()
-    rows[(int(p), int(b))][lab] = float(t)
-    if lab not in labels:
-        labels.append(lab)
+def load(path):
+    rows = collections.defaultdict(dict)
+    labels = []
+    for line in open(path):
+        f = line.split()
+        if len(f) != 4:
+            continue  # a CPU figure that could not be computed
+        lab, p, b, t = f
+        rows[(int(p), int(b))][lab] = float(t)
+        if lab not in labels:
+            labels.append(lab)
+    return rows, labels
+rows, labels = load(sys.argv[1])
+cpu, cpu_labels = load(sys.argv[3])
 tcp_peers = [l for l in labels if l.startswith("gloo") or l == "ompi-tcp"]
 def h(b):
     for u, s in ((1 << 20, "MiB"), (1 << 10, "KiB")):
@@ -134,6 +218,19 @@ for (p, b) in sorted(rows):
     q2 = ("%.2f" % (r["tnt-auto"] / r["ompi-vader"])
           if "tnt-auto" in r and "ompi-vader" in r else "-")
     print("| %d | %s | %s | %s | %s |" % (p, h(b), " | ".join(cells), q1, q2))
+if cpu:
+    print("\nCPU time per call, all ranks together (user + sys, us; lower "
+          "is better):\n")
+    print("| p | size | " + " | ".join(cpu_labels) +
+          " | tnt-tcp / least of TCP peers |")
+    print("|---|---|" + "---|" * (len(cpu_labels) + 1))
+    for (p, b) in sorted(cpu):
+        r = cpu[(p, b)]
+        cells = ["%.1f" % r[l] if l in r else "-" for l in cpu_labels]
+        least = min([r[l] for l in tcp_peers if l in r], default=None)
+        q = ("%.2f" % (r["tnt-tcp"] / least)
+             if least and "tnt-tcp" in r else "-")
+        print("| %d | %s | %s | %s |" % (p, h(b), " | ".join(cells), q))
 EOF
 cat "$RAW/table.md"
 [ -z "$OUT" ] || cp "$RAW/table.md" "$OUT"

@@ -4,7 +4,8 @@
 # peers' line format (the real peers are not built in CI) must give one
 # table row per size with both libtntcomm columns measured, the stand-in's
 # figures parsed, and the ratio column computed from them; a missing Open
-# MPI bench must be reported as left out, not invented.
+# MPI bench must be reported as left out, not invented; with -C the CPU
+# table must hold a positive per-call figure for libtntcomm.
 # Usage: test_compare_peers.sh PATH-TO-COMPARE-PEERS.SH PATH-TO-TNT-BENCH
 set -u
 SCRIPT=${1:?usage: test_compare_peers.sh SCRIPT TNT-BENCH}
@@ -17,9 +18,15 @@ fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
 mkdir "$TMP/bin"
 cat > "$TMP/bin/gloo_bench" <<'EOS'
 #!/bin/sh
-# Stand-in: 1000 us at every size, whatever the algorithm.
+# Stand-in: 1000 us at every size, whatever the algorithm; as many
+# iterations as 1000 x --min-time (the CPU pass runs it long and short).
+it=9
+while [ $# -gt 0 ]; do
+    [ "$1" = --min-time ] && it=$(awk -v t="$2" 'BEGIN { print int(t * 1000) }')
+    shift
+done
 for b in 8 32768; do
-    echo "gloo algo=x p=2 bytes=$b iters=9 time_us=1000.00 algbw_GBps=0 busbw_GBps=0 check=ok"
+    echo "gloo algo=x p=2 bytes=$b iters=$it time_us=1000.00 algbw_GBps=0 busbw_GBps=0 check=ok"
 done
 EOS
 chmod +x "$TMP/bin/gloo_bench"
@@ -43,5 +50,18 @@ for size in '8 B' '32 KiB'; do
     [ "$q1" = "$want" ] || fail "$size: ratio '$q1', want '$want'"
     [ "$q2" = " - " ] || fail "$size: vader ratio without vader: '$q2'"
 done
+# -C: CPU per call from a long and a short run of each configuration.
+PEERS_BIN="$TMP/bin" TNT_BENCH="$BENCH" PATH="$TMP/bin:/usr/bin:/bin" \
+    timeout 300 bash "$SCRIPT" -p 2 -s 8 -t 0.05 -C -o "$TMP/c.md" \
+    > "$TMP/out" 2> "$TMP/err" || fail "-C: exit status $?: $(cat "$TMP/err")"
+row=$(sed -n '/^CPU time per call/,$p' "$TMP/c.md" | grep '^| 2 | 8 B |') ||
+    fail "-C: no CPU row: $(cat "$TMP/c.md")"
+IFS='|' read -r _ _ _ tcp auto g1 _ <<< "$row"
+for v in "$tcp" "$auto" "$g1"; do
+    [[ $v =~ ^\ -?[0-9]+\.[0-9]\ $ ]] || fail "-C: not a CPU figure: '$v'"
+done
+awk -v t="$tcp" 'BEGIN { exit !(t > 0) }' ||
+    fail "-C: libtntcomm over TCP used no CPU per call: '$tcp'"
+
 [ "$failed" = 0 ] && echo "compare-peers: all checks passed"
 [ "$failed" = 0 ]
