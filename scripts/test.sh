@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, builds and runs the whole test suite twice: a normal build, and
 # one under AddressSanitizer + UndefinedBehaviorSanitizer; then the engine
-# suites under ThreadSanitizer and each fuzzer for 30 s (set
+# suites under ThreadSanitizer and each fuzzer for 20 s (set
 # TNT_SKIP_SANITIZERS=1 to skip all but the normal build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,8 +60,8 @@ if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
     done
 fi
 # Fuzzing: each libFuzzer harness (handshake, message header, bootstrap
-# messages) for 30 s from the committed seed corpus (CI's budget is 20
+# messages) for 20 s from the committed seed corpus (CI's budget is 20
 # minutes in all; longer runs: bash tests/fuzz/run.sh SECONDS).
 if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
-    bash tests/fuzz/run.sh 30
+    bash tests/fuzz/run.sh 20
 fi
