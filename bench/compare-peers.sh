@@ -97,10 +97,12 @@ r = resource.getrusage(resource.RUSAGE_CHILDREN)
 print("%.6f" % (r.ru_utime + r.ru_stime))' "$@"
 }
 
-# CPU us per call from two runs: (cpu_long - cpu_short) / (n_long - n_short).
+# CPU us per call from two runs: (cpu_long - cpu_short) / (n_long - n_short);
+# nothing (shown as "-") when the calls do not differ or the long run used
+# less CPU than the short one, i.e. when noise swamps the difference.
 per_call() {
     awk -v a="$1" -v b="$2" -v na="$3" -v nb="$4" \
-        'BEGIN { if (na > nb) printf "%.2f\n", (a - b) / (na - nb) * 1e6 }'
+        'BEGIN { if (na > nb && a > b) printf "%.2f\n", (a - b) / (na - nb) * 1e6 }'
 }
 
 cpu_tnt() { # label transport p bytes time_us
