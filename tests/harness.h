@@ -113,10 +113,9 @@ void th_sleep(double s);
 /** TNT_TEST_TIMEOUT_MULT (default 1): scale for every deadline. */
 double th_timeout_mult(void);
 /** TNT_TEST_QUICK (0, 1 or 2; default 0): how much a suite may trim for
- *  time. 1 (the shm pass of the collective suite): a smaller dtype x op
- *  matrix, no 16 MiB cases at large rank counts, no p = 7; 2 (the
- *  sanitizer passes): p = 1, 2, 3, 5 only. The TCP pass of the normal
- *  build runs everything. */
+ *  time. 1 (the shm pass of the collective suite): no 16 MiB cases at
+ *  large rank counts, no p = 7; 2 (the sanitizer passes): p = 1, 2, 3, 5
+ *  only. The TCP pass of the normal build runs everything. */
 int th_quick(void);
 
 /** A free TCP port on 127.0.0.1 (bound, read back and closed). */

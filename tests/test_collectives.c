@@ -223,16 +223,15 @@ static void run_allreduce_jobs(const char *algo, const char *segment,
             spec.big = 0;
         /* The schedules move bytes whatever the dtype (only the element
          * size matters) and the reduction kernels are the same function
-         * pointers under every algorithm, so at p >= 4 a forced algorithm
-         * runs one dtype of each element size (f32, f16, i8, u64) with
-         * the ops of distinct paths (plain, scaled, order-insensitive).
-         * "auto" keeps the whole matrix at every p, except in quick mode
-         * (sanitizer passes); p <= 3 always keeps it. */
+         * pointers under every algorithm (tests/test_kernels.c checks
+         * every dtype x op against the portable code), so at p >= 4 each
+         * algorithm runs one dtype of each element size (f32, f16, i8,
+         * u64) with the ops of distinct paths (plain, scaled by p,
+         * order-insensitive); p <= 3 runs the whole matrix. */
         static const tnt_dtype_t quick_dts[] = {TNT_F32, TNT_F16, TNT_I8,
                                                 TNT_U64};
         static const tnt_op_t quick_ops[] = {TNT_SUM, TNT_AVG, TNT_MAX};
-        int trim = th_quick() || strcmp(algo, "auto") != 0;
-        if (trim && p >= 4 && spec.ndtypes > 4 && spec.nops > 3) {
+        if (p >= 4 && spec.ndtypes > 4 && spec.nops > 3) {
             spec.dtypes = quick_dts;
             spec.ndtypes = 4;
             spec.ops = quick_ops;
