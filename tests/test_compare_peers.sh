@@ -57,8 +57,11 @@ PEERS_BIN="$TMP/bin" TNT_BENCH="$BENCH" PATH="$TMP/bin:/usr/bin:/bin" \
 row=$(sed -n '/^CPU time per call/,$p' "$TMP/c.md" | grep '^| 2 | 8 B |') ||
     fail "-C: no CPU row: $(cat "$TMP/c.md")"
 IFS='|' read -r _ _ _ tcp auto g1 _ <<< "$row"
+# The stand-in (and, on a loaded machine, any short configuration) may
+# show "-": its long and short runs cost the same CPU within noise.
 for v in "$tcp" "$auto" "$g1"; do
-    [[ $v =~ ^\ -?[0-9]+\.[0-9]\ $ ]] || fail "-C: not a CPU figure: '$v'"
+    [[ $v =~ ^\ [0-9]+\.[0-9]\ $ || $v = " - " ]] ||
+        fail "-C: not a CPU figure: '$v'"
 done
 awk -v t="$tcp" 'BEGIN { exit !(t > 0) }' ||
     fail "-C: libtntcomm over TCP used no CPU per call: '$tcp'"
