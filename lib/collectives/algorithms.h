@@ -56,6 +56,12 @@ typedef struct tnt_coll_args {
 } tnt_coll_args_t;
 
 const char *tnt__algo_name(int algo);
+/** From this many bytes a message goes by the shm transport's single-copy
+ *  rendezvous; the one-step algorithms (direct, flat) then have each
+ *  receiver send an empty "ready" first, so that the data never arrives
+ *  before its receive is posted (bcast_flat.c says why that matters). */
+#define TNT_READY_MIN_BYTES ((size_t)256 << 10)
+
 /** Parse "ring", "rd", ... ; TNT_ALGO_AUTO for "auto"; -1 if unknown. */
 int tnt__algo_parse(const char *name);
 

@@ -6,7 +6,7 @@
  * all of them at once, where a tree would make the data wait for
  * log2(p) hops and a chain for p-1.
  *
- * From FLAT_READY_MIN_BYTES on, each receiver first sends the root an
+ * From TNT_READY_MIN_BYTES on, each receiver first sends the root an
  * empty "ready" message and the root sends the data only once it has it.
  * Nothing else holds a root back: it finishes as soon as its peers have
  * the data and runs into the next broadcast, whose data then reaches a
@@ -18,12 +18,10 @@
  */
 #include "collectives/algorithms.h"
 
-#define FLAT_READY_MIN_BYTES ((size_t)256 << 10)
-
 tnt_result_t tnt__bcast_flat(const tnt_coll_args_t *a, tnt_sched_t *s)
 {
     size_t bytes = a->count * a->esize;
-    int ready = bytes >= FLAT_READY_MIN_BYTES;
+    int ready = bytes >= TNT_READY_MIN_BYTES;
     tnt_bufref_t buf = tnt__ref(TNT_BUF_RECV, 0);
     if (a->rank != a->root) {
         /* Both start together, under the communicator lock, so the
