@@ -118,6 +118,19 @@ double th_timeout_mult(void);
  *  only. The TCP pass of the normal build runs everything. */
 int th_quick(void);
 
+/** malloc that aborts with a message when out of memory (size 0 gives
+ *  a valid one-byte block, so zero-element cases need no special case). */
+void *th_xmalloc(size_t n);
+
+/** Lines of the file at `path` that contain `a` and, unless NULL, `b`
+ *  (0 when it cannot be read): for checking what ranks logged. */
+int th_count_lines(const char *path, const char *a, const char *b);
+
+/** Flag files `dir`/`name` that ranks and a helper process use to say
+ *  where they are: create one, and test whether it exists. */
+void th_flag_set(const char *dir, const char *name);
+int th_flag_isset(const char *dir, const char *name);
+
 /** A free TCP port on 127.0.0.1 (bound, read back and closed). */
 int th_free_port(void);
 

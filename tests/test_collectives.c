@@ -56,16 +56,6 @@ static const tnt_op_t k_all_ops[] = {TNT_SUM, TNT_AVG, TNT_PROD, TNT_MIN,
 
 /* ---- child-side helpers ---------------------------------------------------- */
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "test: out of memory allocating %zu bytes\n", n);
-        abort();
-    }
-    return p;
-}
-
 /* Every case gets its own seed, derived from its name, so that data left
  * over from an earlier case can never pass for a correct result. */
 static uint64_t seed_of(const char *name)
@@ -125,11 +115,11 @@ static void allreduce_case(th_report_t *rep, tnt_comm_t comm, int rank,
              tnt_op_name(op), count, mode_name(mode));
     uint64_t seed = seed_of(name);
     size_t es = tnt_dtype_size(dt), bytes = count * es;
-    void *recv = xmalloc(bytes), *send = NULL;
+    void *recv = th_xmalloc(bytes), *send = NULL;
     uint64_t send_hash = 0;
 
     if (mode == 0) {
-        send = xmalloc(bytes);
+        send = th_xmalloc(bytes);
         tnt_gen_fill(send, count, dt, op, seed, rank);
         tnt_gen_poison(recv, count, dt);
         send_hash = tnt_gen_hash(send, bytes);
@@ -362,7 +352,7 @@ static void broadcast_case(th_report_t *rep, tnt_comm_t comm, int rank,
              tnt_dtype_name(dt), count, root);
     uint64_t seed = seed_of(name);
     size_t es = tnt_dtype_size(dt), bytes = count * es;
-    void *buf = xmalloc(bytes), *want = xmalloc(bytes);
+    void *buf = th_xmalloc(bytes), *want = th_xmalloc(bytes);
 
     tnt_gen_fill(want, count, dt, TNT_SUM, seed, root);
     if (rank == root)
@@ -447,8 +437,8 @@ static void allgather_case(th_report_t *rep, tnt_comm_t comm, int rank,
     uint64_t seed = seed_of(name);
     size_t es = tnt_dtype_size(dt), block = count * es;
     size_t total = block * (size_t)p;
-    void *recv = xmalloc(total), *send = xmalloc(block),
-         *want = xmalloc(block);
+    void *recv = th_xmalloc(total), *send = th_xmalloc(block),
+         *want = th_xmalloc(block);
 
     tnt_gen_poison(recv, count * (size_t)p, dt);
     tnt_gen_fill(send, count, dt, TNT_SUM, seed, rank);
@@ -484,7 +474,7 @@ static void reduce_scatter_case(th_report_t *rep, tnt_comm_t comm, int rank,
     uint64_t seed = seed_of(name);
     size_t es = tnt_dtype_size(dt);
     size_t total = count * (size_t)p;
-    void *send = xmalloc(total * es), *recv = xmalloc(count * es);
+    void *send = th_xmalloc(total * es), *recv = th_xmalloc(count * es);
 
     /* Element i of the global vector is datagen's element i: block r of
      * the reduction is then the allreduce reference at r*count + i. */
@@ -632,11 +622,11 @@ static void nb_post(nb_op_t *o, tnt_comm_t comm, int rank, int p,
     o->send = o->recv = NULL;
     switch (o->kind) {
     case NB_ALLREDUCE:
-        o->recv = xmalloc(n * es);
+        o->recv = th_xmalloc(n * es);
         if (o->root_or_inplace) {
             tnt_gen_fill(o->recv, n, o->dt, o->op, o->seed, rank);
         } else {
-            o->send = xmalloc(n * es);
+            o->send = th_xmalloc(n * es);
             tnt_gen_fill(o->send, n, o->dt, o->op, o->seed, rank);
             tnt_gen_poison(o->recv, n, o->dt);
         }
@@ -646,7 +636,7 @@ static void nb_post(nb_op_t *o, tnt_comm_t comm, int rank, int p,
         break;
     case NB_BCAST: {
         int root = o->root_or_inplace < 0 ? p - 1 : o->root_or_inplace;
-        o->recv = xmalloc(n * es);
+        o->recv = th_xmalloc(n * es);
         if (rank == root)
             tnt_gen_fill(o->recv, n, o->dt, TNT_SUM, o->seed, root);
         else
@@ -655,16 +645,16 @@ static void nb_post(nb_op_t *o, tnt_comm_t comm, int rank, int p,
         break;
     }
     case NB_ALLGATHER:
-        o->send = xmalloc(n * es);
-        o->recv = xmalloc(n * es * (size_t)p);
+        o->send = th_xmalloc(n * es);
+        o->recv = th_xmalloc(n * es * (size_t)p);
         tnt_gen_fill(o->send, n, o->dt, TNT_SUM, o->seed, rank);
         tnt_gen_poison(o->recv, n * (size_t)p, o->dt);
         o->post_rc = tnt_iallgather(comm, o->send, o->recv, n, o->dt,
                                     &o->req);
         break;
     case NB_RS:
-        o->send = xmalloc(n * es * (size_t)p);
-        o->recv = xmalloc(n * es);
+        o->send = th_xmalloc(n * es * (size_t)p);
+        o->recv = th_xmalloc(n * es);
         tnt_gen_fill(o->send, n * (size_t)p, o->dt, o->op, o->seed, rank);
         tnt_gen_poison(o->recv, n, o->dt);
         o->post_rc = tnt_ireduce_scatter(comm, o->send, o->recv, n, o->dt,
@@ -694,7 +684,7 @@ static void nb_check(nb_op_t *o, th_report_t *rep, int rank, int p,
             break;
         case NB_BCAST: {
             int root = o->root_or_inplace < 0 ? p - 1 : o->root_or_inplace;
-            void *want = xmalloc(n * es);
+            void *want = th_xmalloc(n * es);
             tnt_gen_fill(want, n, o->dt, TNT_SUM, o->seed, root);
             wrong = cmp_elems(o->recv, want, n, es, 0, &first);
             free(want);
@@ -703,7 +693,7 @@ static void nb_check(nb_op_t *o, th_report_t *rep, int rank, int p,
             break;
         }
         case NB_ALLGATHER: {
-            void *want = xmalloc(n * es);
+            void *want = th_xmalloc(n * es);
             for (int r = 0; r < p; r++) {
                 size_t f = 0;
                 tnt_gen_fill(want, n, o->dt, TNT_SUM, o->seed, r);
@@ -855,7 +845,7 @@ static int wait_timeout_rank(tnt_comm_t comm, int rank, int p, void *arg,
 {
     const wt_arg_t *a = arg;
     size_t n = 5000;
-    float *send = xmalloc(n * sizeof *send), *recv = xmalloc(n * sizeof *recv);
+    float *send = th_xmalloc(n * sizeof *send), *recv = th_xmalloc(n * sizeof *recv);
     uint64_t seed = seed_of("wait_timeout");
     tnt_gen_fill(send, n, TNT_F32, TNT_SUM, seed, rank);
     tnt_gen_poison(recv, n, TNT_F32);
@@ -951,7 +941,7 @@ static void det_case(th_report_t *rep, tnt_comm_t comm, int rank, int p,
     uint64_t seed = seed_of(name);
     int f32 = dt == TNT_F32;
     size_t es = f32 ? 4 : 8;
-    void *send = xmalloc(count * es), *recv = xmalloc(count * es);
+    void *send = th_xmalloc(count * es), *recv = th_xmalloc(count * es);
     for (size_t i = 0; i < count; i++) {
         double v = rand_unit(seed, rank, i);
         if (f32)

@@ -71,16 +71,6 @@ typedef struct fault_shared {
     fault_seen_t seen[FAULT_RANKS];
 } fault_shared_t;
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "test: out of memory allocating %zu bytes\n", n);
-        abort();
-    }
-    return p;
-}
-
 static void sleep_s(double s)
 {
     struct timespec ts;
@@ -123,8 +113,8 @@ static int fault_rank(tnt_comm_t comm, int rank, int p, void *arg,
     fault_shared_t *sh = arg;
     fault_seen_t *me = &sh->seen[rank];
     size_t maxcount = k_sizes[N_SIZES - 1] / sizeof(float);
-    float *send = xmalloc(maxcount * sizeof(float));
-    float *recv = xmalloc(maxcount * sizeof(float));
+    float *send = th_xmalloc(maxcount * sizeof(float));
+    float *recv = th_xmalloc(maxcount * sizeof(float));
     double t_start = th_now();
     int killer_started = 0;
     tnt_result_t rc = TNT_SUCCESS;
@@ -270,7 +260,7 @@ static void test_kill_one_of_four(void)
     TH_CHECK(sh != MAP_FAILED, "mmap of the shared trial record failed");
     if (sh == MAP_FAILED)
         return;
-    double *lat = xmalloc(sizeof *lat * (size_t)trials * FAULT_RANKS);
+    double *lat = th_xmalloc(sizeof *lat * (size_t)trials * FAULT_RANKS);
     int nlat = 0, named = 0, survivors = 0;
     th_rng_t rng = {seed};
     printf("\n  [faults: seed %llu, %d trials]\n", (unsigned long long)seed,

@@ -60,16 +60,6 @@ static uint64_t mix(uint64_t a, uint64_t b, uint64_t c)
     return th_rnd(&r);
 }
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "test: out of memory allocating %zu bytes\n", n);
-        abort();
-    }
-    return p;
-}
-
 static void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);
@@ -242,7 +232,7 @@ static void make_layout(const tlist_t *l, uint64_t seed, layout_t *lay)
         abort();
     for (i = 0; i < n; i++) {
         if (place[i] == PL_SEPARATE) {
-            lay->own[i] = xmalloc(tbytes(l, i));
+            lay->own[i] = th_xmalloc(tbytes(l, i));
             lay->ptr[i] = lay->own[i];
         } else {
             lay->ptr[i] = lay->slab + off[i];
@@ -520,7 +510,7 @@ static int check_plan(tnt_fusion_t f, const tlist_t *l, const resolved_t *rv,
     if (rc != TNT_SUCCESS || need < 2)
         BAD("tnt_fusion_describe(NULL, 0) returned %d (%s), needed %zu: "
             "'%s'", rc, tnt_strerror(rc), need, tnt_last_error());
-    full = xmalloc(need + 64);
+    full = th_xmalloc(need + 64);
     memset(full, 'Z', need + 64);
     size_t need2 = 0;
     rc = tnt_fusion_describe(f, full, need, &need2);
@@ -532,7 +522,7 @@ static int check_plan(tnt_fusion_t f, const tlist_t *l, const resolved_t *rv,
     /* One line per bucket, in order; lines starting with '#' are
      * comments. Each names its dtype, elements, bytes, first and last
      * tensor (index or name). */
-    text = xmalloc(need);
+    text = th_xmalloc(need);
     memcpy(text, full, need);
     size_t k = 0;
     char *save = NULL;

@@ -61,22 +61,6 @@ static void ix_path(const ix_ctx_t *x, const char *name, char *out,
     snprintf(out, len, "%s/%s", x->dir, name);
 }
 
-static int ix_exists(const ix_ctx_t *x, const char *name)
-{
-    char p[256];
-    ix_path(x, name, p, sizeof(p));
-    return access(p, F_OK) == 0;
-}
-
-static void ix_touch(const ix_ctx_t *x, const char *name)
-{
-    char p[256];
-    ix_path(x, name, p, sizeof(p));
-    int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
-    if (fd >= 0)
-        close(fd);
-}
-
 /* ---- the intruder ------------------------------------------------------ */
 
 #define IX_FAIL(x, ...)                                                       \
@@ -428,8 +412,8 @@ static int ix_main(ix_ctx_t *x)
         usleep(20000);
     if (fd < 0) {
         IX_FAIL(x, "rank 0 never listened on port %d", x->root_port);
-        ix_touch(x, "go");
-        ix_touch(x, "done");
+        th_flag_set(x->dir, "go");
+        th_flag_set(x->dir, "done");
         return 1;
     }
     close(fd);
@@ -440,7 +424,7 @@ static int ix_main(ix_ctx_t *x)
         IX_FAIL(x, "only %d of %d connections to the bootstrap port", n,
                 IX_HOLD);
     /* The other ranks start now and must get through. */
-    ix_touch(x, "go");
+    th_flag_set(x->dir, "go");
 
     int ports[8], np = 0;
     end = th_now() + 60.0 * mult;
@@ -469,7 +453,7 @@ static int ix_main(ix_ctx_t *x)
     usleep((useconds_t)(11.5 * 1e6));
     for (int i = 0; i < np && i < 3; i++)
         ix_release(held[1 + i], IX_HOLD);
-    ix_touch(x, "done");
+    th_flag_set(x->dir, "done");
     fprintf(stderr, "intruder: finished, %d failures\n", x->failures);
     return x->failures ? 1 : 0;
 }
@@ -483,7 +467,7 @@ static int rank_fn(tnt_comm_t unused, int rank, int nranks, void *arg,
     ix_ctx_t *x = arg;
     double end = th_now() + 120.0 * th_timeout_mult();
     if (rank > 0)
-        while (!ix_exists(x, "go") && th_now() < end)
+        while (!th_flag_isset(x->dir, "go") && th_now() < end)
             usleep(10000);
     tnt_comm_t comm;
     tnt_result_t rc = tnt_comm_init_from_env(&comm);
@@ -500,7 +484,7 @@ static int rank_fn(tnt_comm_t unused, int rank, int nranks, void *arg,
         for (int j = 0; j < IX_COUNT; j++)
             buf[j] = (int32_t)((rank + 1) * ((iters + j) % 1000));
         buf[IX_COUNT] = rank == 0 && iters >= IX_MIN_ITERS &&
-                        ix_exists(x, "done");
+                        th_flag_isset(x->dir, "done");
         rc = tnt_allreduce(comm, TNT_IN_PLACE, buf, IX_COUNT + 1, TNT_I32,
                            TNT_SUM);
         int32_t tri = (int32_t)(nranks * (nranks + 1) / 2);
@@ -516,20 +500,6 @@ static int rank_fn(tnt_comm_t unused, int rank, int nranks, void *arg,
     free(buf);
     tnt_comm_free(comm);
     return 0;
-}
-
-/* Lines of the log file containing all of the given strings. */
-static int count_lines(const char *path, const char *a, const char *b)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    char line[1024];
-    int n = 0;
-    while (fgets(line, sizeof(line), f))
-        n += strstr(line, a) && (!b || strstr(line, b));
-    fclose(f);
-    return n;
 }
 
 static void test_intruders(void)
@@ -597,7 +567,7 @@ static void test_intruders(void)
         {"dropped connection from", NULL, 3 * IX_HOLD},
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-        int n = count_lines(log, want[i].a, want[i].b);
+        int n = th_count_lines(log, want[i].a, want[i].b);
         if (getenv("TNT_TEST_VERBOSE"))
             printf("  %5d lines with \"%s\" + \"%s\"\n", n, want[i].a,
                    want[i].b ? want[i].b : "");
@@ -692,7 +662,7 @@ static void test_no_key(void)
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
-    int n = count_lines(log, "WARNING", "no job key (TNT_JOB_KEY)");
+    int n = th_count_lines(log, "WARNING", "no job key (TNT_JOB_KEY)");
     TH_CHECK(n == 2, "%d ranks warned about the missing job key, expected "
              "2 (log: %s)", n, log);
     if (n == 2)

@@ -67,22 +67,6 @@ static void sx_path(const sx_ctx_t *x, const char *name, char *out,
     snprintf(out, len, "%s/%s", x->dir, name);
 }
 
-static int sx_exists(const sx_ctx_t *x, const char *name)
-{
-    char p[256];
-    sx_path(x, name, p, sizeof(p));
-    return access(p, F_OK) == 0;
-}
-
-static void sx_touch(const sx_ctx_t *x, const char *name)
-{
-    char p[256];
-    sx_path(x, name, p, sizeof(p));
-    int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
-    if (fd >= 0)
-        close(fd);
-}
-
 /* ---- finding and reaching the sockets -------------------------------- */
 
 /* The listening @tnt-shm-<pid>-<n>-<job> sockets of this job. */
@@ -433,11 +417,11 @@ static int sx_main(sx_ctx_t *x)
     if (x->nsock != 3) {
         SX_FAIL(x, "found %d shared-memory sockets of the job, expected 3",
                 x->nsock);
-        sx_touch(x, "done");
+        th_flag_set(x->dir, "done");
         return 1;
     }
     /* Let the ranks connect among themselves first. */
-    while (!sx_exists(x, "running") && th_now() < end)
+    while (!th_flag_isset(x->dir, "running") && th_now() < end)
         usleep(20000);
     int challenged = 0;
     for (int i = 0; i < 3; i++) {
@@ -461,7 +445,7 @@ static int sx_main(sx_ctx_t *x)
         for (int k = 0; k < SX_HOLD; k++)
             if (held[i][k] >= 0)
                 close(held[i][k]);
-    sx_touch(x, "done");
+    th_flag_set(x->dir, "done");
     fprintf(stderr, "intruder: finished, %d failures\n", x->failures);
     return x->failures ? 1 : 0;
 }
@@ -484,7 +468,7 @@ static int rank_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
         for (int j = 0; j < SX_COUNT; j++)
             buf[j] = (int32_t)((rank + 1) * ((iters + j) % 1000));
         buf[SX_COUNT] = rank == 0 && iters >= SX_MIN_ITERS &&
-                        sx_exists(x, "done");
+                        th_flag_isset(x->dir, "done");
         rc = tnt_allreduce(comm, TNT_IN_PLACE, buf, SX_COUNT + 1, TNT_I32,
                            TNT_SUM);
         int32_t tri = (int32_t)(nranks * (nranks + 1) / 2);
@@ -493,7 +477,7 @@ static int rank_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
                 first = (size_t)(iters * SX_COUNT + j);
         stop = buf[SX_COUNT] != 0;
         if (rank == 0 && iters == 0)
-            sx_touch(x, "running");
+            th_flag_set(x->dir, "running");
         iters++;
     }
     th_report_check(rep, "allreduces", rc, wrong, first, NULL, 0);
@@ -501,20 +485,6 @@ static int rank_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
                      "%ld allreduces, stop flag %d", iters, stop);
     free(buf);
     return 0;
-}
-
-/* Lines of the log file containing all of the given strings. */
-static int count_lines(const char *path, const char *a, const char *b)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    char line[1024];
-    int n = 0;
-    while (fgets(line, sizeof(line), f))
-        n += strstr(line, a) && (!b || strstr(line, b));
-    fclose(f);
-    return n;
 }
 
 static void test_shm_intruders(void)
@@ -584,7 +554,7 @@ static void test_shm_intruders(void)
          getuid() == 0 ? 3 : 0},
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-        int n = count_lines(log, want[i].a, want[i].b);
+        int n = th_count_lines(log, want[i].a, want[i].b);
         if (getenv("TNT_TEST_VERBOSE"))
             printf("  %5d lines with \"%s\" + \"%s\"\n", n, want[i].a,
                    want[i].b ? want[i].b : "");

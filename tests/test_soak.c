@@ -54,16 +54,6 @@ typedef struct soak_arg {
     long count;          /* collectives in this phase */
 } soak_arg_t;
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "test: out of memory allocating %zu bytes\n", n);
-        abort();
-    }
-    return p;
-}
-
 /* Element count of at most max_elems: edge counts, primes and a
  * log-uniform spread, so that small messages dominate as in real
  * training traffic but large ones come often enough. */
@@ -220,7 +210,7 @@ static int soak_rank(tnt_comm_t comm, int rank, int p, void *arg,
     const soak_arg_t *a = arg;
     /* Buffers for the largest collective pick_count can choose. */
     size_t cap = SOAK_MAX_BYTES * 2 + 64;
-    soak_bufs_t b = {xmalloc(cap), xmalloc(cap), xmalloc(cap)};
+    soak_bufs_t b = {th_xmalloc(cap), th_xmalloc(cap), th_xmalloc(cap)};
     th_rng_t g = {a->seed};
     uint64_t batch_hash = 0;
     long total_wrong = 0, bad = 0;

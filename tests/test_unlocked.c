@@ -33,16 +33,6 @@
 #include "datagen.h"
 #include "harness.h"
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "test: out of memory allocating %zu bytes\n", n);
-        abort();
-    }
-    return p;
-}
-
 /* ---- concurrent: post on one thread, test and free on another ------- */
 
 #define CC_ROUNDS 4
@@ -132,11 +122,11 @@ static int concurrent_rank(tnt_comm_t comm, int rank, int p, void *arg,
         snprintf(name, sizeof name, "concurrent/%d", k);
         o->seed = tnt_gen_hash(name, strlen(name));
         size_t bytes = o->count * tnt_dtype_size(o->dt);
-        o->recv = xmalloc(bytes);
+        o->recv = th_xmalloc(bytes);
         if (o->inplace) {
             tnt_gen_fill(o->recv, o->count, o->dt, o->op, o->seed, rank);
         } else {
-            o->send = xmalloc(bytes);
+            o->send = th_xmalloc(bytes);
             tnt_gen_fill(o->send, o->count, o->dt, o->op, o->seed, rank);
             tnt_gen_poison(o->recv, o->count, o->dt);
         }
@@ -149,7 +139,7 @@ static int concurrent_rank(tnt_comm_t comm, int rank, int p, void *arg,
             /* A blocking allreduce while the others are in flight: this
              * thread takes the poller role and runs their reductions. */
             size_t n = 70001;
-            float *b = xmalloc(n * sizeof(float));
+            float *b = th_xmalloc(n * sizeof(float));
             uint64_t seed = o->seed ^ 0x5a5a;
             tnt_gen_fill(b, n, TNT_F32, TNT_SUM, seed, rank);
             tnt_result_t rc = tnt_allreduce(comm, TNT_IN_PLACE, b, n,
@@ -231,7 +221,7 @@ static int kill_rank(tnt_comm_t unused, int rank, int p, void *arg,
      * one fails on every survivor whatever the timing. */
     int nops = rank == p - 1 ? KD_OPS - 1 : KD_OPS;
     for (int k = 0; k < nops; k++) {
-        buf[k] = xmalloc(KD_COUNT * sizeof(float));
+        buf[k] = th_xmalloc(KD_COUNT * sizeof(float));
         tnt_gen_fill(buf[k], KD_COUNT, TNT_F32, TNT_SUM, 0x4b11 + k, rank);
         req[k] = NULL;
         rc = tnt_iallreduce(comm, TNT_IN_PLACE, buf[k], KD_COUNT, TNT_F32,
@@ -338,7 +328,7 @@ static int abort_rank(tnt_comm_t unused, int rank, int p, void *arg,
     float *buf[AF_OPS];
     tnt_request_t req[AF_OPS];
     for (int k = 0; k < AF_OPS; k++) {
-        buf[k] = xmalloc(AF_COUNT * sizeof(float));
+        buf[k] = th_xmalloc(AF_COUNT * sizeof(float));
         tnt_gen_fill(buf[k], AF_COUNT, TNT_F32, TNT_SUM, 0xab0 + k, rank);
         if (tnt_iallreduce(comm, TNT_IN_PLACE, buf[k], AF_COUNT, TNT_F32,
                            TNT_SUM, &req[k]) != TNT_SUCCESS)
