@@ -57,6 +57,12 @@ static const mm_case_t k_cases[] = {
      {C_BCAST, 100, TNT_U8, TNT_SUM, 0}, "f64", "u8"},
     {"broadcast root", {C_BCAST, 100, TNT_F32, TNT_SUM, 0},
      {C_BCAST, 100, TNT_F32, TNT_SUM, 1}, "root=0", "root=1"},
+    /* Large enough for the ready handshake of the flat broadcast on one
+     * host (and the pipeline between hosts). */
+    {"large broadcast root", {C_BCAST, 300000, TNT_F32, TNT_SUM, 0},
+     {C_BCAST, 300000, TNT_F32, TNT_SUM, 1}, "root=0", "root=1"},
+    {"large allreduce count", {C_ALLREDUCE, 300000, TNT_F32, TNT_SUM, 0},
+     {C_ALLREDUCE, 300001, TNT_F32, TNT_SUM, 0}, "300000", "300001"},
     {"allgather count", {C_ALLGATHER, 500, TNT_I64, TNT_SUM, 0},
      {C_ALLGATHER, 50, TNT_I64, TNT_SUM, 0}, "500", "50"},
     {"reduce_scatter op", {C_RSCATTER, 200, TNT_F32, TNT_SUM, 0},

@@ -15,6 +15,13 @@
  * p=2 took 20-45 ms, mostly page faults and that copy, against 3-5 ms
  * for an 8 MiB allreduce). The handshake costs one small message, which
  * is little next to a message of that size.
+ *
+ * With the handshake the root also sends every receiver an empty
+ * "announce" first. It carries no data; it is there for ranks that
+ * disagree on the root: two ranks that both think they are the root
+ * would otherwise each wait for the other's "ready" and never send a
+ * message, and a mismatch is only found from a message (test_mismatch,
+ * "large broadcast root").
  */
 #include "collectives/algorithms.h"
 
@@ -27,11 +34,15 @@ tnt_result_t tnt__bcast_flat(const tnt_coll_args_t *a, tnt_sched_t *s)
         /* Both start together, under the communicator lock, so the
          * receive is posted before the root can see "ready". */
         tnt__sched_recv(s, a->root, 0, buf, bytes);
-        if (ready)
+        if (ready) {
             tnt__sched_send(s, a->root, 1, buf, 0);
+            tnt__sched_recv(s, a->root, 2, buf, 0);
+        }
         return TNT_SUCCESS;
     }
     /* Nearest ranks after the root first: the same order on every root. */
+    for (int i = 1; ready && i < a->nranks; i++)
+        tnt__sched_send(s, (a->root + i) % a->nranks, 2, buf, 0);
     for (int i = 1; i < a->nranks; i++) {
         int q = (a->root + i) % a->nranks;
         uint32_t go = ready ? tnt__sched_recv(s, q, 1, buf, 0)

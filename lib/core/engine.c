@@ -353,7 +353,8 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
         }
         p->ep = NULL;
         p->sends_inflight = 0;
-        p->connecting = 0;
+        /* A connection still being made stays counted: up_connected
+         * sends the notice on it, and tnt__engine_drain lingers for it. */
         p->pending_head = p->pending_tail = NULL;
         p->posted = NULL;
         free_unexpected(comm, p);
@@ -826,14 +827,15 @@ static int cond_wait_until(struct tnt_comm *comm, const struct timespec *abs)
     return pthread_cond_timedwait(&comm->cond, &comm->lock, abs);
 }
 
-/* Wait for req, driving progress on this thread whenever the poller role
- * is free. Lock held. Returns 0 when `end` passed first. */
-static int drive_until_done(struct tnt_comm *comm, struct tnt_request *req,
-                            double end, const struct timespec *abs)
+/* Wait until done(comm, arg), driving progress on this thread whenever
+ * the poller role is free. Lock held. Returns 0 when `end` passed first. */
+static int drive_until(struct tnt_comm *comm,
+                       int (*done)(struct tnt_comm *, void *), void *arg,
+                       double end, const struct timespec *abs)
 {
     int woke_thread = 0;
     comm->user_waiters++;
-    while (req->result == TNT_INPROGRESS) {
+    while (!done(comm, arg)) {
         double now = tnt__now();
         if (abs && now >= end)
             break;
@@ -862,7 +864,13 @@ static int drive_until_done(struct tnt_comm *comm, struct tnt_request *req,
     /* Collectives nobody waits for need the progress thread again. */
     if (comm->user_waiters == 0 && comm->active_head)
         tnt__progress_unpark(comm);
-    return req->result != TNT_INPROGRESS;
+    return done(comm, arg);
+}
+
+static int request_done(struct tnt_comm *comm, void *arg)
+{
+    (void)comm;
+    return ((struct tnt_request *)arg)->result != TNT_INPROGRESS;
 }
 
 tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
@@ -892,7 +900,8 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
             return TNT_TIMEOUT;
         }
     }
-    drive_until_done(comm, req, end, timeout_s >= 0 ? &abs : NULL);
+    drive_until(comm, request_done, req, end,
+                timeout_s >= 0 ? &abs : NULL);
     tnt_result_t rc = req->result;
     *finished = (rc != TNT_INPROGRESS);
     if (rc == TNT_INPROGRESS)
@@ -945,11 +954,44 @@ int tnt__engine_try_release(struct tnt_request *req, tnt_result_t *rc)
     return done;
 }
 
+static int no_connection_pending(struct tnt_comm *comm, void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < comm->nranks; i++)
+        if (comm->peers[i].connecting)
+            return 0;
+    return 1;
+}
+
+/* A failed communicator tells its peers why over every connection, and
+ * makes a connection to each higher rank it never talked to, since such a
+ * rank may be waiting for data from this one (tnt__engine_fail). Those
+ * connections must finish their handshake to count: a peer ignores a
+ * connection that closes before it proves the job key. Freeing the
+ * communicator right after the failing call (what an application does on
+ * an error) would cut them off and leave that peer waiting until its
+ * deadline, so wait for them here, at most TNT_LINGER_S. */
+#define TNT_LINGER_S 2.0
+
+static void linger_for_notices(struct tnt_comm *comm)
+{
+    if (comm->state == TNT_COMM_OK || no_connection_pending(comm, NULL))
+        return;
+    double limit = comm->params.timeout_s < TNT_LINGER_S
+                       ? comm->params.timeout_s : TNT_LINGER_S;
+    double end = tnt__now() + limit;
+    struct timespec abs;
+    abs.tv_sec = (time_t)end;
+    abs.tv_nsec = (long)((end - (double)abs.tv_sec) * 1e9);
+    drive_until(comm, no_connection_pending, NULL, end, &abs);
+}
+
 void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
 {
     if (comm->active_head)
         tnt__engine_fail(comm, rc, "rank %d: communicator freed with "
                          "collectives in flight", comm->rank);
+    linger_for_notices(comm);
     /* A computation running without the lock (progress thread) still
      * uses its request's scratch: let it return first. */
     while (comm->busy)

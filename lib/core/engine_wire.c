@@ -26,8 +26,12 @@ static void up_connected(struct tnt_comm *comm, int tpi, int peer, void *ep)
     if (peer < 0 || peer >= comm->nranks || comm->state != TNT_COMM_OK ||
         comm->peers[peer].tpi != tpi || !comm->peers[peer].tp) {
         /* A fresh connection is in frame: say why before closing. */
-        if (peer >= 0 && peer < comm->nranks && comm->state != TNT_COMM_OK)
+        if (peer >= 0 && peer < comm->nranks && comm->state != TNT_COMM_OK) {
             tnt__send_notice(comm, tpi, ep);
+            /* tnt__engine_drain may be lingering for this one. */
+            comm->peers[peer].connecting = 0;
+            pthread_cond_broadcast(&comm->cond);
+        }
         comm->tp[tpi]->close(comm->tp_ctx[tpi], ep);
         return;
     }
@@ -300,7 +304,10 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
         return;
     tnt_peer_t *p = &comm->peers[peer];
     p->ep = NULL; /* the transport has closed it */
-    p->connecting = 0;
+    if (p->connecting) {
+        p->connecting = 0;
+        pthread_cond_broadcast(&comm->cond); /* see up_connected */
+    }
     p->sends_inflight = 0;
     p->dead = err ? err : TNT_ERR_PEER_LOST;
     /* Partial early messages from it can never complete. */

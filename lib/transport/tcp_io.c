@@ -104,7 +104,14 @@ void tnt__tcp_flush(tcp_conn_t *c)
         size_t before = r->done;
         int w = write_sreq(c, r);
         if (w < 0) {
-            tnt__tcp_fail(c, TNT_ERR_PEER_LOST, strerror(errno));
+            /* The peer may have closed on purpose, after a message that
+             * says why (a failure notice, or a header whose signature
+             * differs from ours): read what it sent before calling it
+             * lost, so that this rank reports the real cause. */
+            int e = errno;
+            tnt__tcp_read(c);
+            if (!c->closed)
+                tnt__tcp_fail(c, TNT_ERR_PEER_LOST, strerror(e));
             return;
         }
         c->queued -= r->done - before;
@@ -168,15 +175,12 @@ tnt_result_t tnt__tcp_send(void *vctx, void *vep, const void *hdr,
                         .hdr = hdr, .hdr_len = hdr_len, .payload = payload,
                         .len = len, .cookie = cookie};
     if (!c->sq_head) {
-        /* Fast path: most messages leave in this one sendmsg. */
-        int w = write_sreq(c, &local);
-        if (w > 0)
+        /* Fast path: most messages leave in this one sendmsg. An error
+         * is not reported here but from tnt__tcp_flush, once the event
+         * loop has it: that reads what the peer sent first (see there),
+         * which cannot be done inside a call from the core. */
+        if (write_sreq(c, &local) > 0)
             return TNT_SUCCESS;
-        if (w < 0) {
-            int e = errno;
-            return tnt__error(TNT_ERR_PEER_LOST, "sendmsg to rank %d: %s",
-                              ep->peer, strerror(e));
-        }
     }
     tcp_sreq_t *r = tnt__tcp_sreq_get(ctx);
     if (!r)
