@@ -9,12 +9,14 @@
  * per rank, at most 128 bytes, before anyone knows its peers). The blob
  * therefore names a TCP socket, and the queue pair addresses are
  * exchanged over it: the lower rank creates its queue pair and sends a
- * hello (job, communicator, ranks, QPN, PSN, LID, GID, MTU, ring depth);
- * the higher rank checks it, creates its queue pair, moves it to RTR and
- * RTS and answers with its own; the lower rank moves to RTR and RTS and
- * sends one 'R' byte, after which both hand the endpoint to the core
- * (the higher rank only then: before, the lower rank's receive queue may
- * not be ready). Both post their receive buffers before answering.
+ * hello (job, communicator, ranks, QPN, PSN, LID, GID, MTU, ring depth,
+ * nonce); the higher rank answers with a challenge, and the lower rank
+ * with its proof of the job key (verbs_wire.h); only then does the higher
+ * rank create its queue pair, move it to RTR and RTS and answer with its
+ * own hello; the lower rank moves to RTR and RTS and sends one 'R' byte,
+ * after which both hand the endpoint to the core (the higher rank only
+ * then: before, the lower rank's receive queue may not be ready). Both
+ * post their receive buffers before answering.
  *
  * The socket stays open for the life of the endpoint: the kernel closes
  * it when the peer process dies, which tells this side at once instead
@@ -234,7 +236,27 @@ static void set_events(vb_ep_t *ep, uint32_t events)
     ctx->env.modify_fd(ctx->env.core, ep->fd, events, sock_cb, ep);
 }
 
-static void queue_hello(vb_ep_t *ep, int reply)
+/* Where the side channel of an endpoint is (verbs_wire.h has the
+ * exchange). The connector starts at VB_S_CONNECTING, the acceptor at
+ * VB_S_HELLO_IN (calloc's zero). */
+enum vb_stage {
+    VB_S_HELLO_IN = 0, /* acceptor: waiting for the connector's hello */
+    VB_S_PROOF_IN,     /* acceptor: challenge sent, waiting for the proof */
+    VB_S_READY_IN,     /* acceptor: reply sent, waiting for 'R' */
+    VB_S_CONNECTING,   /* connector: TCP connect in progress */
+    VB_S_CHALLENGE_IN, /* connector: hello sent */
+    VB_S_REPLY_IN,     /* connector: proof sent */
+    VB_S_UP            /* handshake done: the socket only says "closed" */
+};
+
+static void queue_record(vb_ep_t *ep, const unsigned char *rec, size_t len)
+{
+    memcpy(ep->out, rec, len);
+    ep->out_len = len;
+    ep->out_off = 0;
+}
+
+static void encode_hello(vb_ep_t *ep, int reply, unsigned char *rec)
 {
     vb_ctx_t *ctx = ep->ctx;
     vb_hello_t h = {.version = VB_PROTO_VERSION, .job_id = ctx->env.job_id,
@@ -244,9 +266,9 @@ static void queue_hello(vb_ep_t *ep, int reply)
                     .is_reply = (uint8_t)reply,
                     .depth = (uint16_t)ctx->depth};
     memcpy(h.gid, ctx->gid.raw, 16);
-    tnt__vb_hello_encode(&h, ep->out);
-    ep->out_len = VB_HELLO_LEN;
-    ep->out_off = 0;
+    if (!reply)
+        ctx->env.random_bytes(ctx->env.core, h.nonce, sizeof(h.nonce));
+    tnt__vb_hello_encode(&h, rec);
 }
 
 /* Write what is queued; 0 when all is out, 1 pending, -1 failed. */
@@ -277,6 +299,7 @@ static void announce(vb_ep_t *ep)
     vb_ctx_t *ctx = ep->ctx;
     ep->announced = 1;
     ep->known = 1;
+    ep->stage = VB_S_UP;
     ctx->env.on_connected(ctx->env.core, ep->peer, ep);
 }
 
@@ -297,48 +320,123 @@ static const char *hello_check(vb_ctx_t *ctx, vb_ep_t *ep,
     }
     if (h->is_reply || h->from >= ctx->env.rank || h->from >= ctx->env.nranks)
         return "handshake from a rank that may not connect here";
+    /* Only endpoints that proved the key have a peer. */
     for (vb_ep_t *e = ctx->eps; e; e = e->next)
         if (e != ep && e->peer == h->from)
             return "second connection from a rank already connected";
     return NULL;
 }
 
+/* Acceptor: a hello. Nothing in it is trusted yet; answer with the
+ * challenge. */
 static void hello_in(vb_ep_t *ep)
 {
     vb_ctx_t *ctx = ep->ctx;
+    const char *why = tnt__vb_hello_decode(ep->in, VB_REC_LEN,
+                                           &ep->peer_hello);
+    if (!why)
+        why = hello_check(ctx, ep, &ep->peer_hello);
+    if (why) {
+        tnt__vb_fail(ep, VB_EV_PROTOCOL, why);
+        return;
+    }
+    memcpy(ep->hello_rec, ep->in, VB_REC_LEN);
+    vb_auth_t ch = {.kind = VB_AUTH_CHALLENGE};
+    ctx->env.random_bytes(ctx->env.core, ep->nonce_a, VB_NONCE_BYTES);
+    memcpy(ch.nonce, ep->nonce_a, VB_NONCE_BYTES);
+    unsigned char in[VB_AUTH_INPUT_MAX], rec[VB_REC_LEN];
+    size_t n = tnt__vb_auth_input(0, ep->hello_rec, ep->nonce_a, in);
+    ctx->env.auth_mac(ctx->env.core, in, n, ch.mac);
+    tnt__vb_auth_encode(&ch, rec);
+    queue_record(ep, rec, VB_REC_LEN);
+    ep->stage = VB_S_PROOF_IN;
+    flush_out(ep);
+}
+
+/* Acceptor: the proof. Only now is the connection the rank it says it
+ * is: create and connect the queue pair and send the reply. */
+static void proof_in(vb_ep_t *ep)
+{
+    vb_ctx_t *ctx = ep->ctx;
+    vb_auth_t pr;
+    const char *why = tnt__vb_auth_decode(ep->in, VB_REC_LEN, VB_AUTH_PROOF,
+                                          &pr);
+    unsigned char in[VB_AUTH_INPUT_MAX];
+    size_t n = tnt__vb_auth_input(1, ep->hello_rec, ep->nonce_a, in);
+    if (!why && !ctx->env.auth_verify(ctx->env.core, in, n, pr.mac))
+        why = "authentication failed (wrong job key, or a replay)";
+    /* Another connection for the same rank may have proved meanwhile. */
+    if (!why)
+        why = hello_check(ctx, ep, &ep->peer_hello);
+    if (why) {
+        tnt__vb_fail(ep, VB_EV_PROTOCOL, why);
+        return;
+    }
+    /* The peer is named now: a failure from here on is reported to the
+     * core, so that it learns that this rank is gone even if the
+     * handshake never finishes. */
+    ep->peer = ep->peer_hello.from;
+    ep->conn.peer = ep->peer;
+    ep->known = 1;
+    if (qp_create(ep) != TNT_SUCCESS ||
+        qp_connect(ep, &ep->peer_hello) != TNT_SUCCESS) {
+        tnt__vb_fail(ep, VB_EV_SETUP, tnt_last_error());
+        return;
+    }
+    unsigned char rec[VB_REC_LEN];
+    encode_hello(ep, 1, rec);
+    queue_record(ep, rec, VB_REC_LEN);
+    ep->stage = VB_S_READY_IN;
+    flush_out(ep);
+}
+
+/* Connector: the challenge. Check the acceptor's MAC, then prove. */
+static void challenge_in(vb_ep_t *ep)
+{
+    vb_ctx_t *ctx = ep->ctx;
+    vb_auth_t ch;
+    const char *why = tnt__vb_auth_decode(ep->in, VB_REC_LEN,
+                                          VB_AUTH_CHALLENGE, &ch);
+    unsigned char in[VB_AUTH_INPUT_MAX];
+    size_t n = 0;
+    if (!why) {
+        n = tnt__vb_auth_input(0, ep->hello_rec, ch.nonce, in);
+        if (!ctx->env.auth_verify(ctx->env.core, in, n, ch.mac))
+            why = "the peer failed to prove the job key (another job "
+                  "key?)";
+    }
+    if (why) {
+        tnt__vb_fail(ep, VB_EV_PROTOCOL, why);
+        return;
+    }
+    vb_auth_t pr = {.kind = VB_AUTH_PROOF};
+    n = tnt__vb_auth_input(1, ep->hello_rec, ch.nonce, in);
+    ctx->env.auth_mac(ctx->env.core, in, n, pr.mac);
+    unsigned char rec[VB_REC_LEN];
+    tnt__vb_auth_encode(&pr, rec);
+    queue_record(ep, rec, VB_REC_LEN);
+    ep->stage = VB_S_REPLY_IN;
+    flush_out(ep);
+}
+
+/* Connector: the acceptor's reply hello. Connect, send 'R', announce. */
+static void reply_in(vb_ep_t *ep)
+{
+    vb_ctx_t *ctx = ep->ctx;
     vb_hello_t h;
-    const char *why = tnt__vb_hello_decode(ep->in, ep->in_len, &h);
+    const char *why = tnt__vb_hello_decode(ep->in, VB_REC_LEN, &h);
     if (!why)
         why = hello_check(ctx, ep, &h);
     if (why) {
         tnt__vb_fail(ep, VB_EV_PROTOCOL, why);
         return;
     }
-    ep->got_hello = 1;
-    ep->in_len = 0;
-    if (!ep->connector) {
-        /* The peer is named now: a failure from here on is reported to
-         * the core, so that it learns that this rank is gone even if the
-         * handshake never finishes. */
-        ep->peer = h.from;
-        ep->conn.peer = h.from;
-        ep->known = 1;
-        if (qp_create(ep) != TNT_SUCCESS || qp_connect(ep, &h) !=
-                                                TNT_SUCCESS) {
-            tnt__vb_fail(ep, VB_EV_SETUP, tnt_last_error());
-            return;
-        }
-        queue_hello(ep, 1);
-        flush_out(ep);
-        return;
-    }
     if (qp_connect(ep, &h) != TNT_SUCCESS) {
         tnt__vb_fail(ep, VB_EV_SETUP, tnt_last_error());
         return;
     }
-    ep->out[0] = VB_READY_BYTE;
-    ep->out_len = 1;
-    ep->out_off = 0;
+    unsigned char r = VB_READY_BYTE;
+    queue_record(ep, &r, 1);
     if (flush_out(ep) < 0)
         return;
     /* The 'R' leaves before the core hears of the connection, so that even
@@ -346,15 +444,32 @@ static void hello_in(vb_ep_t *ep)
     announce(ep);
 }
 
+static void record_in(vb_ep_t *ep)
+{
+    ep->in_len = 0;
+    switch (ep->stage) {
+    case VB_S_HELLO_IN: hello_in(ep); break;
+    case VB_S_PROOF_IN: proof_in(ep); break;
+    case VB_S_CHALLENGE_IN: challenge_in(ep); break;
+    case VB_S_REPLY_IN: reply_in(ep); break;
+    default: break;
+    }
+}
+
+/* The stages that wait for a whole record. */
+static int wants_record(const vb_ep_t *ep)
+{
+    return ep->stage == VB_S_HELLO_IN || ep->stage == VB_S_PROOF_IN ||
+           ep->stage == VB_S_CHALLENGE_IN || ep->stage == VB_S_REPLY_IN;
+}
+
 static void sock_read(vb_ep_t *ep)
 {
     for (;;) {
-        unsigned char buf[VB_HELLO_LEN];
-        size_t want = VB_HELLO_LEN - ep->in_len;
-        if (ep->got_hello)
-            want = 1;
-        ssize_t n = recv(ep->fd, ep->got_hello ? buf : ep->in + ep->in_len,
-                         want, MSG_DONTWAIT);
+        unsigned char b;
+        int rec = wants_record(ep);
+        ssize_t n = recv(ep->fd, rec ? ep->in + ep->in_len : &b,
+                         rec ? VB_REC_LEN - ep->in_len : 1, MSG_DONTWAIT);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -364,12 +479,11 @@ static void sock_read(vb_ep_t *ep)
                                                        : strerror(errno));
             return;
         }
-        if (!ep->got_hello) {
+        if (rec) {
             ep->in_len += (size_t)n;
-            if (ep->in_len == VB_HELLO_LEN)
-                hello_in(ep);
-        } else if (!ep->connector && !ep->announced &&
-                   buf[0] == VB_READY_BYTE) {
+            if (ep->in_len == VB_REC_LEN)
+                record_in(ep);
+        } else if (ep->stage == VB_S_READY_IN && b == VB_READY_BYTE) {
             announce(ep);
         } else {
             tnt__vb_fail(ep, VB_EV_PROTOCOL, "unexpected bytes on the "
@@ -385,7 +499,7 @@ static void sock_cb(void *arg, uint32_t events)
     vb_ep_t *ep = arg;
     vb_ctx_t *ctx = ep->ctx;
     tnt__vb_free_graveyard(ctx);
-    if (ep->connector && !ep->out_len && !ep->got_hello) {
+    if (ep->stage == VB_S_CONNECTING) {
         /* Still connecting: done when writable or failed. */
         int err = 0;
         socklen_t len = sizeof(err);
@@ -397,7 +511,9 @@ static void sock_cb(void *arg, uint32_t events)
         }
         if (!(events & TNT_FD_WRITE))
             return;
-        queue_hello(ep, 0);
+        encode_hello(ep, 0, ep->hello_rec);
+        queue_record(ep, ep->hello_rec, VB_REC_LEN);
+        ep->stage = VB_S_CHALLENGE_IN;
     }
     if ((events & TNT_FD_WRITE) && flush_out(ep) < 0)
         return;
@@ -464,6 +580,7 @@ static tnt_result_t vb_connect(void *vctx, int peer, const void *addr,
         return tnt__error(TNT_ERR_NO_MEMORY, "verbs: out of memory");
     ep->connector = 1;
     ep->known = 1;
+    ep->stage = VB_S_CONNECTING;
     tnt__sockaddr_str((struct sockaddr *)&ss, ep->name, sizeof(ep->name));
     tnt_result_t rc = qp_create(ep);
     int fd = -1;
@@ -633,7 +750,10 @@ static tnt_result_t read_knobs(vb_ctx_t *ctx, int *cache, size_t *limit)
 
 static tnt_result_t vb_init(const tnt_transport_env_v1_t *env, void **out)
 {
-    if (!env || env->size < sizeof(*env) || env->version < 1)
+    /* The authentication services are required: the side channel
+     * accepts no rank that cannot prove the job key. */
+    if (!env || env->size < sizeof(*env) || env->version < 1 ||
+        !env->auth_mac || !env->auth_verify || !env->random_bytes)
         return tnt__error(TNT_ERR_INVALID_ARG, "verbs: bad transport env");
     vb_ctx_t *ctx = calloc(1, sizeof(*ctx));
     if (!ctx)

@@ -81,11 +81,16 @@ typedef struct vb_ep {
     int connector;       /* this side sent the hello */
     int fd;              /* side-channel socket */
     uint32_t fd_events;
-    unsigned char in[VB_HELLO_LEN];
+    /* The side channel (verbs_wire.h): one record in, one out at a
+     * time, and what the MACs cover. */
+    int stage;           /* enum vb_stage (verbs.c) */
+    unsigned char in[VB_REC_LEN];
     size_t in_len;
-    unsigned char out[VB_HELLO_LEN + 1];
+    unsigned char out[VB_REC_LEN];
     size_t out_len, out_off;
-    int got_hello;
+    unsigned char hello_rec[VB_REC_LEN]; /* the connector's hello */
+    uint8_t nonce_a[VB_NONCE_BYTES];
+    vb_hello_t peer_hello; /* acceptor: the connector's, until the proof */
     uint32_t psn;
     struct ibv_cq *cq;
     struct ibv_qp *qp;

@@ -4,6 +4,7 @@
  */
 #include <string.h>
 
+#include "core/auth.h"
 #include "transport/verbs_wire.h"
 
 static void put16(unsigned char *p, uint16_t v)
@@ -143,10 +144,10 @@ const char *tnt__vb_imm_decode(uint32_t raw, vb_imm_t *imm)
     return NULL;
 }
 
-/* Layout of the 64-byte hello:
+/* Layout of the 80-byte hello:
  *   0 magic32  4 version32  8 job64  16 comm32  20 from32  24 to32
  *  28 qpn32  32 psn32  36 lid16  38 mtu8  39 is_reply8  40 gid[16]
- *  56 depth16  58 reserved (6 bytes) */
+ *  56 depth16  58 reserved (6 bytes)  64 nonce[16] */
 void tnt__vb_hello_encode(const vb_hello_t *h, void *buf)
 {
     unsigned char *p = buf;
@@ -164,6 +165,7 @@ void tnt__vb_hello_encode(const vb_hello_t *h, void *buf)
     p[39] = h->is_reply;
     memcpy(p + 40, h->gid, 16);
     put16(p + 56, h->depth);
+    memcpy(p + 64, h->nonce, VB_NONCE_BYTES);
 }
 
 const char *tnt__vb_hello_decode(const void *buf, size_t len, vb_hello_t *h)
@@ -188,6 +190,7 @@ const char *tnt__vb_hello_decode(const void *buf, size_t len, vb_hello_t *h)
     h->is_reply = p[39];
     memcpy(h->gid, p + 40, 16);
     h->depth = get16(p + 56);
+    memcpy(h->nonce, p + 64, VB_NONCE_BYTES);
     for (int i = 58; i < 64; i++)
         if (p[i])
             return "reserved handshake bytes set";
@@ -204,4 +207,55 @@ const char *tnt__vb_hello_decode(const void *buf, size_t len, vb_hello_t *h)
     if (h->depth == 0 || h->depth > 4096)
         return "receive ring depth out of range";
     return NULL;
+}
+
+/* Layout of the 80-byte challenge and proof:
+ *   0 magic32  4 version32  8 kind32  12 nonce[16]  28 mac[32]
+ *  60 reserved (20 bytes) */
+void tnt__vb_auth_encode(const vb_auth_t *a, void *buf)
+{
+    unsigned char *p = buf;
+    memset(p, 0, VB_REC_LEN);
+    put32(p, VB_AUTH_MAGIC);
+    put32(p + 4, VB_PROTO_VERSION);
+    put32(p + 8, a->kind);
+    memcpy(p + 12, a->nonce, VB_NONCE_BYTES);
+    memcpy(p + 28, a->mac, VB_MAC_BYTES);
+}
+
+const char *tnt__vb_auth_decode(const void *buf, size_t len, uint32_t kind,
+                                vb_auth_t *a)
+{
+    const unsigned char *p = buf;
+    memset(a, 0, sizeof(*a));
+    if (len != VB_REC_LEN)
+        return "authentication record of the wrong size";
+    if (get32(p) != VB_AUTH_MAGIC)
+        return "not a libtntcomm verbs authentication record";
+    if (get32(p + 4) != VB_PROTO_VERSION)
+        return "wrong verbs protocol version";
+    a->kind = get32(p + 8);
+    if (a->kind != kind)
+        return kind == VB_AUTH_CHALLENGE ? "expected a challenge"
+                                         : "expected a proof";
+    memcpy(a->nonce, p + 12, VB_NONCE_BYTES);
+    memcpy(a->mac, p + 28, VB_MAC_BYTES);
+    for (int i = 60; i < (int)VB_REC_LEN; i++)
+        if (p[i])
+            return "reserved authentication bytes set";
+    if (kind == VB_AUTH_PROOF)
+        for (unsigned i = 0; i < VB_NONCE_BYTES; i++)
+            if (a->nonce[i])
+                return "a proof carries no nonce";
+    return NULL;
+}
+
+size_t tnt__vb_auth_input(int connector, const void *hello_rec,
+                          const uint8_t nonce_a[VB_NONCE_BYTES],
+                          unsigned char out[VB_AUTH_INPUT_MAX])
+{
+    return tnt__auth_transcript(connector ? "TNT-vb-connect"
+                                          : "TNT-vb-accept",
+                                hello_rec, VB_HELLO_LEN, nonce_a,
+                                VB_NONCE_BYTES, out, VB_AUTH_INPUT_MAX);
 }
