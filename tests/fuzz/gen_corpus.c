@@ -11,6 +11,7 @@
 #include "core/boot_wire.h"
 #include "core/msg_hdr.h"
 #include "transport/tcp_wire.h"
+#include "transport/verbs_wire.h"
 
 static const char *g_dir;
 
@@ -74,6 +75,36 @@ int main(int argc, char **argv)
     m.root = 2;
     memcpy(buf + 8, &m, sizeof(m));
     put("msg_hdr", "last_kind", 3, 0, 0, buf, 8 + sizeof(m));
+
+    /* Verbs: byte 0 = decoder (0 message, 1 immediate, 2 hello,
+     * 3 challenge, 4 proof). */
+    unsigned char vb[VB_MSG_HDR_LEN + sizeof(m) + 16];
+    vb_msg_t vm = {.kind = VB_K_EAGER, .ctrl_ret = 1, .data_ret = 2,
+                   .core_hdr_len = sizeof(m), .len = 16};
+    tnt__vb_msg_encode(&vm, vb);
+    memcpy(vb + VB_MSG_HDR_LEN, &m, sizeof(m));
+    memset(vb + VB_MSG_HDR_LEN + sizeof(m), 7, 16);
+    put("verbs", "eager", 0, 0, 0, vb, sizeof(vb));
+    vb_msg_t cts = {.kind = VB_K_CTS, .rtoken = 5, .token = 6,
+                    .raddr = 0x10000, .rkey = 9};
+    tnt__vb_msg_encode(&cts, vb);
+    put("verbs", "cts", 0, 0, 0, vb, VB_MSG_HDR_LEN);
+    vb_imm_t imm = {.kind = VB_K_FIN, .data_ret = 3, .ctrl_ret = 1,
+                    .token = 77};
+    uint32_t raw = tnt__vb_imm_encode(&imm);
+    put("verbs", "imm", 1, 0, 0, &raw, sizeof(raw));
+    vb_hello_t vh = {.version = VB_PROTO_VERSION, .job_id = 7, .comm_id = 1,
+                     .from = 0, .to = 1, .qpn = 0x100, .psn = 5, .lid = 1,
+                     .mtu = 3, .depth = 64, .nonce = {1, 2, 3}};
+    unsigned char rec[VB_REC_LEN];
+    tnt__vb_hello_encode(&vh, rec);
+    put("verbs", "hello", 2, 0, 0, rec, sizeof(rec));
+    vb_auth_t va = {.kind = VB_AUTH_CHALLENGE, .nonce = {4}, .mac = {5}};
+    tnt__vb_auth_encode(&va, rec);
+    put("verbs", "challenge", 3, 0, 0, rec, sizeof(rec));
+    vb_auth_t vp = {.kind = VB_AUTH_PROOF, .mac = {6}};
+    tnt__vb_auth_encode(&vp, rec);
+    put("verbs", "proof", 4, 0, 0, rec, sizeof(rec));
 
     /* Bootstrap: byte 0 = kind, byte 1 = nranks - 1. */
     tnt_boot_hello_t bh = {TNT_BOOT_MAGIC, TNT_BOOT_VERSION, 42, {7}};

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses with clang (-fsanitize=fuzzer,address,
 # undefined; Debian: clang and libclang-rt-14-dev) and runs each for N
-# seconds (default 60), one at a time, from the committed seed corpus in
+# seconds (default 60), from the committed seed corpus in
 # tests/fuzz/corpus/ (new inputs go to a scratch copy, not the repo).
 # Usage: tests/fuzz/run.sh [SECONDS] [HARNESS...]
-# A crash or oracle failure stops the script with the reproducer path.
+# A crash or oracle failure makes the script fail, with the reproducer
+# path.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-harnesses=${*:-"handshake msg_hdr bootstrap"}
+harnesses=${*:-"handshake msg_hdr bootstrap verbs"}
 out=${TNT_FUZZ_DIR:-build-fuzz}
 mkdir -p "$out"
 cc=${CLANG:-clang}
@@ -20,14 +21,16 @@ declare -A srcs=(
     [handshake]="lib/transport/tcp_wire.c"
     [msg_hdr]="lib/core/msg_hdr.c"
     [bootstrap]="lib/core/boot_wire.c"
+    [verbs]="lib/transport/verbs_wire.c"
 )
 sodium=$(pkg-config --libs libsodium)
 
 # The seeds follow the real structs: regenerate them (same names, so a
 # layout change shows up in git status).
+# shellcheck disable=SC2086
 $cc -std=c11 -D_GNU_SOURCE -Iinclude -Ilib tests/fuzz/gen_corpus.c \
-    -o "$out/gen_corpus"
-for h in handshake msg_hdr bootstrap; do
+    lib/transport/verbs_wire.c $common $sodium -o "$out/gen_corpus"
+for h in handshake msg_hdr bootstrap verbs; do
     mkdir -p "tests/fuzz/corpus/$h"
 done
 "$out/gen_corpus" tests/fuzz/corpus
@@ -37,15 +40,39 @@ for h in $harnesses; do
     # shellcheck disable=SC2086
     $cc $flags "tests/fuzz/fuzz_$h.c" ${srcs[$h]} $common $sodium \
         -o "$out/fuzz_$h"
-    work="$out/corpus_$h"
+done
+
+run_one() {
+    local h=$1 work="$out/corpus_$1"
     mkdir -p "$work" "$out/crashes_$h"
-    echo "== fuzz_$h: ${secs} s"
     "$out/fuzz_$h" -max_total_time="$secs" -print_final_stats=1 \
         -artifact_prefix="$out/crashes_$h/" -max_len=4096 \
-        "$work" "tests/fuzz/corpus/$h" 2>&1 | \
-        grep -E "DONE|stat::|ERROR|SUMMARY|oracle|Test unit" || true
-    if ls "$out/crashes_$h"/* >/dev/null 2>&1; then
-        echo "fuzz_$h found a problem: $(ls "$out/crashes_$h"/*)"
-        exit 1
+        "$work" "tests/fuzz/corpus/$h" > "$out/log_$h" 2>&1 || true
+}
+
+# TNT_FUZZ_PARALLEL=1 runs the harnesses at the same time (CI: each gets
+# its full SECONDS of wall time, sharing the cores), otherwise one after
+# the other.
+pids=()
+for h in $harnesses; do
+    echo "== fuzz_$h: ${secs} s"
+    if [ "${TNT_FUZZ_PARALLEL:-0}" = 1 ]; then
+        run_one "$h" &
+        pids+=($!)
+    else
+        run_one "$h"
     fi
 done
+for pid in "${pids[@]}"; do
+    wait "$pid"
+done
+status=0
+for h in $harnesses; do
+    echo "== fuzz_$h: results"
+    grep -E "DONE|stat::|ERROR|SUMMARY|oracle|Test unit" "$out/log_$h" || true
+    if ls "$out/crashes_$h"/* >/dev/null 2>&1; then
+        echo "fuzz_$h found a problem: $(ls "$out/crashes_$h"/*)"
+        status=1
+    fi
+done
+exit $status
