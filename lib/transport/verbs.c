@@ -527,6 +527,45 @@ static void tune_socket(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+/* Connections that have not proved the job key: at most this many at a
+ * time, each for at most this long (as the TCP and shm transports). */
+#define VB_STRANGERS_MAX 64
+#define VB_HANDSHAKE_WAIT_S 10.0
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Close the strangers that have not proved the key in time and, when
+ * too many are still at it, the oldest: silent connections must not pile
+ * up. Checked at each new connection, which is when room is needed. */
+static void expire_strangers(vb_ctx_t *ctx, double now)
+{
+    for (;;) {
+        vb_ep_t *oldest = NULL;
+        int n = 0;
+        for (vb_ep_t *e = ctx->eps; e; e = e->next)
+            if (!e->connector && !e->known && !e->closed) {
+                n++;
+                if (!oldest || e->born < oldest->born)
+                    oldest = e;
+            }
+        if (oldest && now - oldest->born > VB_HANDSHAKE_WAIT_S)
+            tnt__vb_fail(oldest, VB_EV_PROTOCOL, "no authenticated "
+                         "handshake in time");
+        else if (oldest && n >= VB_STRANGERS_MAX)
+            tnt__vb_fail(oldest, VB_EV_PROTOCOL, "too many connections in "
+                         "their handshake");
+        else
+            return;
+        if (!oldest->closed) /* it is off the list either way */
+            ep_close(ctx, oldest);
+    }
+}
+
 static void accept_cb(void *arg, uint32_t events)
 {
     vb_ctx_t *ctx = arg;
@@ -547,11 +586,14 @@ static void accept_cb(void *arg, uint32_t events)
             return;
         }
         tune_socket(fd);
+        double now = mono_now();
+        expire_strangers(ctx, now);
         vb_ep_t *ep = ep_new(ctx, -1, fd);
         if (!ep) {
             close(fd);
             continue;
         }
+        ep->born = now;
         tnt__sockaddr_str((struct sockaddr *)&ss, ep->name, sizeof(ep->name));
         ep->fd_events = TNT_FD_READ;
         if (ctx->env.watch_fd(ctx->env.core, fd, TNT_FD_READ, sock_cb, ep) <

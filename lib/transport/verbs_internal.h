@@ -79,6 +79,7 @@ typedef struct vb_ep {
     int announced;
     int closed;
     int connector;       /* this side sent the hello */
+    double born;         /* acceptor: accepted at (strangers expire) */
     int fd;              /* side-channel socket */
     uint32_t fd_events;
     /* The side channel (verbs_wire.h): one record in, one out at a
