@@ -514,6 +514,10 @@ static const env_case_t k_env_cases[] = {
     {{"TNT_MAX_UNEXPECTED_BYTES=lots"}, "TNT_MAX_UNEXPECTED_BYTES"},
     {{"TNT_ALLREDUCE_ALGO=bogus"}, "TNT_ALLREDUCE_ALGO"},
     {{"TNT_BCAST_ALGO=bogus"}, "TNT_BCAST_ALGO"},
+    {{"TNT_TOPOLOGY=star"}, "TNT_TOPOLOGY"},
+    {{"TNT_SPIN_US=-1"}, "TNT_SPIN_US"},
+    {{"TNT_SPIN_US=2000000"}, "TNT_SPIN_US"},
+    {{"TNT_SPIN_US=fast"}, "TNT_SPIN_US"},
     /* Knob errors are found before waiting for any peer: a typo must not
      * cost a connection timeout. */
     {{"TNT_SIZE=2", "TNT_RANK=0", "TNT_TIMEOUT=abc",

@@ -123,10 +123,8 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
                                                      : TNT_ALGO_DIRECT;
         return TNT_SUCCESS;
     }
-    /* Flat only above the binomial range: it wins from 1 MiB and is even
-     * at 32 KiB, and below that the binomial tree lets a root mismatch
-     * reach every rank (with flat, a rank that only waits for the root
-     * can miss it: test_mismatch at p=3 timed out once). */
+    /* Flat only above the binomial range: it wins from 1 MiB and is only
+     * even at 32 KiB. */
     if (a->intra_host && a->kind == TNT_COLL_BROADCAST &&
         bytes > BCAST_BINOMIAL_MAX_BYTES) {
         *algo = TNT_ALGO_FLAT;

@@ -827,18 +827,42 @@ static int cond_wait_until(struct tnt_comm *comm, const struct timespec *abs)
     return pthread_cond_timedwait(&comm->cond, &comm->lock, abs);
 }
 
+/* Poll without sleeping for up to TNT_SPIN_US before the first sleep of
+ * a blocking wait: the peers of a small collective answer within
+ * microseconds, and a sleep costs a wake-up through the kernel on each
+ * side (measured, 8 B allreduce over shm at p=2: 16 µs without the spin,
+ * 2-3 µs with it). With more ranks on this host than CPUs, yield between
+ * polls, so that the ranks being waited for get the CPU. Lock held; the
+ * poller role is free on entry. */
+static void spin(struct tnt_comm *comm,
+                 int (*done)(struct tnt_comm *, void *), void *arg,
+                 double limit)
+{
+    double end = tnt__now() + comm->params.spin_s;
+    if (end > limit)
+        end = limit;
+    int oversubscribed = comm->host_cpus > 0 &&
+                         comm->host_ranks > comm->host_cpus;
+    tnt__progress_spin(comm, done, arg, end, oversubscribed);
+}
+
 /* Wait until done(comm, arg), driving progress on this thread whenever
  * the poller role is free. Lock held. Returns 0 when `end` passed first. */
 static int drive_until(struct tnt_comm *comm,
                        int (*done)(struct tnt_comm *, void *), void *arg,
                        double end, const struct timespec *abs)
 {
-    int woke_thread = 0;
+    int woke_thread = 0, spun = comm->params.spin_s <= 0.0;
     comm->user_waiters++;
     while (!done(comm, arg)) {
         double now = tnt__now();
         if (abs && now >= end)
             break;
+        if (!comm->polling && !spun) {
+            spun = 1;
+            spin(comm, done, arg, abs ? end : now + 1.0);
+            continue;
+        }
         if (!comm->polling) {
             int ms = tnt__progress_timeout_ms(comm, now);
             if (abs) {

@@ -196,6 +196,9 @@ struct tnt_comm {
      * the caller's thread with no hand-off; the progress thread parks
      * meanwhile and serves nonblocking work. */
     int polling;               /* someone is the poller */
+    int shm_unarmed;           /* a spin left the shm rings unarmed: the
+                                  next poll must look at them or arm them
+                                  (progress.c) */
     int lock_wanted;           /* atomic: threads blocked to post; the
                                   poller lets them in between callbacks */
     int thread_polling;        /* ... and it is the progress thread */
@@ -246,6 +249,7 @@ struct tnt_comm {
     char bind_ip[64];          /* where the transport listens */
     int intra_host;            /* all ranks on this host, all pairs shm */
     int host_cpus;             /* online CPUs of this host */
+    int host_ranks;            /* ranks of this communicator on this host */
 };
 
 /** Transport services and upcalls for transport `tpi`, filled into

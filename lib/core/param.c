@@ -97,6 +97,15 @@ static tnt_result_t parse_kind_SECONDS(const char *n, const char *s,
     return tnt__parse_seconds(n, s, o);
 }
 
+static tnt_result_t parse_kind_MICROS(const char *n, const char *s,
+                                      double *o)
+{
+    long us;
+    TNT_CHECK(tnt__parse_long(n, s, 0, 1000000, &us));
+    *o = (double)us * 1e-6;
+    return TNT_SUCCESS;
+}
+
 static tnt_result_t parse_kind_ALGO(const char *n, const char *s, int *o)
 {
     int a = tnt__algo_parse(s);

@@ -12,8 +12,9 @@
 #include "tnt/tnt.h"
 
 /* X(field, ENV_NAME, kind, default, help). kind: SIZE (bytes with k/M/G
- * suffixes, powers of 1024), SECONDS (decimal), INT, ALGO (names),
- * TOPOLOGY (auto or flat). */
+ * suffixes, powers of 1024), SECONDS (decimal), MICROS (integer
+ * microseconds up to 1 s, kept in seconds), ALGO (names), TOPOLOGY (auto
+ * or flat). */
 #define TNT_PARAM_LIST(X)                                                   \
     X(timeout_s, "TNT_TIMEOUT", SECONDS, "300",                             \
       "deadline of every operation, seconds")                               \
@@ -32,7 +33,9 @@
     X(max_unexpected_bytes, "TNT_MAX_UNEXPECTED_BYTES", SIZE, "1G",         \
       "memory for messages that arrive before their receive is posted")  \
     X(unlocked_bytes, "TNT_UNLOCKED_BYTES", SIZE, "16k",                   \
-      "reductions and copies this large run with the engine lock free")
+      "reductions and copies this large run with the engine lock free")   \
+    X(spin_s, "TNT_SPIN_US", MICROS, "100",                                 \
+      "a blocking call polls this long, microseconds, before it sleeps")
 
 enum tnt_topology { TNT_TOPOLOGY_AUTO = 0, TNT_TOPOLOGY_FLAT };
 
@@ -46,6 +49,7 @@ typedef struct tnt_params {
     int topology;       /* enum tnt_topology */
     size_t max_unexpected_bytes;
     size_t unlocked_bytes;
+    double spin_s;
 } tnt_params_t;
 
 /** Read every knob from the environment (defaults where unset). */

@@ -9,7 +9,9 @@
  * collective finishes on the caller's thread without two context switches
  * through the progress thread; the progress thread parks meanwhile and
  * polls for nonblocking work, dead peers and early messages otherwise.
- * Nobody spins: while collectives are in flight the poller wakes at least
+ * Only a thread blocked in a collective spins, for up to TNT_SPIN_US
+ * before its first sleep (tnt__progress_spin); the progress thread never
+ * does. While collectives are in flight the poller wakes at least
  * once a second to enforce deadlines, and after two idle seconds it sleeps
  * until an fd or the wake eventfd fires.
  */
@@ -29,6 +31,7 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/report.h"
+#include "transport/transport.h"
 
 #define IDLE_GRACE_S 2.0
 #define MAX_EVENTS 64
@@ -223,11 +226,22 @@ static void let_posters_in(struct tnt_comm *comm)
     pthread_mutex_lock(&comm->lock);
 }
 
-void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
+/* One epoll_wait and its callbacks; the poller role is held. */
+static void dispatch(struct tnt_comm *comm, int timeout_ms)
 {
     struct epoll_event evs[MAX_EVENTS];
-    comm->polling = 1;
-    comm->thread_polling = is_thread;
+    if (comm->shm_unarmed) {
+        /* A spin left the rings unarmed, so peers do not write the
+         * eventfd: look at the rings, and arm them before sleeping. */
+        void *shm = comm->tp_ctx[TNT_TP_SHM];
+        if (timeout_ms == 0) {
+            tnt__shm_poll(shm, 0);
+        } else {
+            comm->shm_unarmed = 0;
+            tnt__shm_poll(shm, 1);
+            timeout_ms = 0; /* callbacks ran: let the caller look */
+        }
+    }
     if (comm->deferred_head) {
         tnt__engine_run_deferred(comm);
         timeout_ms = 0; /* what they started may need more at once */
@@ -261,10 +275,55 @@ void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
         tnt__report_log(comm);
     }
     free_graveyard(comm);
+}
+
+void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
+{
+    comm->polling = 1;
+    comm->thread_polling = is_thread;
+    dispatch(comm, timeout_ms);
     comm->polling = 0;
     comm->thread_polling = 0;
     /* Waiters that found the role taken sleep on cond: one of them may
      * take it now. */
+    pthread_cond_broadcast(&comm->cond);
+}
+
+/* While spinning, one epoll_wait (other transports, closed sockets,
+ * deadlines) per this many looks at the shared-memory rings. */
+#define SPIN_EPOLL_EVERY 32
+
+void tnt__progress_spin(struct tnt_comm *comm,
+                        int (*done)(struct tnt_comm *, void *), void *arg,
+                        double end, int yield)
+{
+    void *shm = comm->tp[TNT_TP_SHM] ? comm->tp_ctx[TNT_TP_SHM] : NULL;
+    /* The role is held for the whole spin: the rings stay unarmed until
+     * the end, and nobody may sleep in epoll on them meanwhile. */
+    comm->polling = 1;
+    comm->thread_polling = 0;
+    for (unsigned n = 0; !done(comm, arg) && !comm->stop; n++) {
+        if (shm && (n + 1) % SPIN_EPOLL_EVERY != 0) {
+            if (tnt__shm_poll(shm, 0))
+                tnt__engine_run_heavy(comm);
+        } else {
+            dispatch(comm, 0);
+        }
+        if (done(comm, arg) || tnt__now() >= end)
+            break;
+        /* Let threads that wait to post in; and with more ranks than
+         * CPUs, the ranks this one waits for. */
+        pthread_mutex_unlock(&comm->lock);
+        if (yield)
+            sched_yield();
+        pthread_mutex_lock(&comm->lock);
+    }
+    /* The rings stay unarmed while blocking calls follow each other:
+     * arming now would make the peer's next message write the eventfd.
+     * The next poll that may sleep arms them first (dispatch). */
+    if (shm && !comm->stop)
+        comm->shm_unarmed = 1;
+    comm->polling = 0;
     pthread_cond_broadcast(&comm->cond);
 }
 

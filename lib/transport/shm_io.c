@@ -9,9 +9,10 @@
  * receiver pulls it straight into its destination with process_vm_readv
  * (one copy) and answers with an ACK frame that completes the send.
  *
- * Waiting never spins: each side sleeps in the progress thread's epoll on
- * its eventfd, and the other side writes that eventfd only when the ring
- * flags say the sleeper asked for it (shm_ring.c). Everything read from
+ * Waiting: each side sleeps in epoll on its eventfd, and the other side
+ * writes that eventfd only when the ring flags say the sleeper asked for
+ * it (shm_ring.c). A blocking call polls the rings for a moment before it
+ * sleeps (tnt__shm_poll, from core/progress.c), leaving them unarmed. Everything read from
  * the ring is untrusted and checked. After every upcall the endpoint may
  * have been closed by the core, so callers check ep->closed.
  */
@@ -322,6 +323,36 @@ void tnt__shm_progress(shm_ep_t *ep)
         if (!tnt__shm_ring_consumer_sleep(ep->rx))
             return;
     }
+}
+
+int tnt__shm_poll(void *vctx, int arm)
+{
+    shm_ctx_t *ctx = vctx;
+    int moved = 0;
+    /* An upcall may close endpoints: they stay in memory (graveyard)
+     * until the next callback, and are skipped. */
+    for (shm_ep_t *ep = ctx->eps, *next; ep; ep = next) {
+        next = ep->next;
+        if (ep->closed || !ep->announced || !ep->rx)
+            continue;
+        if (arm) {
+            tnt__shm_progress(ep);
+            continue;
+        }
+        tnt__shm_ring_consumer_awake(ep->rx);
+        if (!tnt__shm_ring_avail(ep->rx) && !ep->sq_head)
+            continue;
+        int rc, got = 0;
+        while ((rc = recv_step(ep)) > 0)
+            got = 1;
+        if (rc < 0)
+            continue;
+        if (got && tnt__shm_ring_wake_producer(ep->rx))
+            wake_peer(ep);
+        flush(ep);
+        moved |= got;
+    }
+    return moved;
 }
 
 void tnt__shm_ep_cb(void *arg, uint32_t events)

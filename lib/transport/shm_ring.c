@@ -78,6 +78,13 @@ int tnt__shm_ring_wake_consumer(shm_ring_t *r)
     return atomic_exchange(&r->armed, 0) != 0;
 }
 
+void tnt__shm_ring_consumer_awake(shm_ring_t *r)
+{
+    /* Read first: polling must not write the shared line every time. */
+    if (atomic_load_explicit(&r->armed, memory_order_relaxed))
+        atomic_store(&r->armed, 0);
+}
+
 int tnt__shm_ring_consumer_sleep(shm_ring_t *r)
 {
     atomic_store(&r->armed, 1);

@@ -40,6 +40,10 @@ int tnt__shm_ring_wake_consumer(shm_ring_t *r);
 /** Consumer, before sleeping: arm the flag; 1 if data arrived meanwhile
  *  (then it must not sleep; the flag is cleared again). */
 int tnt__shm_ring_consumer_sleep(shm_ring_t *r);
+/** Consumer that polls the ring instead of sleeping: clear the flag, so
+ *  that the producer does not write the eventfd. It must call
+ *  tnt__shm_ring_consumer_sleep again before it sleeps. */
+void tnt__shm_ring_consumer_awake(shm_ring_t *r);
 /** Consumer, after a get: 1 if the producer waits for space and must be
  *  woken (flag cleared). */
 int tnt__shm_ring_wake_producer(shm_ring_t *r);

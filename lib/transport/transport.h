@@ -15,6 +15,16 @@ extern const tnt_transport_v1_t tnt__verbs_transport;
 int tnt__verbs_probe(char *why, size_t why_len);
 #endif
 
+/** Shared memory, for a thread that polls instead of sleeping (the
+ *  blocking calls' spin, core/progress.c): one look at every connected
+ *  peer's ring, taking what arrived and sending what waits, with upcalls
+ *  as from the event loop. arm=0: while it spins, peers are asked not to
+ *  write the eventfd (no system call on either side); arm=1 (before the
+ *  caller sleeps in epoll again, mandatory after arm=0 calls): ask for
+ *  the eventfd again and take what came meanwhile. Returns 1 if a
+ *  message arrived. Communicator lock and poller role held. */
+int tnt__shm_poll(void *shm_ctx, int arm);
+
 /* Fixed indices of the built-in transports: the core keeps per-index
  * state, and the address blobs of the bootstrap list them in this order. */
 enum { TNT_TP_TCP = 0, TNT_TP_SHM = 1, TNT_TP_VERBS = 2, TNT_TP_COUNT = 3 };
