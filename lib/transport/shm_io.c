@@ -307,18 +307,26 @@ static int recv_step(shm_ep_t *ep)
     return message_in(ep) < 0 ? -1 : 1;
 }
 
+/* Take what is in the ring, wake a producer waiting for the room, send
+ * what waits: 1 if a message arrived, 0 if not, -1 if the endpoint
+ * failed. */
+static int drain(shm_ep_t *ep)
+{
+    int moved = 0, rc;
+    while ((rc = recv_step(ep)) > 0)
+        moved = 1;
+    if (rc < 0)
+        return -1;
+    if (moved && tnt__shm_ring_wake_producer(ep->rx))
+        wake_peer(ep);
+    flush(ep);
+    return moved;
+}
+
 void tnt__shm_progress(shm_ep_t *ep)
 {
     for (;;) {
-        int moved = 0, rc;
-        while ((rc = recv_step(ep)) > 0)
-            moved = 1;
-        if (rc < 0)
-            return;
-        if (moved && tnt__shm_ring_wake_producer(ep->rx))
-            wake_peer(ep);
-        flush(ep);
-        if (ep->closed)
+        if (drain(ep) < 0 || ep->closed)
             return;
         if (!tnt__shm_ring_consumer_sleep(ep->rx))
             return;
@@ -340,17 +348,8 @@ int tnt__shm_poll(void *vctx, int arm)
             continue;
         }
         tnt__shm_ring_consumer_awake(ep->rx);
-        if (!tnt__shm_ring_avail(ep->rx) && !ep->sq_head)
-            continue;
-        int rc, got = 0;
-        while ((rc = recv_step(ep)) > 0)
-            got = 1;
-        if (rc < 0)
-            continue;
-        if (got && tnt__shm_ring_wake_producer(ep->rx))
-            wake_peer(ep);
-        flush(ep);
-        moved |= got;
+        if ((tnt__shm_ring_avail(ep->rx) || ep->sq_head) && drain(ep) > 0)
+            moved = 1;
     }
     return moved;
 }

@@ -327,6 +327,25 @@ static const char *hello_check(vb_ctx_t *ctx, vb_ep_t *ep,
     return NULL;
 }
 
+/* Send the challenge (acceptor) or the proof (connector): a MAC over
+ * the connector's hello and the acceptor's nonce. Then wait in `next`. */
+static void send_auth(vb_ep_t *ep, uint32_t kind,
+                      const uint8_t nonce_a[VB_NONCE_BYTES], int next)
+{
+    vb_ctx_t *ctx = ep->ctx;
+    vb_auth_t a = {.kind = kind};
+    if (kind == VB_AUTH_CHALLENGE)
+        memcpy(a.nonce, nonce_a, VB_NONCE_BYTES);
+    unsigned char in[VB_AUTH_INPUT_MAX], rec[VB_REC_LEN];
+    size_t n = tnt__vb_auth_input(kind == VB_AUTH_PROOF, ep->hello_rec,
+                                  nonce_a, in);
+    ctx->env.auth_mac(ctx->env.core, in, n, a.mac);
+    tnt__vb_auth_encode(&a, rec);
+    queue_record(ep, rec, VB_REC_LEN);
+    ep->stage = next;
+    flush_out(ep);
+}
+
 /* Acceptor: a hello. Nothing in it is trusted yet; answer with the
  * challenge. */
 static void hello_in(vb_ep_t *ep)
@@ -341,16 +360,8 @@ static void hello_in(vb_ep_t *ep)
         return;
     }
     memcpy(ep->hello_rec, ep->in, VB_REC_LEN);
-    vb_auth_t ch = {.kind = VB_AUTH_CHALLENGE};
     ctx->env.random_bytes(ctx->env.core, ep->nonce_a, VB_NONCE_BYTES);
-    memcpy(ch.nonce, ep->nonce_a, VB_NONCE_BYTES);
-    unsigned char in[VB_AUTH_INPUT_MAX], rec[VB_REC_LEN];
-    size_t n = tnt__vb_auth_input(0, ep->hello_rec, ep->nonce_a, in);
-    ctx->env.auth_mac(ctx->env.core, in, n, ch.mac);
-    tnt__vb_auth_encode(&ch, rec);
-    queue_record(ep, rec, VB_REC_LEN);
-    ep->stage = VB_S_PROOF_IN;
-    flush_out(ep);
+    send_auth(ep, VB_AUTH_CHALLENGE, ep->nonce_a, VB_S_PROOF_IN);
 }
 
 /* Acceptor: the proof. Only now is the connection the rank it says it
@@ -397,10 +408,9 @@ static void challenge_in(vb_ep_t *ep)
     vb_auth_t ch;
     const char *why = tnt__vb_auth_decode(ep->in, VB_REC_LEN,
                                           VB_AUTH_CHALLENGE, &ch);
-    unsigned char in[VB_AUTH_INPUT_MAX];
-    size_t n = 0;
     if (!why) {
-        n = tnt__vb_auth_input(0, ep->hello_rec, ch.nonce, in);
+        unsigned char in[VB_AUTH_INPUT_MAX];
+        size_t n = tnt__vb_auth_input(0, ep->hello_rec, ch.nonce, in);
         if (!ctx->env.auth_verify(ctx->env.core, in, n, ch.mac))
             why = "the peer failed to prove the job key (another job "
                   "key?)";
@@ -409,14 +419,7 @@ static void challenge_in(vb_ep_t *ep)
         tnt__vb_fail(ep, VB_EV_PROTOCOL, why);
         return;
     }
-    vb_auth_t pr = {.kind = VB_AUTH_PROOF};
-    n = tnt__vb_auth_input(1, ep->hello_rec, ch.nonce, in);
-    ctx->env.auth_mac(ctx->env.core, in, n, pr.mac);
-    unsigned char rec[VB_REC_LEN];
-    tnt__vb_auth_encode(&pr, rec);
-    queue_record(ep, rec, VB_REC_LEN);
-    ep->stage = VB_S_REPLY_IN;
-    flush_out(ep);
+    send_auth(ep, VB_AUTH_PROOF, ch.nonce, VB_S_REPLY_IN);
 }
 
 /* Connector: the acceptor's reply hello. Connect, send 'R', announce. */

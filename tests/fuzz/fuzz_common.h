@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/auth.h"
+
 #define FUZZ_ASSERT(cond)                                                     \
     do {                                                                      \
         if (!(cond)) {                                                        \
@@ -17,5 +19,18 @@
             abort();                                                          \
         }                                                                     \
     } while (0)
+
+/* The key the harnesses check MACs against (libsodium set up once). */
+static inline const tnt_auth_key_t *fuzz_key(void)
+{
+    static tnt_auth_key_t key;
+    static int ready;
+    if (!ready) {
+        tnt__auth_init();
+        tnt__auth_key_derive("fuzz-key", &key);
+        ready = 1;
+    }
+    return &key;
+}
 
 #endif /* TNT_FUZZ_COMMON_H */

@@ -33,13 +33,7 @@ static void check_msg(const uint8_t *m, size_t len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static tnt_auth_key_t key;
-    static int ready;
-    if (!ready) {
-        tnt__auth_init();
-        tnt__auth_key_derive("fuzz-key", &key);
-        ready = 1;
-    }
+    const tnt_auth_key_t *key = fuzz_key();
     if (size < 1)
         return 0;
     const uint8_t *m = data + 1;
@@ -77,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_ASSERT(n == VB_AUTH_INPUT_MAX);
         unsigned char mac[VB_MAC_BYTES];
         memcpy(mac, m + VB_HELLO_LEN - VB_MAC_BYTES, VB_MAC_BYTES);
-        FUZZ_ASSERT(!tnt__auth_verify(&key, in, n, mac));
+        FUZZ_ASSERT(!tnt__auth_verify(key, in, n, mac));
         break;
     }
     default: {
