@@ -345,8 +345,8 @@ static void proof_in(shm_ep_t *ep)
             why = "second connection from a rank already connected";
     void *seg = MAP_FAILED;
     if (!why) {
-        seg = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0],
-                   0);
+        seg = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_POPULATE, fds[0], 0);
         if (seg == MAP_FAILED)
             why = "cannot map the segment";
     }
@@ -572,11 +572,16 @@ static int make_segment(shm_ep_t *ep)
         return -1;
     void *p = MAP_FAILED;
     /* Sealed at its size: the peer maps it knowing nobody can shrink it
-     * under the mapping. */
+     * under the mapping. Both sides map it populated: the pages of the
+     * rings would otherwise be faulted in, on each side, by the first
+     * messages that pass through them (measured: the first 20-100
+     * allreduces of 32 KiB at p=4 took about 1 ms each instead of
+     * 50-100 us). */
     if (ftruncate(fd, (off_t)len) == 0 &&
         fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) ==
             0)
-        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_POPULATE, fd, 0);
     if (p == MAP_FAILED) {
         close(fd);
         return -1;
