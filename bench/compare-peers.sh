@@ -209,30 +209,29 @@ def h(b):
     return "%d B" % b
 print("allreduce f32 sum in place, time in us (lower is better); "
       "load: %s\n" % sys.argv[2].strip())
-print("| p | size | " + " | ".join(labels) +
-      " | tnt-tcp / best TCP peer | tnt-auto / ompi-vader |")
-print("|---|---|" + "---|" * (len(labels) + 2))
-for (p, b) in sorted(rows):
-    r = rows[(p, b)]
-    cells = ["%.1f" % r[l] if l in r else "-" for l in labels]
-    best = min([r[l] for l in tcp_peers if l in r], default=None)
-    q1 = "%.2f" % (r["tnt-tcp"] / best) if best and "tnt-tcp" in r else "-"
-    q2 = ("%.2f" % (r["tnt-auto"] / r["ompi-vader"])
-          if "tnt-auto" in r and "ompi-vader" in r else "-")
-    print("| %d | %s | %s | %s | %s |" % (p, h(b), " | ".join(cells), q1, q2))
+def over(num, dens):
+    """Cell: r[num] / the least of r[dens], or "-" when one is missing."""
+    def cell(r):
+        d = min([r[l] for l in dens if l in r], default=None)
+        return "%.2f" % (r[num] / d) if d and num in r else "-"
+    return cell
+def table(data, labs, ratios):
+    print("| p | size | " + " | ".join(labs + [t for t, _ in ratios]) +
+          " |")
+    print("|---|---|" + "---|" * (len(labs) + len(ratios)))
+    for (p, b) in sorted(data):
+        r = data[(p, b)]
+        cells = ["%.1f" % r[l] if l in r else "-" for l in labs]
+        cells += [cell(r) for _, cell in ratios]
+        print("| %d | %s | %s |" % (p, h(b), " | ".join(cells)))
+table(rows, labels,
+      [("tnt-tcp / best TCP peer", over("tnt-tcp", tcp_peers)),
+       ("tnt-auto / ompi-vader", over("tnt-auto", ["ompi-vader"]))])
 if cpu:
     print("\nCPU time per call, all ranks together (user + sys, us; lower "
           "is better):\n")
-    print("| p | size | " + " | ".join(cpu_labels) +
-          " | tnt-tcp / least of TCP peers |")
-    print("|---|---|" + "---|" * (len(cpu_labels) + 1))
-    for (p, b) in sorted(cpu):
-        r = cpu[(p, b)]
-        cells = ["%.1f" % r[l] if l in r else "-" for l in cpu_labels]
-        least = min([r[l] for l in tcp_peers if l in r], default=None)
-        q = ("%.2f" % (r["tnt-tcp"] / least)
-             if least and "tnt-tcp" in r else "-")
-        print("| %d | %s | %s | %s |" % (p, h(b), " | ".join(cells), q))
+    table(cpu, cpu_labels,
+          [("tnt-tcp / least of TCP peers", over("tnt-tcp", tcp_peers))])
 EOF
 cat "$RAW/table.md"
 [ -z "$OUT" ] || cp "$RAW/table.md" "$OUT"

@@ -261,9 +261,9 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
             tnt_peer_t *p = &comm->peers[i];
             p->rank = i;
             memcpy(p->host, table[i].host, sizeof(p->host));
-            if (strcmp(table[i].host, comm->host) == 0)
-                comm->host_ranks++;
-            if (strcmp(table[i].host, comm->host) != 0 ||
+            int same_host = strcmp(table[i].host, comm->host) == 0;
+            comm->host_ranks += same_host;
+            if (!same_host ||
                 !tnt__comm_tp_runs(table[i].addr, table[i].addr_len,
                                    TNT_TP_SHM))
                 comm->intra_host = 0;

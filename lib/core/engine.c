@@ -908,8 +908,7 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
     double end = 0.0;
     if (timeout_s >= 0) {
         end = tnt__now() + timeout_s;
-        abs.tv_sec = (time_t)end;
-        abs.tv_nsec = (long)((end - (double)abs.tv_sec) * 1e9);
+        abs = tnt__timespec_at(end);
     }
     pthread_mutex_lock(&comm->lock);
     /* A zero timeout is a test: one look at the sockets without blocking
@@ -1004,9 +1003,7 @@ static void linger_for_notices(struct tnt_comm *comm)
     double limit = comm->params.timeout_s < TNT_LINGER_S
                        ? comm->params.timeout_s : TNT_LINGER_S;
     double end = tnt__now() + limit;
-    struct timespec abs;
-    abs.tv_sec = (time_t)end;
-    abs.tv_nsec = (long)((end - (double)abs.tv_sec) * 1e9);
+    struct timespec abs = tnt__timespec_at(end);
     drive_until(comm, no_connection_pending, NULL, end, &abs);
 }
 

@@ -314,6 +314,9 @@ void tnt__engine_free_requests(struct tnt_comm *comm);
 void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc);
 
 double tnt__now(void);
+/** A tnt__now() time as the absolute time the condition variables wait
+ *  for (they run on CLOCK_MONOTONIC, like tnt__now). */
+struct timespec tnt__timespec_at(double t);
 
 /** Take comm->lock to post: counted in comm->lock_wanted, so that a
  *  poller dispatching a long batch lets this thread in between two

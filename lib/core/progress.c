@@ -45,6 +45,14 @@ double tnt__now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+struct timespec tnt__timespec_at(double t)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)t;
+    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+    return ts;
+}
+
 static uint32_t to_epoll(uint32_t events)
 {
     uint32_t e = 0;
@@ -352,9 +360,7 @@ static double park_until(struct tnt_comm *comm, double now)
 
 static void park(struct tnt_comm *comm, double until)
 {
-    struct timespec abs;
-    abs.tv_sec = (time_t)until;
-    abs.tv_nsec = (long)((until - (double)abs.tv_sec) * 1e9);
+    struct timespec abs = tnt__timespec_at(until);
     comm->thread_parked = 1;
     pthread_cond_timedwait(&comm->park, &comm->lock, &abs);
     comm->thread_parked = 0;

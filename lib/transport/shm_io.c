@@ -12,8 +12,8 @@
  * Waiting: each side sleeps in epoll on its eventfd, and the other side
  * writes that eventfd only when the ring flags say the sleeper asked for
  * it (shm_ring.c). A blocking call polls the rings for a moment before it
- * sleeps (tnt__shm_poll, from core/progress.c), leaving them unarmed. Everything read from
- * the ring is untrusted and checked. After every upcall the endpoint may
+ * sleeps (tnt__shm_poll, from core/progress.c), leaving them unarmed.
+ * Everything read from the ring is untrusted and checked. After every upcall the endpoint may
  * have been closed by the core, so callers check ep->closed.
  */
 #include <errno.h>

@@ -346,6 +346,18 @@ static void send_auth(vb_ep_t *ep, uint32_t kind,
     flush_out(ep);
 }
 
+/* 1 if mac is the challenge's (connector_mac = 0) or the proof's (1)
+ * MAC over the connector's hello and the acceptor's nonce. */
+static int auth_ok(vb_ep_t *ep, int connector_mac,
+                   const uint8_t nonce_a[VB_NONCE_BYTES],
+                   const uint8_t mac[VB_MAC_BYTES])
+{
+    vb_ctx_t *ctx = ep->ctx;
+    unsigned char in[VB_AUTH_INPUT_MAX];
+    size_t n = tnt__vb_auth_input(connector_mac, ep->hello_rec, nonce_a, in);
+    return ctx->env.auth_verify(ctx->env.core, in, n, mac);
+}
+
 /* Acceptor: a hello. Nothing in it is trusted yet; answer with the
  * challenge. */
 static void hello_in(vb_ep_t *ep)
@@ -372,9 +384,7 @@ static void proof_in(vb_ep_t *ep)
     vb_auth_t pr;
     const char *why = tnt__vb_auth_decode(ep->in, VB_REC_LEN, VB_AUTH_PROOF,
                                           &pr);
-    unsigned char in[VB_AUTH_INPUT_MAX];
-    size_t n = tnt__vb_auth_input(1, ep->hello_rec, ep->nonce_a, in);
-    if (!why && !ctx->env.auth_verify(ctx->env.core, in, n, pr.mac))
+    if (!why && !auth_ok(ep, 1, ep->nonce_a, pr.mac))
         why = "authentication failed (wrong job key, or a replay)";
     /* Another connection for the same rank may have proved meanwhile. */
     if (!why)
@@ -404,17 +414,11 @@ static void proof_in(vb_ep_t *ep)
 /* Connector: the challenge. Check the acceptor's MAC, then prove. */
 static void challenge_in(vb_ep_t *ep)
 {
-    vb_ctx_t *ctx = ep->ctx;
     vb_auth_t ch;
     const char *why = tnt__vb_auth_decode(ep->in, VB_REC_LEN,
                                           VB_AUTH_CHALLENGE, &ch);
-    if (!why) {
-        unsigned char in[VB_AUTH_INPUT_MAX];
-        size_t n = tnt__vb_auth_input(0, ep->hello_rec, ch.nonce, in);
-        if (!ctx->env.auth_verify(ctx->env.core, in, n, ch.mac))
-            why = "the peer failed to prove the job key (another job "
-                  "key?)";
-    }
+    if (!why && !auth_ok(ep, 0, ch.nonce, ch.mac))
+        why = "the peer failed to prove the job key (another job key?)";
     if (why) {
         tnt__vb_fail(ep, VB_EV_PROTOCOL, why);
         return;

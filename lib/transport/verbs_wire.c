@@ -25,6 +25,15 @@ static void put64(unsigned char *p, uint64_t v)
     put32(p + 4, (uint32_t)(v >> 32));
 }
 
+/* 1 if the n bytes at p are all zero (reserved fields, absent nonces). */
+static int all_zero(const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i])
+            return 0;
+    return 1;
+}
+
 static uint16_t get16(const unsigned char *p)
 {
     return (uint16_t)(p[0] | (p[1] << 8));
@@ -191,9 +200,8 @@ const char *tnt__vb_hello_decode(const void *buf, size_t len, vb_hello_t *h)
     memcpy(h->gid, p + 40, 16);
     h->depth = get16(p + 56);
     memcpy(h->nonce, p + 64, VB_NONCE_BYTES);
-    for (int i = 58; i < 64; i++)
-        if (p[i])
-            return "reserved handshake bytes set";
+    if (!all_zero(p + 58, 6))
+        return "reserved handshake bytes set";
     if (h->from < 0 || h->to < 0)
         return "negative rank in handshake";
     if (h->qpn < 2 || h->qpn > 0xffffffu)
@@ -240,13 +248,10 @@ const char *tnt__vb_auth_decode(const void *buf, size_t len, uint32_t kind,
                                          : "expected a proof";
     memcpy(a->nonce, p + 12, VB_NONCE_BYTES);
     memcpy(a->mac, p + 28, VB_MAC_BYTES);
-    for (int i = 60; i < (int)VB_REC_LEN; i++)
-        if (p[i])
-            return "reserved authentication bytes set";
-    if (kind == VB_AUTH_PROOF)
-        for (unsigned i = 0; i < VB_NONCE_BYTES; i++)
-            if (a->nonce[i])
-                return "a proof carries no nonce";
+    if (!all_zero(p + 60, VB_REC_LEN - 60))
+        return "reserved authentication bytes set";
+    if (kind == VB_AUTH_PROOF && !all_zero(a->nonce, VB_NONCE_BYTES))
+        return "a proof carries no nonce";
     return NULL;
 }
 
