@@ -1,9 +1,12 @@
 /*
  * The shared-memory ring (see shm_ring.h). Each side publishes its
- * position with a sequentially consistent store and reads the other's
- * flag afterwards, and the sleeping side arms its flag before rechecking
- * the position: of the two, at least one sees the other (the Dekker
- * pattern), so a wake-up is never lost and nobody spins while idle.
+ * position with a release store and, once it has published all it will
+ * for now, reads the other's flag after a full fence (the wake calls);
+ * the sleeping side arms its flag before rechecking the position: of the
+ * two, at least one sees the other (the Dekker pattern), so a wake-up is
+ * never lost and nobody spins while idle. One fence per batch, not one
+ * per position store: each full fence waits for the other core to give
+ * up the line, and a small message used to pay five of them.
  */
 #include <string.h>
 
@@ -46,7 +49,7 @@ size_t tnt__shm_ring_put(shm_ring_t *r, size_t cap, const void *src,
     size_t first = n < cap - at ? n : cap - at;
     memcpy(r->data + at, src, first);
     memcpy(r->data, (const unsigned char *)src + first, n - first);
-    atomic_store(&r->tail, tail + n);
+    atomic_store_explicit(&r->tail, tail + n, memory_order_release);
     return n;
 }
 
@@ -67,12 +70,14 @@ size_t tnt__shm_ring_get(shm_ring_t *r, size_t cap, void *dst, size_t len)
         return 0;
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
     copy_out(r, cap, head, dst, n);
-    atomic_store(&r->head, head + n);
+    atomic_store_explicit(&r->head, head + n, memory_order_release);
     return n;
 }
 
 int tnt__shm_ring_wake_consumer(shm_ring_t *r)
 {
+    /* Orders the tail stores before the flag's load (StoreLoad). */
+    atomic_thread_fence(memory_order_seq_cst);
     if (!atomic_load(&r->armed))
         return 0;
     return atomic_exchange(&r->armed, 0) != 0;
@@ -96,6 +101,7 @@ int tnt__shm_ring_consumer_sleep(shm_ring_t *r)
 
 int tnt__shm_ring_wake_producer(shm_ring_t *r)
 {
+    atomic_thread_fence(memory_order_seq_cst); /* head before the flag */
     if (!atomic_load(&r->want_space))
         return 0;
     return atomic_exchange(&r->want_space, 0) != 0;

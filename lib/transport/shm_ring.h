@@ -34,7 +34,7 @@ int tnt__shm_ring_peek(shm_ring_t *r, size_t cap, void *dst, size_t len);
 /** Read up to len bytes; returns how many. */
 size_t tnt__shm_ring_get(shm_ring_t *r, size_t cap, void *dst, size_t len);
 
-/** Producer, after a put: 1 if the consumer was asleep and must be woken
+/** Producer, after its puts: 1 if the consumer was asleep and must be woken
  *  (the flag is cleared, so one wake-up per sleep). */
 int tnt__shm_ring_wake_consumer(shm_ring_t *r);
 /** Consumer, before sleeping: arm the flag; 1 if data arrived meanwhile
@@ -44,7 +44,7 @@ int tnt__shm_ring_consumer_sleep(shm_ring_t *r);
  *  that the producer does not write the eventfd. It must call
  *  tnt__shm_ring_consumer_sleep again before it sleeps. */
 void tnt__shm_ring_consumer_awake(shm_ring_t *r);
-/** Consumer, after a get: 1 if the producer waits for space and must be
+/** Consumer, after its gets: 1 if the producer waits for space and must be
  *  woken (flag cleared). */
 int tnt__shm_ring_wake_producer(shm_ring_t *r);
 /** Producer, when the ring is too full: ask to be woken; 1 if space
