@@ -267,6 +267,22 @@ static void test_allreduce_oneshot(void)
     run_allreduce_jobs("oneshot", NULL, &s);
 }
 
+/* The slots allreduce, forced: over shm only (it needs every rank on one
+ * host through shared memory; auto picks it there up to 8 KiB). Up to
+ * the largest size that fits a slot for every dtype (1024 x 8 bytes). */
+static void test_allreduce_slots(void)
+{
+    const char *tp = getenv("TNT_TRANSPORT");
+    if (!tp || strcmp(tp, "shm") != 0) {
+        fprintf(stderr, "  [slots: needs TNT_TRANSPORT=shm (the "
+                "collectives_shm run), skipped]\n");
+        return;
+    }
+    static const size_t counts[] = {1, 2, 3, 100, 1021, 1024};
+    ar_spec_t s = {counts, 6, k_all_dtypes, 10, k_all_ops, 5, 0, 0};
+    run_allreduce_jobs("slots", NULL, &s);
+}
+
 static void test_allreduce_direct(void)
 {
     ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 2};
@@ -1130,6 +1146,7 @@ static const th_test_def_t k_tests[] = {
     {"allreduce", "rabenseifner", test_allreduce_rab},
     {"allreduce", "oneshot", test_allreduce_oneshot},
     {"allreduce", "direct", test_allreduce_direct},
+    {"allreduce", "slots", test_allreduce_slots},
     {"allreduce", "direct_segmented", test_allreduce_direct_segmented},
     {"allreduce", "ring_segmented", test_allreduce_ring_segmented},
     {"allreduce", "auto_segmented", test_allreduce_auto_segmented},

@@ -549,14 +549,24 @@ static void test_select(void)
     a.nranks = 1;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_RING, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_LOCAL);
-    /* One host, all pairs on shared memory: one-shot when small, direct
-     * above; flat broadcast at every size; forcing still wins. */
+    /* One host, all pairs on shared memory: the slots up to 8 KiB,
+     * one-shot to 32 KiB, direct above; flat broadcast at every size;
+     * forcing still wins. */
     a.nranks = 4;
     a.intra_host = 1;
     a.host_cpus = 8;
     a.count = 8;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_SLOTS);
+    a.count = 2048;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_SLOTS);
+    a.count = 2049;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_ONESHOT);
+    CU_ASSERT(tnt__algo_select(&a, TNT_ALGO_SLOTS, &algo) < 0);
+    a.count = 0;
+    CU_ASSERT(tnt__algo_select(&a, TNT_ALGO_SLOTS, &algo) < 0);
     a.count = 1 << 16;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_DIRECT);
@@ -565,6 +575,9 @@ static void test_select(void)
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_RABENSEIFNER);
     a.count = 8;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_SLOTS);
+    a.count = 4096;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_RD);
     a.count = 1 << 20;
@@ -582,6 +595,7 @@ static void test_select(void)
     CU_ASSERT_EQUAL(tnt__algo_parse("oneshot"), TNT_ALGO_ONESHOT);
     CU_ASSERT_EQUAL(tnt__algo_parse("direct"), TNT_ALGO_DIRECT);
     CU_ASSERT_EQUAL(tnt__algo_parse("flat"), TNT_ALGO_FLAT);
+    CU_ASSERT_EQUAL(tnt__algo_parse("slots"), TNT_ALGO_SLOTS);
 }
 
 /* Host layouts for the hierarchical allreduce: keys[r] names rank r's

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/engine.h"
@@ -126,6 +127,66 @@ static void test_killed_rank(void)
     free(after);
 }
 
+/* The slots allreduce reads its peers' inputs where they lie, in the
+ * pair's segment. Ranks 1 and 2 finish a small allreduce, free the
+ * communicator and exit while rank 0 has not looked yet (its wait comes
+ * 300 ms after its post): their segments go with their connections, and
+ * rank 0 must still get the right sum, from the copies it takes when the
+ * connections close (tnt__slot_peer_closing). */
+#define GONE_COUNT 100
+
+static int slot_peer_gone(tnt_comm_t comm, int rank, int nranks, void *arg,
+                          th_report_t *rep)
+{
+    (void)arg;
+    float x[GONE_COUNT];
+    for (int i = 0; i < GONE_COUNT; i++)
+        x[i] = (float)(rank + 1 + i);
+    tnt_result_t rc;
+    if (rank == 0) {
+        tnt_request_t req;
+        rc = tnt_iallreduce(comm, TNT_IN_PLACE, x, GONE_COUNT, TNT_F32,
+                            TNT_SUM, &req);
+        /* Stopped, threads and all, until a helper wakes it: the peers
+         * finish and go meanwhile, and the poller then finds their
+         * inputs and their hang-ups in one batch of events. */
+        pid_t helper = fork();
+        if (helper == 0) {
+            usleep(300000);
+            kill(getppid(), SIGCONT);
+            _exit(0);
+        }
+        if (helper > 0) {
+            raise(SIGSTOP);
+            waitpid(helper, NULL, 0);
+            usleep(100000); /* the progress thread takes that batch */
+        }
+        if (rc == TNT_SUCCESS)
+            rc = tnt_wait(req);
+    } else {
+        usleep(100000); /* after rank 0 has posted and stopped */
+        rc = tnt_allreduce(comm, TNT_IN_PLACE, x, GONE_COUNT, TNT_F32,
+                           TNT_SUM);
+    }
+    size_t wrong = 0, first = 0;
+    for (int i = 0; i < GONE_COUNT; i++) {
+        float want = (float)(nranks * (nranks + 1) / 2 + nranks * i);
+        if (x[i] != want && wrong++ == 0)
+            first = (size_t)i;
+    }
+    th_report_check(rep, "allreduce", rc, rc ? 0 : wrong, first, x,
+                    sizeof x);
+    return 0; /* ranks 1 and 2: the harness frees the communicator now */
+}
+
+static void test_slot_peer_gone(void)
+{
+    static const char *const env[] = {"TNT_TRANSPORT=shm", NULL};
+    th_job_t job = {"shm slot peers gone", 3, env, slot_peer_gone, NULL, 60,
+                    0, 0};
+    th_run_job(&job, NULL);
+}
+
 /* Ranks as hosts of two: TNT_HOST_ID set per rank before init. */
 static tnt_result_t init_on_host(int rank, int per_host, tnt_comm_t *comm)
 {
@@ -207,6 +268,7 @@ static void test_mixed(void)
 
 static const th_test_def_t k_tests[] = {
     {"shm", "killed_rank", test_killed_rank},
+    {"shm", "slot_peer_gone", test_slot_peer_gone},
     {"shm", "shm_across_hosts", test_shm_across_hosts},
     {"shm", "mixed_transports", test_mixed},
     {NULL, NULL, NULL},

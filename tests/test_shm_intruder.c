@@ -175,7 +175,8 @@ static int sx_memfd(size_t len)
 
 static size_t sx_seg_bytes(void)
 {
-    return sizeof(shm_seg_t) + 2 * (sizeof(shm_ring_t) + SHM_RING_BYTES);
+    return sizeof(shm_seg_t) + 2 * (sizeof(shm_ring_t) + SHM_RING_BYTES) +
+           2 * sizeof(tnt_slot_side_t);
 }
 
 /* Does any rank map, or hold a descriptor of, something the intruder

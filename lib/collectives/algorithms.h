@@ -30,6 +30,7 @@ enum tnt_algo {
     TNT_ALGO_ONESHOT,   /* allreduce: everyone sends everything, 1 step */
     TNT_ALGO_DIRECT,    /* allreduce: direct RS + direct AG, 2 steps */
     TNT_ALGO_FLAT,      /* broadcast: root sends to every rank */
+    TNT_ALGO_SLOTS,     /* allreduce, one host: shm slots, no messages */
     TNT_ALGO_END
 };
 

@@ -23,6 +23,7 @@
 
 #include "collectives/algorithms.h"
 #include "core/error.h"
+#include "transport/shm_slot.h"
 
 #define ALLREDUCE_RD_MAX_BYTES ((size_t)64 << 10)
 #define ALLREDUCE_RAB_MAX_BYTES ((size_t)2 << 20)
@@ -48,6 +49,7 @@ static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_ONESHOT] = "oneshot",
     [TNT_ALGO_DIRECT] = "direct",
     [TNT_ALGO_FLAT] = "flat",
+    [TNT_ALGO_SLOTS] = "slots",
 };
 
 const char *tnt__algo_name(int algo)
@@ -81,7 +83,8 @@ static int applies(int kind, int algo)
     case TNT_COLL_ALLREDUCE:
         return algo == TNT_ALGO_RING || algo == TNT_ALGO_RD ||
                algo == TNT_ALGO_RABENSEIFNER || algo == TNT_ALGO_HIER ||
-               algo == TNT_ALGO_ONESHOT || algo == TNT_ALGO_DIRECT;
+               algo == TNT_ALGO_ONESHOT || algo == TNT_ALGO_DIRECT ||
+               algo == TNT_ALGO_SLOTS;
     case TNT_COLL_BROADCAST:
         return algo == TNT_ALGO_BINOMIAL || algo == TNT_ALGO_PIPELINE ||
                algo == TNT_ALGO_FLAT;
@@ -109,7 +112,19 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
                               "needs the host layout (TNT_TOPOLOGY=auto) "
                               "and at most %d ranks per host",
                               HIER_MAX_LOCAL);
+        if (forced == TNT_ALGO_SLOTS && (!a->intra_host || bytes == 0 ||
+                                         bytes > TNT_SLOT_BYTES))
+            return tnt__error(TNT_ERR_CONFIG, "the slots allreduce needs "
+                              "every rank on this host over shared memory "
+                              "and 1 to %zu bytes", TNT_SLOT_BYTES);
         *algo = forced;
+        return TNT_SUCCESS;
+    }
+    /* One host over shared memory, small: the slots in the pairs'
+     * segments, no messages (core/engine_slot.c). */
+    if (a->intra_host && a->kind == TNT_COLL_ALLREDUCE && bytes > 0 &&
+        bytes <= TNT_SLOT_BYTES) {
+        *algo = TNT_ALGO_SLOTS;
         return TNT_SUCCESS;
     }
     /* One host: fewer steps where every rank has a core; with more ranks
@@ -195,6 +210,8 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
     case TNT_ALGO_BINOMIAL: rc = tnt__bcast_binomial(a, s); break;
     case TNT_ALGO_PIPELINE: rc = tnt__bcast_pipeline(a, s); break;
     case TNT_ALGO_DISSEMINATION: rc = tnt__barrier_dissemination(a, s); break;
+    case TNT_ALGO_SLOTS: rc = TNT_SUCCESS; break; /* no schedule: the
+                                                    engine runs it */
     default:
         rc = tnt__error(TNT_ERR_INTERNAL, "no builder for algorithm %d",
                         algo);

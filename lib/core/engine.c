@@ -82,6 +82,21 @@ static void free_request(struct tnt_comm *comm, struct tnt_request *req)
     free(req);
 }
 
+uint32_t tnt__request_nops(const struct tnt_request *req)
+{
+    if (req->algo == TNT_ALGO_SLOTS)
+        return 2u * (uint32_t)(req->args.nranks - 1);
+    return req->sched->nops;
+}
+
+/* Operation states a request of schedule s needs: the slots allreduce
+ * (engine_slot.c) has an empty schedule and keeps one per rank. */
+static uint32_t request_ops(const struct tnt_comm *comm,
+                            const tnt_sched_t *s)
+{
+    return s->nops ? s->nops : (uint32_t)comm->nranks;
+}
+
 /* A request able to run `nops` operations: recycled if possible. */
 static struct tnt_request *alloc_request(struct tnt_comm *comm, uint32_t nops)
 {
@@ -199,7 +214,10 @@ void tnt__engine_run_deferred(struct tnt_comm *comm)
             comm->deferred_tail = NULL;
         req->deferred = 0;
         req->defer_next = NULL;
-        tnt__run_ready(comm, req);
+        if (req->algo == TNT_ALGO_SLOTS)
+            tnt__slot_progress(comm);
+        else
+            tnt__run_ready(comm, req);
     }
 }
 
@@ -215,7 +233,7 @@ static void publish(struct tnt_comm *comm, struct tnt_request *req,
         req->reap_next = comm->reap_head;
         comm->reap_head = req;
     }
-    comm->last_activity = tnt__now();
+    comm->last_activity = tnt__now_coarse();
     pthread_cond_broadcast(&comm->cond);
 }
 
@@ -228,6 +246,8 @@ static void finish(struct tnt_request *req, tnt_result_t rc)
         undefer(comm, req);
     if (req->heavy_queued)
         tnt__unqueue_heavy(comm, req);
+    if (req->slot_queued)
+        tnt__slot_unqueue(comm, req);
     if (req->active) {
         if (req->prev)
             req->prev->next = req->next;
@@ -239,6 +259,7 @@ static void finish(struct tnt_request *req, tnt_result_t rc)
             comm->active_tail = req->prev;
         req->next = req->prev = NULL;
         req->active = 0;
+        comm->active_msgs -= req->algo != TNT_ALGO_SLOTS;
     }
     if (req->busy) {
         /* A computation still writes into its buffers: the result waits
@@ -395,7 +416,7 @@ void tnt__op_complete(struct tnt_request *req, uint32_t op)
     }
 }
 
-static void ensure_connect(struct tnt_comm *comm, tnt_peer_t *p)
+void tnt__ensure_connect(struct tnt_comm *comm, tnt_peer_t *p)
 {
     if (p->ep || p->connecting)
         return;
@@ -422,7 +443,7 @@ void tnt__engine_connect_all(struct tnt_comm *comm)
 {
     pthread_mutex_lock(&comm->lock);
     for (int i = comm->rank + 1; i < comm->nranks; i++)
-        ensure_connect(comm, &comm->peers[i]);
+        tnt__ensure_connect(comm, &comm->peers[i]);
     pthread_mutex_unlock(&comm->lock);
 }
 
@@ -551,7 +572,7 @@ static void post_recv(struct tnt_comm *comm, struct tnt_request *req,
     }
     os->next = p->posted;
     p->posted = os;
-    ensure_connect(comm, p);
+    tnt__ensure_connect(comm, p);
 }
 
 static void start_op(struct tnt_comm *comm, struct tnt_request *req,
@@ -573,7 +594,7 @@ static void start_op(struct tnt_comm *comm, struct tnt_request *req,
             else
                 p->pending_head = os;
             p->pending_tail = os;
-            ensure_connect(comm, p);
+            tnt__ensure_connect(comm, p);
             return;
         }
         tnt__start_send(comm, req, op);
@@ -661,7 +682,8 @@ tnt_result_t tnt__engine_prepare(struct tnt_comm *comm,
         comm->max_free_reqs = MAX_FREE_REQUESTS + n;
     struct tnt_request *got = NULL;
     for (size_t i = 0; rc == TNT_SUCCESS && i < n; i++) {
-        struct tnt_request *r = alloc_request(comm, sched[i]->nops);
+        struct tnt_request *r =
+            alloc_request(comm, request_ops(comm, sched[i]));
         if (!r) {
             rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
             break;
@@ -705,7 +727,7 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
     uint32_t nops = sched->nops;
 
     tnt__lock_to_post(comm);
-    struct tnt_request *req = alloc_request(comm, nops);
+    struct tnt_request *req = alloc_request(comm, request_ops(comm, sched));
     if (!req) {
         pthread_mutex_unlock(&comm->lock);
         tnt__sched_release(&comm->sched_cache, sched);
@@ -755,7 +777,8 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
     req->seq = comm->next_seq++;
     sig->seq = req->seq;
     comm->recent_sigs[req->seq % TNT_RECENT_SIGS] = *sig;
-    req->deadline = tnt__now() + comm->params.timeout_s;
+    double now = tnt__now_coarse();
+    req->deadline = now + comm->params.timeout_s;
     for (uint32_t i = 0; i < nops; i++) {
         tnt_opstate_t *os = &req->ops[i];
         os->type = TNT_COOKIE_OP;
@@ -770,6 +793,7 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
             push_ready(req, i);
     }
     req->active = 1;
+    comm->active_msgs += algo != TNT_ALGO_SLOTS;
     req->prev = comm->active_tail;
     if (comm->active_tail)
         comm->active_tail->next = req;
@@ -780,7 +804,7 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
     if (comm->all_head)
         comm->all_head->all_prev = req;
     comm->all_head = req;
-    comm->last_activity = tnt__now();
+    comm->last_activity = now;
 
     /* Messages of this collective may have arrived already: check their
      * signatures now, so a mismatch is reported before any data moves. */
@@ -790,6 +814,8 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
                 tnt__report_mismatch(comm, req, &u->hdr, i);
                 break;
             }
+    if (algo == TNT_ALGO_SLOTS && req->result == TNT_INPROGRESS)
+        tnt__slot_enqueue(comm, req);
     if (flags & TNT_POST_DEFER) {
         if (req->result == TNT_INPROGRESS) {
             req->deferred = 1;
@@ -802,6 +828,8 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
             if (comm->polling)
                 tnt__progress_wake(comm);
         }
+    } else if (algo == TNT_ALGO_SLOTS) {
+        tnt__slot_progress(comm);
     } else {
         tnt__run_ready(comm, req);
         /* The poller runs queued large operations: get it out of
@@ -810,8 +838,10 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
             tnt__progress_wake(comm);
     }
     tnt__engine_reap(comm);
-    if (!(flags & TNT_POST_WAIT_NEXT) && req->result == TNT_INPROGRESS)
+    if (!(flags & TNT_POST_WAIT_NEXT) && req->result == TNT_INPROGRESS) {
+        tnt__slot_notify(comm); /* back to the application */
         tnt__progress_unpark(comm);
+    }
     pthread_mutex_unlock(&comm->lock);
     *out = req;
     return TNT_SUCCESS;
@@ -836,14 +866,14 @@ static int cond_wait_until(struct tnt_comm *comm, const struct timespec *abs)
  * poller role is free on entry. */
 static void spin(struct tnt_comm *comm,
                  int (*done)(struct tnt_comm *, void *), void *arg,
-                 double limit)
+                 double start, double limit)
 {
-    double end = tnt__now() + comm->params.spin_s;
+    double end = start + comm->params.spin_s;
     if (end > limit)
         end = limit;
     int oversubscribed = comm->host_cpus > 0 &&
                          comm->host_ranks > comm->host_cpus;
-    tnt__progress_spin(comm, done, arg, end, oversubscribed);
+    tnt__progress_spin(comm, done, arg, start, end, oversubscribed);
 }
 
 /* Wait until done(comm, arg), driving progress on this thread whenever
@@ -860,7 +890,7 @@ static int drive_until(struct tnt_comm *comm,
             break;
         if (!comm->polling && !spun) {
             spun = 1;
-            spin(comm, done, arg, abs ? end : now + 1.0);
+            spin(comm, done, arg, now, abs ? end : now + 1.0);
             continue;
         }
         if (!comm->polling) {
@@ -918,6 +948,7 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
         if (!comm->polling)
             tnt__progress_poll(comm, 0, 0);
         if (req->result == TNT_INPROGRESS) {
+            tnt__slot_notify(comm);
             pthread_mutex_unlock(&comm->lock);
             *finished = 0;
             return TNT_TIMEOUT;
@@ -934,6 +965,7 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
                         timeout_s);
     else if (rc != TNT_SUCCESS) /* errors, and a deadline that expired */
         tnt__error_str(rc, comm->fail_msg);
+    tnt__slot_notify(comm);
     pthread_mutex_unlock(&comm->lock);
     return rc;
 }
@@ -1042,7 +1074,7 @@ void tnt__engine_check_deadlines(struct tnt_comm *comm, double now)
                          " timed out after %.1f s (TNT_TIMEOUT), %u of %u "
                          "operations left; waiting for: %s", comm->rank, sig,
                          r->seq, comm->params.timeout_s, r->ops_left,
-                         r->sched->nops, what);
+                         tnt__request_nops(r), what);
         return;
     }
 }

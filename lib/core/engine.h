@@ -123,6 +123,10 @@ typedef struct tnt_peer {
     tnt_opstate_t *posted;     /* posted receives */
     tnt_unexp_t *unexp_head, *unexp_tail;
     tnt_notice_rx_t notice;    /* a failure notice arriving from it */
+    /* Slot operations (engine_slot.c): the most this peer said it had
+     * finished, and whether it may sleep unwoken on a publication here. */
+    uint64_t slot_completed;
+    int slot_notify;
 } tnt_peer_t;
 
 /* A collective in flight; the request handle users hold. */
@@ -163,6 +167,11 @@ struct tnt_request {
     uint32_t busy;             /* computations running without the lock */
     int finish_late;           /* finished while busy: late_rc is it */
     tnt_result_t late_rc;
+    /* The slots allreduce (engine_slot.c): its number among the
+     * communicator's slot operations, and their queue. */
+    uint64_t slot_no;
+    struct tnt_request *slot_next;
+    int slot_queued;
 };
 
 typedef struct tnt_watch {
@@ -250,6 +259,13 @@ struct tnt_comm {
     int intra_host;            /* all ranks on this host, all pairs shm */
     int host_cpus;             /* online CPUs of this host */
     int host_ranks;            /* ranks of this communicator on this host */
+    /* Slot operations (engine_slot.c): numbered in posting order, finished
+     * in that order; the unfinished ones, oldest first. */
+    uint64_t slot_next;
+    uint64_t slot_completed;   /* number + 1 of the last one finished */
+    struct tnt_request *slot_head, *slot_tail;
+    int active_msgs;           /* active requests that are not slot ones */
+    int slot_notify;           /* some peer's slot_notify is set */
 };
 
 /** Transport services and upcalls for transport `tpi`, filled into
@@ -290,6 +306,12 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
  *  full mesh of sockets would cost more than it tells). */
 #define TNT_EAGER_CONNECT_MAX 64
 void tnt__engine_connect_all(struct tnt_comm *comm);
+/** Make progress on the slots allreduces in flight (engine_slot.c): after
+ *  every batch of events and every look at the rings. Lock held. */
+void tnt__slot_progress(struct tnt_comm *comm);
+/** Wake the peers that may sleep on this rank's slot publications
+ *  (before this thread sleeps or returns to the application). */
+void tnt__slot_notify(struct tnt_comm *comm);
 /** Start the collectives posted with TNT_POST_DEFER. Lock held. */
 void tnt__engine_run_deferred(struct tnt_comm *comm);
 /** Run the queued large reductions and copies, each with the lock
@@ -314,6 +336,10 @@ void tnt__engine_free_requests(struct tnt_comm *comm);
 void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc);
 
 double tnt__now(void);
+/** tnt__now() to the last clock tick (a few ms; the same clock): eight
+ *  times cheaper here (3 against 25 ns), for deadlines and idle times,
+ *  which a small collective would otherwise read several times. */
+double tnt__now_coarse(void);
 /** A tnt__now() time as the absolute time the condition variables wait
  *  for (they run on CLOCK_MONOTONIC, like tnt__now). */
 struct timespec tnt__timespec_at(double t);

@@ -48,7 +48,36 @@ void tnt__run_compute(const struct tnt_request *req, uint32_t op);
 /** Finish req with rc now that no computation runs on it any more. */
 void tnt__finish_late(struct tnt_request *req);
 int tnt__sig_equal(const tnt_msg_hdr_t *a, const tnt_msg_hdr_t *b);
+/** `peer` sent h for collective h->seq, which this rank posted already:
+ *  if this rank called something else there, fail with the mismatch and
+ *  return 1. */
+int tnt__mismatch_past(struct tnt_comm *comm, const tnt_msg_hdr_t *h,
+                       int peer);
 void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
                           const tnt_msg_hdr_t *theirs, int peer);
+
+/** Connect to p unless connected or connecting (the lower rank of the
+ *  pair connects; the other waits). */
+void tnt__ensure_connect(struct tnt_comm *comm, tnt_peer_t *p);
+/** Operations of req, as its report counts them. */
+uint32_t tnt__request_nops(const struct tnt_request *req);
+
+/* engine_slot.c: the slots allreduce. */
+/** Number req (a TNT_ALGO_SLOTS allreduce just posted) and queue it;
+ *  tnt__slot_progress runs it. */
+void tnt__slot_enqueue(struct tnt_comm *comm, struct tnt_request *req);
+/** Take a finished (or failed) req off the queue. */
+void tnt__slot_unqueue(struct tnt_comm *comm, struct tnt_request *req);
+/** Peer q's connection is closing (its segment still mapped): copy the
+ *  inputs that slot operations in flight have from it and still read. */
+void tnt__slot_peer_closing(struct tnt_comm *comm, int q);
+/** Does slot operation req still need peer q (its input, or to publish
+ *  this rank's)? */
+int tnt__slot_needs(const struct tnt_request *req, int q);
+/** What slot operation req waits for ("slot step 0: input from rank 3
+ *  (slot operation 7, 400 bytes)", or "room at" while it cannot publish
+ *  yet), for the reports; returns the length written. */
+size_t tnt__slot_report(const struct tnt_request *req, char *buf,
+                        size_t len);
 
 #endif /* TNT_CORE_ENGINE_INTERNAL_H */

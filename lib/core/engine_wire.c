@@ -112,6 +112,22 @@ static void up_connected2(void *core, int peer, void *ep)
     up_connected(core, 2, peer, ep);
 }
 
+int tnt__mismatch_past(struct tnt_comm *comm, const tnt_msg_hdr_t *h,
+                       int peer)
+{
+    const tnt_msg_hdr_t *mine = &comm->recent_sigs[h->seq % TNT_RECENT_SIGS];
+    if (mine->magic != TNT_MSG_MAGIC || mine->seq != h->seq ||
+        tnt__sig_equal(h, mine))
+        return 0;
+    char a[160], b[160];
+    tnt__describe_sig(mine, a, sizeof(a));
+    tnt__describe_sig(h, b, sizeof(b));
+    tnt__engine_fail(comm, TNT_ERR_MISMATCH, "collective #%" PRIu64
+                     " mismatch: rank %d called %s but rank %d called %s",
+                     h->seq, comm->rank, a, peer, b);
+    return 1;
+}
+
 static tnt_result_t up_header(void *core, int peer, const void *hdr,
                               size_t hdr_len, size_t payload_len,
                               void **dest, void **cookie)
@@ -165,18 +181,8 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
             return TNT_SUCCESS;
         }
     } else if (h.seq < comm->next_seq) {
-        const tnt_msg_hdr_t *mine = &comm->recent_sigs[h.seq %
-                                                       TNT_RECENT_SIGS];
-        if (mine->magic == TNT_MSG_MAGIC && mine->seq == h.seq &&
-            !tnt__sig_equal(&h, mine)) {
-            char a[160], b[160];
-            tnt__describe_sig(mine, a, sizeof(a));
-            tnt__describe_sig(&h, b, sizeof(b));
-            tnt__engine_fail(comm, TNT_ERR_MISMATCH, "collective #%" PRIu64
-                             " mismatch: rank %d called %s but rank %d "
-                             "called %s", h.seq, comm->rank, a, peer, b);
+        if (tnt__mismatch_past(comm, &h, peer))
             return TNT_ERR_MISMATCH;
-        }
         tnt__engine_fail(comm, TNT_ERR_PROTOCOL, "rank %d: rank %d sent a "
                          "message for collective #%" PRIu64 ", which has "
                          "already finished here", comm->rank, peer, h.seq);
@@ -280,7 +286,9 @@ static int arrived_early(const tnt_peer_t *p, uint64_t seq, uint32_t step)
 static int peer_needed(struct tnt_comm *comm, int peer)
 {
     const tnt_peer_t *p = &comm->peers[peer];
-    for (struct tnt_request *r = comm->active_head; r; r = r->next)
+    for (struct tnt_request *r = comm->active_head; r; r = r->next) {
+        if (r->algo == TNT_ALGO_SLOTS && tnt__slot_needs(r, peer))
+            return 1;
         for (uint32_t i = 0; i < r->sched->nops; i++) {
             const tnt_sop_t *s = &r->sched->ops[i];
             if (r->ops[i].done || s->peer != peer)
@@ -293,6 +301,7 @@ static int peer_needed(struct tnt_comm *comm, int peer)
                 !arrived_early(p, r->seq, s->step))
                 return 1;
         }
+    }
     return 0;
 }
 
@@ -303,6 +312,9 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
     if (peer < 0 || peer >= comm->nranks)
         return;
     tnt_peer_t *p = &comm->peers[peer];
+    /* Its segment is still mapped until the next callback: keep what the
+     * slot operations in flight still read from it. */
+    tnt__slot_peer_closing(comm, peer);
     p->ep = NULL; /* the transport has closed it */
     if (p->connecting) {
         p->connecting = 0;

@@ -112,8 +112,8 @@ static tnt_result_t parse_kind_ALGO(const char *n, const char *s, int *o)
     if (a < 0)
         return tnt__error(TNT_ERR_CONFIG, "%s='%s' is not a known algorithm;"
                            " expected auto, ring, rd, rabenseifner, "
-                           "hierarchical, oneshot, direct, binomial, "
-                           "pipeline or flat",
+                           "hierarchical, oneshot, direct, slots, "
+                           "binomial, pipeline or flat",
                           n, s);
     *o = a;
     return TNT_SUCCESS;

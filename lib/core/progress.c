@@ -45,6 +45,13 @@ double tnt__now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double tnt__now_coarse(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 struct timespec tnt__timespec_at(double t)
 {
     struct timespec ts;
@@ -258,6 +265,8 @@ static void dispatch(struct tnt_comm *comm, int timeout_ms)
      * while they run; nobody else polls meanwhile). */
     if (tnt__engine_run_heavy(comm))
         timeout_ms = 0;
+    if (timeout_ms != 0) /* about to sleep: peers may wait for this rank */
+        tnt__slot_notify(comm);
     pthread_mutex_unlock(&comm->lock);
     int n = epoll_wait(comm->epfd, evs, MAX_EVENTS, timeout_ms);
     int err = errno;
@@ -272,6 +281,12 @@ static void dispatch(struct tnt_comm *comm, int timeout_ms)
         if (i + 1 < n)
             let_posters_in(comm);
     }
+    /* Slot operations are not messages: look at them after every batch
+     * (and after the arming above, so that an input published before the
+     * peer saw the flag is seen before this rank sleeps), and at peers'
+     * slots that no call here matches. */
+    if (comm->intra_host)
+        tnt__slot_progress(comm);
     /* What the callbacks made ready, now that no transport is inside a
      * call: the lock may be released. The batch is done, and watches
      * removed meanwhile go to the graveyard, freed below. */
@@ -300,12 +315,14 @@ void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
 /* While spinning, one epoll_wait (other transports, closed sockets,
  * deadlines) per this many looks at the shared-memory rings. */
 #define SPIN_EPOLL_EVERY 32
+/* Rounds of the spin between two looks at the clock. */
+#define SPIN_CLOCK_EVERY 8
 /* How long a spin polls before it yields the CPU between rounds. */
 #define SPIN_NO_YIELD_S 10e-6
 
 void tnt__progress_spin(struct tnt_comm *comm,
                         int (*done)(struct tnt_comm *, void *), void *arg,
-                        double end, int yield)
+                        double start, double end, int yield)
 {
     void *shm = comm->tp[TNT_TP_SHM] ? comm->tp_ctx[TNT_TP_SHM] : NULL;
     /* Even with a CPU per rank, the scheduler may put the peer on this
@@ -313,7 +330,7 @@ void tnt__progress_spin(struct tnt_comm *comm,
      * anyway. Runs at p=2 vary between 1 and 15 us per 1 KiB allreduce
      * with or without this; it bounds what a rank can take from a peer
      * that shares its CPU. */
-    double yield_from = tnt__now() + SPIN_NO_YIELD_S;
+    double yield_from = start + SPIN_NO_YIELD_S;
     /* The role is held for the whole spin: the rings stay unarmed until
      * the end, and nobody may sleep in epoll on them meanwhile. */
     comm->polling = 1;
@@ -322,11 +339,22 @@ void tnt__progress_spin(struct tnt_comm *comm,
         if (shm && (n + 1) % SPIN_EPOLL_EVERY != 0) {
             if (tnt__shm_poll(shm, 0))
                 tnt__engine_run_heavy(comm);
+            if (comm->intra_host)
+                tnt__slot_progress(comm);
         } else {
             dispatch(comm, 0);
         }
+        if (done(comm, arg))
+            break;
+        /* A round over the rings and slots takes tens of nanoseconds:
+         * the clock, the lock and the yield only every few rounds, unless
+         * this rank yields to the ranks it waits for, or a thread waits
+         * to post. */
+        if (!yield && (n + 1) % SPIN_CLOCK_EVERY != 0 &&
+            !__atomic_load_n(&comm->lock_wanted, __ATOMIC_RELAXED))
+            continue;
         double now = tnt__now();
-        if (done(comm, arg) || now >= end)
+        if (now >= end)
             break;
         /* Let threads that wait to post in; and with more ranks than
          * CPUs, the ranks this one waits for. */

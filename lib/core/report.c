@@ -92,6 +92,8 @@ void tnt__report_waits(const struct tnt_request *req, char *buf, size_t len)
     size_t n = 0;
     int shown = 0;
     buf[0] = '\0';
+    if (req->algo == TNT_ALGO_SLOTS && tnt__slot_report(req, buf, len))
+        return;
     for (uint32_t i = 0; i < req->sched->nops && shown < 4; i++) {
         const tnt_sop_t *s = &req->sched->ops[i];
         const tnt_opstate_t *os = &req->ops[i];
@@ -132,7 +134,8 @@ static void describe(struct tnt_comm *comm, char *buf, size_t len)
         tnt__report_waits(r, what, sizeof(what));
         n = append(buf, len, n, "\n  #%" PRIu64 " %s: %u of %u operations "
                    "left, %.1f s to its deadline; waiting for: %s", r->seq,
-                   sig, r->ops_left, r->sched->nops, r->deadline - tnt__now(),
+                   sig, r->ops_left, tnt__request_nops(r),
+                   r->deadline - tnt__now(),
                    what);
     }
 }

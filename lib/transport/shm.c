@@ -65,7 +65,8 @@ static socklen_t sock_name(struct sockaddr_un *sa, uint64_t job, pid_t pid,
 
 static size_t seg_len(size_t cap)
 {
-    return sizeof(shm_seg_t) + 2 * (sizeof(shm_ring_t) + cap);
+    return sizeof(shm_seg_t) + 2 * (sizeof(shm_ring_t) + cap) +
+           2 * sizeof(tnt_slot_side_t);
 }
 
 static void ep_map_rings(shm_ep_t *ep)
@@ -75,6 +76,17 @@ static void ep_map_rings(shm_ep_t *ep)
     shm_ring_t *r1 = (shm_ring_t *)(ep->seg->rings + stride);
     ep->tx = ep->side == 0 ? r0 : r1;
     ep->rx = ep->side == 0 ? r1 : r0;
+    tnt_slot_side_t *s = (tnt_slot_side_t *)(ep->seg->rings + 2 * stride);
+    ep->slot_mine = &s[ep->side];
+    ep->slot_theirs = &s[1 - ep->side];
+}
+
+void tnt__shm_slots(void *vep, tnt_slot_side_t **mine,
+                    const tnt_slot_side_t **theirs)
+{
+    shm_ep_t *ep = vep;
+    *mine = ep->slot_mine;
+    *theirs = ep->slot_theirs;
 }
 
 /* Can this process read `addr` in process `pid`? Tells whether the

@@ -27,9 +27,10 @@
 
 #include "tnt/transport.h"
 #include "transport/shm_ring.h"
+#include "transport/shm_slot.h"
 
 #define SHM_MAGIC 0x53544e54u    /* "TNTS" */
-#define SHM_VERSION 2u
+#define SHM_VERSION 3u  /* 3: collective slots after the rings */
 #define SHM_CHAL_MAGIC 0x43534e54u  /* "TNSC" */
 #define SHM_PROOF_MAGIC 0x50534e54u /* "TNSP" */
 #define SHM_NONCE_BYTES 16
@@ -55,7 +56,8 @@ typedef struct shm_frame {
 } shm_frame_t;
 
 /* The segment: side 0 is the lower rank (it creates the segment), side 1
- * the higher; ring s carries side s's messages. */
+ * the higher; ring s carries side s's messages. The two sides' collective
+ * slots (shm_slot.h) follow the rings. */
 typedef struct shm_seg {
     uint32_t magic;
     uint32_t version;
@@ -125,6 +127,8 @@ typedef struct shm_ep {
     size_t seg_len;
     size_t cap;
     shm_ring_t *tx, *rx;
+    tnt_slot_side_t *slot_mine;         /* in the segment, after the rings */
+    const tnt_slot_side_t *slot_theirs;
     int sock_watched, efd_watched;
     int announced;        /* on_connected was called */
     int closed;

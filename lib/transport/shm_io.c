@@ -65,6 +65,13 @@ static void wake_peer(shm_ep_t *ep)
                          "write: %s", strerror(errno));
 }
 
+void tnt__shm_slot_notify(void *vep)
+{
+    shm_ep_t *ep = vep;
+    if (!ep->closed && tnt__shm_ring_wake_consumer(ep->tx))
+        wake_peer(ep);
+}
+
 /* ---- sending ------------------------------------------------------- */
 
 /* Write what fits of r: 1 when all of it is in the ring, 0 otherwise (the

@@ -1,0 +1,382 @@
+/*
+ * The slots allreduce (TNT_ALGO_SLOTS): a small allreduce among ranks that
+ * all share this host goes through the collective slots of the pairs'
+ * shared-memory segments (transport/shm_slot.h) instead of messages. Each
+ * rank copies its input into its slot of every pair, waits until every
+ * peer's slot holds the same operation's input, and reduces the k inputs
+ * in rank order (the chain of the one-shot allreduce, so all ranks get
+ * the same bits). No schedule runs: the request carries per-peer flags in
+ * its ops array (SLOT_PUT: published to that peer, SLOT_GOT: its input is
+ * there).
+ *
+ * Slot operations are numbered per communicator, in posting order, which
+ * is the same on every rank (the choice of the algorithm depends on the
+ * arguments only). Operation n uses slot n % 2. It may publish once
+ *  - this rank has finished operation n - 2 (its own input of n - 2 is
+ *    read from that slot: in place, the receive buffer is being
+ *    overwritten), and slot operations finish here in order;
+ *  - the peer has read this rank's input of n - 2 (its done counter).
+ * A peer's slot is taken for operation n when its number says n and its
+ * signature (sequence number, kind, count, dtype, op, root) matches this
+ * rank's call; anything else is a mismatch, reported as for messages.
+ *
+ * Everything runs with comm->lock held, from the post, the blocking
+ * calls' spin and the poller after each batch of events (progress.c).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/engine_internal.h"
+#include "transport/shm_slot.h"
+
+enum { SLOT_PUT = 1, SLOT_GOT = 2, SLOT_BOTH = 3 };
+
+static void slot_sides(struct tnt_comm *comm, int q, tnt_slot_side_t **mine,
+                       const tnt_slot_side_t **theirs)
+{
+    tnt__shm_slots(comm->peers[q].ep, mine, theirs);
+}
+
+/* Publish req's input in this rank's slot of the pair with q. */
+static void put(struct tnt_comm *comm, struct tnt_request *req, int q)
+{
+    tnt_slot_side_t *mine;
+    const tnt_slot_side_t *theirs;
+    slot_sides(comm, q, &mine, &theirs);
+    tnt_slot_t *s = &mine->slot[req->slot_no & 1];
+    s->seq = req->seq;
+    s->count = (uint32_t)req->args.count;
+    s->kind = req->sig.kind;
+    s->dtype = req->sig.dtype;
+    s->op = req->sig.op;
+    s->algo = req->sig.algo;
+    s->completed = comm->slot_completed;
+    memcpy(s->data, req->bufs[TNT_BUF_SEND], req->args.count * req->args.esize);
+    atomic_store_explicit(&s->no, req->slot_no + 1, memory_order_release);
+    comm->peers[q].slot_notify = 1;
+    comm->slot_notify = 1;
+}
+
+void tnt__slot_notify(struct tnt_comm *comm)
+{
+    if (!comm->slot_notify)
+        return;
+    comm->slot_notify = 0;
+    for (int q = 0; q < comm->nranks; q++) {
+        tnt_peer_t *p = &comm->peers[q];
+        if (p->slot_notify && p->ep)
+            tnt__shm_slot_notify(p->ep);
+        p->slot_notify = 0;
+    }
+}
+
+/* The signature a peer's slot carries, as a message header. */
+static tnt_msg_hdr_t slot_sig(const struct tnt_comm *comm,
+                              const tnt_slot_t *s)
+{
+    tnt_msg_hdr_t h;
+    memset(&h, 0, sizeof(h));
+    h.magic = TNT_MSG_MAGIC;
+    h.comm_id = comm->comm_id;
+    h.seq = s->seq;
+    h.count = s->count;
+    h.kind = s->kind;
+    h.dtype = s->dtype;
+    h.op = s->op;
+    h.algo = s->algo;
+    h.nranks = comm->nranks;
+    return h;
+}
+
+/* Is q's input for req there? Fails the communicator on a mismatch. */
+static int got(struct tnt_comm *comm, struct tnt_request *req, int q)
+{
+    tnt_slot_side_t *mine;
+    const tnt_slot_side_t *theirs;
+    slot_sides(comm, q, &mine, &theirs);
+    const tnt_slot_t *s = &theirs->slot[req->slot_no & 1];
+    uint64_t no = atomic_load_explicit(&s->no, memory_order_acquire);
+    if (no != req->slot_no + 1)
+        return 0;
+    tnt_msg_hdr_t h = slot_sig(comm, s);
+    if (h.seq != req->seq || !tnt__sig_equal(&h, &req->sig)) {
+        tnt__report_mismatch(comm, req, &h, q);
+        return 0;
+    }
+    tnt_peer_t *p = &comm->peers[q];
+    if (s->completed > p->slot_completed)
+        p->slot_completed = s->completed;
+    return 1;
+}
+
+/* May req publish to q: q has read this rank's operation n - 2? */
+static int room(struct tnt_comm *comm, struct tnt_request *req, int q)
+{
+    if (req->slot_no < 2)
+        return 1;
+    if (comm->slot_completed + 1 < req->slot_no)
+        return 0;
+    /* What q said when it last published is usually enough: a peer
+     * that calls one blocking allreduce after another has finished n - 2
+     * when it publishes n - 1. */
+    if (comm->peers[q].slot_completed + 1 >= req->slot_no)
+        return 1;
+    tnt_slot_side_t *mine;
+    const tnt_slot_side_t *theirs;
+    slot_sides(comm, q, &mine, &theirs);
+    return atomic_load_explicit(&theirs->done[req->slot_no & 1],
+                                memory_order_acquire) + 1 >= req->slot_no;
+}
+
+/* Rank i's input of req: a copy saved when its connection closed
+ * (tnt__slot_peer_closing), else the slot itself; this rank's own input
+ * as published in any pair's slot (the receive buffer may be it). */
+static const unsigned char *input(struct tnt_comm *comm,
+                                  const struct tnt_request *req, int i)
+{
+    if (req->ops[i].src)
+        return req->ops[i].src->data;
+    tnt_slot_side_t *mine;
+    const tnt_slot_side_t *theirs;
+    int b = (int)(req->slot_no & 1);
+    if (i != comm->rank) {
+        slot_sides(comm, i, &mine, &theirs);
+        return theirs->slot[b].data;
+    }
+    for (int q = 0;; q++)
+        if (q != i && comm->peers[q].ep) {
+            slot_sides(comm, q, &mine, &theirs);
+            return mine->slot[b].data;
+        }
+}
+
+/* Keep a copy of `bytes` at src for req's input i, in an early-message
+ * buffer (charged like one). 0 if out of memory. */
+static int save(struct tnt_comm *comm, struct tnt_request *req, int i,
+                const unsigned char *src)
+{
+    size_t bytes = req->args.count * req->args.esize;
+    tnt_unexp_t *u = tnt__alloc_unexp(comm);
+    if (!u)
+        return 0;
+    u->data = tnt__bufpool_get(&comm->pool, bytes, &u->cap);
+    u->len = bytes;
+    comm->unexp_bytes += TNT_UNEXP_COST(bytes);
+    if (!u->data) {
+        tnt__free_unexp(comm, u);
+        return 0;
+    }
+    memcpy(u->data, src, bytes);
+    req->ops[i].src = u;
+    return 1;
+}
+
+static void drop_saved(struct tnt_comm *comm, struct tnt_request *req)
+{
+    for (int i = 0; i < comm->nranks; i++)
+        if (req->ops[i].src) {
+            tnt__free_unexp(comm, req->ops[i].src);
+            req->ops[i].src = NULL;
+        }
+}
+
+/* Every input is there: reduce in rank order into the receive buffer,
+ * tell each peer its slot is free again, finish. */
+static void complete(struct tnt_comm *comm, struct tnt_request *req)
+{
+    int k = comm->nranks, me = comm->rank, b = (int)(req->slot_no & 1);
+    size_t n = req->args.count;
+    unsigned char *dst = req->bufs[TNT_BUF_RECV];
+    /* Own input first if it is needed later and dst is where it lies. */
+    const unsigned char *own = input(comm, req, me);
+    for (int i = 0; i < k; i++) {
+        const unsigned char *in = i == me ? own : input(comm, req, i);
+        if (i == 0)
+            memcpy(dst, in, n * req->args.esize);
+        else
+            req->reduce(dst, dst, in, n);
+    }
+    if (req->args.op == TNT_AVG)
+        tnt__scale_avg(dst, n, req->args.dtype, k);
+    for (int q = 0; q < k; q++) {
+        tnt_slot_side_t *mine;
+        const tnt_slot_side_t *theirs;
+        if (q == me || !comm->peers[q].ep)
+            continue;
+        slot_sides(comm, q, &mine, &theirs);
+        atomic_store_explicit(&mine->done[b], req->slot_no + 1,
+                              memory_order_release);
+    }
+    comm->slot_completed = req->slot_no + 1;
+    tnt__slot_notify(comm);
+    tnt__slot_unqueue(comm, req);
+    req->ops_left = 0;
+    tnt__run_ready(comm, req); /* nothing ready, nothing left: finishes */
+}
+
+/* One look at every peer for req; 1 once it has every input. */
+static int step(struct tnt_comm *comm, struct tnt_request *req)
+{
+    int k = comm->nranks, me = comm->rank, all = 1;
+    for (int q = 0; q < k && comm->state == TNT_COMM_OK; q++) {
+        tnt_opstate_t *os = &req->ops[q];
+        if (q == me || os->done == SLOT_BOTH)
+            continue;
+        tnt_peer_t *p = &comm->peers[q];
+        if (!p->ep) {
+            if (p->dead)
+                tnt__fail_peer_lost(comm, q, "closed its connection");
+            else
+                tnt__ensure_connect(comm, p);
+            all = 0;
+            continue;
+        }
+        if (!(os->done & SLOT_PUT) && room(comm, req, q)) {
+            put(comm, req, q);
+            os->done |= SLOT_PUT;
+            req->ops_left--;
+        }
+        if (!(os->done & SLOT_GOT) && got(comm, req, q)) {
+            os->done |= SLOT_GOT;
+            req->ops_left--;
+        }
+        if (os->done != SLOT_BOTH)
+            all = 0;
+    }
+    return all && comm->state == TNT_COMM_OK;
+}
+
+/* A peer that published a slot operation this rank has not posted, for
+ * a sequence number where this rank called something else (a message
+ * collective, say): nobody would ever send the other a message. Compared
+ * as a message for an earlier collective would be. */
+static void check_strays(struct tnt_comm *comm)
+{
+    for (int q = 0; q < comm->nranks && comm->state == TNT_COMM_OK; q++) {
+        if (q == comm->rank || !comm->peers[q].ep)
+            continue;
+        tnt_slot_side_t *mine;
+        const tnt_slot_side_t *theirs;
+        slot_sides(comm, q, &mine, &theirs);
+        for (int b = 0; b < 2; b++) {
+            const tnt_slot_t *s = &theirs->slot[b];
+            uint64_t no = atomic_load_explicit(&s->no, memory_order_acquire);
+            if (no <= comm->slot_next || s->seq >= comm->next_seq)
+                continue;
+            tnt_msg_hdr_t h = slot_sig(comm, s);
+            if (tnt__mismatch_past(comm, &h, q))
+                return;
+        }
+    }
+}
+
+void tnt__slot_progress(struct tnt_comm *comm)
+{
+    /* Only a collective of messages can be stranded by a stray: two slot
+     * operations meet in the slots and compare there. Reading the peers'
+     * slot lines each round would cost a cache miss each. */
+    if (comm->active_msgs)
+        check_strays(comm);
+    /* Later operations publish (and look) while earlier ones wait; they
+     * finish in order. */
+    int head = 1;
+    for (struct tnt_request *r = comm->slot_head, *next; r; r = next) {
+        next = r->slot_next;
+        if (r->deferred) /* posted by fusion; the poller starts it */
+            break;
+        if (step(comm, r) && head)
+            complete(comm, r);
+        else
+            head = 0;
+        if (comm->state != TNT_COMM_OK)
+            return;
+    }
+}
+
+void tnt__slot_enqueue(struct tnt_comm *comm, struct tnt_request *req)
+{
+    req->slot_no = comm->slot_next++;
+    req->ops_left = 2u * (uint32_t)(comm->nranks - 1);
+    req->slot_queued = 1;
+    req->slot_next = NULL;
+    if (comm->slot_tail)
+        comm->slot_tail->slot_next = req;
+    else
+        comm->slot_head = req;
+    comm->slot_tail = req;
+}
+
+void tnt__slot_unqueue(struct tnt_comm *comm, struct tnt_request *req)
+{
+    struct tnt_request **pp = &comm->slot_head, *prev = NULL;
+    while (*pp && *pp != req) {
+        prev = *pp;
+        pp = &(*pp)->slot_next;
+    }
+    if (*pp) {
+        *pp = req->slot_next;
+        if (comm->slot_tail == req)
+            comm->slot_tail = prev;
+    }
+    req->slot_next = NULL;
+    req->slot_queued = 0;
+    drop_saved(comm, req);
+}
+
+void tnt__slot_peer_closing(struct tnt_comm *comm, int q)
+{
+    int me = comm->rank;
+    if (!comm->peers[q].ep || comm->state != TNT_COMM_OK)
+        return;
+    for (struct tnt_request *r = comm->slot_head; r; r = r->slot_next) {
+        tnt_opstate_t *os = &r->ops[q];
+        if (!(os->done & SLOT_PUT))
+            continue; /* it still needs this rank's input: lost */
+        tnt_slot_side_t *mine;
+        const tnt_slot_side_t *theirs;
+        slot_sides(comm, q, &mine, &theirs);
+        if (!r->ops[me].src && !save(comm, r, me,
+                                     mine->slot[r->slot_no & 1].data))
+            return;
+        if (os->done & SLOT_GOT) {
+            if (!save(comm, r, q, theirs->slot[r->slot_no & 1].data))
+                return;
+        } else if (got(comm, r, q)) {
+            if (!save(comm, r, q, theirs->slot[r->slot_no & 1].data))
+                return;
+            os->done |= SLOT_GOT;
+            r->ops_left--;
+        }
+    }
+}
+
+int tnt__slot_needs(const struct tnt_request *req, int q)
+{
+    return req->ops[q].done != SLOT_BOTH || !req->ops[q].src;
+}
+
+size_t tnt__slot_report(const struct tnt_request *req, char *buf,
+                        size_t len)
+{
+    const struct tnt_comm *comm = req->comm;
+    size_t n = 0;
+    int shown = 0;
+    buf[0] = '\0';
+    for (int q = 0; comm && q < comm->nranks && shown < 4; q++) {
+        if (q == comm->rank || req->ops[q].done == SLOT_BOTH)
+            continue;
+        int w = snprintf(buf + n, len - n, "%sslot step 0: %s rank %d "
+                         "(slot operation %" PRIu64 ", %zu bytes)",
+                         shown ? "; " : "",
+                         (req->ops[q].done & SLOT_PUT) ? "input from"
+                                                       : "room at",
+                         q, req->slot_no,
+                         req->args.count * req->args.esize);
+        if (w < 0 || (size_t)w >= len - n)
+            break;
+        n += (size_t)w;
+        shown++;
+    }
+    return n;
+}
