@@ -34,6 +34,9 @@ if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
             TNT_LOG_LEVEL=WARNING \
             build-asan/tests/test_collectives "$suite"
     done
+    echo "== ASan+UBSan: test_collectives allreduce slots (shared memory)"
+    TNT_TRANSPORT=shm TNT_TEST_TIMEOUT_MULT=4 TNT_LOG_LEVEL=WARNING \
+        build-asan/tests/test_collectives allreduce slots
     unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
 if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then

@@ -161,8 +161,10 @@ static int slot_peer_gone(tnt_comm_t comm, int rank, int nranks, void *arg,
             waitpid(helper, NULL, 0);
             usleep(100000); /* the progress thread takes that batch */
         }
-        if (rc == TNT_SUCCESS)
+        if (rc == TNT_SUCCESS) {
             rc = tnt_wait(req);
+            tnt_request_free(req);
+        }
     } else {
         usleep(100000); /* after rank 0 has posted and stopped */
         rc = tnt_allreduce(comm, TNT_IN_PLACE, x, GONE_COUNT, TNT_F32,
