@@ -56,13 +56,22 @@ bytes_of() { # 32K -> 32768
 
 # tnt-bench runs a fixed number of iterations: pick one per size that takes
 # about MIN_TIME on this machine's order of magnitude (at least 3).
+# About as long per size as the peers' MIN_TIME (0.3 s each) on this
+# machine; with 300 calls at 8 B a run took a few ms, where the first
+# tens of calls (warm-up) still counted.
 iters_for() {
     local b=$1
-    if [ "$b" -le 32768 ]; then echo 300
-    elif [ "$b" -le 262144 ]; then echo 60
-    elif [ "$b" -le 1048576 ]; then echo 20
-    elif [ "$b" -le 8388608 ]; then echo 5
-    else echo 3; fi
+    if [ "$b" -le 32768 ]; then echo 5000
+    elif [ "$b" -le 262144 ]; then echo 500
+    elif [ "$b" -le 1048576 ]; then echo 100
+    elif [ "$b" -le 8388608 ]; then echo 20
+    else echo 5; fi
+}
+
+warmup_for() {
+    local n
+    n=$(iters_for "$1")
+    echo $(( n / 10 > 3 ? n / 10 : 3 ))
 }
 
 run_tnt() { # label transport p
@@ -70,7 +79,7 @@ run_tnt() { # label transport p
     for s in ${SIZES//,/ }; do
         b=$(bytes_of "$s")
         TNT_TRANSPORT=$tp timeout 300 "$BENCH" -N "$p" allreduce --size "$b" \
-            -n "$(iters_for "$b")" -w 3 --inplace-only \
+            -n "$(iters_for "$b")" -w "$(warmup_for "$b")" --inplace-only \
             --json "$RAW/tnt.json" > /dev/null 2> "$RAW/tnt.err" || {
             echo "compare-peers: tnt-bench failed ($label p=$p $s):" >&2
             cat "$RAW/tnt.err" >&2; continue; }
