@@ -54,14 +54,24 @@ typedef struct tnt_coll_args {
     /* Online CPUs of this host (0: unknown); with intra_host, tells
      * whether every rank can have a core of its own. */
     int host_cpus;
+    /* From this many bytes the direct allreduce waits for the
+     * receiver's "ready"; 0: TNT_READY_MIN_BYTES. The same on every rank
+     * (core/comm.c says how it is chosen). */
+    size_t ready_min_bytes;
 } tnt_coll_args_t;
 
 const char *tnt__algo_name(int algo);
-/** From this many bytes a message goes by the shm transport's single-copy
- *  rendezvous; the one-step algorithms (direct, flat) then have each
- *  receiver send an empty "ready" first, so that the data never arrives
- *  before its receive is posted (bcast_flat.c says why that matters). */
+/** The one-step algorithms (direct, flat) have each receiver send an
+ *  empty "ready" first from this size on (where the shm transport's
+ *  single-copy rendezvous starts by default; the direct allreduce from
+ *  a->ready_min_bytes), so that the data never arrives before its
+ *  receive is posted (bcast_flat.c says why that matters). */
 #define TNT_READY_MIN_BYTES ((size_t)256 << 10)
+
+static inline size_t tnt__ready_min(const tnt_coll_args_t *a)
+{
+    return a->ready_min_bytes ? a->ready_min_bytes : TNT_READY_MIN_BYTES;
+}
 
 /** Parse "ring", "rd", ... ; TNT_ALGO_AUTO for "auto"; -1 if unknown. */
 int tnt__algo_parse(const char *name);

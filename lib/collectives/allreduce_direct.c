@@ -66,7 +66,7 @@ tnt_result_t tnt__allreduce_direct(const tnt_coll_args_t *a, tnt_sched_t *s)
      * otherwise a rank that finished the previous collective first sends
      * into one that has not posted this one, which pulls into a bounce
      * buffer and copies again). */
-    int handshake = len0 * es >= TNT_READY_MIN_BYTES;
+    int handshake = len0 * es >= tnt__ready_min(a);
     uint32_t ready_step = 2 * ag_base;
     /* Reduce-scatter sends: chunk q, segment by segment, to rank q. */
     for (int q = 0; q < k; q++) {

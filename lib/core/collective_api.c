@@ -48,6 +48,7 @@ tnt_coll_args_t tnt__coll_args(tnt_comm_t comm, int kind, size_t count,
                     ? &comm->topo : NULL,
         .intra_host = comm->intra_host,
         .host_cpus = comm->host_cpus,
+        .ready_min_bytes = comm->ready_min_bytes,
     };
     return a;
 }

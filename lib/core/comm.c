@@ -147,6 +147,38 @@ static tnt_result_t validate_config(const tnt_config_t *c, int needs_root)
     return TNT_SUCCESS;
 }
 
+/* Copies between ranks of this host. Measured on this machine (2 vCPUs
+ * under KVM, p = 2 and 4, allreduce 1 MiB / 8 MiB / 64 MiB, direct,
+ * us per call): with a core per rank, streaming through the rings (two
+ * copies, made by both sides at once) beat process_vm_readv (one copy,
+ * but page pinning and faults in the kernel) at every size, 89-94 /
+ * 927-957 / 13,500-14,000 against 274-280 / 2,345-2,384 /
+ * 18,900-21,100, and the direct allreduce's "ready" handshake only
+ * added a round trip (111-116 / 1,974-2,054 / 15,600-15,800 with it).
+ * The flat broadcast keeps its handshake from 256 KiB: without it a root
+ * runs ahead into the next broadcast and its data lands in bounce
+ * buffers (8 MiB at p=2: 2.4-2.5 ms without, 0.75-0.79 with; 0.45-0.60
+ * with the rendezvous as before). With more ranks than cores a sender is
+ * often not running while its receiver waits for the ring, and the
+ * rendezvous won at 64 MiB (29-32 ms against 43-47) but lost below
+ * (1 MiB 666-933 against 419-566). Hence: no rendezvous and no allreduce
+ * handshake where every rank has a core; both from 4 MiB (the size of a
+ * direct allreduce's segments) where ranks share cores. The handshake
+ * changes schedules, so it is set only where every rank reaches the same
+ * answer (intra_host: one kernel, one CPU count); the rendezvous is the
+ * sender's choice alone. */
+#define SHARED_CORES_COPY_MIN ((size_t)4 << 20)
+
+static void choose_copies(struct tnt_comm *comm)
+{
+    int shared = comm->host_cpus > 0 && comm->host_ranks > comm->host_cpus;
+    size_t min = shared ? SHARED_CORES_COPY_MIN : SIZE_MAX;
+    if (comm->intra_host)
+        comm->ready_min_bytes = min;
+    if (comm->tp[TNT_TP_SHM])
+        tnt__shm_set_cma_min(comm->tp_ctx[TNT_TP_SHM], min);
+}
+
 /* The host layout, from the host identities of the bootstrap table: every
  * rank has the same table, so every rank gets the same layout (and picks
  * the same algorithms from it). A host's key is its lowest rank. */
@@ -274,6 +306,8 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
         free(table);
         if (rc == TNT_SUCCESS)
             rc = build_topo(comm);
+        if (rc == TNT_SUCCESS)
+            choose_copies(comm);
     }
     if (rc == TNT_SUCCESS)
         rc = tnt__progress_run_thread(comm);

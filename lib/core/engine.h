@@ -259,6 +259,7 @@ struct tnt_comm {
     int intra_host;            /* all ranks on this host, all pairs shm */
     int host_cpus;             /* online CPUs of this host */
     int host_ranks;            /* ranks of this communicator on this host */
+    size_t ready_min_bytes;    /* tnt_coll_args_t's; 0: the default */
     /* Slot operations (engine_slot.c): numbered in posting order, finished
      * in that order; the unfinished ones, oldest first. */
     uint64_t slot_next;

@@ -24,7 +24,8 @@ static int same_key(const tnt_coll_args_t *x, const tnt_coll_args_t *y)
            x->count == y->count && x->root == y->root &&
            x->rank == y->rank && x->nranks == y->nranks &&
            x->esize == y->esize && x->in_place == y->in_place &&
-           x->segment_bytes == y->segment_bytes && x->topo == y->topo;
+           x->segment_bytes == y->segment_bytes && x->topo == y->topo &&
+           x->ready_min_bytes == y->ready_min_bytes;
 }
 
 static uint64_t key_hash(const tnt_coll_args_t *a, int algo)

@@ -731,6 +731,7 @@ static tnt_result_t shm_init(const tnt_transport_env_v1_t *env, void **out)
         return tnt__error(TNT_ERR_NO_MEMORY, "shm: out of memory");
     ctx->env = *env;
     ctx->any_uid = (int)any;
+    ctx->cma_min = SHM_CMA_MIN;
     ctx->listen_fd = -1;
     ctx->instance = atomic_fetch_add(&next_instance, 1);
     *out = ctx;

@@ -41,7 +41,8 @@
 #define SHM_RING_BYTES ((size_t)1 << 20)
 #define SHM_HDR_MAX 256
 /* Payloads at least this large are pulled by the receiver with
- * process_vm_readv (one copy) when it could read the sender at connect. */
+ * process_vm_readv (one copy) when it could read the sender at connect;
+ * the core may change it per context (tnt__shm_set_cma_min). */
 #define SHM_CMA_MIN ((size_t)256 << 10)
 
 enum shm_frame_type { SHM_EAGER = 1, SHM_RNDV = 2, SHM_ACK = 3 };
@@ -152,6 +153,7 @@ struct shm_ctx {
     int listen_fd;
     unsigned instance;    /* names this context's socket */
     int any_uid;          /* TNT_SHM_ANY_UID: peers of other users too */
+    size_t cma_min;       /* payloads from this size by rendezvous */
     int npending;         /* accepted endpoints before their proof */
     shm_ep_t *eps;
     shm_ep_t *graveyard;

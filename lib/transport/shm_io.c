@@ -65,6 +65,11 @@ static void wake_peer(shm_ep_t *ep)
                          "write: %s", strerror(errno));
 }
 
+void tnt__shm_set_cma_min(void *vctx, size_t bytes)
+{
+    ((shm_ctx_t *)vctx)->cma_min = bytes;
+}
+
 void tnt__shm_slot_notify(void *vep)
 {
     shm_ep_t *ep = vep;
@@ -162,7 +167,7 @@ tnt_result_t tnt__shm_send(void *vctx, void *vep, const void *hdr,
     shm_sreq_t *r = sreq_get(ctx);
     if (!r)
         return tnt__error(TNT_ERR_NO_MEMORY, "shm: out of memory");
-    int rndv = len >= SHM_CMA_MIN &&
+    int rndv = len >= ctx->cma_min &&
                atomic_load(&ep->seg->can_read[1 - ep->side]);
     r->frame.type = rndv ? SHM_RNDV : SHM_EAGER;
     r->frame.hdr_len = (uint32_t)hdr_len;

@@ -24,6 +24,11 @@ int tnt__verbs_probe(char *why, size_t why_len);
  *  the eventfd again and take what came meanwhile. Returns 1 if a
  *  message arrived. Communicator lock and poller role held. */
 int tnt__shm_poll(void *shm_ctx, int arm);
+/** Shared memory: payloads of at least `bytes` go by the single-copy
+ *  rendezvous (process_vm_readv by the receiver), smaller ones stream
+ *  through the ring (two copies, by both sides at once). The sender
+ *  decides, so ranks need not agree. */
+void tnt__shm_set_cma_min(void *shm_ctx, size_t bytes);
 
 /* Fixed indices of the built-in transports: the core keeps per-index
  * state, and the address blobs of the bootstrap list them in this order. */
