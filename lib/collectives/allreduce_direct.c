@@ -4,18 +4,24 @@
  * (chain.c), then an allgather in which every rank sends its finished
  * slice to every other rank. Two communication steps instead of the
  * ring's 2(k-1), with the same bytes per rank: between ranks of one host
- * each step is one wake-up and, from 256 KiB on, one process_vm_readv per
- * message straight from the sender's buffer (shm.c), so the steps, not
- * the bytes, are what the ring pays extra.
+ * each step is one wake-up and one message per peer, streamed through
+ * the pair's ring or, where ranks share cores, pulled with one
+ * process_vm_readv from 4 MiB on (core/comm.c, choose_copies), so the
+ * steps, not the bytes, are what the ring pays extra.
  *
- * Slices are cut into segments of DIRECT_SEG_FACTOR x segment_bytes (4 MiB
+ * Slices are cut into segments of DIRECT_SEG_FACTOR x segment_bytes (1 MiB
  * by default), each its own message and its own chain; the allgather of
  * a segment starts as soon as its chain is done. Larger than the ring's
- * segments because on one host a message's cost is its wake-ups (the
- * rendezvous and its ACK), not its bytes, and the thread that pulls a
- * segment is the one that reduces it, so small segments overlap nothing:
- * measured at 8 MiB, p=2 and 4, 2026-11-22 (loaded 2-core machine, medians
- * of 5), 256 KiB segments took 1.1-1.3x as long as unsegmented slices.
+ * segments because on one host a message's cost is its wake-ups, not
+ * its bytes: measured at 8 MiB, p=2 and 4, 2026-11-22 (loaded 2-core
+ * machine, medians of 5), 256 KiB segments took 1.1-1.3x as long as
+ * unsegmented slices. With the rendezvous (then from 256 KiB) the factor
+ * was 16 (4 MiB); since large messages stream through the rings where
+ * every rank has a core (core/comm.c), 1 MiB segments let the sender's
+ * copy of segment j+1 run while the receiver reduces j: 8 MiB took
+ * 850-1,014 us at p=2 and 4,499-5,128 at p=4 against 1,044-1,392 and
+ * 5,066-5,588 with 4 MiB segments (4 alternating runs; 1 MiB and 64 MiB
+ * unchanged within the noise, 256 KiB segments worse at 8 MiB).
  * The factor keeps TNT_SEGMENT_BYTES a knob that tests can shrink.
  */
 #include <stdint.h>
@@ -26,7 +32,7 @@
 #include "collectives/patterns.h"
 #include "core/error.h"
 
-#define DIRECT_SEG_FACTOR 16
+#define DIRECT_SEG_FACTOR 4
 #define DIRECT_MAX_SEGMENTS ((size_t)1 << 18)
 
 tnt_result_t tnt__allreduce_direct(const tnt_coll_args_t *a, tnt_sched_t *s)

@@ -162,8 +162,10 @@ static tnt_result_t validate_config(const tnt_config_t *c, int needs_root)
  * often not running while its receiver waits for the ring, and the
  * rendezvous won at 64 MiB (29-32 ms against 43-47) but lost below
  * (1 MiB 666-933 against 419-566). Hence: no rendezvous and no allreduce
- * handshake where every rank has a core; both from 4 MiB (the size of a
- * direct allreduce's segments) where ranks share cores. The handshake
+ * handshake where every rank has a core; both from 4 MiB where ranks
+ * share cores (the direct allreduce's segments, 1 MiB since, stream
+ * even then: 64 MiB at p=4 took 35.8-36.5 ms so, against 35.3-45 with
+ * 4 MiB segments by rendezvous). The handshake
  * changes schedules, so it is set only where every rank reaches the same
  * answer (intra_host: one kernel, one CPU count); the rendezvous is the
  * sender's choice alone. */
