@@ -278,8 +278,11 @@ static int drain_staged(tcp_conn_t *c)
 void tnt__tcp_read(tcp_conn_t *c)
 {
     /* The budget limits recv calls only: staged bytes are always parsed,
-     * since epoll will not report them again. */
-    int budget = TCP_READ_BUDGET;
+     * since epoll will not report them again. A recv that returned less
+     * than it asked for emptied the socket: the next one would only say
+     * EAGAIN (one system call in four of a small allreduce), and epoll,
+     * level-triggered, reports whatever arrives after it. */
+    int budget = TCP_READ_BUDGET, empty = 0;
     while (!c->closed) {
         if (c->state == TCP_HELLO_IN) {
             if (c->rend - c->rstart >= sizeof(tcp_hello_t)) {
@@ -298,11 +301,12 @@ void tnt__tcp_read(tcp_conn_t *c)
                 continue;
             if (c->left >= TCP_DIRECT_MIN) {
                 /* Large remainder: straight into the destination. */
-                if (budget-- == 0)
+                if (empty || budget-- == 0)
                     return;
                 ssize_t r = recv_some(c, c->dest, c->left);
                 if (r <= 0)
                     return;
+                empty = (size_t)r < c->left;
                 c->dest += r;
                 c->left -= (size_t)r;
                 if (c->left == 0)
@@ -327,11 +331,13 @@ void tnt__tcp_read(tcp_conn_t *c)
             c->rend -= c->rstart;
             c->rstart = 0;
         }
-        if (budget-- == 0)
+        if (empty || budget-- == 0)
             return;
-        ssize_t r = recv_some(c, c->rbuf + c->rend, TCP_RBUF_SIZE - c->rend);
+        size_t want = TCP_RBUF_SIZE - c->rend;
+        ssize_t r = recv_some(c, c->rbuf + c->rend, want);
         if (r <= 0)
             return;
+        empty = (size_t)r < want;
         c->rend += (size_t)r;
     }
 }
