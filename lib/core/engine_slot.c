@@ -17,8 +17,8 @@
  *    overwritten), and slot operations finish here in order;
  *  - the peer has read this rank's input of n - 2 (its done counter).
  * A peer's slot is taken for operation n when its number says n and its
- * signature (sequence number, kind, count, dtype, op, root) matches this
- * rank's call; anything else is a mismatch, reported as for messages.
+ * signature (sequence number, kind, count, dtype, op, algorithm) matches
+ * this rank's call; anything else is a mismatch, reported as for messages.
  *
  * Everything runs with comm->lock held, from the post, the blocking
  * calls' spin and the poller after each batch of events (progress.c).
@@ -32,19 +32,28 @@
 
 enum { SLOT_PUT = 1, SLOT_GOT = 2, SLOT_BOTH = 3 };
 
-static void slot_sides(struct tnt_comm *comm, int q, tnt_slot_side_t **mine,
-                       const tnt_slot_side_t **theirs)
+/* This rank's side of the pair with q, which it writes, and q's side,
+ * which it reads (q connected over shm). */
+static tnt_slot_side_t *mine_of(struct tnt_comm *comm, int q)
 {
-    tnt__shm_slots(comm->peers[q].ep, mine, theirs);
+    tnt_slot_side_t *mine;
+    const tnt_slot_side_t *theirs;
+    tnt__shm_slots(comm->peers[q].ep, &mine, &theirs);
+    return mine;
+}
+
+static const tnt_slot_side_t *theirs_of(struct tnt_comm *comm, int q)
+{
+    tnt_slot_side_t *mine;
+    const tnt_slot_side_t *theirs;
+    tnt__shm_slots(comm->peers[q].ep, &mine, &theirs);
+    return theirs;
 }
 
 /* Publish req's input in this rank's slot of the pair with q. */
 static void put(struct tnt_comm *comm, struct tnt_request *req, int q)
 {
-    tnt_slot_side_t *mine;
-    const tnt_slot_side_t *theirs;
-    slot_sides(comm, q, &mine, &theirs);
-    tnt_slot_t *s = &mine->slot[req->slot_no & 1];
+    tnt_slot_t *s = &mine_of(comm, q)->slot[req->slot_no & 1];
     s->seq = req->seq;
     s->count = (uint32_t)req->args.count;
     s->kind = req->sig.kind;
@@ -92,10 +101,7 @@ static tnt_msg_hdr_t slot_sig(const struct tnt_comm *comm,
 /* Is q's input for req there? Fails the communicator on a mismatch. */
 static int got(struct tnt_comm *comm, struct tnt_request *req, int q)
 {
-    tnt_slot_side_t *mine;
-    const tnt_slot_side_t *theirs;
-    slot_sides(comm, q, &mine, &theirs);
-    const tnt_slot_t *s = &theirs->slot[req->slot_no & 1];
+    const tnt_slot_t *s = &theirs_of(comm, q)->slot[req->slot_no & 1];
     uint64_t no = atomic_load_explicit(&s->no, memory_order_acquire);
     if (no != req->slot_no + 1)
         return 0;
@@ -122,10 +128,7 @@ static int room(struct tnt_comm *comm, struct tnt_request *req, int q)
      * when it publishes n - 1. */
     if (comm->peers[q].slot_completed + 1 >= req->slot_no)
         return 1;
-    tnt_slot_side_t *mine;
-    const tnt_slot_side_t *theirs;
-    slot_sides(comm, q, &mine, &theirs);
-    return atomic_load_explicit(&theirs->done[req->slot_no & 1],
+    return atomic_load_explicit(&theirs_of(comm, q)->done[req->slot_no & 1],
                                 memory_order_acquire) + 1 >= req->slot_no;
 }
 
@@ -137,18 +140,12 @@ static const unsigned char *input(struct tnt_comm *comm,
 {
     if (req->ops[i].src)
         return req->ops[i].src->data;
-    tnt_slot_side_t *mine;
-    const tnt_slot_side_t *theirs;
     int b = (int)(req->slot_no & 1);
-    if (i != comm->rank) {
-        slot_sides(comm, i, &mine, &theirs);
-        return theirs->slot[b].data;
-    }
+    if (i != comm->rank)
+        return theirs_of(comm, i)->slot[b].data;
     for (int q = 0;; q++)
-        if (q != i && comm->peers[q].ep) {
-            slot_sides(comm, q, &mine, &theirs);
-            return mine->slot[b].data;
-        }
+        if (q != i && comm->peers[q].ep)
+            return mine_of(comm, q)->slot[b].data;
 }
 
 /* Keep a copy of `bytes` at src for req's input i, in an early-message
@@ -188,10 +185,10 @@ static void complete(struct tnt_comm *comm, struct tnt_request *req)
     int k = comm->nranks, me = comm->rank, b = (int)(req->slot_no & 1);
     size_t n = req->args.count;
     unsigned char *dst = req->bufs[TNT_BUF_RECV];
-    /* Own input first if it is needed later and dst is where it lies. */
-    const unsigned char *own = input(comm, req, me);
+    /* Every input is read from a slot (or a saved copy), never from dst:
+     * in place, dst is this rank's input and is overwritten here. */
     for (int i = 0; i < k; i++) {
-        const unsigned char *in = i == me ? own : input(comm, req, i);
+        const unsigned char *in = input(comm, req, i);
         if (i == 0)
             memcpy(dst, in, n * req->args.esize);
         else
@@ -199,15 +196,10 @@ static void complete(struct tnt_comm *comm, struct tnt_request *req)
     }
     if (req->args.op == TNT_AVG)
         tnt__scale_avg(dst, n, req->args.dtype, k);
-    for (int q = 0; q < k; q++) {
-        tnt_slot_side_t *mine;
-        const tnt_slot_side_t *theirs;
-        if (q == me || !comm->peers[q].ep)
-            continue;
-        slot_sides(comm, q, &mine, &theirs);
-        atomic_store_explicit(&mine->done[b], req->slot_no + 1,
-                              memory_order_release);
-    }
+    for (int q = 0; q < k; q++)
+        if (q != me && comm->peers[q].ep)
+            atomic_store_explicit(&mine_of(comm, q)->done[b],
+                                  req->slot_no + 1, memory_order_release);
     comm->slot_completed = req->slot_no + 1;
     tnt__slot_notify(comm);
     tnt__slot_unqueue(comm, req);
@@ -256,11 +248,8 @@ static void check_strays(struct tnt_comm *comm)
     for (int q = 0; q < comm->nranks && comm->state == TNT_COMM_OK; q++) {
         if (q == comm->rank || !comm->peers[q].ep)
             continue;
-        tnt_slot_side_t *mine;
-        const tnt_slot_side_t *theirs;
-        slot_sides(comm, q, &mine, &theirs);
         for (int b = 0; b < 2; b++) {
-            const tnt_slot_t *s = &theirs->slot[b];
+            const tnt_slot_t *s = &theirs_of(comm, q)->slot[b];
             uint64_t no = atomic_load_explicit(&s->no, memory_order_acquire);
             if (no <= comm->slot_next || s->seq >= comm->next_seq)
                 continue;
@@ -333,18 +322,16 @@ void tnt__slot_peer_closing(struct tnt_comm *comm, int q)
         tnt_opstate_t *os = &r->ops[q];
         if (!(os->done & SLOT_PUT))
             continue; /* it still needs this rank's input: lost */
-        tnt_slot_side_t *mine;
-        const tnt_slot_side_t *theirs;
-        slot_sides(comm, q, &mine, &theirs);
-        if (!r->ops[me].src && !save(comm, r, me,
-                                     mine->slot[r->slot_no & 1].data))
+        int b = (int)(r->slot_no & 1);
+        if (!r->ops[me].src &&
+            !save(comm, r, me, mine_of(comm, q)->slot[b].data))
             return;
-        if (os->done & SLOT_GOT) {
-            if (!save(comm, r, q, theirs->slot[r->slot_no & 1].data))
-                return;
-        } else if (got(comm, r, q)) {
-            if (!save(comm, r, q, theirs->slot[r->slot_no & 1].data))
-                return;
+        int had = os->done & SLOT_GOT;
+        if (!had && !got(comm, r, q))
+            continue; /* its input is not there: lost */
+        if (!save(comm, r, q, theirs_of(comm, q)->slot[b].data))
+            return;
+        if (!had) {
             os->done |= SLOT_GOT;
             r->ops_left--;
         }

@@ -38,18 +38,21 @@
 /* How long the progress thread stays parked after a blocking call. */
 #define PARK_GRACE_S 0.1
 
-double tnt__now(void)
+static double clock_s(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double tnt__now(void)
+{
+    return clock_s(CLOCK_MONOTONIC);
 }
 
 double tnt__now_coarse(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return clock_s(CLOCK_MONOTONIC_COARSE);
 }
 
 struct timespec tnt__timespec_at(double t)
