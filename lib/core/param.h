@@ -21,7 +21,7 @@
     X(connect_timeout_s, "TNT_CONNECT_TIMEOUT", SECONDS, "60",              \
       "deadline to reach rank 0 and all peers at start, seconds")          \
     X(segment_bytes, "TNT_SEGMENT_BYTES", SIZE, "256k",                     \
-      "pipelining segment of ring and chain algorithms")                   \
+      "pipelining granule: chain segment; ring and direct x4")              \
     X(socket_buffer, "TNT_SOCKET_BUFFER", SIZE, "0",                        \
       "SO_SNDBUF/SO_RCVBUF of data sockets (0: kernel autotuning)")         \
     X(allreduce_algo, "TNT_ALLREDUCE_ALGO", ALGO, "auto",                   \
