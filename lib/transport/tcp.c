@@ -72,6 +72,7 @@ static void unlink_incoming(tcp_ctx_t *ctx, tcp_conn_t *c)
  * graveyard if it never got one. */
 static void conn_close(tcp_ctx_t *ctx, tcp_conn_t *c)
 {
+    ctx->closes++;
     if (c->closed)
         return;
     c->closed = 1;

@@ -101,6 +101,7 @@ struct tcp_ctx {
     tcp_ep_t *graveyard;  /* closed endpoints, freed at the next callback */
     tcp_conn_t *conn_graveyard;
     tcp_sreq_t *free_sreqs;
+    unsigned closes;      /* conn_close calls: tnt__tcp_poll's guard */
 };
 
 /* tcp.c */

@@ -30,6 +30,14 @@ int tnt__shm_poll(void *shm_ctx, int arm);
  *  decides, so ranks need not agree. */
 void tnt__shm_set_cma_min(void *shm_ctx, size_t bytes);
 
+/** TCP, for a thread that polls instead of sleeping: one look at every
+ *  connected socket (send what waits, recv what arrived), with upcalls as
+ *  from the event loop, instead of an epoll_wait before the recv. Returns
+ *  the sockets looked at, or -1 without looking when there are more than
+ *  a few (then one epoll_wait is cheaper). Communicator lock and poller
+ *  role held. */
+int tnt__tcp_poll(void *tcp_ctx);
+
 /* Fixed indices of the built-in transports: the core keeps per-index
  * state, and the address blobs of the bootstrap list them in this order. */
 enum { TNT_TP_TCP = 0, TNT_TP_SHM = 1, TNT_TP_VERBS = 2, TNT_TP_COUNT = 3 };
