@@ -205,6 +205,34 @@ static void undefer(struct tnt_comm *comm, struct tnt_request *req)
     req->defer_next = NULL;
 }
 
+/* Run req's prepare with the lock released, as a large computation runs
+ * (engine_compute.c: req->busy holds its result and buffers while a
+ * failure strikes meanwhile). req stays marked deferred, so nothing
+ * starts it: slot operations behind it wait (engine_slot.c). 1 if req
+ * may start now. */
+static int run_prepare(struct tnt_comm *comm, struct tnt_request *req)
+{
+    void (*fn)(void *) = req->prepare;
+    req->prepare = NULL;
+    if (!fn || req->result != TNT_INPROGRESS || comm->state != TNT_COMM_OK)
+        return req->result == TNT_INPROGRESS;
+    req->busy++;
+    comm->busy++;
+    pthread_mutex_unlock(&comm->lock);
+    fn(req->prepare_arg);
+    pthread_mutex_lock(&comm->lock);
+    comm->busy--;
+    req->busy--;
+    if (comm->busy == 0 && comm->state != TNT_COMM_OK)
+        pthread_cond_broadcast(&comm->cond); /* tnt__engine_drain */
+    if (req->finish_late) {
+        if (req->busy == 0)
+            tnt__finish_late(req);
+        return 0;
+    }
+    return req->result == TNT_INPROGRESS;
+}
+
 void tnt__engine_run_deferred(struct tnt_comm *comm)
 {
     while (comm->deferred_head) {
@@ -212,8 +240,11 @@ void tnt__engine_run_deferred(struct tnt_comm *comm)
         comm->deferred_head = req->defer_next;
         if (!comm->deferred_head)
             comm->deferred_tail = NULL;
-        req->deferred = 0;
         req->defer_next = NULL;
+        int start = run_prepare(comm, req);
+        req->deferred = 0;
+        if (!start)
+            continue;
         if (req->algo == TNT_ALGO_SLOTS)
             tnt__slot_progress(comm);
         else
@@ -711,10 +742,10 @@ tnt_result_t tnt__engine_prepare(struct tnt_comm *comm,
     return rc;
 }
 
-tnt_result_t tnt__engine_post(struct tnt_comm *comm,
-                              const tnt_coll_args_t *args, const void *send,
-                              void *recv, unsigned flags,
-                              struct tnt_request **out)
+static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
+                        const void *send, void *recv, unsigned flags,
+                        void (*prepare)(void *), void *prepare_arg,
+                        struct tnt_request **out)
 {
     int forced = forced_algo(comm, args->kind);
     int algo;
@@ -742,6 +773,8 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
     req->bufs[TNT_BUF_RECV] = recv;
     req->reduce = tnt__reduce_fn(args->dtype, args->op);
     req->ops_left = nops;
+    req->prepare = prepare;
+    req->prepare_arg = prepare_arg;
 
     tnt_msg_hdr_t *sig = &req->sig;
     sig->magic = TNT_MSG_MAGIC;
@@ -845,6 +878,23 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
     pthread_mutex_unlock(&comm->lock);
     *out = req;
     return TNT_SUCCESS;
+}
+
+tnt_result_t tnt__engine_post(struct tnt_comm *comm,
+                              const tnt_coll_args_t *args, const void *send,
+                              void *recv, unsigned flags,
+                              struct tnt_request **out)
+{
+    return post(comm, args, send, recv, flags, NULL, NULL, out);
+}
+
+tnt_result_t tnt__engine_post_prepared(struct tnt_comm *comm,
+                                       const tnt_coll_args_t *args,
+                                       const void *send, void *recv,
+                                       void (*prepare)(void *arg),
+                                       void *arg, struct tnt_request **out)
+{
+    return post(comm, args, send, recv, TNT_POST_DEFER, prepare, arg, out);
 }
 
 /* ---- waiting and releasing -------------------------------------------- */

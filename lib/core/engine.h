@@ -152,8 +152,13 @@ struct tnt_request {
     tnt_result_t result;       /* TNT_INPROGRESS until done */
     double deadline;
     int active;                /* on the comm's active list */
-    int deferred;              /* on the comm's deferred list */
+    int deferred;              /* on the comm's deferred list, or being
+                                  prepared: not started yet */
     struct tnt_request *defer_next;
+    /* Run by the poller before a deferred request starts, comm->lock
+     * released (tnt__engine_post_prepared); NULL once run. */
+    void (*prepare)(void *arg);
+    void *prepare_arg;
     int detached;              /* user freed it before completion */
     /* Large reductions and copies run with comm->lock released
      * (engine_compute.c). While one runs (busy > 0) the request is not
@@ -289,6 +294,16 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
                               const tnt_coll_args_t *args, const void *send,
                               void *recv, unsigned flags,
                               struct tnt_request **req);
+/** tnt__engine_post with TNT_POST_DEFER, and before the collective starts
+ *  the poller calls prepare(arg) with comm->lock released: the work that
+ *  fills its input (fusion packs a bucket's tensors there, so that
+ *  tnt_fusion_ready returns at once). Until prepare has returned nothing
+ *  reads the buffers; early messages from peers are kept meanwhile. */
+tnt_result_t tnt__engine_post_prepared(struct tnt_comm *comm,
+                                       const tnt_coll_args_t *args,
+                                       const void *send, void *recv,
+                                       void (*prepare)(void *arg),
+                                       void *arg, struct tnt_request **req);
 /** Get ready for `n` collectives (args[i]) that will run at the same
  *  time, again and again (fusion buckets): build their schedules, and keep
  *  enough requests and scratch buffers for all of them, so that running

@@ -51,6 +51,24 @@ static tnt_result_t sticky(tnt_fusion_t f, const char *fn)
 
 /* ---- posting and finishing buckets ------------------------------- */
 
+/* Copy bucket k's tensors into its part of the fusion buffer. Run by the
+ * poller just before the bucket's allreduce starts (the engine's prepare
+ * step), without f->lock: what it reads (the bucket's data pointers) was
+ * set before the post and stays until the bucket is finished. */
+static void pack_bucket(void *arg)
+{
+    const struct tnt_fusion_pack *pk = arg;
+    tnt_fusion_t f = pk->f;
+    const tnt_bucket_t *b = &f->b[pk->k];
+    unsigned char *buf = f->fbuf + b->offset;
+    size_t off = 0;
+    for (size_t j = b->first; j < b->first + b->n; j++) {
+        if (f->t[j].bytes)
+            memcpy(buf + off, f->data[j], f->t[j].bytes);
+        off += f->t[j].bytes;
+    }
+}
+
 static void post_bucket(tnt_fusion_t f, size_t k)
 {
     const tnt_bucket_t *b = &f->b[k];
@@ -59,23 +77,21 @@ static void post_bucket(tnt_fusion_t f, size_t k)
     for (size_t j = b->first; j + 1 < b->first + b->n && contiguous; j++)
         contiguous = (unsigned char *)f->data[j] + f->t[j].bytes ==
                      (unsigned char *)f->data[j + 1];
-    unsigned char *buf = start;
     f->packed[k] = !contiguous;
-    if (!contiguous) {
-        buf = f->fbuf + b->offset;
-        size_t off = 0;
-        for (size_t j = b->first; j < b->first + b->n; j++) {
-            if (f->t[j].bytes)
-                memcpy(buf + off, f->data[j], f->t[j].bytes);
-            off += f->t[j].bytes;
-        }
-    }
-    /* Deferred: ready() returns at once; the progress thread sends, copies
-     * early messages and reduces (arguments were checked at create). */
+    unsigned char *buf = contiguous ? start : f->fbuf + b->offset;
+    /* Deferred: ready() returns at once; the progress thread packs, sends,
+     * copies early messages and reduces (arguments were checked at
+     * create). Packing there rather than here keeps megabytes of copying
+     * off the training thread (a bucket that ends in a large layer's
+     * weights copies it whole). */
     tnt_coll_args_t a = tnt__coll_args(f->comm, TNT_COLL_ALLREDUCE,
                                        b->count, b->dtype, f->op, 0, 1);
-    tnt_result_t rc = tnt__engine_post(f->comm, &a, buf, buf,
-                                       TNT_POST_DEFER, &f->req[k]);
+    tnt_result_t rc =
+        contiguous ? tnt__engine_post(f->comm, &a, buf, buf, TNT_POST_DEFER,
+                                      &f->req[k])
+                   : tnt__engine_post_prepared(f->comm, &a, buf, buf,
+                                               pack_bucket, &f->packs[k],
+                                               &f->req[k]);
     if (rc != TNT_SUCCESS) {
         f->req[k] = NULL;
         fail(f, rc);

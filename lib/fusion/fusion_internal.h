@@ -12,6 +12,12 @@
 #define FUSION_MAGIC 0x46534e54u /* "TNSF" */
 #define DEFAULT_THRESHOLD ((size_t)32 << 10)
 
+/* The argument of pack_bucket (fusion.c), one per bucket. */
+struct tnt_fusion_pack {
+    struct tnt_fusion *f;
+    size_t k;
+};
+
 struct tnt_fusion {
     uint32_t magic;
     tnt_comm_t comm;
@@ -36,6 +42,7 @@ struct tnt_fusion {
     unsigned char *is_ready;
     size_t *pending;         /* per bucket: tensors not yet ready */
     tnt_request_t *req;
+    struct tnt_fusion_pack *packs; /* per bucket: what pack_bucket needs */
     unsigned char *packed, *claimed, *done;
     size_t next_post;        /* buckets below this are posted */
     size_t nready;

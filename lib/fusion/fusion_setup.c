@@ -31,6 +31,7 @@ void tnt__fusion_destroy(tnt_fusion_t f)
     free(f->pending);
     free(f->req);
     free(f->packed);
+    free(f->packs);
     free(f->claimed);
     free(f->done);
     pthread_mutex_destroy(&f->lock);
@@ -232,16 +233,18 @@ static tnt_result_t allocate_state(tnt_fusion_t f)
     f->pending = malloc(nb * sizeof(size_t));
     f->req = calloc(nb, sizeof(tnt_request_t));
     f->packed = calloc(nb, 1);
+    f->packs = malloc(nb * sizeof(*f->packs));
     f->claimed = calloc(nb, 1);
     f->done = calloc(nb, 1);
     f->fbuf = f->fbuf_bytes ? malloc(f->fbuf_bytes) : NULL;
     if (!f->bucket_of || !f->data || !f->is_ready || !f->pending ||
-        !f->req || !f->packed || !f->claimed || !f->done ||
+        !f->req || !f->packed || !f->packs || !f->claimed || !f->done ||
         (f->fbuf_bytes && !f->fbuf))
         return tnt__error(TNT_ERR_NO_MEMORY, "tnt_fusion_create: out of "
                           "memory (fusion buffer of %zu bytes)",
                           f->fbuf_bytes);
     for (size_t k = 0; k < f->nb; k++) {
+        f->packs[k] = (struct tnt_fusion_pack){f, k};
         f->pending[k] = f->b[k].n;
         for (size_t j = f->b[k].first; j < f->b[k].first + f->b[k].n; j++)
             f->bucket_of[j] = k;
