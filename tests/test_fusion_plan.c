@@ -104,7 +104,8 @@ static int sum_exceeds(size_t a, size_t b, size_t max)
 /*
  * plan.h's rule, written bucket by bucket: a bucket starts at the first
  * unplaced tensor and takes the following ones while it is below its
- * threshold and the next one has its dtype and fits under max.
+ * threshold and the next one has its dtype, fits under max and is itself
+ * below the threshold.
  */
 static size_t ref_plan(const tnt_plan_tensor_t *t, size_t n, size_t min,
                        size_t max, size_t first, ref_bucket_t *out)
@@ -119,7 +120,8 @@ static size_t ref_plan(const tnt_plan_tensor_t *t, size_t n, size_t min,
             b.bytes += t[i].bytes;
             i++;
         } while (i < n && b.bytes < threshold && t[i].dtype == b.dtype &&
-                 !sum_exceeds(b.bytes, t[i].bytes, max));
+                 !sum_exceeds(b.bytes, t[i].bytes, max) &&
+                 t[i].bytes < threshold);
         out[nb++] = b;
     }
     return nb;
@@ -183,16 +185,24 @@ static int check_properties(const tnt_plan_tensor_t *t, size_t n,
             FAIL("bucket %zu reached its threshold %zu before its last "
                  "tensor %zu joined", k, threshold,
                  b[k].first + b[k].n - 1);
+        /* A tensor that reaches the threshold by itself joined others:
+         * it is copied into the fusion buffer for nothing. */
+        for (size_t i = b[k].first + 1; i < b[k].first + b[k].n; i++)
+            if (t[i].bytes >= threshold)
+                FAIL("bucket %zu: tensor %zu (%zu bytes) reaches the "
+                     "threshold %zu by itself but joined tensor %zu", k, i,
+                     t[i].bytes, threshold, b[k].first);
         /* It closed too early: below its threshold, and the next tensor
-         * has its dtype and fits. */
+         * has its dtype, fits and is below the threshold itself. */
         size_t after = b[k].first + b[k].n;
         if (b[k].bytes < threshold && after < n &&
             t[after].dtype == b[k].dtype &&
-            !sum_exceeds(b[k].bytes, t[after].bytes, p->max))
+            !sum_exceeds(b[k].bytes, t[after].bytes, p->max) &&
+            t[after].bytes < threshold)
             FAIL("bucket %zu closed at %zu bytes, below its threshold %zu, "
-                 "although tensor %zu (%zu bytes, same dtype) fits under "
-                 "the limit %zu", k, b[k].bytes, threshold, after,
-                 t[after].bytes, p->max);
+                 "although tensor %zu (%zu bytes, same dtype, below the "
+                 "threshold) fits under the limit %zu", k, b[k].bytes,
+                 threshold, after, t[after].bytes, p->max);
         /* Buffer slots: aligned, in order, disjoint. */
         if (b[k].offset % ALIGN != 0)
             FAIL("bucket %zu at buffer offset %zu, not %d-aligned", k,
@@ -343,6 +353,13 @@ static const hand_case_t k_hand[] = {
      {U8, U8, U8, U8}, HUGE_THRESHOLD, 64, HUGE_THRESHOLD, 3, {1, 1, 2}},
     {"the limit below the threshold", 4, {40, 40, 40, 40},
      {F32, F32, F32, F32}, 1000, 100, 1000, 2, {2, 2}},
+    /* A tensor that reaches the threshold by itself is never copied to
+     * fuse: the open bucket closes before it, below the threshold. */
+    {"a large tensor starts its own bucket", 4, {12, 12, 100, 12},
+     {U8, U8, U8, U8}, 64, SIZE_MAX, 64, 3, {2, 1, 1}},
+    {"... measured against the open bucket's threshold", 5,
+     {10, 20, 10, 10, 70}, {U8, U8, U8, U8, U8}, 64, SIZE_MAX, 16, 3,
+     {1, 3, 1}},
 };
 #undef U8
 #undef F32

@@ -65,7 +65,9 @@ typedef struct tnt_fusion_config {
     uint32_t version;          /**< TNT_FUSION_CONFIG_VERSION */
     tnt_op_t op;               /**< TNT_SUM or TNT_AVG (default AVG) */
     size_t min_bucket_bytes;   /**< a bucket closes once it holds this
-                                    much; 0: one allreduce per tensor */
+                                    much; 0: one allreduce per tensor. A
+                                    tensor this large by itself never
+                                    joins others (it would be copied) */
     size_t max_bucket_bytes;   /**< a bucket never grows past this (a
                                     single larger tensor is its own bucket) */
     size_t first_bucket_bytes; /**< threshold of the first bucket, which is

@@ -172,7 +172,8 @@ static tnt_result_t explain_mismatch(tnt_fusion_t f)
                             tnt_op_name((tnt_op_t)root[4]));
         else if (rc == TNT_SUCCESS)
             rc = tnt__error(TNT_ERR_MISMATCH, "rank %d: fusion plans differ "
-                            "across ranks (a rank failed its own setup)",
+                            "across ranks (a rank failed its own setup, or "
+                            "runs a library with another plan rule)",
                             f->rank);
         free(all);
     } else if (mine == first && k < common) {

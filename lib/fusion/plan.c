@@ -9,6 +9,10 @@
 #include "fusion/plan.h"
 
 #define BUCKET_ALIGN 64
+/* Bumped whenever the rule changes, and hashed with the plan: ranks that
+ * run libraries with different rules fail at setup instead of posting
+ * different allreduces. 2: large tensors start their own bucket. */
+#define PLAN_RULE 2
 
 tnt_result_t tnt__fusion_plan(const tnt_plan_tensor_t *t, size_t n,
                               size_t min_bytes, size_t max_bytes,
@@ -23,8 +27,10 @@ tnt_result_t tnt__fusion_plan(const tnt_plan_tensor_t *t, size_t n,
     int open = 0;
     for (size_t i = 0; i < n; i++) {
         tnt_bucket_t *cur = open ? &b[nb - 1] : NULL;
+        size_t threshold = (nb == 1) ? first_bytes : min_bytes;
         if (cur && (t[i].dtype != cur->dtype || cur->bytes > max_bytes ||
-                    t[i].bytes > max_bytes - cur->bytes))
+                    t[i].bytes > max_bytes - cur->bytes ||
+                    t[i].bytes >= threshold))
             open = 0;
         if (!open) {
             cur = &b[nb++];
@@ -36,7 +42,7 @@ tnt_result_t tnt__fusion_plan(const tnt_plan_tensor_t *t, size_t n,
         cur->n++;
         cur->count += t[i].count;
         cur->bytes += t[i].bytes;
-        size_t threshold = (nb == 1) ? first_bytes : min_bytes;
+        threshold = (nb == 1) ? first_bytes : min_bytes;
         if (cur->bytes >= threshold)
             open = 0;
     }
@@ -71,6 +77,7 @@ uint64_t tnt__fusion_plan_hash(const tnt_plan_tensor_t *t, size_t n,
                                size_t first_bytes, int op)
 {
     uint64_t h = 1469598103934665603ull;
+    h = mix(h, PLAN_RULE);
     h = mix(h, n);
     h = mix(h, min_bytes);
     h = mix(h, max_bytes);

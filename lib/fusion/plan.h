@@ -4,11 +4,21 @@
  * plan and it can be unit-tested directly.
  *
  * Walking the tensors in registered order, a tensor joins the open bucket
- * unless its dtype differs or it would push the bucket past
- * max_bucket_bytes; a bucket closes as soon as it holds at least the
- * threshold (first_bucket_bytes for the first bucket, min_bucket_bytes for
- * the others). So threshold 0 gives one bucket per tensor and a huge
+ * unless its dtype differs, it would push the bucket past
+ * max_bucket_bytes, or it reaches the bucket's threshold by itself; a
+ * bucket closes as soon as it holds at least the threshold
+ * (first_bucket_bytes for the first bucket, min_bucket_bytes for the
+ * others). So threshold 0 gives one bucket per tensor and a huge
  * threshold one bucket per run of equal dtypes.
+ *
+ * The third reason keeps large tensors out of the fusion buffer: a bucket
+ * of separately allocated tensors is packed (copied in, and out again when
+ * reduced), and a few small tensors in front of a large one would make it
+ * copy the large one for the sake of one message fewer. ResNet-50 at the
+ * default 32 KiB: 53 buckets that copied nearly all 97 MiB, against 106
+ * buckets that copy 0.3 MiB. p=4 over shm, sleep 3000 us/MiB, 20
+ * iterations, 2 alternating runs: fused 540-557 ms against per-tensor
+ * 568-571 (before: 577-583 against 575-576).
  */
 #ifndef TNT_FUSION_PLAN_H
 #define TNT_FUSION_PLAN_H
