@@ -157,12 +157,21 @@ expect_out "6 tensors in 6 buckets (threshold 0 bytes)"
     fail "--show-plan did not list 6 buckets: $(cat "$OUT")"
 end
 
-begin "threshold 4k: two buckets"
-train 2 --epochs 2 --threshold 4k --show-plan
+begin "threshold 17k: two buckets"
+train 2 --epochs 2 --threshold 17k --show-plan
 expect_trained 2 2
-expect_out "6 tensors in 2 buckets (threshold 4096 bytes)"
+expect_out "6 tensors in 2 buckets (threshold 17408 bytes)"
 [ "$(grep -c '^\[0\] bucket [0-9]' "$OUT")" = 2 ] ||
     fail "--show-plan did not list 2 buckets: $(cat "$OUT")"
+end
+
+# fc2.weight (16 KiB) and fc1.weight (8 KiB) reach 4 KiB by themselves, so
+# each starts a bucket of its own (lib/fusion/plan.h).
+begin "threshold 4k: large tensors in buckets of their own"
+train 2 --epochs 2 --threshold 4k --show-plan
+expect_trained 2 2
+expect_out "6 tensors in 4 buckets (threshold 4096 bytes)"
+expect_out "bucket 1: tensors 3-3 (fc2.weight .. fc2.weight)"
 end
 
 begin "default threshold: one bucket for this small model"
