@@ -106,6 +106,7 @@ static void ep_close(void *vctx, void *vep)
     if (!ep || ep->closed)
         return;
     ep->closed = 1;
+    ctx->closes++; /* also when it has no socket yet: the list changes */
     for (int i = 0; i < TCP_MAX_SOCKETS; i++)
         if (ep->conns[i])
             conn_close(ctx, ep->conns[i]);

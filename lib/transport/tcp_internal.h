@@ -101,7 +101,8 @@ struct tcp_ctx {
     tcp_ep_t *graveyard;  /* closed endpoints, freed at the next callback */
     tcp_conn_t *conn_graveyard;
     tcp_sreq_t *free_sreqs;
-    unsigned closes;      /* conn_close calls: tnt__tcp_poll's guard */
+    unsigned closes;      /* conn_close and ep_close calls: the lists may
+                             have changed (tnt__tcp_poll's guard) */
 };
 
 /* tcp.c */
