@@ -295,10 +295,11 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
                               void *recv, unsigned flags,
                               struct tnt_request **req);
 /** tnt__engine_post with TNT_POST_DEFER, and before the collective starts
- *  the poller calls prepare(arg) with comm->lock released: the work that
- *  fills its input (fusion packs a bucket's tensors there, so that
- *  tnt_fusion_ready returns at once). Until prepare has returned nothing
- *  reads the buffers; early messages from peers are kept meanwhile. */
+ *  the poller calls prepare(arg), if not NULL, with comm->lock released:
+ *  the work that fills its input (fusion packs a bucket's tensors there,
+ *  so that tnt_fusion_ready returns at once). Until prepare has returned
+ *  nothing reads the buffers; early messages from peers are kept
+ *  meanwhile. */
 tnt_result_t tnt__engine_post_prepared(struct tnt_comm *comm,
                                        const tnt_coll_args_t *args,
                                        const void *send, void *recv,

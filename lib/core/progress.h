@@ -32,10 +32,12 @@ void tnt__engine_reap(struct tnt_comm *comm);
 void tnt__engine_check_deadlines(struct tnt_comm *comm, double now);
 
 /** Poll without sleeping until done(comm, arg) or `end` (tnt__now()
- *  time; the spin started at `start`), holding the poller role: the shared-memory rings directly
- *  (peers skip the eventfd meanwhile), with an epoll_wait(0) every few
- *  rounds for everything else. Releases the lock between rounds (and
- *  yields the CPU there when `yield`). Lock held, role free on entry. */
+ *  time; the spin started at `start`), holding the poller role: the
+ *  shared-memory rings directly (peers skip the eventfd meanwhile), the
+ *  TCP sockets with recv where that pays (tnt__tcp_poll; not when
+ *  `yield`), with an epoll_wait(0) every few rounds for everything else.
+ *  Releases the lock between rounds (and yields the CPU there when
+ *  `yield`). Lock held, role free on entry. */
 void tnt__progress_spin(struct tnt_comm *comm,
                         int (*done)(struct tnt_comm *, void *), void *arg,
                         double start, double end, int yield);

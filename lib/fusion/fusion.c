@@ -86,12 +86,9 @@ static void post_bucket(tnt_fusion_t f, size_t k)
      * weights copies it whole). */
     tnt_coll_args_t a = tnt__coll_args(f->comm, TNT_COLL_ALLREDUCE,
                                        b->count, b->dtype, f->op, 0, 1);
-    tnt_result_t rc =
-        contiguous ? tnt__engine_post(f->comm, &a, buf, buf, TNT_POST_DEFER,
-                                      &f->req[k])
-                   : tnt__engine_post_prepared(f->comm, &a, buf, buf,
-                                               pack_bucket, &f->packs[k],
-                                               &f->req[k]);
+    tnt_result_t rc = tnt__engine_post_prepared(
+        f->comm, &a, buf, buf, contiguous ? NULL : pack_bucket,
+        &f->packs[k], &f->req[k]);
     if (rc != TNT_SUCCESS) {
         f->req[k] = NULL;
         fail(f, rc);

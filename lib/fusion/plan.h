@@ -16,7 +16,7 @@
  * reduced), and a few small tensors in front of a large one would make it
  * copy the large one for the sake of one message fewer. ResNet-50 at the
  * default 32 KiB: 53 buckets that copied nearly all 97 MiB, against 106
- * buckets that copy 0.3 MiB. p=4 over shm, sleep 3000 us/MiB, 20
+ * buckets that copy 0.2 MiB. p=4 over shm, sleep 3000 us/MiB, 20
  * iterations, 2 alternating runs: fused 540-557 ms against per-tensor
  * 568-571 (before: 577-583 against 575-576).
  */
