@@ -11,6 +11,13 @@
 # (they land in /tmp/tnt-peers/bin) or point PEERS_BIN elsewhere. A peer
 # whose binary is missing is left out with a note, never faked.
 #
+# Beside them, tcp-rawring (build/bench/tcp-rawring, or TCP_RAWRING): the
+# bytes per rank of a bandwidth-optimal allreduce, 2(p-1)/p x size, moved
+# around a ring of loopback TCP connections with no library, no reduction
+# and no waiting between steps: what the kernel charges for the bytes
+# alone, which no TCP library can move fewer of (a reference, not a
+# proven floor; see bench/tcp_rawring.c).
+#
 # With -C it also measures CPU time per call (user + sys of all ranks and
 # their threads, from getrusage of the waited-for processes): each
 # configuration runs twice at one size, long and short, and the CPU
@@ -34,7 +41,7 @@ while getopts "p:s:t:o:Ch" opt; do
     t) MINT=$OPTARG ;;
     o) OUT=$(realpath -m "$OPTARG") ;;
     C) CPU=1 ;;
-    *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 # Paths given relative to where we were called from stay valid after the cd.
@@ -42,6 +49,7 @@ done
 cd "$(dirname "$0")/.."
 BENCH=${TNT_BENCH:-build/bench/tnt-bench}
 PEERS_BIN=${PEERS_BIN:-/tmp/tnt-peers/bin}
+RAWRING=${TCP_RAWRING:-$(dirname "$BENCH")/tcp-rawring}
 [ -x "$BENCH" ] || { echo "compare-peers: $BENCH not built (bash scripts/setup.sh build)" >&2; exit 2; }
 RAW=$(mktemp -d /tmp/tnt-compare.XXXXXX)
 trap 'rm -rf "$RAW"' EXIT
@@ -190,6 +198,12 @@ for p in $PS; do
     else
         echo "compare-peers: no Open MPI bench: Open MPI left out" >&2
     fi
+    if [ -x "$RAWRING" ]; then
+        timeout 300 "$RAWRING" --p "$p" --sizes "$SIZES" --min-time "$MINT" \
+            2>/dev/null | collect_peer tcp-rawring || true
+    else
+        echo "compare-peers: no $RAWRING: the raw TCP ring left out" >&2
+    fi
     [ "$CPU" = 0 ] || measure_cpu "$p"
 done
 touch "$RAW/cpu"
@@ -235,11 +249,12 @@ def table(data, labs, ratios):
         print("| %d | %s | %s |" % (p, h(b), " | ".join(cells)))
 table(rows, labels,
       [("tnt-tcp / best TCP peer", over("tnt-tcp", tcp_peers)),
-       ("tnt-auto / ompi-vader", over("tnt-auto", ["ompi-vader"]))])
+       ("tnt-auto / ompi-vader", over("tnt-auto", ["ompi-vader"])),
+       ("tnt-tcp / tcp-rawring", over("tnt-tcp", ["tcp-rawring"]))])
 if cpu:
     print("\nCPU time per call, all ranks together (user + sys, us; lower "
           "is better):\n")
-    table(cpu, cpu_labels,
+    table(cpu, [l for l in cpu_labels if l != "tcp-rawring"],
           [("tnt-tcp / least of TCP peers", over("tnt-tcp", tcp_peers))])
 EOF
 cat "$RAW/table.md"

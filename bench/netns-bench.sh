@@ -10,6 +10,10 @@
 #   bench/netns-bench.sh RATE [HOSTS] [RANKS]     e.g. netns-bench.sh 1gbit 4 1
 #
 # RATE is a tc rate (1gbit, 10gbit) or "none" for unshaped veth links.
+# With one rank per host a second row follows: build/bench/tcp-rawring, one
+# rank per namespace, moving the bytes of each size's allreduce around the
+# ring of hosts with no library (what the links and this machine's CPUs
+# give for the bytes alone); NETNS_RAWRING=0 leaves it out.
 # Extra tnt-bench/library settings pass through the environment
 # (TNT_ALLREDUCE_ALGO, TNT_SEGMENT_BYTES, ... are forwarded with -x).
 # Needs root; removes its namespaces (prefix tntnb-) on exit.
@@ -21,6 +25,7 @@ RANKS=${3:-1}
 PREFIX=tntnb-
 RUN=build/tools/tnt-run
 BENCH=build/bench/tnt-bench
+RAWRING=build/bench/tcp-rawring
 [ -x "$RUN" ] && [ -x "$BENCH" ] ||
     { echo "netns-bench: build first (bash scripts/setup.sh build)" >&2; exit 2; }
 TMP=$(mktemp -d /tmp/netns-bench.XXXXXX)
@@ -59,7 +64,37 @@ case $RATE in
     *gbit) share=$(awk -v b="${B[67108864]}" -v r="${RATE%gbit}" \
                    'BEGIN { printf "%.0f%%", 100 * b / (r / 8) }') ;;
 esac
+# The raw ring row: rank k in namespace k on NET.(k+1); time (us) for the
+# small sizes, busbw (GB/s) above, as in the library's row.
+rawring_row=""
+if [ "$RANKS" = 1 ] && [ "${NETNS_RAWRING:-1}" != 0 ] && [ -x "$RAWRING" ]; then
+    addrs=$(for ((k = 0; k < HOSTS; k++)); do printf '10.79.0.%d,' $((k + 1)); done)
+    addrs=${addrs%,}
+    mapfile -t hosts < "$TMP/hostfile"
+    pids=()
+    for ((k = HOSTS - 1; k >= 0; k--)); do
+        timeout 600 ip netns exec "${hosts[$k]}" "$RAWRING" --rank "$k" \
+            --addrs "$addrs" --sizes 8,32K,256K,1M,8M,64M --min-time 0.3 \
+            > "$TMP/rawring.$k" 2> "$TMP/rawring.err.$k" &
+        pids+=($!)
+    done
+    ok=1
+    for pid in "${pids[@]}"; do wait "$pid" || ok=0; done
+    if [ "$ok" = 1 ]; then
+        rawring_row=$(awk -v rate="$RATE" -v h="$HOSTS" '
+            { for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+              t[f["bytes"]] = f["time_us"]; b[f["bytes"]] = f["busbw_GBps"] }
+            END { share = "-"
+                  if (rate ~ /gbit$/) share = sprintf("%.0f%%", 100 * b[67108864] / (rate / 8))
+                  printf "| %s | tcp-rawring %d hosts x 1 (no library: the bytes alone) | %s | %s | %.3f | %.3f | %.3f | %.3f | %s |\n",
+                      rate, h, t[8], t[32768], b[262144], b[1048576], b[8388608], b[67108864], share }' \
+            "$TMP/rawring.0")
+    else
+        echo "netns-bench: tcp-rawring failed: $(cat "$TMP"/rawring.err.*)" >&2
+    fi
+fi
 echo "# $(uptime)"
 echo "| link rate (tbf, each direction) | config | 8 B us | 32 KiB us | 256 KiB busbw | 1 MiB busbw | 8 MiB busbw | 64 MiB busbw GB/s | 64 MiB busbw / link |"
 echo "|---|---|---|---|---|---|---|---|---|"
 echo "| $RATE | libtntcomm $HOSTS hosts x $RANKS (${TNT_ALLREDUCE_ALGO:-auto}${TNT_TOPOLOGY:+, TNT_TOPOLOGY=$TNT_TOPOLOGY}) | ${T[8]} | ${T[32768]} | ${B[262144]} | ${B[1048576]} | ${B[8388608]} | ${B[67108864]} | $share |"
+[ -z "$rawring_row" ] || echo "$rawring_row"

@@ -4,7 +4,8 @@
 # peers' line format (the real peers are not built in CI) must give one
 # table row per size with both libtntcomm columns measured, the stand-in's
 # figures parsed, and the ratio column computed from them; a missing Open
-# MPI bench must be reported as left out, not invented; with -C the CPU
+# MPI bench must be reported as left out, not invented; the real tcp-rawring
+# (next to tnt-bench) must give a column and a ratio; with -C the CPU
 # table must hold a positive per-call figure for libtntcomm.
 # Usage: test_compare_peers.sh PATH-TO-COMPARE-PEERS.SH PATH-TO-TNT-BENCH
 set -u
@@ -39,11 +40,16 @@ rc=$?
 grep -q 'Open MPI left out' "$TMP/err" || fail "missing Open MPI not reported"
 for size in '8 B' '32 KiB'; do
     row=$(grep "^| 2 | $size |" "$TMP/t.md") || { fail "no row for $size"; continue; }
-    # | p | size | tnt-tcp | tnt-auto | gloo-ringchunked | gloo-hd | ratio | -
-    IFS='|' read -r _ _ _ tcp auto g1 g2 q1 q2 _ <<< "$row"
-    for v in "$tcp" "$auto"; do
+    # | p | size | tnt-tcp | tnt-auto | gloo-ringchunked | gloo-hd |
+    #   tcp-rawring | ratio | - | tnt-tcp / tcp-rawring
+    IFS='|' read -r _ _ _ tcp auto g1 g2 fl q1 q2 q3 _ <<< "$row"
+    for v in "$tcp" "$auto" "$fl"; do
         [[ $v =~ ^\ [0-9]+\.[0-9]\ $ ]] || fail "$size: not a time: '$v'"
     done
+    # The cells are rounded to 0.1 us, the ratio is of the raw figures.
+    awk -v t="$tcp" -v f="$fl" -v q="$q3" \
+        'BEGIN { w = t / f; d = q - w; exit !(q != "" && d * d <= (0.01 + 0.06 * w) ^ 2) }' ||
+        fail "$size: raw ring ratio '$q3', want about $tcp / $fl"
     [ "$g1" = " 1000.0 " ] && [ "$g2" = " 1000.0 " ] ||
         fail "$size: stand-in figures not parsed: '$g1' '$g2'"
     want=$(awk -v t="$tcp" 'BEGIN { printf " %.2f ", t / 1000 }')
