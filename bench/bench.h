@@ -67,8 +67,16 @@ typedef struct bench_opts {
     int inplace;       /* measure the in-place form */
     int root;          /* broadcast root */
     int local_ranks;   /* -N: ranks to start here; 0: none */
+    int bind;          /* -N --bind-to: a bench_bind_t */
     const char *json;  /* --json FILE, or NULL */
 } bench_opts_t;
+
+/* --bind-to for -N. AUTO, as Open MPI's mpirun: one CPU per rank when
+ * there are 2 or more ranks and no more than the CPUs this process may
+ * use; none otherwise (one rank: nothing to keep apart; more ranks than
+ * CPUs: pinning would forbid the scheduler to balance them). */
+typedef enum { BENCH_BIND_AUTO = 0, BENCH_BIND_CORE, BENCH_BIND_NONE }
+    bench_bind_t;
 
 /* Broadcast and allgather have no reduction: their data use the widest
  * value range datagen offers. */

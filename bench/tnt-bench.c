@@ -101,6 +101,9 @@ static void usage(FILE *f)
 "  avg), --json, -N\n"
 "Ranks:\n"
 "  -N, --nranks K       start K local ranks (not under a launcher)\n"
+"      --bind-to B      with -N: core (each rank on one CPU of those this\n"
+"                       process may use), none, or auto (the default:\n"
+"                       core when 2 <= K <= those CPUs, as mpirun)\n"
 "  -h, --help           this text\n"
 "\n"
 "Examples:\n"
@@ -157,8 +160,12 @@ static int lookup(const char *s, const char *const *names,
     return -1;
 }
 
+static const char *const bind_names[] = {
+    [BENCH_BIND_AUTO] = "auto", [BENCH_BIND_CORE] = "core",
+    [BENCH_BIND_NONE] = "none"};
+
 enum {
-    OPT_SIZE = 256, OPT_INPLACE, OPT_OUTPLACE, OPT_JSON,
+    OPT_SIZE = 256, OPT_INPLACE, OPT_OUTPLACE, OPT_JSON, OPT_BIND,
     /* Options of `tnt-bench fusion` only. */
     OPT_MODEL, OPT_THRESHOLD, OPT_SWEEP, OPT_COMPUTE, OPT_CONTIGUOUS,
     OPT_DRY_RUN, OPT_COMPUTE_KIND,
@@ -299,11 +306,12 @@ static void parse_args(int argc, char **argv, bench_opts_t *o)
         {"compute", required_argument, NULL, OPT_COMPUTE_KIND},
         {"contiguous", no_argument, NULL, OPT_CONTIGUOUS},
         {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+        {"bind-to", required_argument, NULL, OPT_BIND},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int have_range = 0, have_size = 0, only_in = 0, only_out = 0, c, i;
-    int have_op = 0, have_iters = 0, have_warmup = 0;
+    int have_op = 0, have_iters = 0, have_warmup = 0, have_bind = 0;
     const char *coll_only = NULL, *fusion_only = NULL;
 
     *o = (bench_opts_t){
@@ -381,6 +389,13 @@ static void parse_args(int argc, char **argv, bench_opts_t *o)
         case OPT_JSON:
             o->json = optarg;
             break;
+        case OPT_BIND:
+            if ((i = lookup(optarg, bind_names, NULL, 3)) < 0)
+                usage_error("invalid --bind-to '%s': expected auto, core or "
+                            "none", optarg);
+            o->bind = i;
+            have_bind = 1;
+            break;
         case 'h':
             usage(stdout);
             exit(BENCH_EXIT_OK);
@@ -434,6 +449,9 @@ static void parse_args(int argc, char **argv, bench_opts_t *o)
         usage_error("%s has no such form (broadcast is in place only, "
                     "reduce_scatter out of place only)",
                     bench_coll_name(o->coll));
+    if (have_bind && !o->local_ranks)
+        usage_error("%s places the ranks of -N; under a launcher ask the "
+                    "launcher (tnt-run --bind-to core)", "--bind-to");
     if (o->local_ranks && o->coll == BENCH_BROADCAST &&
         o->root >= o->local_ranks) {
         char msg[96];
