@@ -570,10 +570,17 @@ static void test_select(void)
     a.count = 1 << 16;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_DIRECT);
-    /* More ranks than cores: the table's choice up to 2 MiB. */
+    /* More ranks than cores: the table's choice below 1 MiB, direct
+     * from there. */
     a.host_cpus = 2;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_RABENSEIFNER);
+    a.count = (1 << 18) - 1; /* f32: 1 MiB - 4 B */
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_RABENSEIFNER);
+    a.count = 1 << 18;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_DIRECT);
     a.count = 8;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_SLOTS);

@@ -35,6 +35,13 @@
 #define ALLREDUCE_HIER_MIN_BYTES ((size_t)64 << 10)
 #define HIER_MAX_LOCAL 1024
 #define ALLREDUCE_ONESHOT_MAX_BYTES ((size_t)32 << 10)
+/* One host with more ranks than cores: direct from here on, the table
+ * below it. Measured p=4 on 2 cores, shm, 6 alternating runs each
+ * (2026-11-22 22:10, us): 1 MiB direct 389-522 (median 429) against
+ * Rabenseifner 371-523 (462), 2 MiB 696-835 (738) against 723-1,120
+ * (849); 512 KiB even (233-273 against 233-330), 64 KiB Rabenseifner's
+ * neighbour rd better (87-124 against 160-175). */
+#define SHARED_CORES_DIRECT_MIN_BYTES ((size_t)1 << 20)
 
 static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_AUTO] = "auto",
@@ -133,7 +140,7 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
      * send fewer, so only the large sizes change. */
     int own_core = a->host_cpus > 0 && a->nranks <= a->host_cpus;
     if (a->intra_host && a->kind == TNT_COLL_ALLREDUCE &&
-        (own_core || bytes > ALLREDUCE_RAB_MAX_BYTES)) {
+        (own_core || bytes >= SHARED_CORES_DIRECT_MIN_BYTES)) {
         *algo = bytes <= ALLREDUCE_ONESHOT_MAX_BYTES ? TNT_ALGO_ONESHOT
                                                      : TNT_ALGO_DIRECT;
         return TNT_SUCCESS;
