@@ -19,7 +19,8 @@
  * log2(p) dependent rounds an allreduce needs.
  *
  *   tcp-rawring --p P [--sizes 8,1K,1M] [--min-time S]
- *       forks P ranks on the loopback (free ports)
+ *       forks P ranks on the loopback (free ports), one per CPU when
+ *       2 <= P <= the CPUs it may use, as tnt-bench -N and mpirun do
  *   tcp-rawring --rank R --addrs A0,A1,... [--port PORT] [...]
  *       one rank, e.g. one per network namespace (bench/netns-bench.sh)
  *
@@ -36,6 +37,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -295,6 +297,26 @@ out:
 }
 
 /* Listens on a:port (port 0: any free one); *bound gets the port. */
+/* Local mode: rank r of p on one CPU of those this process may use,
+ * spread evenly, when every rank can have one (tnt-bench -N's default). */
+static void bind_rank(int r, int p)
+{
+    cpu_set_t set, one;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return;
+    int m = CPU_COUNT(&set);
+    if (p < 2 || p > m)
+        return;
+    int want = (int)((long)r * m / p);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set) && want-- == 0) {
+            CPU_ZERO(&one);
+            CPU_SET(c, &one);
+            sched_setaffinity(0, sizeof one, &one);
+            return;
+        }
+}
+
 static int listen_on(struct in_addr a, int port, int *bound)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
@@ -470,6 +492,7 @@ int main(int argc, char **argv)
         }
         if (pid[r] == 0) {
             o.rank = r;
+            bind_rank(r, o.p);
             for (int q = 0; q < o.p; q++)
                 if (q != r && lfd[q] >= 0)
                     close(lfd[q]);
