@@ -57,6 +57,13 @@ static void test_segments(void)
     tnt__segment(10, 4, 7, &off, &cnt);
     CU_ASSERT_EQUAL(cnt, 0);
     CU_ASSERT_EQUAL(off, 10);
+    /* Segment sizes: factor x bytes in elements, at least one, and a
+     * product past SIZE_MAX saturates instead of wrapping to a tiny
+     * segment. */
+    CU_ASSERT_EQUAL(tnt__segment_elems(256 << 10, 4, 4), (size_t)1 << 18);
+    CU_ASSERT_EQUAL(tnt__segment_elems(64, 4, 8), 32);
+    CU_ASSERT_EQUAL(tnt__segment_elems(1, 1, 8), 1);
+    CU_ASSERT_EQUAL(tnt__segment_elems(SIZE_MAX / 2, 4, 8), SIZE_MAX / 8);
 }
 
 static void test_rd_maps(void)

@@ -39,10 +39,8 @@ tnt_result_t tnt__allreduce_direct(const tnt_coll_args_t *a, tnt_sched_t *s)
 {
     int k = a->nranks, r = a->rank;
     size_t es = a->esize;
-    size_t seg = a->segment_bytes > SIZE_MAX / DIRECT_SEG_FACTOR
-                     ? SIZE_MAX
-                     : a->segment_bytes * DIRECT_SEG_FACTOR;
-    size_t segelems = seg / es ? seg / es : 1;
+    size_t segelems = tnt__segment_elems(a->segment_bytes,
+                                         DIRECT_SEG_FACTOR, es);
     size_t off0, len0, roff, rlen;
     tnt__chunk_range(a->count, k, 0, &off0, &len0);
     /* Bound the schedule's size, as the ring does: past

@@ -3,6 +3,8 @@
  * size_t counts throughout, so that counts above 2^32 are handled and can
  * be tested without allocating anything.
  */
+#include <stdint.h>
+
 #include "collectives/patterns.h"
 
 void tnt__chunk_range(size_t count, int p, int c, size_t *off, size_t *len)
@@ -33,6 +35,14 @@ size_t tnt__nsegments(size_t len, size_t segelems)
     if (len == 0)
         return 1;
     return len / segelems + (len % segelems != 0);
+}
+
+size_t tnt__segment_elems(size_t segment_bytes, size_t factor, size_t esize)
+{
+    size_t seg = factor && segment_bytes > SIZE_MAX / factor
+                     ? SIZE_MAX
+                     : segment_bytes * factor;
+    return seg / esize ? seg / esize : 1;
 }
 
 void tnt__segment(size_t len, size_t segelems, size_t j, size_t *off,

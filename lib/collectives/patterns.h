@@ -17,6 +17,9 @@ int tnt__pow2_floor(int p);
 /** Number of segments of `segelems` needed to cover `len` elements (at
  *  least 1, so that empty chunks still send one empty message). */
 size_t tnt__nsegments(size_t len, size_t segelems);
+/** Elements per segment for segments of factor x segment_bytes (the
+ *  product saturating rather than wrapping), at least 1. */
+size_t tnt__segment_elems(size_t segment_bytes, size_t factor, size_t esize);
 /** Segment j of a chunk of `len` elements: [*off, *off + *n). */
 void tnt__segment(size_t len, size_t segelems, size_t j, size_t *off,
                   size_t *n);

@@ -6,7 +6,6 @@
  * Each chunk's result is computed on exactly one rank and then copied, so
  * every rank ends with bitwise-identical data.
  */
-#include <stdint.h>
 #include <stdlib.h>
 
 #include "collectives/patterns.h"
@@ -43,12 +42,8 @@ static tnt_result_t ring_setup(tnt_ring_t *r, const tnt_coll_args_t *a,
     r->esize = a->esize;
     r->count = count;
     r->block = block;
-    size_t seg = a->segment_bytes > SIZE_MAX / RING_SEG_FACTOR
-                     ? SIZE_MAX
-                     : a->segment_bytes * RING_SEG_FACTOR;
-    r->segelems = seg / a->esize;
-    if (r->segelems == 0)
-        r->segelems = 1;
+    r->segelems = tnt__segment_elems(a->segment_bytes, RING_SEG_FACTOR,
+                                     a->esize);
     /* Bound the schedule's size: past RING_MAX_SEGMENTS per rank the
      * segments grow instead (a schedule op costs ~64 bytes). */
     size_t maxseg = RING_MAX_SEGMENTS / (size_t)r->p;
