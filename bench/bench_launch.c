@@ -12,7 +12,6 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +26,7 @@
 #include <arpa/inet.h>
 
 #include "bench.h"
+#include "bench_cpu.h"
 
 #define JOB_KEY_BYTES 32
 
@@ -70,38 +70,17 @@ static int make_job_key(char hex[2 * JOB_KEY_BYTES + 1])
     return 0;
 }
 
-/* The CPU rank r of n gets, or -1 for none: spread evenly over the CPUs
- * this process may use (Linux numbers hardware threads of one core apart
- * on the usual machine, so an even spread lands on distinct cores first). */
-static int cpu_for(const bench_opts_t *o, int r, int n)
-{
-    cpu_set_t set;
-    if (o->bind == BENCH_BIND_NONE ||
-        sched_getaffinity(0, sizeof set, &set) != 0)
-        return -1;
-    int m = CPU_COUNT(&set);
-    if (m < 1 || (o->bind == BENCH_BIND_AUTO && (n < 2 || n > m)))
-        return -1;
-    int want = n <= m ? (int)((long)r * m / n) : r % m;
-    for (int c = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, &set) && want-- == 0)
-            return c;
-    return -1;
-}
-
 static void run_child(const bench_opts_t *o, int rank, const char *addr,
                       const char *key, pid_t parent)
 {
     char num[16];
-    int cpu = cpu_for(o, rank, o->local_ranks);
-    if (cpu >= 0) {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpu, &one);
-        if (sched_setaffinity(0, sizeof one, &one) != 0)
-            fprintf(stderr, "tnt-bench: rank %d: cannot bind to CPU %d: "
-                    "%s; running unbound\n", rank, cpu, strerror(errno));
-    }
+    int cpu = o->bind == BENCH_BIND_NONE
+                  ? -1
+                  : bench_cpu_for(rank, o->local_ranks,
+                                  o->bind == BENCH_BIND_CORE);
+    if (cpu >= 0 && bench_pin_cpu(cpu) != 0)
+        fprintf(stderr, "tnt-bench: rank %d: cannot bind to CPU %d: %s; "
+                "running unbound\n", rank, cpu, strerror(errno));
     /* If the parent dies, so do its ranks, instead of waiting for peers
      * until their deadline. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);

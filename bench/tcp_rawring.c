@@ -37,7 +37,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,6 +46,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "bench_cpu.h"
+#include "core/param.h" /* tnt__parse_size: tnt-bench's size syntax */
 
 #define MAX_RANKS 256
 #define MAX_SIZES 64
@@ -78,30 +80,6 @@ static int die(const char *what)
 {
     fprintf(stderr, "tcp-rawring: %s: %s\n", what, strerror(errno));
     return -1;
-}
-
-/* 8, 1K, 32KiB, 1M: the size syntax of tnt-bench (powers of 1024). */
-static int parse_size(const char *s, size_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return -1;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
-    }
-    if (shift && (*end == 'i' || *end == 'I') && (end[1] == 'B' ||
-                                                  end[1] == 'b'))
-        end += 2;
-    if (*end || (shift && v > (SIZE_MAX >> shift)))
-        return -1;
-    *out = (size_t)v << shift;
-    return 0;
 }
 
 /* Writes or reads all of len bytes on a blocking socket. */
@@ -297,26 +275,6 @@ out:
 }
 
 /* Listens on a:port (port 0: any free one); *bound gets the port. */
-/* Local mode: rank r of p on one CPU of those this process may use,
- * spread evenly, when every rank can have one (tnt-bench -N's default). */
-static void bind_rank(int r, int p)
-{
-    cpu_set_t set, one;
-    if (sched_getaffinity(0, sizeof set, &set) != 0)
-        return;
-    int m = CPU_COUNT(&set);
-    if (p < 2 || p > m)
-        return;
-    int want = (int)((long)r * m / p);
-    for (int c = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, &set) && want-- == 0) {
-            CPU_ZERO(&one);
-            CPU_SET(c, &one);
-            sched_setaffinity(0, sizeof one, &one);
-            return;
-        }
-}
-
 static int listen_on(struct in_addr a, int port, int *bound)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
@@ -401,9 +359,13 @@ static int parse_sizes(rawring_opts_t *o, char *list)
     o->nsizes = 0;
     for (char *save = NULL, *s = strtok_r(list, ",", &save); s;
          s = strtok_r(NULL, ",", &save)) {
-        if (o->nsizes == MAX_SIZES ||
-            parse_size(s, &o->sizes[o->nsizes]) != 0) {
-            fprintf(stderr, "tcp-rawring: bad size '%s'\n", s);
+        if (o->nsizes == MAX_SIZES) {
+            fprintf(stderr, "tcp-rawring: at most %d sizes\n", MAX_SIZES);
+            return -1;
+        }
+        if (tnt__parse_size("--sizes", s, &o->sizes[o->nsizes]) !=
+            TNT_SUCCESS) {
+            fprintf(stderr, "tcp-rawring: %s\n", tnt_last_error());
             return -1;
         }
         o->nsizes++;
@@ -492,7 +454,9 @@ int main(int argc, char **argv)
         }
         if (pid[r] == 0) {
             o.rank = r;
-            bind_rank(r, o.p);
+            int cpu = bench_cpu_for(r, o.p, 0); /* as tnt-bench -N */
+            if (cpu >= 0)
+                bench_pin_cpu(cpu); /* unpinned is only slower */
             for (int q = 0; q < o.p; q++)
                 if (q != r && lfd[q] >= 0)
                     close(lfd[q]);
