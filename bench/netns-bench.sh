@@ -59,11 +59,15 @@ for spec in "8 300 20" "32768 100 10" "262144 20 3" "1048576 10 2" \
     T[$size]=$t
     B[$size]=$b
 done
-share=-
-case $RATE in
-    *gbit) share=$(awk -v b="${B[67108864]}" -v r="${RATE%gbit}" \
-                   'BEGIN { printf "%.0f%%", 100 * b / (r / 8) }') ;;
-esac
+# link_share BUSBW: a 64 MiB busbw (GB/s) as a share of the link rate.
+link_share() {
+    case $RATE in
+        *gbit) awk -v b="$1" -v r="${RATE%gbit}" \
+                   'BEGIN { printf "%.0f%%", 100 * b / (r / 8) }' ;;
+        *) echo - ;;
+    esac
+}
+share=$(link_share "${B[67108864]}")
 # The raw ring row: rank k in namespace k on NET.(k+1); time (us) for the
 # small sizes, busbw (GB/s) above, as in the library's row.
 rawring_row=""
@@ -81,14 +85,17 @@ if [ "$RANKS" = 1 ] && [ "${NETNS_RAWRING:-1}" != 0 ] && [ -x "$RAWRING" ]; then
     ok=1
     for pid in "${pids[@]}"; do wait "$pid" || ok=0; done
     if [ "$ok" = 1 ]; then
-        rawring_row=$(awk -v rate="$RATE" -v h="$HOSTS" '
-            { for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-              t[f["bytes"]] = f["time_us"]; b[f["bytes"]] = f["busbw_GBps"] }
-            END { share = "-"
-                  if (rate ~ /gbit$/) share = sprintf("%.0f%%", 100 * b[67108864] / (rate / 8))
-                  printf "| %s | tcp-rawring %d hosts x 1 (no library: the bytes alone) | %s | %s | %.3f | %.3f | %.3f | %.3f | %s |\n",
-                      rate, h, t[8], t[32768], b[262144], b[1048576], b[8388608], b[67108864], share }' \
-            "$TMP/rawring.0")
+        # Its lines: "rawring ... bytes=N ... time_us=T busbw_GBps=X ...".
+        declare -A RT RB
+        while read -r n t b; do
+            RT[$n]=$t
+            RB[$n]=$b
+        done < <(sed -n 's/.* bytes=\([0-9]*\) .*time_us=\([0-9.]*\) busbw_GBps=\([0-9.]*\).*/\1 \2 \3/p' \
+                 "$TMP/rawring.0")
+        rawring_row=$(printf '| %s | tcp-rawring %d hosts x 1 (no library: the bytes alone) | %s | %s | %.3f | %.3f | %.3f | %.3f | %s |' \
+            "$RATE" "$HOSTS" "${RT[8]}" "${RT[32768]}" "${RB[262144]}" \
+            "${RB[1048576]}" "${RB[8388608]}" "${RB[67108864]}" \
+            "$(link_share "${RB[67108864]}")")
     else
         echo "netns-bench: tcp-rawring failed: $(cat "$TMP"/rawring.err.*)" >&2
     fi
