@@ -267,20 +267,43 @@ static void test_allreduce_oneshot(void)
     run_allreduce_jobs("oneshot", NULL, &s);
 }
 
+/* The algorithms on the memory run only where every rank is on one host
+ * through shared memory: the collectives_shm run. */
+static int shm_run(const char *algo)
+{
+    const char *tp = getenv("TNT_TRANSPORT");
+    if (tp && strcmp(tp, "shm") == 0)
+        return 1;
+    fprintf(stderr, "  [%s: needs TNT_TRANSPORT=shm (the collectives_shm "
+            "run), skipped]\n", algo);
+    return 0;
+}
+
 /* The slots allreduce, forced: over shm only (it needs every rank on one
  * host through shared memory; auto picks it there up to 8 KiB). Up to
  * the largest size that fits a slot for every dtype (1024 x 8 bytes). */
 static void test_allreduce_slots(void)
 {
-    const char *tp = getenv("TNT_TRANSPORT");
-    if (!tp || strcmp(tp, "shm") != 0) {
-        fprintf(stderr, "  [slots: needs TNT_TRANSPORT=shm (the "
-                "collectives_shm run), skipped]\n");
+    if (!shm_run("slots"))
         return;
-    }
     static const size_t counts[] = {1, 2, 3, 100, 1021, 1024};
     ar_spec_t s = {counts, 6, k_all_dtypes, 10, k_all_ops, 5, 0, 0};
     run_allreduce_jobs("slots", NULL, &s);
+}
+
+/* The staged allreduce, forced: over shm only (every rank on one host
+ * through shared memory; auto picks it there from 1 MiB when ranks share
+ * cores). 1 << 19 + 21 elements (a prime) spans several 256 KiB rounds
+ * per slice for every element size of 2 bytes or more at p <= 3, so
+ * rounds alternate between the two buffers and a rank runs a round
+ * ahead; the 16 MiB case spans many at every p. */
+static void test_allreduce_staged(void)
+{
+    if (!shm_run("staged"))
+        return;
+    static const size_t counts[] = {0, 1, 3, 100, 65537, 524309};
+    ar_spec_t s = {counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 1};
+    run_allreduce_jobs("staged", NULL, &s);
 }
 
 static void test_allreduce_direct(void)
@@ -1147,6 +1170,7 @@ static const th_test_def_t k_tests[] = {
     {"allreduce", "oneshot", test_allreduce_oneshot},
     {"allreduce", "direct", test_allreduce_direct},
     {"allreduce", "slots", test_allreduce_slots},
+    {"allreduce", "staged", test_allreduce_staged},
     {"allreduce", "direct_segmented", test_allreduce_direct_segmented},
     {"allreduce", "ring_segmented", test_allreduce_ring_segmented},
     {"allreduce", "auto_segmented", test_allreduce_auto_segmented},

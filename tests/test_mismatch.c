@@ -63,6 +63,14 @@ static const mm_case_t k_cases[] = {
      {C_BCAST, 300000, TNT_F32, TNT_SUM, 1}, "root=0", "root=1"},
     {"large allreduce count", {C_ALLREDUCE, 300000, TNT_F32, TNT_SUM, 0},
      {C_ALLREDUCE, 300001, TNT_F32, TNT_SUM, 0}, "300000", "300001"},
+    /* On one host with more ranks than cores (p=3 here), 300000 f32 is a
+     * staged allreduce, 100 a slots one: the two meet in neither's
+     * shared memory (engine_stage.c's strays). */
+    {"staged vs slots allreduce", {C_ALLREDUCE, 300000, TNT_F32, TNT_SUM, 0},
+     {C_ALLREDUCE, 100, TNT_F32, TNT_SUM, 0}, "300000", "100"},
+    {"staged allreduce vs broadcast",
+     {C_ALLREDUCE, 300000, TNT_F32, TNT_SUM, 0},
+     {C_BCAST, 300000, TNT_F32, TNT_SUM, 0}, "allreduce", "broadcast"},
     {"allgather count", {C_ALLGATHER, 500, TNT_I64, TNT_SUM, 0},
      {C_ALLGATHER, 50, TNT_I64, TNT_SUM, 0}, "500", "50"},
     {"reduce_scatter op", {C_RSCATTER, 200, TNT_F32, TNT_SUM, 0},

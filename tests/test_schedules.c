@@ -550,8 +550,8 @@ static void test_select(void)
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_RING, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_LOCAL);
     /* One host, all pairs on shared memory: the slots up to 8 KiB,
-     * one-shot to 32 KiB, direct above; flat broadcast at every size;
-     * forcing still wins. */
+     * staged above, direct from 4 MiB where every rank has a core; flat
+     * broadcast above 256 KiB; forcing still wins. */
     a.nranks = 4;
     a.intra_host = 1;
     a.host_cpus = 8;
@@ -563,42 +563,45 @@ static void test_select(void)
     CU_ASSERT_EQUAL(algo, TNT_ALGO_SLOTS);
     a.count = 2049;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
-    CU_ASSERT_EQUAL(algo, TNT_ALGO_ONESHOT);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_STAGED);
     CU_ASSERT(tnt__algo_select(&a, TNT_ALGO_SLOTS, &algo) < 0);
     a.count = 0;
     CU_ASSERT(tnt__algo_select(&a, TNT_ALGO_SLOTS, &algo) < 0);
-    a.count = 1 << 16;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_STAGED, &algo),
+                    TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_STAGED);
+    a.count = (1 << 20) - 1; /* f32: 4 MiB - 4 B */
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_STAGED);
+    a.count = 1 << 20;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_DIRECT);
-    /* More ranks than cores: the table's choice below 1 MiB, direct
-     * from there. */
+    /* More ranks than cores: staged at every size above the slots. */
     a.host_cpus = 2;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
-    CU_ASSERT_EQUAL(algo, TNT_ALGO_RABENSEIFNER);
-    a.count = (1 << 18) - 1; /* f32: 1 MiB - 4 B */
-    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
-    CU_ASSERT_EQUAL(algo, TNT_ALGO_RABENSEIFNER);
-    a.count = 1 << 18;
-    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
-    CU_ASSERT_EQUAL(algo, TNT_ALGO_DIRECT);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_STAGED);
     a.count = 8;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_SLOTS);
     a.count = 4096;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
-    CU_ASSERT_EQUAL(algo, TNT_ALGO_RD);
-    a.count = 1 << 20;
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_STAGED);
+    a.count = 1 << 24;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
-    CU_ASSERT_EQUAL(algo, TNT_ALGO_DIRECT);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_STAGED);
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_RING, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_RING);
     CU_ASSERT(tnt__algo_select(&a, TNT_ALGO_FLAT, &algo) < 0);
     a.kind = TNT_COLL_BROADCAST;
+    CU_ASSERT(tnt__algo_select(&a, TNT_ALGO_STAGED, &algo) < 0);
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_FLAT);
     a.intra_host = 0;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_PIPELINE);
+    a.kind = TNT_COLL_ALLREDUCE;
+    CU_ASSERT(tnt__algo_select(&a, TNT_ALGO_STAGED, &algo) < 0);
+    CU_ASSERT_EQUAL(tnt__algo_parse("staged"), TNT_ALGO_STAGED);
     CU_ASSERT_EQUAL(tnt__algo_parse("oneshot"), TNT_ALGO_ONESHOT);
     CU_ASSERT_EQUAL(tnt__algo_parse("direct"), TNT_ALGO_DIRECT);
     CU_ASSERT_EQUAL(tnt__algo_parse("flat"), TNT_ALGO_FLAT);

@@ -175,8 +175,7 @@ static int sx_memfd(size_t len)
 
 static size_t sx_seg_bytes(void)
 {
-    return sizeof(shm_seg_t) + 2 * (sizeof(shm_ring_t) + SHM_RING_BYTES) +
-           2 * sizeof(tnt_slot_side_t);
+    return tnt__shm_seg_len(SHM_RING_BYTES);
 }
 
 /* Does any rank map, or hold a descriptor of, something the intruder

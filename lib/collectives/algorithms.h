@@ -31,8 +31,16 @@ enum tnt_algo {
     TNT_ALGO_DIRECT,    /* allreduce: direct RS + direct AG, 2 steps */
     TNT_ALGO_FLAT,      /* broadcast: root sends to every rank */
     TNT_ALGO_SLOTS,     /* allreduce, one host: shm slots, no messages */
+    TNT_ALGO_STAGED,    /* allreduce, one host: shm staging, no messages */
     TNT_ALGO_END
 };
+
+/** Algorithms the engine runs through shared memory from its slot queue
+ *  (core/engine_slot.c, engine_stage.c): no schedule, no messages. */
+static inline int tnt__algo_in_memory(int algo)
+{
+    return algo == TNT_ALGO_SLOTS || algo == TNT_ALGO_STAGED;
+}
 
 typedef struct tnt_coll_args {
     int kind;            /* enum tnt_coll_kind */

@@ -13,11 +13,10 @@
  *
  * When every rank is on this host and every pair talks through shared
  * memory (args->intra_host, from the bootstrap table, so every rank
- * agrees), a step costs a wake-up of the peer and big messages move by
- * one process_vm_readv, so the number of steps is what counts: allreduce
- * is one-shot (1 step) up to 32 KiB and direct (reduce-scatter and
- * allgather of one step each) above, broadcast is flat (1 step) at every
- * size; see docs/shm.md for the measurements.
+ * agrees), allreduce runs on the memory, not through messages: the slots
+ * up to 8 KiB, the staged allreduce above (direct, through the rings,
+ * from 4 MiB where every rank has a core); broadcast is flat (1 step)
+ * above 256 KiB; see docs/shm.md for the measurements.
  */
 #include <string.h>
 
@@ -34,14 +33,21 @@
  * allow up to HIER_MAX_LOCAL ranks on a host. */
 #define ALLREDUCE_HIER_MIN_BYTES ((size_t)64 << 10)
 #define HIER_MAX_LOCAL 1024
-#define ALLREDUCE_ONESHOT_MAX_BYTES ((size_t)32 << 10)
-/* One host with more ranks than cores: direct from here on, the table
- * below it. Measured p=4 on 2 cores, shm, 6 alternating runs each
- * (2026-11-22 22:10, us): 1 MiB direct 389-522 (median 429) against
- * Rabenseifner 371-523 (462), 2 MiB 696-835 (738) against 723-1,120
- * (849); 512 KiB even (233-273 against 233-330), 64 KiB Rabenseifner's
- * neighbour rd better (87-124 against 160-175). */
-#define SHARED_CORES_DIRECT_MIN_BYTES ((size_t)1 << 20)
+/* One host, above the slots: the staged allreduce (core/engine_stage.c:
+ * no messages, two waits a round), except from here on where every rank
+ * has a core of its own, where the direct allreduce streaming through
+ * the rings (both sides copying at once) is faster. Measured 2026-11-23
+ * on 2 cores, shm, 3 alternating runs each, us: p=2 staged against what
+ * the table picked before (one-shot to 32 KiB, direct above): 16 KiB
+ * 2.6-5.9 / 12.6-13.6, 64 KiB 5.9-6.4 / 41-50, 256 KiB 22-24 / 29-35,
+ * 2 MiB 180-194 / 227-241, 4 MiB 456-470 / 434-444, 8 MiB 1,163-1,187 /
+ * 853-966, 64 MiB 14,400-15,500 / 11,300-11,800. p=4 (ranks share the
+ * cores) staged against rd / Rabenseifner / direct: 16 KiB 25-40 / 56-89,
+ * 64 KiB 33-54 / 103-129, 256 KiB 67-104 / 112-143, 1 MiB 222-377 /
+ * 373-536, 8 MiB 2,770-4,091 / 5,101-5,560, 64 MiB 22,600-24,700 /
+ * 35,200-44,800. At 4 and 8 KiB the slots stay ahead (p=4: 13-20 against
+ * 21-30 us). */
+#define OWN_CORE_DIRECT_MIN_BYTES ((size_t)4 << 20)
 
 static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_AUTO] = "auto",
@@ -57,6 +63,7 @@ static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_DIRECT] = "direct",
     [TNT_ALGO_FLAT] = "flat",
     [TNT_ALGO_SLOTS] = "slots",
+    [TNT_ALGO_STAGED] = "staged",
 };
 
 const char *tnt__algo_name(int algo)
@@ -91,7 +98,7 @@ static int applies(int kind, int algo)
         return algo == TNT_ALGO_RING || algo == TNT_ALGO_RD ||
                algo == TNT_ALGO_RABENSEIFNER || algo == TNT_ALGO_HIER ||
                algo == TNT_ALGO_ONESHOT || algo == TNT_ALGO_DIRECT ||
-               algo == TNT_ALGO_SLOTS;
+               algo == TNT_ALGO_SLOTS || algo == TNT_ALGO_STAGED;
     case TNT_COLL_BROADCAST:
         return algo == TNT_ALGO_BINOMIAL || algo == TNT_ALGO_PIPELINE ||
                algo == TNT_ALGO_FLAT;
@@ -124,6 +131,10 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
             return tnt__error(TNT_ERR_CONFIG, "the slots allreduce needs "
                               "every rank on this host over shared memory "
                               "and 1 to %zu bytes", TNT_SLOT_BYTES);
+        if (forced == TNT_ALGO_STAGED && !a->intra_host)
+            return tnt__error(TNT_ERR_CONFIG, "the staged allreduce needs "
+                              "every rank on this host over shared "
+                              "memory");
         *algo = forced;
         return TNT_SUCCESS;
     }
@@ -134,15 +145,13 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
         *algo = TNT_ALGO_SLOTS;
         return TNT_SUCCESS;
     }
-    /* One host: fewer steps where every rank has a core; with more ranks
-     * than cores what counts is the number of messages (each a wake-up
-     * and a context switch), where recursive doubling and Rabenseifner
-     * send fewer, so only the large sizes change. */
+    /* One host, larger: memory rather than messages, except where
+     * streaming through the rings wins (above). */
     int own_core = a->host_cpus > 0 && a->nranks <= a->host_cpus;
-    if (a->intra_host && a->kind == TNT_COLL_ALLREDUCE &&
-        (own_core || bytes >= SHARED_CORES_DIRECT_MIN_BYTES)) {
-        *algo = bytes <= ALLREDUCE_ONESHOT_MAX_BYTES ? TNT_ALGO_ONESHOT
-                                                     : TNT_ALGO_DIRECT;
+    if (a->intra_host && a->kind == TNT_COLL_ALLREDUCE && bytes > 0) {
+        *algo = own_core && bytes >= OWN_CORE_DIRECT_MIN_BYTES
+                    ? TNT_ALGO_DIRECT
+                    : TNT_ALGO_STAGED;
         return TNT_SUCCESS;
     }
     /* Flat only above the binomial range: it wins from 1 MiB and is only
@@ -217,8 +226,8 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
     case TNT_ALGO_BINOMIAL: rc = tnt__bcast_binomial(a, s); break;
     case TNT_ALGO_PIPELINE: rc = tnt__bcast_pipeline(a, s); break;
     case TNT_ALGO_DISSEMINATION: rc = tnt__barrier_dissemination(a, s); break;
-    case TNT_ALGO_SLOTS: rc = TNT_SUCCESS; break; /* no schedule: the
-                                                    engine runs it */
+    case TNT_ALGO_SLOTS: /* no schedule: the engine runs them */
+    case TNT_ALGO_STAGED: rc = TNT_SUCCESS; break;
     default:
         rc = tnt__error(TNT_ERR_INTERNAL, "no builder for algorithm %d",
                         algo);

@@ -86,6 +86,8 @@ uint32_t tnt__request_nops(const struct tnt_request *req)
 {
     if (req->algo == TNT_ALGO_SLOTS)
         return 2u * (uint32_t)(req->args.nranks - 1);
+    if (req->algo == TNT_ALGO_STAGED)
+        return (uint32_t)req->args.nranks - 1;
     return req->sched->nops;
 }
 
@@ -245,7 +247,7 @@ void tnt__engine_run_deferred(struct tnt_comm *comm)
         req->deferred = 0;
         if (!start)
             continue;
-        if (req->algo == TNT_ALGO_SLOTS)
+        if (tnt__algo_in_memory(req->algo))
             tnt__slot_progress(comm);
         else
             tnt__run_ready(comm, req);
@@ -290,7 +292,7 @@ static void finish(struct tnt_request *req, tnt_result_t rc)
             comm->active_tail = req->prev;
         req->next = req->prev = NULL;
         req->active = 0;
-        comm->active_msgs -= req->algo != TNT_ALGO_SLOTS;
+        comm->active_msgs -= !tnt__algo_in_memory(req->algo);
     }
     if (req->busy) {
         /* A computation still writes into its buffers: the result waits
@@ -826,7 +828,7 @@ static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
             push_ready(req, i);
     }
     req->active = 1;
-    comm->active_msgs += algo != TNT_ALGO_SLOTS;
+    comm->active_msgs += !tnt__algo_in_memory(algo);
     req->prev = comm->active_tail;
     if (comm->active_tail)
         comm->active_tail->next = req;
@@ -847,7 +849,7 @@ static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
                 tnt__report_mismatch(comm, req, &u->hdr, i);
                 break;
             }
-    if (algo == TNT_ALGO_SLOTS && req->result == TNT_INPROGRESS)
+    if (tnt__algo_in_memory(algo) && req->result == TNT_INPROGRESS)
         tnt__slot_enqueue(comm, req);
     if (flags & TNT_POST_DEFER) {
         if (req->result == TNT_INPROGRESS) {
@@ -861,7 +863,7 @@ static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
             if (comm->polling)
                 tnt__progress_wake(comm);
         }
-    } else if (algo == TNT_ALGO_SLOTS) {
+    } else if (tnt__algo_in_memory(algo)) {
         tnt__slot_progress(comm);
     } else {
         tnt__run_ready(comm, req);

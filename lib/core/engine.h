@@ -78,6 +78,9 @@ typedef struct tnt_opstate {
     tnt_msg_hdr_t hdr;         /* sends: lives until the send completes */
     struct tnt_unexp *src;     /* a receive queued to copy this early
                                   message without the lock; else NULL */
+    /* The staged allreduce (engine_stage.c), ops[q] for peer q: rounds
+     * published to q and results read back from q. */
+    uint64_t stage_put, stage_got;
 } tnt_opstate_t;
 
 /* A message that arrived before its receive was posted. */
@@ -177,6 +180,11 @@ struct tnt_request {
     uint64_t slot_no;
     struct tnt_request *slot_next;
     int slot_queued;
+    /* The staged allreduce (engine_stage.c): its first round among the
+     * communicator's, how many, how many reduced here, and progress calls
+     * in a row that moved nothing. */
+    uint64_t stage_g0, stage_rounds, stage_reduced;
+    uint32_t stage_stalls;
 };
 
 typedef struct tnt_watch {
@@ -271,6 +279,7 @@ struct tnt_comm {
     uint64_t slot_completed;   /* number + 1 of the last one finished */
     struct tnt_request *slot_head, *slot_tail;
     int active_msgs;           /* active requests that are not slot ones */
+    uint64_t stage_next;       /* next round of staged allreduces */
     int slot_notify;           /* some peer's slot_notify is set */
 };
 

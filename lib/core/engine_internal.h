@@ -63,6 +63,11 @@ void tnt__ensure_connect(struct tnt_comm *comm, tnt_peer_t *p);
 uint32_t tnt__request_nops(const struct tnt_request *req);
 
 /* engine_slot.c: the slots allreduce. */
+/** The signature a peer left in shared memory (slots, staging areas),
+ *  as a message header, for the comparisons messages get. */
+tnt_msg_hdr_t tnt__mem_sig(const struct tnt_comm *comm, uint64_t seq,
+                           uint64_t count, uint8_t kind, uint8_t dtype,
+                           uint8_t op, uint8_t algo);
 /** Number req (a TNT_ALGO_SLOTS allreduce just posted) and queue it;
  *  tnt__slot_progress runs it. */
 void tnt__slot_enqueue(struct tnt_comm *comm, struct tnt_request *req);
@@ -79,5 +84,22 @@ int tnt__slot_needs(const struct tnt_request *req, int q);
  *  yet), for the reports; returns the length written. */
 size_t tnt__slot_report(const struct tnt_request *req, char *buf,
                         size_t len);
+
+/* engine_stage.c: the staged allreduce, run from the slot queue. */
+/** Number req's rounds (a TNT_ALGO_STAGED allreduce just posted). */
+void tnt__stage_enqueue(struct tnt_comm *comm, struct tnt_request *req);
+/** Move req as far as the peers allow; 1 once it has every round. */
+int tnt__stage_step(struct tnt_comm *comm, struct tnt_request *req);
+/** Peer q is closing: read the results req still needs from it. */
+void tnt__stage_peer_closing(struct tnt_comm *comm, struct tnt_request *req,
+                             int q);
+/** Does req still need peer q? */
+int tnt__stage_needs(const struct tnt_request *req, int q);
+/** A staged round published by q for a collective this rank called as
+ *  something else: fail with the mismatch. */
+void tnt__stage_check_strays(struct tnt_comm *comm, int q);
+/** What req waits for, for the reports; returns the length written. */
+size_t tnt__stage_report(const struct tnt_request *req, char *buf,
+                         size_t len);
 
 #endif /* TNT_CORE_ENGINE_INTERNAL_H */

@@ -22,6 +22,10 @@
  *
  * Everything runs with comm->lock held, from the post, the blocking
  * calls' spin and the poller after each batch of events (progress.c).
+ *
+ * The staged allreduce of large buffers (engine_stage.c) shares this
+ * queue: it too runs without messages, finishes in order with the slot
+ * operations, and needs the same care for closing peers and strays.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -80,22 +84,30 @@ void tnt__slot_notify(struct tnt_comm *comm)
     }
 }
 
-/* The signature a peer's slot carries, as a message header. */
-static tnt_msg_hdr_t slot_sig(const struct tnt_comm *comm,
-                              const tnt_slot_t *s)
+tnt_msg_hdr_t tnt__mem_sig(const struct tnt_comm *comm, uint64_t seq,
+                           uint64_t count, uint8_t kind, uint8_t dtype,
+                           uint8_t op, uint8_t algo)
 {
     tnt_msg_hdr_t h;
     memset(&h, 0, sizeof(h));
     h.magic = TNT_MSG_MAGIC;
     h.comm_id = comm->comm_id;
-    h.seq = s->seq;
-    h.count = s->count;
-    h.kind = s->kind;
-    h.dtype = s->dtype;
-    h.op = s->op;
-    h.algo = s->algo;
+    h.seq = seq;
+    h.count = count;
+    h.kind = kind;
+    h.dtype = dtype;
+    h.op = op;
+    h.algo = algo;
     h.nranks = comm->nranks;
     return h;
+}
+
+/* The signature a peer's slot carries, as a message header. */
+static tnt_msg_hdr_t slot_sig(const struct tnt_comm *comm,
+                              const tnt_slot_t *s)
+{
+    return tnt__mem_sig(comm, s->seq, s->count, s->kind, s->dtype, s->op,
+                        s->algo);
 }
 
 /* Is q's input for req there? Fails the communicator on a mismatch. */
@@ -178,6 +190,15 @@ static void drop_saved(struct tnt_comm *comm, struct tnt_request *req)
         }
 }
 
+/* req (slots or staged) has all it needs: off the queue, finished. */
+static void finish_queued(struct tnt_comm *comm, struct tnt_request *req)
+{
+    tnt__slot_notify(comm);
+    tnt__slot_unqueue(comm, req);
+    req->ops_left = 0;
+    tnt__run_ready(comm, req); /* nothing ready, nothing left: finishes */
+}
+
 /* Every input is there: reduce in rank order into the receive buffer,
  * tell each peer its slot is free again, finish. */
 static void complete(struct tnt_comm *comm, struct tnt_request *req)
@@ -201,10 +222,7 @@ static void complete(struct tnt_comm *comm, struct tnt_request *req)
             atomic_store_explicit(&mine_of(comm, q)->done[b],
                                   req->slot_no + 1, memory_order_release);
     comm->slot_completed = req->slot_no + 1;
-    tnt__slot_notify(comm);
-    tnt__slot_unqueue(comm, req);
-    req->ops_left = 0;
-    tnt__run_ready(comm, req); /* nothing ready, nothing left: finishes */
+    finish_queued(comm, req);
 }
 
 /* One look at every peer for req; 1 once it has every input. */
@@ -248,7 +266,8 @@ static void check_strays(struct tnt_comm *comm)
     for (int q = 0; q < comm->nranks && comm->state == TNT_COMM_OK; q++) {
         if (q == comm->rank || !comm->peers[q].ep)
             continue;
-        for (int b = 0; b < 2; b++) {
+        tnt__stage_check_strays(comm, q);
+        for (int b = 0; b < 2 && comm->state == TNT_COMM_OK; b++) {
             const tnt_slot_t *s = &theirs_of(comm, q)->slot[b];
             uint64_t no = atomic_load_explicit(&s->no, memory_order_acquire);
             if (no <= comm->slot_next || s->seq >= comm->next_seq)
@@ -260,24 +279,54 @@ static void check_strays(struct tnt_comm *comm)
     }
 }
 
+/* Calls of tnt__slot_progress in a row in which the oldest staged
+ * allreduce moved nothing before the peers' areas are searched for
+ * strays: a mismatch between a slot operation and a staged allreduce
+ * meets in neither area, but nothing moves while it lasts. */
+#define STAGE_STALLS_BEFORE_STRAYS 64
+
 void tnt__slot_progress(struct tnt_comm *comm)
 {
-    /* Only a collective of messages can be stranded by a stray: two slot
-     * operations meet in the slots and compare there. Reading the peers'
-     * slot lines each round would cost a cache miss each. */
-    if (comm->active_msgs)
+    /* A collective of messages can be stranded by a stray, and so can a
+     * staged allreduce that another rank called as a slot operation (or
+     * the reverse): two slot operations meet in the slots and compare
+     * there, as two staged ones do in the staging areas. Reading the
+     * peers' lines each round would cost a cache miss each, so a staged
+     * allreduce looks only once it has stalled a while. */
+    struct tnt_request *h = comm->slot_head;
+    if (comm->active_msgs ||
+        (h && h->algo == TNT_ALGO_STAGED &&
+         h->stage_stalls >= STAGE_STALLS_BEFORE_STRAYS))
         check_strays(comm);
+    if (comm->state != TNT_COMM_OK)
+        return;
     /* Later operations publish (and look) while earlier ones wait; they
-     * finish in order. */
-    int head = 1;
+     * finish in order. Only the oldest staged allreduce moves: its
+     * rounds come before a later one's. */
+    int head = 1, staged_seen = 0;
     for (struct tnt_request *r = comm->slot_head, *next; r; r = next) {
         next = r->slot_next;
         if (r->deferred) /* posted by fusion; the poller starts it */
             break;
-        if (step(comm, r) && head)
-            complete(comm, r);
-        else
+        int ready;
+        if (r->algo == TNT_ALGO_STAGED) {
+            if (staged_seen)
+                break;
+            staged_seen = 1;
+            ready = tnt__stage_step(comm, r);
+        } else {
+            ready = step(comm, r);
+        }
+        if (ready && head) {
+            if (r->algo == TNT_ALGO_STAGED) {
+                staged_seen = 0;
+                finish_queued(comm, r);
+            } else {
+                complete(comm, r);
+            }
+        } else {
             head = 0;
+        }
         if (comm->state != TNT_COMM_OK)
             return;
     }
@@ -285,8 +334,13 @@ void tnt__slot_progress(struct tnt_comm *comm)
 
 void tnt__slot_enqueue(struct tnt_comm *comm, struct tnt_request *req)
 {
-    req->slot_no = comm->slot_next++;
-    req->ops_left = 2u * (uint32_t)(comm->nranks - 1);
+    if (req->algo == TNT_ALGO_STAGED) {
+        tnt__stage_enqueue(comm, req);
+        req->ops_left = 1; /* until it finishes (finish_queued) */
+    } else {
+        req->slot_no = comm->slot_next++;
+        req->ops_left = 2u * (uint32_t)(comm->nranks - 1);
+    }
     req->slot_queued = 1;
     req->slot_next = NULL;
     if (comm->slot_tail)
@@ -319,6 +373,10 @@ void tnt__slot_peer_closing(struct tnt_comm *comm, int q)
     if (!comm->peers[q].ep || comm->state != TNT_COMM_OK)
         return;
     for (struct tnt_request *r = comm->slot_head; r; r = r->slot_next) {
+        if (r->algo == TNT_ALGO_STAGED) {
+            tnt__stage_peer_closing(comm, r, q);
+            continue;
+        }
         tnt_opstate_t *os = &r->ops[q];
         if (!(os->done & SLOT_PUT))
             continue; /* it still needs this rank's input: lost */
@@ -340,12 +398,16 @@ void tnt__slot_peer_closing(struct tnt_comm *comm, int q)
 
 int tnt__slot_needs(const struct tnt_request *req, int q)
 {
+    if (req->algo == TNT_ALGO_STAGED)
+        return tnt__stage_needs(req, q);
     return req->ops[q].done != SLOT_BOTH || !req->ops[q].src;
 }
 
 size_t tnt__slot_report(const struct tnt_request *req, char *buf,
                         size_t len)
 {
+    if (req->algo == TNT_ALGO_STAGED)
+        return tnt__stage_report(req, buf, len);
     const struct tnt_comm *comm = req->comm;
     size_t n = 0;
     int shown = 0;

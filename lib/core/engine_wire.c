@@ -287,7 +287,7 @@ static int peer_needed(struct tnt_comm *comm, int peer)
 {
     const tnt_peer_t *p = &comm->peers[peer];
     for (struct tnt_request *r = comm->active_head; r; r = r->next) {
-        if (r->algo == TNT_ALGO_SLOTS && tnt__slot_needs(r, peer))
+        if (tnt__algo_in_memory(r->algo) && tnt__slot_needs(r, peer))
             return 1;
         for (uint32_t i = 0; i < r->sched->nops; i++) {
             const tnt_sop_t *s = &r->sched->ops[i];

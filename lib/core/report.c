@@ -92,7 +92,7 @@ void tnt__report_waits(const struct tnt_request *req, char *buf, size_t len)
     size_t n = 0;
     int shown = 0;
     buf[0] = '\0';
-    if (req->algo == TNT_ALGO_SLOTS && tnt__slot_report(req, buf, len))
+    if (tnt__algo_in_memory(req->algo) && tnt__slot_report(req, buf, len))
         return;
     for (uint32_t i = 0; i < req->sched->nops && shown < 4; i++) {
         const tnt_sop_t *s = &req->sched->ops[i];

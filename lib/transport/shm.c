@@ -63,10 +63,19 @@ static socklen_t sock_name(struct sockaddr_un *sa, uint64_t job, pid_t pid,
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
-static size_t seg_len(size_t cap)
+/* Where the staging areas start: after the slots, on a page boundary
+ * (their buffers are page-aligned in their struct). */
+static size_t stage_off(size_t cap)
 {
-    return sizeof(shm_seg_t) + 2 * (sizeof(shm_ring_t) + cap) +
-           2 * sizeof(tnt_slot_side_t);
+    size_t end = sizeof(shm_seg_t) + 2 * (sizeof(shm_ring_t) + cap) +
+                 2 * sizeof(tnt_slot_side_t);
+    size_t a = _Alignof(tnt_stage_side_t);
+    return (end + a - 1) / a * a;
+}
+
+size_t tnt__shm_seg_len(size_t cap)
+{
+    return stage_off(cap) + 2 * sizeof(tnt_stage_side_t);
 }
 
 static void ep_map_rings(shm_ep_t *ep)
@@ -79,6 +88,10 @@ static void ep_map_rings(shm_ep_t *ep)
     tnt_slot_side_t *s = (tnt_slot_side_t *)(ep->seg->rings + 2 * stride);
     ep->slot_mine = &s[ep->side];
     ep->slot_theirs = &s[1 - ep->side];
+    tnt_stage_side_t *st =
+        (tnt_stage_side_t *)((unsigned char *)ep->seg + stage_off(ep->cap));
+    ep->stage_mine = &st[ep->side];
+    ep->stage_theirs = &st[1 - ep->side];
 }
 
 void tnt__shm_slots(void *vep, tnt_slot_side_t **mine,
@@ -87,6 +100,14 @@ void tnt__shm_slots(void *vep, tnt_slot_side_t **mine,
     shm_ep_t *ep = vep;
     *mine = ep->slot_mine;
     *theirs = ep->slot_theirs;
+}
+
+void tnt__shm_stages(void *vep, tnt_stage_side_t **mine,
+                     const tnt_stage_side_t **theirs)
+{
+    shm_ep_t *ep = vep;
+    *mine = ep->stage_mine;
+    *theirs = ep->stage_theirs;
 }
 
 /* Can this process read `addr` in process `pid`? Tells whether the
@@ -347,7 +368,7 @@ static void proof_in(shm_ep_t *ep)
     size_t len = tnt__shm_auth_input(1, &ep->hello, &ep->chal, in);
     if (!why && !ctx->env.auth_verify(ctx->env.core, in, len, pr.mac))
         why = "authentication failed (wrong job key, or a replay)";
-    size_t bytes = seg_len(SHM_RING_BYTES);
+    size_t bytes = tnt__shm_seg_len(SHM_RING_BYTES);
     if (!why && nfds < 0)
         why = "malformed descriptors with the proof";
     if (!why)
@@ -578,7 +599,7 @@ static tnt_result_t shm_listen(void *vctx, void *addr, size_t *addr_len)
 /* The segment of a new pair, as a memfd holding the two rings. */
 static int make_segment(shm_ep_t *ep)
 {
-    size_t len = seg_len(ep->cap);
+    size_t len = tnt__shm_seg_len(ep->cap);
     int fd = memfd_create("tnt-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0)
         return -1;

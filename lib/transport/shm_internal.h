@@ -28,9 +28,11 @@
 #include "tnt/transport.h"
 #include "transport/shm_ring.h"
 #include "transport/shm_slot.h"
+#include "transport/shm_stage.h"
 
 #define SHM_MAGIC 0x53544e54u    /* "TNTS" */
-#define SHM_VERSION 3u  /* 3: collective slots after the rings */
+#define SHM_VERSION 4u  /* 3: collective slots after the rings;
+                            4: staging areas after the slots */
 #define SHM_CHAL_MAGIC 0x43534e54u  /* "TNSC" */
 #define SHM_PROOF_MAGIC 0x50534e54u /* "TNSP" */
 #define SHM_NONCE_BYTES 16
@@ -58,7 +60,8 @@ typedef struct shm_frame {
 
 /* The segment: side 0 is the lower rank (it creates the segment), side 1
  * the higher; ring s carries side s's messages. The two sides' collective
- * slots (shm_slot.h) follow the rings. */
+ * slots (shm_slot.h) follow the rings, and their staging areas
+ * (shm_stage.h) the slots, from the next page. */
 typedef struct shm_seg {
     uint32_t magic;
     uint32_t version;
@@ -66,6 +69,10 @@ typedef struct shm_seg {
     _Atomic uint32_t can_read[2]; /* side s may process_vm_readv the other */
     _Alignas(64) unsigned char rings[];
 } shm_seg_t;
+
+/** Bytes of a pair's segment with rings of `cap` bytes: header, rings,
+ *  slots, staging areas. */
+size_t tnt__shm_seg_len(size_t cap);
 
 typedef struct shm_hello {
     uint32_t magic;
@@ -130,6 +137,8 @@ typedef struct shm_ep {
     shm_ring_t *tx, *rx;
     tnt_slot_side_t *slot_mine;         /* in the segment, after the rings */
     const tnt_slot_side_t *slot_theirs;
+    tnt_stage_side_t *stage_mine;       /* after the slots */
+    const tnt_stage_side_t *stage_theirs;
     int sock_watched, efd_watched;
     int announced;        /* on_connected was called */
     int closed;

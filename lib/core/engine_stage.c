@@ -1,0 +1,336 @@
+/*
+ * The staged allreduce (TNT_ALGO_STAGED): a large allreduce among ranks
+ * that all share this host, through the staging areas of the pairs'
+ * shared-memory segments (transport/shm_stage.h) instead of messages.
+ * The buffer is cut into k slices as the direct allreduce cuts it (slice
+ * j is rank j's), and each slice into rounds of at most TNT_STAGE_BYTES.
+ * In round t every rank
+ *  1. copies piece t of slice q of its input into its input buffer of
+ *     the pair with q, for every peer q;
+ *  2. once every peer's piece t of its own slice is there, reduces the k
+ *     pieces in rank order where they lie (its own from its send buffer)
+ *     into its output buffer of one pair, copies the result to the other
+ *     pairs' output buffers and its receive buffer, and tells each peer
+ *     its input buffer is free;
+ *  3. copies each peer's result piece out of the peer's output buffer
+ *     into its receive buffer and tells the peer.
+ * Round t + 1 fills the other buffer of each pair, so a rank may be a
+ * round ahead of its peers. Each slice is reduced once, by its owner, in
+ * rank order: every rank gets the same bits, whatever the timing.
+ *
+ * Why: on one host with more ranks than cores the direct allreduce's
+ * messages cost a copy into the ring and one out of it into scratch, a
+ * frame, a header, a match and often a wake-up each; here a byte is
+ * copied into shared memory once, reduced where it lies and copied out
+ * once, and a round costs two waits. Measured in docs/shm.md.
+ *
+ * Rounds are numbered per communicator across staged allreduces
+ * (comm->stage_next), in posting order, which is the same on every rank
+ * (the choice of the algorithm depends on the arguments only). Round g
+ * may fill buffer g % 2 of a pair once the peer has read round g - 2
+ * there (its done counters). Staged allreduces share the slot queue
+ * (engine_slot.c) and finish in order with the slot operations; only the
+ * oldest unfinished staged allreduce moves.
+ *
+ * Per-request state: req->ops[q].stage_put and .stage_got count the
+ * rounds published to and copied back from peer q, req->stage_reduced
+ * the rounds this rank has reduced. The copies run with comm->lock held
+ * (a round is at most (k - 1) x 256 KiB each way).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "collectives/patterns.h"
+#include "core/engine_internal.h"
+#include "transport/shm_stage.h"
+
+static tnt_stage_side_t *mine_of(struct tnt_comm *comm, int q)
+{
+    tnt_stage_side_t *mine;
+    const tnt_stage_side_t *theirs;
+    tnt__shm_stages(comm->peers[q].ep, &mine, &theirs);
+    return mine;
+}
+
+static const tnt_stage_side_t *theirs_of(struct tnt_comm *comm, int q)
+{
+    tnt_stage_side_t *mine;
+    const tnt_stage_side_t *theirs;
+    tnt__shm_stages(comm->peers[q].ep, &mine, &theirs);
+    return theirs;
+}
+
+/* Elements per round and piece. */
+static size_t piece_elems(const struct tnt_request *req)
+{
+    size_t c = TNT_STAGE_BYTES / req->args.esize;
+    return c ? c : 1;
+}
+
+/* Piece t (a local round) of slice j: [*off, *off + *n) of the buffer. */
+static void piece(const struct tnt_request *req, int j, uint64_t t,
+                  size_t *off, size_t *n)
+{
+    size_t soff, slen, poff;
+    tnt__chunk_range(req->args.count, req->args.nranks, j, &soff, &slen);
+    tnt__segment(slen, piece_elems(req), (size_t)t, &poff, n);
+    *off = soff + poff;
+}
+
+void tnt__stage_enqueue(struct tnt_comm *comm, struct tnt_request *req)
+{
+    size_t off0, len0;
+    /* Slice 0 is a largest one. */
+    tnt__chunk_range(req->args.count, comm->nranks, 0, &off0, &len0);
+    req->stage_rounds = tnt__nsegments(len0, piece_elems(req));
+    req->stage_g0 = comm->stage_next;
+    comm->stage_next += req->stage_rounds;
+    req->stage_reduced = 0;
+    for (int q = 0; q < comm->nranks; q++)
+        req->ops[q].stage_put = req->ops[q].stage_got = 0;
+}
+
+static void set_hdr(tnt_stage_hdr_t *h, const struct tnt_request *req,
+                    uint64_t g)
+{
+    h->seq = req->seq;
+    h->count = req->args.count;
+    h->kind = req->sig.kind;
+    h->dtype = req->sig.dtype;
+    h->op = req->sig.op;
+    h->algo = req->sig.algo;
+    atomic_store_explicit(&h->no, g + 1, memory_order_release);
+}
+
+/* The signature a peer's header carries, as a message header. */
+static tnt_msg_hdr_t hdr_sig(const struct tnt_comm *comm,
+                             const tnt_stage_hdr_t *s)
+{
+    return tnt__mem_sig(comm, s->seq, s->count, s->kind, s->dtype, s->op,
+                        s->algo);
+}
+
+/* Has the other side read round g - 2 of this parity (done counter)? */
+static int room(const _Atomic uint64_t *done, uint64_t g)
+{
+    return g < 2 ||
+           atomic_load_explicit(done, memory_order_acquire) + 1 >= g;
+}
+
+/* Step 1 for peer q: publish as many rounds as there is room for. */
+static int put_inputs(struct tnt_comm *comm, struct tnt_request *req, int q)
+{
+    tnt_opstate_t *os = &req->ops[q];
+    const unsigned char *send = req->bufs[TNT_BUF_SEND];
+    size_t es = req->args.esize;
+    int moved = 0;
+    while (os->stage_put < req->stage_rounds) {
+        uint64_t g = req->stage_g0 + os->stage_put;
+        int b = (int)(g & 1);
+        if (!room(&theirs_of(comm, q)->in_done[b], g))
+            break;
+        tnt_stage_side_t *m = mine_of(comm, q);
+        size_t off, n;
+        piece(req, q, os->stage_put, &off, &n);
+        memcpy(m->in[b], send + off * es, n * es);
+        set_hdr(&m->in_hdr[b], req, g);
+        os->stage_put++;
+        comm->peers[q].slot_notify = 1;
+        moved = 1;
+    }
+    return moved;
+}
+
+/* Is q's input for round g there? Fails the communicator on a
+ * mismatch. */
+static int input_there(struct tnt_comm *comm, struct tnt_request *req,
+                       int q, uint64_t g)
+{
+    const tnt_stage_hdr_t *h = &theirs_of(comm, q)->in_hdr[g & 1];
+    if (atomic_load_explicit(&h->no, memory_order_acquire) != g + 1)
+        return 0;
+    tnt_msg_hdr_t sig = hdr_sig(comm, h);
+    if (sig.seq != req->seq || !tnt__sig_equal(&sig, &req->sig)) {
+        tnt__report_mismatch(comm, req, &sig, q);
+        return 0;
+    }
+    return 1;
+}
+
+/* Step 2: reduce this rank's slice for as many rounds as every peer's
+ * input and room for the result allow. */
+static int reduce_rounds(struct tnt_comm *comm, struct tnt_request *req)
+{
+    int k = comm->nranks, me = comm->rank, moved = 0;
+    int first = me == 0 ? 1 : 0; /* the pair whose buffer accumulates */
+    size_t es = req->args.esize;
+    /* Every peer waits for this rank's results while it has rounds to
+     * reduce: none may have closed (tnt__stage_step checked). */
+    while (req->stage_reduced < req->stage_rounds &&
+           comm->state == TNT_COMM_OK) {
+        uint64_t t = req->stage_reduced, g = req->stage_g0 + t;
+        int b = (int)(g & 1);
+        for (int q = 0; q < k; q++) {
+            if (q != me && !comm->peers[q].ep) {
+                tnt__fail_peer_lost(comm, q, "closed its connection");
+                return moved;
+            }
+        }
+        for (int q = 0; q < k; q++)
+            if (q != me && (!input_there(comm, req, q, g) ||
+                            !room(&theirs_of(comm, q)->out_done[b], g)))
+                return moved;
+        size_t off, n;
+        piece(req, me, t, &off, &n);
+        const unsigned char *own = req->bufs[TNT_BUF_SEND] + off * es;
+        unsigned char *acc = mine_of(comm, first)->out[b];
+        /* ((in0 op in1) op in2) ...: the one-shot's chain order. */
+        for (int i = 0; i < k; i++) {
+            const unsigned char *in =
+                i == me ? own : theirs_of(comm, i)->in[b];
+            if (i == 0)
+                memcpy(acc, in, n * es);
+            else
+                req->reduce(acc, acc, in, n);
+        }
+        if (req->args.op == TNT_AVG)
+            tnt__scale_avg(acc, n, req->args.dtype, k);
+        for (int q = 0; q < k; q++) {
+            if (q == me)
+                continue;
+            tnt_stage_side_t *m = mine_of(comm, q);
+            atomic_store_explicit(&m->in_done[b], g + 1,
+                                  memory_order_release);
+            if (q != first)
+                memcpy(m->out[b], acc, n * es);
+            set_hdr(&m->out_hdr[b], req, g);
+            comm->peers[q].slot_notify = 1;
+        }
+        memcpy(req->bufs[TNT_BUF_RECV] + off * es, acc, n * es);
+        req->stage_reduced++;
+        moved = 1;
+    }
+    return moved;
+}
+
+/* Step 3 for peer q: copy out the results q has published. */
+static int get_outputs(struct tnt_comm *comm, struct tnt_request *req, int q)
+{
+    tnt_opstate_t *os = &req->ops[q];
+    size_t es = req->args.esize;
+    int moved = 0;
+    while (os->stage_got < req->stage_rounds) {
+        uint64_t g = req->stage_g0 + os->stage_got;
+        int b = (int)(g & 1);
+        const tnt_stage_side_t *th = theirs_of(comm, q);
+        if (atomic_load_explicit(&th->out_hdr[b].no,
+                                 memory_order_acquire) != g + 1)
+            break;
+        size_t off, n;
+        piece(req, q, os->stage_got, &off, &n);
+        memcpy(req->bufs[TNT_BUF_RECV] + off * es, th->out[b], n * es);
+        atomic_store_explicit(&mine_of(comm, q)->out_done[b], g + 1,
+                              memory_order_release);
+        os->stage_got++;
+        comm->peers[q].slot_notify = 1;
+        moved = 1;
+    }
+    return moved;
+}
+
+int tnt__stage_step(struct tnt_comm *comm, struct tnt_request *req)
+{
+    int k = comm->nranks, me = comm->rank;
+    /* A peer that has every result of this rank and whose results this
+     * rank has read may have finished and closed: that is no error. */
+    for (int q = 0; q < k; q++) {
+        tnt_peer_t *p = &comm->peers[q];
+        if (q == me || p->ep || !tnt__stage_needs(req, q))
+            continue;
+        if (p->dead)
+            tnt__fail_peer_lost(comm, q, "closed its connection");
+        else
+            tnt__ensure_connect(comm, p);
+        return 0;
+    }
+    int moved = 0;
+    for (int q = 0; q < k; q++)
+        if (q != me && comm->peers[q].ep)
+            moved |= put_inputs(comm, req, q);
+    moved |= reduce_rounds(comm, req);
+    int all = req->stage_reduced == req->stage_rounds;
+    for (int q = 0; q < k && comm->state == TNT_COMM_OK; q++) {
+        if (q == me || !comm->peers[q].ep)
+            continue;
+        moved |= get_outputs(comm, req, q);
+        all &= req->ops[q].stage_got == req->stage_rounds &&
+               req->ops[q].stage_put == req->stage_rounds;
+    }
+    if (moved) {
+        /* A peer may sleep on a round it needs: wake it now rather than
+         * when this rank sleeps, or the pipeline stalls a round. */
+        comm->slot_notify = 1;
+        tnt__slot_notify(comm);
+        req->stage_stalls = 0;
+    } else {
+        req->stage_stalls++;
+    }
+    return all && comm->state == TNT_COMM_OK;
+}
+
+void tnt__stage_peer_closing(struct tnt_comm *comm, struct tnt_request *req,
+                             int q)
+{
+    /* A peer finishes only when it has every result of this rank, so
+     * this rank has reduced all its inputs: what may still be unread are
+     * its last results. Take them now; the segment goes away after this
+     * callback. */
+    get_outputs(comm, req, q);
+}
+
+int tnt__stage_needs(const struct tnt_request *req, int q)
+{
+    return req->ops[q].stage_got < req->stage_rounds ||
+           req->ops[q].stage_put < req->stage_rounds;
+}
+
+void tnt__stage_check_strays(struct tnt_comm *comm, int q)
+{
+    for (int b = 0; b < 2 && comm->state == TNT_COMM_OK; b++) {
+        const tnt_stage_hdr_t *h = &theirs_of(comm, q)->in_hdr[b];
+        uint64_t no = atomic_load_explicit(&h->no, memory_order_acquire);
+        if (no <= comm->stage_next || h->seq >= comm->next_seq)
+            continue;
+        tnt_msg_hdr_t sig = hdr_sig(comm, h);
+        if (tnt__mismatch_past(comm, &sig, q))
+            return;
+    }
+}
+
+size_t tnt__stage_report(const struct tnt_request *req, char *buf,
+                         size_t len)
+{
+    const struct tnt_comm *comm = req->comm;
+    size_t n = 0;
+    int shown = 0;
+    buf[0] = '\0';
+    for (int q = 0; comm && q < comm->nranks && shown < 4; q++) {
+        const tnt_opstate_t *os = &req->ops[q];
+        if (q == comm->rank || (os->stage_got == req->stage_rounds &&
+                                os->stage_put == req->stage_rounds))
+            continue;
+        int w = snprintf(buf + n, len - n, "%sstaged round %" PRIu64
+                         " of %" PRIu64 ": rank %d (published %" PRIu64
+                         ", reduced %" PRIu64 ", results read %" PRIu64
+                         "; %zu bytes)", shown ? "; " : "",
+                         os->stage_got, req->stage_rounds, q,
+                         os->stage_put, req->stage_reduced, os->stage_got,
+                         req->args.count * req->args.esize);
+        if (w < 0 || (size_t)w >= len - n)
+            break;
+        n += (size_t)w;
+        shown++;
+    }
+    return n;
+}
