@@ -460,6 +460,12 @@ static void test_broadcast_pipeline(void)
     run_broadcast_jobs("pipeline", NULL, 1);
 }
 static void test_broadcast_flat(void) { run_broadcast_jobs("flat", NULL, 1); }
+/* The staged broadcast, forced: over shm only, as the staged allreduce. */
+static void test_broadcast_staged(void)
+{
+    if (shm_run("staged broadcast"))
+        run_broadcast_jobs("staged", NULL, 1);
+}
 static void test_broadcast_pipeline_segmented(void)
 {
     run_broadcast_jobs("pipeline", "4k", 0);
@@ -1180,6 +1186,7 @@ static const th_test_def_t k_tests[] = {
     {"broadcast", "binomial", test_broadcast_binomial},
     {"broadcast", "pipeline", test_broadcast_pipeline},
     {"broadcast", "flat", test_broadcast_flat},
+    {"broadcast", "staged", test_broadcast_staged},
     {"broadcast", "pipeline_segmented", test_broadcast_pipeline_segmented},
     {"misc", "barrier_allgather_reduce_scatter", test_misc},
     {"misc", "segmented", test_misc_segmented},

@@ -550,8 +550,8 @@ static void test_select(void)
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_RING, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_LOCAL);
     /* One host, all pairs on shared memory: the slots up to 8 KiB,
-     * staged above, direct from 4 MiB where every rank has a core; flat
-     * broadcast above 256 KiB; forcing still wins. */
+     * staged above, direct from 4 MiB where every rank has a core; staged
+     * broadcast at every size; forcing still wins. */
     a.nranks = 4;
     a.intra_host = 1;
     a.host_cpus = 8;
@@ -593,10 +593,18 @@ static void test_select(void)
     CU_ASSERT_EQUAL(algo, TNT_ALGO_RING);
     CU_ASSERT(tnt__algo_select(&a, TNT_ALGO_FLAT, &algo) < 0);
     a.kind = TNT_COLL_BROADCAST;
-    CU_ASSERT(tnt__algo_select(&a, TNT_ALGO_STAGED, &algo) < 0);
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_STAGED, &algo),
+                    TNT_SUCCESS);
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_STAGED);
+    a.count = 1;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_STAGED);
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_FLAT, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_FLAT);
+    a.count = 1 << 24;
     a.intra_host = 0;
+    CU_ASSERT(tnt__algo_select(&a, TNT_ALGO_STAGED, &algo) < 0);
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_PIPELINE);
     a.kind = TNT_COLL_ALLREDUCE;

@@ -15,8 +15,8 @@
  * memory (args->intra_host, from the bootstrap table, so every rank
  * agrees), allreduce runs on the memory, not through messages: the slots
  * up to 8 KiB, the staged allreduce above (direct, through the rings,
- * from 4 MiB where every rank has a core); broadcast is flat (1 step)
- * above 256 KiB; see docs/shm.md for the measurements.
+ * from 4 MiB where every rank has a core); broadcast is staged at every
+ * size; see docs/shm.md for the measurements.
  */
 #include <string.h>
 
@@ -101,7 +101,7 @@ static int applies(int kind, int algo)
                algo == TNT_ALGO_SLOTS || algo == TNT_ALGO_STAGED;
     case TNT_COLL_BROADCAST:
         return algo == TNT_ALGO_BINOMIAL || algo == TNT_ALGO_PIPELINE ||
-               algo == TNT_ALGO_FLAT;
+               algo == TNT_ALGO_FLAT || algo == TNT_ALGO_STAGED;
     default:
         return 0;
     }
@@ -132,9 +132,10 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
                               "every rank on this host over shared memory "
                               "and 1 to %zu bytes", TNT_SLOT_BYTES);
         if (forced == TNT_ALGO_STAGED && !a->intra_host)
-            return tnt__error(TNT_ERR_CONFIG, "the staged allreduce needs "
-                              "every rank on this host over shared "
-                              "memory");
+            return tnt__error(TNT_ERR_CONFIG, "the staged %s needs every "
+                              "rank on this host over shared memory",
+                              a->kind == TNT_COLL_BROADCAST ? "broadcast"
+                                                            : "allreduce");
         *algo = forced;
         return TNT_SUCCESS;
     }
@@ -154,11 +155,16 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
                     : TNT_ALGO_STAGED;
         return TNT_SUCCESS;
     }
-    /* Flat only above the binomial range: it wins from 1 MiB and is only
-     * even at 32 KiB. */
-    if (a->intra_host && a->kind == TNT_COLL_BROADCAST &&
-        bytes > BCAST_BINOMIAL_MAX_BYTES) {
-        *algo = TNT_ALGO_FLAT;
+    /* Broadcast on one host: staged at every size. Measured 2026-11-23,
+     * shm, 3-4 alternating runs, us, staged against flat / binomial:
+     * p=2 8 B 0.62-0.66 against 13.8-14.8 (binomial), 32 KiB 3.9-4.6 /
+     * 80-82 / 82-86, 1 MiB 45-49 / 80-95 / 72-158, 8 MiB 702-805 /
+     * 952-1,203 / 1,405-1,486; p=4 8 B 13-25 against 30-32, 32 KiB 20-21
+     * / 245-267 / 153-246, 128 KiB 30-42 / 178-274, 256 KiB 44-73 /
+     * 45-59, 1 MiB 247-317 / 217-288, 8 MiB 2,220-2,416 / 2,210-2,840:
+     * far ahead to 128 KiB, even above. */
+    if (a->intra_host && a->kind == TNT_COLL_BROADCAST) {
+        *algo = TNT_ALGO_STAGED;
         return TNT_SUCCESS;
     }
     switch (a->kind) {

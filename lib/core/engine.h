@@ -338,6 +338,11 @@ void tnt__slot_progress(struct tnt_comm *comm);
 /** Wake the peers that may sleep on this rank's slot publications
  *  (before this thread sleeps or returns to the application). */
 void tnt__slot_notify(struct tnt_comm *comm);
+/** The poller is about to sleep with slot operations or staged
+ *  collectives in flight: look for what the peers called instead (a
+ *  mismatch that meets in neither side's shared memory), since nothing
+ *  will wake this rank for it. */
+void tnt__slot_before_sleep(struct tnt_comm *comm);
 /** Start the collectives posted with TNT_POST_DEFER. Lock held. */
 void tnt__engine_run_deferred(struct tnt_comm *comm);
 /** Run the queued large reductions and copies, each with the lock

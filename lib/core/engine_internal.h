@@ -67,7 +67,7 @@ uint32_t tnt__request_nops(const struct tnt_request *req);
  *  as a message header, for the comparisons messages get. */
 tnt_msg_hdr_t tnt__mem_sig(const struct tnt_comm *comm, uint64_t seq,
                            uint64_t count, uint8_t kind, uint8_t dtype,
-                           uint8_t op, uint8_t algo);
+                           uint8_t op, uint8_t algo, int32_t root);
 /** Number req (a TNT_ALGO_SLOTS allreduce just posted) and queue it;
  *  tnt__slot_progress runs it. */
 void tnt__slot_enqueue(struct tnt_comm *comm, struct tnt_request *req);
@@ -85,7 +85,14 @@ int tnt__slot_needs(const struct tnt_request *req, int q);
 size_t tnt__slot_report(const struct tnt_request *req, char *buf,
                         size_t len);
 
-/* engine_stage.c: the staged allreduce, run from the slot queue. */
+/* engine_stage.c: the staged allreduce and broadcast, run from the slot
+ * queue. */
+/** Progress calls in a row in which a staged collective moved nothing
+ *  before the peers' shared memory is searched for what they called
+ *  instead (strays, headers of another signature): a mismatch meets in
+ *  neither side's area, but nothing moves while it lasts, and reading
+ *  the peers' lines on every call would cost a cache miss each. */
+#define TNT_STAGE_STALLS_BEFORE_CHECK 64
 /** Number req's rounds (a TNT_ALGO_STAGED allreduce just posted). */
 void tnt__stage_enqueue(struct tnt_comm *comm, struct tnt_request *req);
 /** Move req as far as the peers allow; 1 once it has every round. */
@@ -98,6 +105,10 @@ int tnt__stage_needs(const struct tnt_request *req, int q);
 /** A staged round published by q for a collective this rank called as
  *  something else: fail with the mismatch. */
 void tnt__stage_check_strays(struct tnt_comm *comm, int q);
+/** Fail with the mismatch if a peer published, for req's sequence
+ *  number, a header of another signature (it called something else). */
+void tnt__stage_same_seq_check(struct tnt_comm *comm,
+                               struct tnt_request *req);
 /** What req waits for, for the reports; returns the length written. */
 size_t tnt__stage_report(const struct tnt_request *req, char *buf,
                          size_t len);

@@ -86,7 +86,7 @@ void tnt__slot_notify(struct tnt_comm *comm)
 
 tnt_msg_hdr_t tnt__mem_sig(const struct tnt_comm *comm, uint64_t seq,
                            uint64_t count, uint8_t kind, uint8_t dtype,
-                           uint8_t op, uint8_t algo)
+                           uint8_t op, uint8_t algo, int32_t root)
 {
     tnt_msg_hdr_t h;
     memset(&h, 0, sizeof(h));
@@ -98,6 +98,7 @@ tnt_msg_hdr_t tnt__mem_sig(const struct tnt_comm *comm, uint64_t seq,
     h.dtype = dtype;
     h.op = op;
     h.algo = algo;
+    h.root = root;
     h.nranks = comm->nranks;
     return h;
 }
@@ -107,7 +108,7 @@ static tnt_msg_hdr_t slot_sig(const struct tnt_comm *comm,
                               const tnt_slot_t *s)
 {
     return tnt__mem_sig(comm, s->seq, s->count, s->kind, s->dtype, s->op,
-                        s->algo);
+                        s->algo, 0);
 }
 
 /* Is q's input for req there? Fails the communicator on a mismatch. */
@@ -279,24 +280,19 @@ static void check_strays(struct tnt_comm *comm)
     }
 }
 
-/* Calls of tnt__slot_progress in a row in which the oldest staged
- * allreduce moved nothing before the peers' areas are searched for
- * strays: a mismatch between a slot operation and a staged allreduce
- * meets in neither area, but nothing moves while it lasts. */
-#define STAGE_STALLS_BEFORE_STRAYS 64
-
 void tnt__slot_progress(struct tnt_comm *comm)
 {
     /* A collective of messages can be stranded by a stray, and so can a
-     * staged allreduce that another rank called as a slot operation (or
+     * staged collective that another rank called as a slot operation (or
      * the reverse): two slot operations meet in the slots and compare
-     * there, as two staged ones do in the staging areas. Reading the
-     * peers' lines each round would cost a cache miss each, so a staged
-     * allreduce looks only once it has stalled a while. */
+     * there, as two staged ones do in the staging areas (engine_stage.c
+     * compares what the peers published for its sequence number). Reading
+     * the peers' lines each round would cost a cache miss each, so a
+     * staged collective looks only once it has stalled a while. */
     struct tnt_request *h = comm->slot_head;
     if (comm->active_msgs ||
         (h && h->algo == TNT_ALGO_STAGED &&
-         h->stage_stalls >= STAGE_STALLS_BEFORE_STRAYS))
+         h->stage_stalls >= TNT_STAGE_STALLS_BEFORE_CHECK))
         check_strays(comm);
     if (comm->state != TNT_COMM_OK)
         return;
@@ -330,6 +326,16 @@ void tnt__slot_progress(struct tnt_comm *comm)
         if (comm->state != TNT_COMM_OK)
             return;
     }
+}
+
+void tnt__slot_before_sleep(struct tnt_comm *comm)
+{
+    struct tnt_request *h = comm->slot_head;
+    if (!h || h->deferred || comm->state != TNT_COMM_OK)
+        return;
+    check_strays(comm);
+    if (h->algo == TNT_ALGO_STAGED && comm->state == TNT_COMM_OK)
+        tnt__stage_same_seq_check(comm, h);
 }
 
 void tnt__slot_enqueue(struct tnt_comm *comm, struct tnt_request *req)

@@ -27,15 +27,29 @@
  * Rounds are numbered per communicator across staged allreduces
  * (comm->stage_next), in posting order, which is the same on every rank
  * (the choice of the algorithm depends on the arguments only). Round g
- * may fill buffer g % 2 of a pair once the peer has read round g - 2
- * there (its done counters). Staged allreduces share the slot queue
+ * may fill buffer g % 2 of a pair once the peer has read what was last
+ * published there (its done counters). Staged allreduces share the slot queue
  * (engine_slot.c) and finish in order with the slot operations; only the
  * oldest unfinished staged allreduce moves.
  *
+ * The staged broadcast uses the output buffers only: in round t the root
+ * copies piece t of its buffer into its output buffer of every pair, and
+ * every other rank copies it out of the pair with the root and marks it
+ * read. The root finishes once every peer has read the last round: a
+ * rank that wrongly believes itself the root (a mismatch) then waits,
+ * and is found, instead of returning with nobody having read its data.
+ *
  * Per-request state: req->ops[q].stage_put and .stage_got count the
- * rounds published to and copied back from peer q, req->stage_reduced
- * the rounds this rank has reduced. The copies run with comm->lock held
- * (a round is at most (k - 1) x 256 KiB each way).
+ * rounds published to and copied back from (for a broadcast root: read
+ * by) peer q, req->stage_reduced the rounds this rank has reduced (all
+ * of them from the start in a broadcast). The copies run with
+ * comm->lock held (a round is at most (k - 1) x 256 KiB each way).
+ *
+ * A peer that called something else at this sequence number never
+ * publishes what this rank waits for. Once the request has stalled a
+ * while, every header a peer published for this sequence number is
+ * compared with this rank's call (tnt__stage_same_seq_check), and
+ * before this rank sleeps (tnt__slot_before_sleep).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -68,33 +82,54 @@ static size_t piece_elems(const struct tnt_request *req)
     return c ? c : 1;
 }
 
-/* Piece t (a local round) of slice j: [*off, *off + *n) of the buffer. */
+static int is_bcast(const struct tnt_request *req)
+{
+    return req->args.kind == TNT_COLL_BROADCAST;
+}
+
+/* Piece t (a local round) of slice j: [*off, *off + *n) of the buffer;
+ * a broadcast has one slice, the whole buffer. */
 static void piece(const struct tnt_request *req, int j, uint64_t t,
                   size_t *off, size_t *n)
 {
-    size_t soff, slen, poff;
-    tnt__chunk_range(req->args.count, req->args.nranks, j, &soff, &slen);
+    size_t soff = 0, slen = req->args.count, poff;
+    if (!is_bcast(req))
+        tnt__chunk_range(req->args.count, req->args.nranks, j, &soff,
+                         &slen);
     tnt__segment(slen, piece_elems(req), (size_t)t, &poff, n);
     *off = soff + poff;
 }
 
 void tnt__stage_enqueue(struct tnt_comm *comm, struct tnt_request *req)
 {
-    size_t off0, len0;
+    size_t off0, len0 = req->args.count;
     /* Slice 0 is a largest one. */
-    tnt__chunk_range(req->args.count, comm->nranks, 0, &off0, &len0);
-    req->stage_rounds = tnt__nsegments(len0, piece_elems(req));
+    if (!is_bcast(req))
+        tnt__chunk_range(req->args.count, comm->nranks, 0, &off0, &len0);
+    uint64_t r = tnt__nsegments(len0, piece_elems(req));
+    req->stage_rounds = r;
     req->stage_g0 = comm->stage_next;
-    comm->stage_next += req->stage_rounds;
-    req->stage_reduced = 0;
-    for (int q = 0; q < comm->nranks; q++)
-        req->ops[q].stage_put = req->ops[q].stage_got = 0;
+    comm->stage_next += r;
+    req->stage_reduced = is_bcast(req) ? r : 0;
+    int root = req->args.root, me = comm->rank;
+    for (int q = 0; q < comm->nranks; q++) {
+        tnt_opstate_t *os = &req->ops[q];
+        os->stage_put = os->stage_got = 0;
+        /* A broadcast: the root publishes to every peer and waits for
+         * each to read; every other rank reads from the root only. */
+        if (is_bcast(req) && me != root) {
+            os->stage_put = r;
+            if (q != root)
+                os->stage_got = r;
+        }
+    }
 }
 
 static void set_hdr(tnt_stage_hdr_t *h, const struct tnt_request *req,
                     uint64_t g)
 {
     h->seq = req->seq;
+    h->root = req->args.root;
     h->count = req->args.count;
     h->kind = req->sig.kind;
     h->dtype = req->sig.dtype;
@@ -108,14 +143,17 @@ static tnt_msg_hdr_t hdr_sig(const struct tnt_comm *comm,
                              const tnt_stage_hdr_t *s)
 {
     return tnt__mem_sig(comm, s->seq, s->count, s->kind, s->dtype, s->op,
-                        s->algo);
+                        s->algo, s->root);
 }
 
-/* Has the other side read round g - 2 of this parity (done counter)? */
-static int room(const _Atomic uint64_t *done, uint64_t g)
+/* May this rank write the buffer whose header is `mine` again: has the
+ * peer read what was last published there (its done counter)? Not
+ * "round g - 2": a broadcast uses only the root's output buffers, so the
+ * last round in a buffer can be any earlier one. */
+static int room(const _Atomic uint64_t *done, const tnt_stage_hdr_t *mine)
 {
-    return g < 2 ||
-           atomic_load_explicit(done, memory_order_acquire) + 1 >= g;
+    return atomic_load_explicit(done, memory_order_acquire) >=
+           atomic_load_explicit(&mine->no, memory_order_relaxed);
 }
 
 /* Step 1 for peer q: publish as many rounds as there is room for. */
@@ -128,7 +166,8 @@ static int put_inputs(struct tnt_comm *comm, struct tnt_request *req, int q)
     while (os->stage_put < req->stage_rounds) {
         uint64_t g = req->stage_g0 + os->stage_put;
         int b = (int)(g & 1);
-        if (!room(&theirs_of(comm, q)->in_done[b], g))
+        if (!room(&theirs_of(comm, q)->in_done[b],
+                  &mine_of(comm, q)->in_hdr[b]))
             break;
         tnt_stage_side_t *m = mine_of(comm, q);
         size_t off, n;
@@ -142,12 +181,11 @@ static int put_inputs(struct tnt_comm *comm, struct tnt_request *req, int q)
     return moved;
 }
 
-/* Is q's input for round g there? Fails the communicator on a
+/* Does q's header h hold round g of req? Fails the communicator on a
  * mismatch. */
-static int input_there(struct tnt_comm *comm, struct tnt_request *req,
-                       int q, uint64_t g)
+static int round_there(struct tnt_comm *comm, struct tnt_request *req,
+                       int q, const tnt_stage_hdr_t *h, uint64_t g)
 {
-    const tnt_stage_hdr_t *h = &theirs_of(comm, q)->in_hdr[g & 1];
     if (atomic_load_explicit(&h->no, memory_order_acquire) != g + 1)
         return 0;
     tnt_msg_hdr_t sig = hdr_sig(comm, h);
@@ -156,6 +194,12 @@ static int input_there(struct tnt_comm *comm, struct tnt_request *req,
         return 0;
     }
     return 1;
+}
+
+static int input_there(struct tnt_comm *comm, struct tnt_request *req,
+                       int q, uint64_t g)
+{
+    return round_there(comm, req, q, &theirs_of(comm, q)->in_hdr[g & 1], g);
 }
 
 /* Step 2: reduce this rank's slice for as many rounds as every peer's
@@ -179,7 +223,8 @@ static int reduce_rounds(struct tnt_comm *comm, struct tnt_request *req)
         }
         for (int q = 0; q < k; q++)
             if (q != me && (!input_there(comm, req, q, g) ||
-                            !room(&theirs_of(comm, q)->out_done[b], g)))
+                            !room(&theirs_of(comm, q)->out_done[b],
+                                  &mine_of(comm, q)->out_hdr[b])))
                 return moved;
         size_t off, n;
         piece(req, me, t, &off, &n);
@@ -214,6 +259,45 @@ static int reduce_rounds(struct tnt_comm *comm, struct tnt_request *req)
     return moved;
 }
 
+/* A broadcast root, for peer q: publish as many rounds as there is room
+ * for (the output buffers, as an allreduce's results). */
+static int put_bcast(struct tnt_comm *comm, struct tnt_request *req, int q)
+{
+    tnt_opstate_t *os = &req->ops[q];
+    size_t es = req->args.esize;
+    int moved = 0;
+    while (os->stage_put < req->stage_rounds) {
+        uint64_t g = req->stage_g0 + os->stage_put;
+        int b = (int)(g & 1);
+        if (!room(&theirs_of(comm, q)->out_done[b],
+                  &mine_of(comm, q)->out_hdr[b]))
+            break;
+        tnt_stage_side_t *m = mine_of(comm, q);
+        size_t off, n;
+        piece(req, 0, os->stage_put, &off, &n);
+        memcpy(m->out[b], req->bufs[TNT_BUF_SEND] + off * es, n * es);
+        set_hdr(&m->out_hdr[b], req, g);
+        os->stage_put++;
+        comm->peers[q].slot_notify = 1;
+        moved = 1;
+    }
+    return moved;
+}
+
+/* A broadcast root: has q read the last round? (It reads in order.) */
+static int bcast_read(struct tnt_comm *comm, struct tnt_request *req, int q)
+{
+    tnt_opstate_t *os = &req->ops[q];
+    uint64_t last = req->stage_g0 + req->stage_rounds - 1;
+    if (os->stage_got == req->stage_rounds ||
+        os->stage_put < req->stage_rounds ||
+        atomic_load_explicit(&theirs_of(comm, q)->out_done[last & 1],
+                             memory_order_acquire) < last + 1)
+        return 0;
+    os->stage_got = req->stage_rounds;
+    return 1;
+}
+
 /* Step 3 for peer q: copy out the results q has published. */
 static int get_outputs(struct tnt_comm *comm, struct tnt_request *req, int q)
 {
@@ -224,8 +308,7 @@ static int get_outputs(struct tnt_comm *comm, struct tnt_request *req, int q)
         uint64_t g = req->stage_g0 + os->stage_got;
         int b = (int)(g & 1);
         const tnt_stage_side_t *th = theirs_of(comm, q);
-        if (atomic_load_explicit(&th->out_hdr[b].no,
-                                 memory_order_acquire) != g + 1)
+        if (!round_there(comm, req, q, &th->out_hdr[b], g))
             break;
         size_t off, n;
         piece(req, q, os->stage_got, &off, &n);
@@ -237,6 +320,39 @@ static int get_outputs(struct tnt_comm *comm, struct tnt_request *req, int q)
         moved = 1;
     }
     return moved;
+}
+
+/* A peer's header for this rank's sequence number with another
+ * signature: the peer called something else here (an allreduce against
+ * a broadcast, another root). Only headers this rank has not marked read
+ * are looked at: the peer rewrites a buffer's header only after that, so
+ * these are not being written. */
+void tnt__stage_same_seq_check(struct tnt_comm *comm,
+                                struct tnt_request *req)
+{
+    for (int q = 0; q < comm->nranks && comm->state == TNT_COMM_OK; q++) {
+        if (q == comm->rank || !comm->peers[q].ep)
+            continue;
+        const tnt_stage_side_t *th = theirs_of(comm, q);
+        tnt_stage_side_t *m = mine_of(comm, q);
+        for (int i = 0; i < 4; i++) {
+            int b = i & 1;
+            const tnt_stage_hdr_t *h = i < 2 ? &th->in_hdr[b]
+                                             : &th->out_hdr[b];
+            const _Atomic uint64_t *done = i < 2 ? &m->in_done[b]
+                                                 : &m->out_done[b];
+            uint64_t no = atomic_load_explicit(&h->no, memory_order_acquire);
+            if (no == 0 ||
+                no <= atomic_load_explicit(done, memory_order_relaxed) ||
+                h->seq != req->seq)
+                continue;
+            tnt_msg_hdr_t sig = hdr_sig(comm, h);
+            if (!tnt__sig_equal(&sig, &req->sig)) {
+                tnt__report_mismatch(comm, req, &sig, q);
+                return;
+            }
+        }
+    }
 }
 
 int tnt__stage_step(struct tnt_comm *comm, struct tnt_request *req)
@@ -254,16 +370,18 @@ int tnt__stage_step(struct tnt_comm *comm, struct tnt_request *req)
             tnt__ensure_connect(comm, p);
         return 0;
     }
-    int moved = 0;
+    int moved = 0, root = is_bcast(req) && me == req->args.root;
     for (int q = 0; q < k; q++)
         if (q != me && comm->peers[q].ep)
-            moved |= put_inputs(comm, req, q);
+            moved |= root ? put_bcast(comm, req, q)
+                          : put_inputs(comm, req, q);
     moved |= reduce_rounds(comm, req);
     int all = req->stage_reduced == req->stage_rounds;
     for (int q = 0; q < k && comm->state == TNT_COMM_OK; q++) {
         if (q == me || !comm->peers[q].ep)
             continue;
-        moved |= get_outputs(comm, req, q);
+        moved |= root ? bcast_read(comm, req, q)
+                      : get_outputs(comm, req, q);
         all &= req->ops[q].stage_got == req->stage_rounds &&
                req->ops[q].stage_put == req->stage_rounds;
     }
@@ -273,8 +391,8 @@ int tnt__stage_step(struct tnt_comm *comm, struct tnt_request *req)
         comm->slot_notify = 1;
         tnt__slot_notify(comm);
         req->stage_stalls = 0;
-    } else {
-        req->stage_stalls++;
+    } else if (++req->stage_stalls % TNT_STAGE_STALLS_BEFORE_CHECK == 0) {
+        tnt__stage_same_seq_check(comm, req);
     }
     return all && comm->state == TNT_COMM_OK;
 }
@@ -285,8 +403,12 @@ void tnt__stage_peer_closing(struct tnt_comm *comm, struct tnt_request *req,
     /* A peer finishes only when it has every result of this rank, so
      * this rank has reduced all its inputs: what may still be unread are
      * its last results. Take them now; the segment goes away after this
-     * callback. */
-    get_outputs(comm, req, q);
+     * callback. (A broadcast root finishes only after every peer has
+     * read everything; a root sees whether q did.) */
+    if (is_bcast(req) && comm->rank == req->args.root)
+        bcast_read(comm, req, q);
+    else
+        get_outputs(comm, req, q);
 }
 
 int tnt__stage_needs(const struct tnt_request *req, int q)
@@ -297,8 +419,12 @@ int tnt__stage_needs(const struct tnt_request *req, int q)
 
 void tnt__stage_check_strays(struct tnt_comm *comm, int q)
 {
-    for (int b = 0; b < 2 && comm->state == TNT_COMM_OK; b++) {
-        const tnt_stage_hdr_t *h = &theirs_of(comm, q)->in_hdr[b];
+    /* Inputs of an allreduce, and a broadcast root's data in the output
+     * buffers. */
+    for (int i = 0; i < 4 && comm->state == TNT_COMM_OK; i++) {
+        int b = i & 1;
+        const tnt_stage_hdr_t *h = i < 2 ? &theirs_of(comm, q)->in_hdr[b]
+                                         : &theirs_of(comm, q)->out_hdr[b];
         uint64_t no = atomic_load_explicit(&h->no, memory_order_acquire);
         if (no <= comm->stage_next || h->seq >= comm->next_seq)
             continue;

@@ -268,8 +268,16 @@ static void dispatch(struct tnt_comm *comm, int timeout_ms)
      * while they run; nobody else polls meanwhile). */
     if (tnt__engine_run_heavy(comm))
         timeout_ms = 0;
-    if (timeout_ms != 0) /* about to sleep: peers may wait for this rank */
+    if (timeout_ms != 0) {
+        /* About to sleep: nothing wakes this rank for a mismatch that
+         * meets in no shared memory, and peers may wait for it. */
+        if (comm->intra_host) {
+            tnt__slot_before_sleep(comm);
+            if (comm->state != TNT_COMM_OK)
+                timeout_ms = 0;
+        }
         tnt__slot_notify(comm);
+    }
     pthread_mutex_unlock(&comm->lock);
     int n = epoll_wait(comm->epfd, evs, MAX_EVENTS, timeout_ms);
     int err = errno;

@@ -1,12 +1,13 @@
 /*
- * Staging areas: where the staged allreduce (core/engine_stage.c) of a
- * large buffer among ranks that all share this host leaves its data for
- * a peer to read in place. Each side of a pair's segment owns two input
- * buffers (this rank's part of the slice the peer reduces) and two output
- * buffers (the slice this rank reduced, for the peer to copy), used by
- * rounds alternately: round g uses buffer g % 2, so that round g + 1 can
- * be filled while the peer still reads round g. Rounds are numbered per
- * communicator across staged allreduces, in posting order.
+ * Staging areas: where the staged allreduce and broadcast
+ * (core/engine_stage.c) among ranks that all share this host leave their
+ * data for a peer to read in place. Each side of a pair's segment owns
+ * two input buffers (this rank's part of the slice the peer reduces) and
+ * two output buffers (the slice this rank reduced, or the broadcast
+ * root's data, for the peer to copy), used by rounds alternately: round g
+ * uses buffer g % 2, so that round g + 1 can be filled while the peer
+ * still reads round g. Rounds are numbered per communicator across staged
+ * collectives, in posting order.
  *
  * Who writes what: a side writes its own headers and buffers, and its
  * "done" counters say how far it has read the *other* side's buffers
@@ -32,8 +33,9 @@ typedef struct tnt_stage_hdr {
      * order, after the fields below and the data. */
     _Alignas(64) _Atomic uint64_t no;
     uint64_t seq;      /* the collective's sequence number */
-    uint64_t count;    /* the whole allreduce's, in elements */
+    uint64_t count;    /* the whole collective's, in elements */
     uint8_t kind, dtype, op, algo;
+    int32_t root;      /* a broadcast's; 0 for an allreduce */
 } tnt_stage_hdr_t;
 
 typedef struct tnt_stage_side {
