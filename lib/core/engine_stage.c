@@ -156,24 +156,28 @@ static int room(const _Atomic uint64_t *done, const tnt_stage_hdr_t *mine)
            atomic_load_explicit(&mine->no, memory_order_relaxed);
 }
 
-/* Step 1 for peer q: publish as many rounds as there is room for. */
-static int put_inputs(struct tnt_comm *comm, struct tnt_request *req, int q)
+/* Step 1 for peer q: publish as many rounds of this rank's data as there
+ * is room for: piece t of slice q in the input buffers (an allreduce), or
+ * piece t of the whole buffer in the output buffers (a broadcast root:
+ * its data where an allreduce leaves results). */
+static int put_rounds(struct tnt_comm *comm, struct tnt_request *req, int q)
 {
     tnt_opstate_t *os = &req->ops[q];
     const unsigned char *send = req->bufs[TNT_BUF_SEND];
     size_t es = req->args.esize;
-    int moved = 0;
+    int out = is_bcast(req), moved = 0;
     while (os->stage_put < req->stage_rounds) {
         uint64_t g = req->stage_g0 + os->stage_put;
         int b = (int)(g & 1);
-        if (!room(&theirs_of(comm, q)->in_done[b],
-                  &mine_of(comm, q)->in_hdr[b]))
-            break;
         tnt_stage_side_t *m = mine_of(comm, q);
+        const tnt_stage_side_t *th = theirs_of(comm, q);
+        tnt_stage_hdr_t *h = out ? &m->out_hdr[b] : &m->in_hdr[b];
+        if (!room(out ? &th->out_done[b] : &th->in_done[b], h))
+            break;
         size_t off, n;
         piece(req, q, os->stage_put, &off, &n);
-        memcpy(m->in[b], send + off * es, n * es);
-        set_hdr(&m->in_hdr[b], req, g);
+        memcpy(out ? m->out[b] : m->in[b], send + off * es, n * es);
+        set_hdr(h, req, g);
         os->stage_put++;
         comm->peers[q].slot_notify = 1;
         moved = 1;
@@ -254,31 +258,6 @@ static int reduce_rounds(struct tnt_comm *comm, struct tnt_request *req)
         }
         memcpy(req->bufs[TNT_BUF_RECV] + off * es, acc, n * es);
         req->stage_reduced++;
-        moved = 1;
-    }
-    return moved;
-}
-
-/* A broadcast root, for peer q: publish as many rounds as there is room
- * for (the output buffers, as an allreduce's results). */
-static int put_bcast(struct tnt_comm *comm, struct tnt_request *req, int q)
-{
-    tnt_opstate_t *os = &req->ops[q];
-    size_t es = req->args.esize;
-    int moved = 0;
-    while (os->stage_put < req->stage_rounds) {
-        uint64_t g = req->stage_g0 + os->stage_put;
-        int b = (int)(g & 1);
-        if (!room(&theirs_of(comm, q)->out_done[b],
-                  &mine_of(comm, q)->out_hdr[b]))
-            break;
-        tnt_stage_side_t *m = mine_of(comm, q);
-        size_t off, n;
-        piece(req, 0, os->stage_put, &off, &n);
-        memcpy(m->out[b], req->bufs[TNT_BUF_SEND] + off * es, n * es);
-        set_hdr(&m->out_hdr[b], req, g);
-        os->stage_put++;
-        comm->peers[q].slot_notify = 1;
         moved = 1;
     }
     return moved;
@@ -373,8 +352,7 @@ int tnt__stage_step(struct tnt_comm *comm, struct tnt_request *req)
     int moved = 0, root = is_bcast(req) && me == req->args.root;
     for (int q = 0; q < k; q++)
         if (q != me && comm->peers[q].ep)
-            moved |= root ? put_bcast(comm, req, q)
-                          : put_inputs(comm, req, q);
+            moved |= put_rounds(comm, req, q);
     moved |= reduce_rounds(comm, req);
     int all = req->stage_reduced == req->stage_rounds;
     for (int q = 0; q < k && comm->state == TNT_COMM_OK; q++) {
