@@ -71,6 +71,12 @@ tnt_msg_hdr_t tnt__mem_sig(const struct tnt_comm *comm, uint64_t seq,
 /** Number req (a TNT_ALGO_SLOTS allreduce just posted) and queue it;
  *  tnt__slot_progress runs it. */
 void tnt__slot_enqueue(struct tnt_comm *comm, struct tnt_request *req);
+/** Look for what the peers called instead of req, a slot operation or
+ *  staged collective that waits (strays in the peers' slots and staging
+ *  areas, and for a staged one the headers published for its sequence
+ *  number): a mismatch between the two kinds meets in neither's memory.
+ *  Fails the communicator if found. */
+void tnt__slot_check_mismatch(struct tnt_comm *comm, struct tnt_request *req);
 /** Take a finished (or failed) req off the queue. */
 void tnt__slot_unqueue(struct tnt_comm *comm, struct tnt_request *req);
 /** Peer q's connection is closing (its segment still mapped): copy the

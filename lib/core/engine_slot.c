@@ -282,17 +282,14 @@ static void check_strays(struct tnt_comm *comm)
 
 void tnt__slot_progress(struct tnt_comm *comm)
 {
-    /* A collective of messages can be stranded by a stray, and so can a
-     * staged collective that another rank called as a slot operation (or
-     * the reverse): two slot operations meet in the slots and compare
-     * there, as two staged ones do in the staging areas (engine_stage.c
-     * compares what the peers published for its sequence number). Reading
-     * the peers' lines each round would cost a cache miss each, so a
-     * staged collective looks only once it has stalled a while. */
-    struct tnt_request *h = comm->slot_head;
-    if (comm->active_msgs ||
-        (h && h->algo == TNT_ALGO_STAGED &&
-         h->stage_stalls >= TNT_STAGE_STALLS_BEFORE_CHECK))
+    /* A collective of messages can be stranded by a stray: two slot
+     * operations meet in the slots and compare there, as two staged ones
+     * do in the staging areas. Reading the peers' lines each round would
+     * cost a cache miss each; a staged collective and a slot operation
+     * that stand against each other are found by
+     * tnt__slot_check_mismatch, from a stalled staged collective and
+     * before sleeping. */
+    if (comm->active_msgs)
         check_strays(comm);
     if (comm->state != TNT_COMM_OK)
         return;
@@ -328,14 +325,20 @@ void tnt__slot_progress(struct tnt_comm *comm)
     }
 }
 
+void tnt__slot_check_mismatch(struct tnt_comm *comm, struct tnt_request *req)
+{
+    if (comm->state != TNT_COMM_OK)
+        return;
+    check_strays(comm);
+    if (req->algo == TNT_ALGO_STAGED && comm->state == TNT_COMM_OK)
+        tnt__stage_same_seq_check(comm, req);
+}
+
 void tnt__slot_before_sleep(struct tnt_comm *comm)
 {
     struct tnt_request *h = comm->slot_head;
-    if (!h || h->deferred || comm->state != TNT_COMM_OK)
-        return;
-    check_strays(comm);
-    if (h->algo == TNT_ALGO_STAGED && comm->state == TNT_COMM_OK)
-        tnt__stage_same_seq_check(comm, h);
+    if (h && !h->deferred)
+        tnt__slot_check_mismatch(comm, h);
 }
 
 void tnt__slot_enqueue(struct tnt_comm *comm, struct tnt_request *req)

@@ -48,8 +48,9 @@
  * A peer that called something else at this sequence number never
  * publishes what this rank waits for. Once the request has stalled a
  * while, every header a peer published for this sequence number is
- * compared with this rank's call (tnt__stage_same_seq_check), and
- * before this rank sleeps (tnt__slot_before_sleep).
+ * compared with this rank's call (tnt__stage_same_seq_check) and the
+ * peers' slots and areas are searched for strays
+ * (tnt__slot_check_mismatch), and so again before this rank sleeps.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -156,6 +157,13 @@ static int room(const _Atomic uint64_t *done, const tnt_stage_hdr_t *mine)
            atomic_load_explicit(&mine->no, memory_order_relaxed);
 }
 
+/* Header i of a side: 0-1 the input buffers', 2-3 the output
+ * buffers'. */
+static const tnt_stage_hdr_t *hdr_at(const tnt_stage_side_t *s, int i)
+{
+    return i < 2 ? &s->in_hdr[i] : &s->out_hdr[i - 2];
+}
+
 /* Step 1 for peer q: publish as many rounds of this rank's data as there
  * is room for: piece t of slice q in the input buffers (an allreduce), or
  * piece t of the whole buffer in the output buffers (a broadcast root:
@@ -200,12 +208,6 @@ static int round_there(struct tnt_comm *comm, struct tnt_request *req,
     return 1;
 }
 
-static int input_there(struct tnt_comm *comm, struct tnt_request *req,
-                       int q, uint64_t g)
-{
-    return round_there(comm, req, q, &theirs_of(comm, q)->in_hdr[g & 1], g);
-}
-
 /* Step 2: reduce this rank's slice for as many rounds as every peer's
  * input and room for the result allow. */
 static int reduce_rounds(struct tnt_comm *comm, struct tnt_request *req)
@@ -220,16 +222,17 @@ static int reduce_rounds(struct tnt_comm *comm, struct tnt_request *req)
         uint64_t t = req->stage_reduced, g = req->stage_g0 + t;
         int b = (int)(g & 1);
         for (int q = 0; q < k; q++) {
-            if (q != me && !comm->peers[q].ep) {
+            if (q == me)
+                continue;
+            if (!comm->peers[q].ep) {
                 tnt__fail_peer_lost(comm, q, "closed its connection");
                 return moved;
             }
-        }
-        for (int q = 0; q < k; q++)
-            if (q != me && (!input_there(comm, req, q, g) ||
-                            !room(&theirs_of(comm, q)->out_done[b],
-                                  &mine_of(comm, q)->out_hdr[b])))
+            const tnt_stage_side_t *th = theirs_of(comm, q);
+            if (!round_there(comm, req, q, &th->in_hdr[b], g) ||
+                !room(&th->out_done[b], &mine_of(comm, q)->out_hdr[b]))
                 return moved;
+        }
         size_t off, n;
         piece(req, me, t, &off, &n);
         const unsigned char *own = req->bufs[TNT_BUF_SEND] + off * es;
@@ -315,11 +318,9 @@ void tnt__stage_same_seq_check(struct tnt_comm *comm,
         const tnt_stage_side_t *th = theirs_of(comm, q);
         tnt_stage_side_t *m = mine_of(comm, q);
         for (int i = 0; i < 4; i++) {
-            int b = i & 1;
-            const tnt_stage_hdr_t *h = i < 2 ? &th->in_hdr[b]
-                                             : &th->out_hdr[b];
-            const _Atomic uint64_t *done = i < 2 ? &m->in_done[b]
-                                                 : &m->out_done[b];
+            const tnt_stage_hdr_t *h = hdr_at(th, i);
+            const _Atomic uint64_t *done = i < 2 ? &m->in_done[i]
+                                                 : &m->out_done[i - 2];
             uint64_t no = atomic_load_explicit(&h->no, memory_order_acquire);
             if (no == 0 ||
                 no <= atomic_load_explicit(done, memory_order_relaxed) ||
@@ -360,8 +361,7 @@ int tnt__stage_step(struct tnt_comm *comm, struct tnt_request *req)
             continue;
         moved |= root ? bcast_read(comm, req, q)
                       : get_outputs(comm, req, q);
-        all &= req->ops[q].stage_got == req->stage_rounds &&
-               req->ops[q].stage_put == req->stage_rounds;
+        all &= !tnt__stage_needs(req, q);
     }
     if (moved) {
         /* A peer may sleep on a round it needs: wake it now rather than
@@ -370,7 +370,7 @@ int tnt__stage_step(struct tnt_comm *comm, struct tnt_request *req)
         tnt__slot_notify(comm);
         req->stage_stalls = 0;
     } else if (++req->stage_stalls % TNT_STAGE_STALLS_BEFORE_CHECK == 0) {
-        tnt__stage_same_seq_check(comm, req);
+        tnt__slot_check_mismatch(comm, req);
     }
     return all && comm->state == TNT_COMM_OK;
 }
@@ -400,9 +400,7 @@ void tnt__stage_check_strays(struct tnt_comm *comm, int q)
     /* Inputs of an allreduce, and a broadcast root's data in the output
      * buffers. */
     for (int i = 0; i < 4 && comm->state == TNT_COMM_OK; i++) {
-        int b = i & 1;
-        const tnt_stage_hdr_t *h = i < 2 ? &theirs_of(comm, q)->in_hdr[b]
-                                         : &theirs_of(comm, q)->out_hdr[b];
+        const tnt_stage_hdr_t *h = hdr_at(theirs_of(comm, q), i);
         uint64_t no = atomic_load_explicit(&h->no, memory_order_acquire);
         if (no <= comm->stage_next || h->seq >= comm->next_seq)
             continue;
@@ -421,8 +419,7 @@ size_t tnt__stage_report(const struct tnt_request *req, char *buf,
     buf[0] = '\0';
     for (int q = 0; comm && q < comm->nranks && shown < 4; q++) {
         const tnt_opstate_t *os = &req->ops[q];
-        if (q == comm->rank || (os->stage_got == req->stage_rounds &&
-                                os->stage_put == req->stage_rounds))
+        if (q == comm->rank || !tnt__stage_needs(req, q))
             continue;
         int w = snprintf(buf + n, len - n, "%sstaged round %" PRIu64
                          " of %" PRIu64 ": rank %d (published %" PRIu64
