@@ -199,6 +199,9 @@ static void test_null_arguments(void)
                IA);
     EXPECT_RC2(tnt_ireduce_scatter(nul, buf, out, 1, TNT_F32, TNT_SUM, &req),
                IC, IA);
+    void *mem = NULL;
+    EXPECT_RC2(tnt_mem_alloc(nul, 64, &mem), IC, IA);
+    EXPECT_RC2(tnt_mem_free(nul, buf), IC, IA);
 
     EXPECT_RC(tnt_test(NULL), TNT_ERR_INVALID_ARG);
     EXPECT_RC(tnt_wait(NULL), TNT_ERR_INVALID_ARG);
@@ -229,6 +232,34 @@ static void test_null_arguments(void)
     EXPECT_RC(tnt_iallgather(comm, buf, out, 16, TNT_F32, NULL), IA);
     EXPECT_RC(tnt_ireduce_scatter(comm, buf, out, 16, TNT_F32, TNT_SUM, NULL),
               IA);
+
+    /* Shared allocations: a NULL output, a size beyond the address
+     * space, freeing what tnt_mem_alloc did not give (or gave and took
+     * back already). Zero bytes is an allocation like any other; freeing
+     * NULL is nothing, as free(NULL). */
+    EXPECT_RC(tnt_mem_alloc(comm, 64, NULL), IA);
+    EXPECT_RC(tnt_mem_alloc(comm, SIZE_MAX, &mem), IA);
+    TH_CHECK(mem == NULL, "tnt_mem_alloc set *ptr on failure");
+    EXPECT_RC(tnt_mem_free(comm, buf), IA);
+    EXPECT_RC(tnt_mem_free(comm, NULL), TNT_SUCCESS);
+    EXPECT_RC(tnt_mem_alloc(comm, 0, &mem), TNT_SUCCESS);
+    TH_CHECK(mem != NULL, "tnt_mem_alloc of 0 bytes gave NULL");
+    EXPECT_RC(tnt_mem_free(comm, mem), TNT_SUCCESS);
+    EXPECT_RC(tnt_mem_free(comm, mem), IA);
+    float *sh = NULL;
+    EXPECT_RC(tnt_mem_alloc(comm, 16 * sizeof(float), (void **)&sh),
+              TNT_SUCCESS);
+    if (sh) {
+        for (int i = 0; i < 16; i++)
+            sh[i] = (float)i;
+        EXPECT_RC(tnt_allreduce(comm, TNT_IN_PLACE, sh, 16, TNT_F32,
+                                TNT_SUM), TNT_SUCCESS);
+        TH_CHECK(sh[15] == 15.0f, "allreduce in a shared allocation of one "
+                 "rank gave %g", (double)sh[15]);
+        /* tnt_mem_free of an address inside, not the start: refused. */
+        EXPECT_RC(tnt_mem_free(comm, sh + 1), IA);
+        EXPECT_RC(tnt_mem_free(comm, sh), TNT_SUCCESS);
+    }
 
     /* The errors above left the communicator healthy. */
     for (int i = 0; i < 16; i++)

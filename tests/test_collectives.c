@@ -105,21 +105,62 @@ static void report(th_report_t *rep, const char *name, tnt_result_t rc,
 
 /* ---- allreduce ------------------------------------------------------------- */
 
-/* mode: 0 out of place, 1 TNT_IN_PLACE, 2 sendbuf == recvbuf. */
-static void allreduce_case(th_report_t *rep, tnt_comm_t comm, int rank,
-                           int p, tnt_dtype_t dt, tnt_op_t op, size_t count,
-                           int mode)
+/* A case's buffer: from malloc, or (shared) from tnt_mem_alloc, at an
+ * offset that differs from rank to rank (rank elements in), so that the
+ * peers' buffers lie at different places of their allocations. Every
+ * rank allocates the same buffers in the same order (tnt_mem_alloc is
+ * collective). */
+typedef struct case_buf {
+    void *base;
+    unsigned char *p;
+} case_buf_t;
+
+static case_buf_t case_alloc(tnt_comm_t comm, int shared, int rank,
+                             size_t bytes, size_t esize)
+{
+    case_buf_t b = {NULL, NULL};
+    if (!shared) {
+        b.base = b.p = th_xmalloc(bytes);
+        return b;
+    }
+    size_t off = (size_t)rank * esize;
+    tnt_result_t rc = tnt_mem_alloc(comm, bytes + off, &b.base);
+    if (rc != TNT_SUCCESS) {
+        fprintf(stderr, "rank %d: tnt_mem_alloc(%zu): %s\n", rank,
+                bytes + off, tnt_last_error());
+        exit(3);
+    }
+    b.p = (unsigned char *)b.base + off;
+    return b;
+}
+
+static void case_free(tnt_comm_t comm, int shared, case_buf_t *b)
+{
+    if (shared)
+        tnt_mem_free(comm, b->base);
+    else
+        free(b->base);
+}
+
+/* mode: 0 out of place, 1 TNT_IN_PLACE, 2 sendbuf == recvbuf; shared:
+ * buffers from tnt_mem_alloc (the mapped allreduce on one host). */
+static void allreduce_case_mem(th_report_t *rep, tnt_comm_t comm, int rank,
+                               int p, tnt_dtype_t dt, tnt_op_t op,
+                               size_t count, int mode, int shared)
 {
     char name[TH_NAME_MAX];
-    snprintf(name, sizeof name, "allreduce/%s/%s/n%zu/%s", tnt_dtype_name(dt),
-             tnt_op_name(op), count, mode_name(mode));
+    snprintf(name, sizeof name, "allreduce/%s/%s/n%zu/%s%s",
+             tnt_dtype_name(dt), tnt_op_name(op), count, mode_name(mode),
+             shared ? "/shared" : "");
     uint64_t seed = seed_of(name);
     size_t es = tnt_dtype_size(dt), bytes = count * es;
-    void *recv = th_xmalloc(bytes), *send = NULL;
+    case_buf_t rb = case_alloc(comm, shared, rank, bytes, es), sb0 = {0};
+    void *recv = rb.p, *send = NULL;
     uint64_t send_hash = 0;
 
     if (mode == 0) {
-        send = th_xmalloc(bytes);
+        sb0 = case_alloc(comm, shared, rank, bytes, es);
+        send = sb0.p;
         tnt_gen_fill(send, count, dt, op, seed, rank);
         tnt_gen_poison(recv, count, dt);
         send_hash = tnt_gen_hash(send, bytes);
@@ -137,8 +178,16 @@ static void allreduce_case(th_report_t *rep, tnt_comm_t comm, int rank,
         problem = "the send buffer was modified by an out-of-place "
                   "allreduce";
     report(rep, name, rc, wrong, first, recv, bytes, problem);
-    free(send);
-    free(recv);
+    if (mode == 0)
+        case_free(comm, shared, &sb0);
+    case_free(comm, shared, &rb);
+}
+
+static void allreduce_case(th_report_t *rep, tnt_comm_t comm, int rank,
+                           int p, tnt_dtype_t dt, tnt_op_t op, size_t count,
+                           int mode)
+{
+    allreduce_case_mem(rep, comm, rank, p, dt, op, count, mode, 0);
 }
 
 typedef struct ar_spec {
@@ -151,6 +200,7 @@ typedef struct ar_spec {
     int extra_counts;     /* f32 sum/i32 max at odd counts around p */
     int big;              /* 1<<22 elements: 0 none; 1 f32 sum out of
                              place; 2 also in place, and bf16 sum */
+    int shared;           /* buffers from tnt_mem_alloc */
 } ar_spec_t;
 
 static int allreduce_rank(tnt_comm_t comm, int rank, int p, void *arg,
@@ -165,8 +215,9 @@ static int allreduce_rank(tnt_comm_t comm, int rank, int p, void *arg,
                      * once recognised: one dtype is enough. */
                     if (mode == 2 && s->dtypes[d] != TNT_F32)
                         continue;
-                    allreduce_case(rep, comm, rank, p, s->dtypes[d],
-                                   s->ops[o], s->counts[c], mode);
+                    allreduce_case_mem(rep, comm, rank, p, s->dtypes[d],
+                                       s->ops[o], s->counts[c], mode,
+                                       s->shared);
                 }
     if (s->extra_counts) {
         /* Counts not divisible by p, primes, and counts around p and
@@ -175,15 +226,20 @@ static int allreduce_rank(tnt_comm_t comm, int rank, int p, void *arg,
                           (size_t)p * 1024 - 1, (size_t)p * 1024 + 1,
                           (size_t)p * 4096 + 3};
         for (size_t c = 0; c < sizeof extra / sizeof extra[0]; c++) {
-            allreduce_case(rep, comm, rank, p, TNT_F32, TNT_SUM, extra[c], 0);
-            allreduce_case(rep, comm, rank, p, TNT_I32, TNT_MAX, extra[c], 1);
+            allreduce_case_mem(rep, comm, rank, p, TNT_F32, TNT_SUM,
+                               extra[c], 0, s->shared);
+            allreduce_case_mem(rep, comm, rank, p, TNT_I32, TNT_MAX,
+                               extra[c], 1, s->shared);
         }
     }
     if (s->big >= 1)
-        allreduce_case(rep, comm, rank, p, TNT_F32, TNT_SUM, BIG_COUNT, 0);
+        allreduce_case_mem(rep, comm, rank, p, TNT_F32, TNT_SUM,
+                           BIG_COUNT, 0, s->shared);
     if (s->big >= 2) {
-        allreduce_case(rep, comm, rank, p, TNT_F32, TNT_SUM, BIG_COUNT, 1);
-        allreduce_case(rep, comm, rank, p, TNT_BF16, TNT_SUM, BIG_COUNT, 0);
+        allreduce_case_mem(rep, comm, rank, p, TNT_F32, TNT_SUM,
+                           BIG_COUNT, 1, s->shared);
+        allreduce_case_mem(rep, comm, rank, p, TNT_BF16, TNT_SUM,
+                           BIG_COUNT, 0, s->shared);
     }
     return 0;
 }
@@ -237,25 +293,25 @@ static void run_allreduce_jobs(const char *algo, const char *segment,
 
 static void test_allreduce_auto(void)
 {
-    ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 2};
+    ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 2, 0};
     run_allreduce_jobs("auto", NULL, &s);
 }
 
 static void test_allreduce_ring(void)
 {
-    ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 1};
+    ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 1, 0};
     run_allreduce_jobs("ring", NULL, &s);
 }
 
 static void test_allreduce_rd(void)
 {
-    ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 1};
+    ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 1, 0};
     run_allreduce_jobs("rd", NULL, &s);
 }
 
 static void test_allreduce_rab(void)
 {
-    ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 1};
+    ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 1, 0};
     run_allreduce_jobs("rabenseifner", NULL, &s);
 }
 
@@ -263,7 +319,7 @@ static void test_allreduce_rab(void)
  * what auto picks on one host; over TCP they must still be right. */
 static void test_allreduce_oneshot(void)
 {
-    ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 1};
+    ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 1, 0};
     run_allreduce_jobs("oneshot", NULL, &s);
 }
 
@@ -287,7 +343,7 @@ static void test_allreduce_slots(void)
     if (!shm_run("slots"))
         return;
     static const size_t counts[] = {1, 2, 3, 100, 1021, 1024};
-    ar_spec_t s = {counts, 6, k_all_dtypes, 10, k_all_ops, 5, 0, 0};
+    ar_spec_t s = {counts, 6, k_all_dtypes, 10, k_all_ops, 5, 0, 0, 0};
     run_allreduce_jobs("slots", NULL, &s);
 }
 
@@ -302,13 +358,37 @@ static void test_allreduce_staged(void)
     if (!shm_run("staged"))
         return;
     static const size_t counts[] = {0, 1, 3, 100, 65537, 524309};
-    ar_spec_t s = {counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 1};
+    ar_spec_t s = {counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 1, 0};
     run_allreduce_jobs("staged", NULL, &s);
+}
+
+/* The mapped allreduce, forced: buffers from tnt_mem_alloc, over shm
+ * only (every rank on one host). The staged allreduce's counts: slices
+ * of many 64 KiB blocks. */
+static void test_allreduce_mapped(void)
+{
+    if (!shm_run("mapped"))
+        return;
+    static const size_t counts[] = {0, 1, 3, 100, 65537, 524309};
+    ar_spec_t s = {counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 1, 1};
+    run_allreduce_jobs("mapped", NULL, &s);
+}
+
+/* Buffers from tnt_mem_alloc, the algorithm left to the library: the
+ * slots and the mapped allreduce over shm; over TCP the memory is
+ * private and the usual algorithms run on it. */
+static void test_allreduce_shared_auto(void)
+{
+    static const size_t counts[] = {0, 1, 100, 2048, 2049, 65537};
+    static const tnt_dtype_t dts[] = {TNT_F32, TNT_BF16, TNT_I64};
+    static const tnt_op_t ops[] = {TNT_SUM, TNT_AVG, TNT_MAX};
+    ar_spec_t s = {counts, 6, dts, 3, ops, 3, 1, 1, 1};
+    run_allreduce_jobs("auto", NULL, &s);
 }
 
 static void test_allreduce_direct(void)
 {
-    ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 2};
+    ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 2, 0};
     run_allreduce_jobs("direct", NULL, &s);
 }
 
@@ -321,19 +401,19 @@ static const tnt_op_t k_seg_ops[] = {TNT_SUM, TNT_AVG, TNT_MAX};
 
 static void test_allreduce_ring_segmented(void)
 {
-    ar_spec_t s = {k_seg_counts, 4, k_seg_dtypes, 6, k_seg_ops, 3, 1, 1};
+    ar_spec_t s = {k_seg_counts, 4, k_seg_dtypes, 6, k_seg_ops, 3, 1, 1, 0};
     run_allreduce_jobs("ring", "4k", &s);
 }
 
 static void test_allreduce_direct_segmented(void)
 {
-    ar_spec_t s = {k_seg_counts, 4, k_seg_dtypes, 6, k_seg_ops, 3, 1, 1};
+    ar_spec_t s = {k_seg_counts, 4, k_seg_dtypes, 6, k_seg_ops, 3, 1, 1, 0};
     run_allreduce_jobs("direct", "4k", &s);
 }
 
 static void test_allreduce_auto_segmented(void)
 {
-    ar_spec_t s = {k_seg_counts, 4, k_seg_dtypes, 6, k_seg_ops, 3, 1, 0};
+    ar_spec_t s = {k_seg_counts, 4, k_seg_dtypes, 6, k_seg_ops, 3, 1, 0, 0};
     run_allreduce_jobs("auto", "4k", &s);
 }
 
@@ -344,7 +424,7 @@ static void test_allreduce_tiny_segments(void)
     static const size_t counts[] = {1, 17, 1000, 7919};
     static const tnt_dtype_t dts[] = {TNT_F32, TNT_F64, TNT_F16};
     static const tnt_op_t ops[] = {TNT_SUM, TNT_MIN};
-    ar_spec_t s = {counts, 4, dts, 3, ops, 2, 0, 0};
+    ar_spec_t s = {counts, 4, dts, 3, ops, 2, 0, 0, 0};
     run_allreduce_jobs("ring", "64", &s);
 }
 
@@ -362,7 +442,7 @@ static void test_allreduce_multisocket(void)
     static const size_t counts[] = {0, 1, 1000, 65537, 1 << 20};
     static const tnt_dtype_t dts[] = {TNT_F32, TNT_BF16, TNT_I64};
     static const tnt_op_t ops[] = {TNT_SUM, TNT_MAX};
-    ar_spec_t spec = {counts, 5, dts, 3, ops, 2, 0, 0};
+    ar_spec_t spec = {counts, 5, dts, 3, ops, 2, 0, 0, 0};
     static const int ps[] = {2, 3, 5};
     static const char *const algos[] = {"ring", "rd", "rabenseifner"};
     for (int k = 0; k < 3; k++)
@@ -1177,6 +1257,8 @@ static const th_test_def_t k_tests[] = {
     {"allreduce", "direct", test_allreduce_direct},
     {"allreduce", "slots", test_allreduce_slots},
     {"allreduce", "staged", test_allreduce_staged},
+    {"allreduce", "mapped", test_allreduce_mapped},
+    {"allreduce", "shared memory auto", test_allreduce_shared_auto},
     {"allreduce", "direct_segmented", test_allreduce_direct_segmented},
     {"allreduce", "ring_segmented", test_allreduce_ring_segmented},
     {"allreduce", "auto_segmented", test_allreduce_auto_segmented},

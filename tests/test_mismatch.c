@@ -85,6 +85,10 @@ static const mm_case_t k_cases[] = {
 typedef struct mm_arg {
     const mm_case_t *c;
     int odd_rank;
+    /* Buffers from tnt_mem_alloc on every rank but the odd one (which
+     * allocates them too, the call being collective, and passes malloc'd
+     * ones): the mapped allreduce against another. */
+    int shared_but_odd;
 } mm_arg_t;
 
 /* A buffer of exactly `bytes` followed by GUARD guard bytes. */
@@ -118,6 +122,23 @@ static int mm_rank(tnt_comm_t comm, int rank, int p, void *arg,
     if (c->coll == C_RSCATTER)
         in *= (size_t)p;
     unsigned char *send = guarded(in), *recv = guarded(out);
+    void *shared[2] = {NULL, NULL};
+    if (a->shared_but_odd) {
+        if (tnt_mem_alloc(comm, in + GUARD, &shared[0]) != TNT_SUCCESS ||
+            tnt_mem_alloc(comm, out + GUARD, &shared[1]) != TNT_SUCCESS) {
+            fprintf(stderr, "rank %d: tnt_mem_alloc: %s\n", rank,
+                    tnt_last_error());
+            exit(3);
+        }
+        if (rank != a->odd_rank) {
+            free(send);
+            free(recv);
+            send = shared[0];
+            recv = shared[1];
+            memset(send + in, GUARD_BYTE, GUARD);
+            memset(recv + out, GUARD_BYTE, GUARD);
+        }
+    }
     double t0 = th_now();
     tnt_result_t rc = TNT_SUCCESS;
     switch (c->coll) {
@@ -161,22 +182,33 @@ static int mm_rank(tnt_comm_t comm, int rank, int p, void *arg,
                          guard_intact(recv, out), 0,
                      "rank %d: bytes written past the %s buffer", rank,
                      guard_intact(send, in) ? "receive" : "send");
-    free(send);
-    free(recv);
+    if (!a->shared_but_odd || rank == a->odd_rank) {
+        free(send);
+        free(recv);
+    }
+    tnt_mem_free(comm, shared[0]);
+    tnt_mem_free(comm, shared[1]);
     return 0;
 }
 
-static void test_each_field(void)
+/* The mapped allreduce (buffers from tnt_mem_alloc on one host) against
+ * the staged one (the odd rank's malloc'd buffers): the algorithms
+ * differ, and the message names both. */
+static const mm_case_t k_shared_case = {
+    "shared vs malloc allreduce", {C_ALLREDUCE, 300000, TNT_F32, TNT_SUM, 0},
+    {C_ALLREDUCE, 300000, TNT_F32, TNT_SUM, 0}, "mapped", "staged"};
+
+static void run_cases(const mm_case_t *cases, size_t ncases, int shared)
 {
     static const int ps[] = {2, 3};
     for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
-        for (size_t i = 0; i < N_CASES; i++) {
+        for (size_t i = 0; i < ncases; i++) {
             /* The odd rank is the last one: at p=3 it is neither the
              * root nor rank 0's ring neighbour on both sides. */
-            mm_arg_t a = {&k_cases[i], ps[k] - 1};
+            mm_arg_t a = {&cases[i], ps[k] - 1, shared};
             char name[128];
             snprintf(name, sizeof name, "%s mismatch p=%d",
-                     k_cases[i].name, ps[k]);
+                     cases[i].name, ps[k]);
             /* A deadline beyond what detection needs: a mismatch
              * must be found from the first message. */
             const char *env[] = {"TNT_TIMEOUT=15", NULL};
@@ -197,8 +229,25 @@ static void test_each_field(void)
         }
 }
 
+static void test_each_field(void)
+{
+    run_cases(k_cases, N_CASES, 0);
+}
+
+static void test_shared_vs_malloc(void)
+{
+    const char *tp = getenv("TNT_TRANSPORT");
+    if (tp && strcmp(tp, "tcp") == 0) {
+        fprintf(stderr, "  [needs shared memory between the ranks; "
+                "skipped under TNT_TRANSPORT=tcp]\n");
+        return;
+    }
+    run_cases(&k_shared_case, 1, 1);
+}
+
 static const th_test_def_t k_tests[] = {
     {"mismatch", "each_field", test_each_field},
+    {"mismatch", "shared vs malloc", test_shared_vs_malloc},
     {NULL, NULL, NULL}};
 
 int main(int argc, char **argv)

@@ -614,6 +614,44 @@ static void test_select(void)
     CU_ASSERT_EQUAL(tnt__algo_parse("direct"), TNT_ALGO_DIRECT);
     CU_ASSERT_EQUAL(tnt__algo_parse("flat"), TNT_ALGO_FLAT);
     CU_ASSERT_EQUAL(tnt__algo_parse("slots"), TNT_ALGO_SLOTS);
+    CU_ASSERT_EQUAL(tnt__algo_parse("mapped"), TNT_ALGO_MAPPED);
+    /* Buffers in shared allocations on one host: the slots up to 8 KiB,
+     * mapped above, whatever the cores; forcing staged still wins; forced
+     * mapped needs the buffers and one host; nothing to reduce is the
+     * staged allreduce's empty run. */
+    a.intra_host = 1;
+    a.mapped = 1;
+    a.count = 2048;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_SLOTS);
+    a.count = 2049;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_MAPPED);
+    a.count = 1 << 24;
+    a.host_cpus = 8;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_MAPPED);
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_STAGED, &algo),
+                    TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_STAGED);
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_MAPPED, &algo),
+                    TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_MAPPED);
+    a.count = 0;
+    a.mapped = 0;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_MAPPED, &algo),
+                    TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_STAGED);
+    a.count = 100;
+    CU_ASSERT(tnt__algo_select(&a, TNT_ALGO_MAPPED, &algo) < 0);
+    a.mapped = 1;
+    a.intra_host = 0;
+    CU_ASSERT(tnt__algo_select(&a, TNT_ALGO_MAPPED, &algo) < 0);
+    a.kind = TNT_COLL_BROADCAST;
+    a.intra_host = 1;
+    CU_ASSERT(tnt__algo_select(&a, TNT_ALGO_MAPPED, &algo) < 0);
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_STAGED);
 }
 
 /* Host layouts for the hierarchical allreduce: keys[r] names rank r's

@@ -51,16 +51,38 @@ static int dead_sockets(void)
     return dead;
 }
 
-static int has_segment_mapping(void)
+/* Is a memfd of this name ("tnt-shm": a pair's segment; "tnt-mem": a
+ * shared allocation, this rank's or a peer's) mapped here? */
+static int has_memfd_mapping(const char *name)
 {
     FILE *f = fopen("/proc/self/maps", "r");
-    char line[512];
+    char line[512], want[64];
     int found = 0;
+    snprintf(want, sizeof(want), "memfd:%s", name);
     while (f && fgets(line, sizeof(line), f))
-        found |= strstr(line, "memfd:tnt-shm") != NULL;
+        found |= strstr(line, want) != NULL;
     if (f)
         fclose(f);
     return found;
+}
+
+static int has_segment_mapping(void)
+{
+    return has_memfd_mapping("tnt-shm");
+}
+
+/* A buffer of `bytes` from malloc or (shared) tnt_mem_alloc; the latter
+ * goes away with the communicator. */
+static float *test_buf(tnt_comm_t comm, int shared, size_t bytes)
+{
+    void *p = NULL;
+    if (!shared)
+        return th_xmalloc(bytes);
+    if (tnt_mem_alloc(comm, bytes, &p) != TNT_SUCCESS) {
+        fprintf(stderr, "tnt_mem_alloc: %s\n", tnt_last_error());
+        exit(3);
+    }
+    return p;
 }
 
 #define KILL_COUNT (256 * 1024)
@@ -68,9 +90,9 @@ static int has_segment_mapping(void)
 static int killed_rank(tnt_comm_t comm, int rank, int nranks, void *arg,
                        th_report_t *rep)
 {
-    (void)arg;
     (void)nranks;
-    float *x = malloc(KILL_COUNT * sizeof(float));
+    int shared = arg != NULL;
+    float *x = test_buf(comm, shared, KILL_COUNT * sizeof(float));
     for (size_t i = 0; i < KILL_COUNT; i++)
         x[i] = 1.0f;
     tnt_result_t rc = tnt_allreduce(comm, x, x, KILL_COUNT, TNT_F32,
@@ -88,24 +110,29 @@ static int killed_rank(tnt_comm_t comm, int rank, int nranks, void *arg,
     th_report_expect(rep, "names_rank_2", strstr(msg, "rank 2") != NULL, rc,
                      "%s", msg);
     tnt_comm_free(comm);
-    th_report_expect(rep, "unmapped", !has_segment_mapping(), 0,
-                     "shared segment still mapped after tnt_comm_free");
-    free(x);
+    th_report_expect(rep, "unmapped", !has_segment_mapping() &&
+                         !has_memfd_mapping("tnt-mem"), 0,
+                     "shared segment or allocation still mapped after "
+                     "tnt_comm_free");
+    if (!shared)
+        free(x);
     return 0;
 }
 
 /* The killed rank under each way a 1 MiB allreduce moves on one host:
- * messages through the rings (direct) and the staging areas (staged,
- * what auto picks where ranks share cores), whatever this machine's
- * core count would pick. */
+ * messages through the rings (direct), the staging areas (staged, what
+ * auto picks where ranks share cores), whatever this machine's core
+ * count would pick, and in place in shared allocations (mapped). */
 static void killed_rank_with(const char *algo_env)
 {
+    int shared = strstr(algo_env, "mapped") != NULL;
     char *before = list_dev_shm();
     int dead_before = dead_sockets();
     const char *const env[] = {"TNT_TRANSPORT=shm", algo_env, NULL};
     char name[96];
     snprintf(name, sizeof name, "shm killed rank, %s", algo_env);
-    th_job_t job = {name, 3, env, killed_rank, NULL, 120, 0, 2};
+    th_job_t job = {name, 3, env, killed_rank, shared ? "shared" : NULL,
+                    120, 0, 2};
     th_result_t res;
     th_run_job(&job, &res);
     TH_CHECK(res.ranks[2].signo == SIGKILL, "rank 2 was not killed "
@@ -137,6 +164,7 @@ static void test_killed_rank(void)
 {
     killed_rank_with("TNT_ALLREDUCE_ALGO=direct");
     killed_rank_with("TNT_ALLREDUCE_ALGO=staged");
+    killed_rank_with("TNT_ALLREDUCE_ALGO=mapped");
 }
 
 /* The slots allreduce reads its peers' inputs where they lie, in the
@@ -217,8 +245,8 @@ static void test_slot_peer_gone(void)
 static int staged_peers_gone(tnt_comm_t comm, int rank, int nranks,
                              void *arg, th_report_t *rep)
 {
-    (void)arg;
-    float *x = malloc(STAGED_GONE_COUNT * sizeof(float));
+    int shared = arg != NULL;
+    float *x = test_buf(comm, shared, STAGED_GONE_COUNT * sizeof(float));
     tnt_result_t rc = TNT_SUCCESS;
     size_t wrong = 0, first = 0;
     for (int it = 0; it < STAGED_GONE_ITERS && rc == TNT_SUCCESS; it++) {
@@ -240,7 +268,8 @@ static int staged_peers_gone(tnt_comm_t comm, int rank, int nranks,
             first = STAGED_GONE_COUNT;
     }
     th_report_check(rep, "allreduce", rc, rc ? 0 : wrong, first, NULL, 0);
-    free(x);
+    if (!shared)
+        free(x);
     return 0; /* the harness frees the communicator now, no barrier */
 }
 
@@ -251,6 +280,20 @@ static void test_staged_peers_gone(void)
     for (int run = 0; run < 4; run++) {
         th_job_t job = {"shm staged peers gone", 4, env, staged_peers_gone,
                         NULL, 60, 0, 0};
+        th_run_job(&job, NULL);
+    }
+}
+
+/* The same with the buffers in shared allocations, the library choosing:
+ * the large allreduce is a mapped one, the one-element one a slots one
+ * (both ranks' results are written by the peers; a rank that has them
+ * all leaves). */
+static void test_mapped_peers_gone(void)
+{
+    static const char *const env[] = {"TNT_TRANSPORT=shm", NULL};
+    for (int run = 0; run < 4; run++) {
+        th_job_t job = {"shm mapped peers gone", 4, env, staged_peers_gone,
+                        "shared", 60, 0, 0};
         th_run_job(&job, NULL);
     }
 }
@@ -338,6 +381,7 @@ static const th_test_def_t k_tests[] = {
     {"shm", "killed_rank", test_killed_rank},
     {"shm", "slot_peer_gone", test_slot_peer_gone},
     {"shm", "staged_peers_gone", test_staged_peers_gone},
+    {"shm", "mapped_peers_gone", test_mapped_peers_gone},
     {"shm", "shm_across_hosts", test_shm_across_hosts},
     {"shm", "mixed_transports", test_mixed},
     {NULL, NULL, NULL},

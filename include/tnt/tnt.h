@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 #define TNT_VERSION_MAJOR 0
-#define TNT_VERSION_MINOR 2
+#define TNT_VERSION_MINOR 3
 #define TNT_VERSION_PATCH 0
 
 /*
@@ -219,6 +219,30 @@ TNT_API tnt_result_t tnt_wait_timeout(tnt_request_t request,
 /** Release a request. An unfinished operation continues in the background;
  *  its buffers must stay valid until it would have completed. */
 TNT_API tnt_result_t tnt_request_free(tnt_request_t request);
+
+/* ---- shared allocations ------------------------------------------------- */
+
+/**
+ * Collective: every rank of comm calls it, in the same order among its
+ * tnt_mem_alloc calls (the sizes may differ). *ptr gets `bytes` of memory
+ * (zeroed, page-aligned) that, on a communicator whose ranks all share
+ * this host, the other ranks map too: an allreduce whose send and receive
+ * buffers lie in such memory on every rank then reduces the peers' data
+ * where it lies and writes every result in place, one read and one write
+ * per byte and rank (NCCL's registered buffers, MPI_Win_allocate_shared).
+ * Elsewhere, or where the peers cannot map each other's memory (another
+ * user, ptrace restrictions, PID namespaces), it is plain memory and
+ * collectives on it take their usual paths.
+ *
+ * A collective must use such memory on every rank or on none: one rank
+ * with a malloc'd buffer against peers with shared ones fails all of
+ * them with TNT_ERR_MISMATCH. The memory lives until tnt_mem_free (local,
+ * not collective) or tnt_comm_free.
+ */
+TNT_API tnt_result_t tnt_mem_alloc(tnt_comm_t comm, size_t bytes,
+                                   void **ptr);
+/** Release memory from tnt_mem_alloc on this rank (NULL: nothing). */
+TNT_API tnt_result_t tnt_mem_free(tnt_comm_t comm, void *ptr);
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -32,14 +32,23 @@ enum tnt_algo {
     TNT_ALGO_FLAT,      /* broadcast: root sends to every rank */
     TNT_ALGO_SLOTS,     /* allreduce, one host: shm slots, no messages */
     TNT_ALGO_STAGED,    /* allreduce, one host: shm staging, no messages */
+    TNT_ALGO_MAPPED,    /* allreduce, one host, shared allocations: in place */
     TNT_ALGO_END
 };
+
+/** Algorithms that run as staged collectives (core/engine_stage.c):
+ *  through the pairs' staging areas, or reading and writing the peers'
+ *  shared allocations in place (core/mem.h). */
+static inline int tnt__algo_staged(int algo)
+{
+    return algo == TNT_ALGO_STAGED || algo == TNT_ALGO_MAPPED;
+}
 
 /** Algorithms the engine runs through shared memory from its slot queue
  *  (core/engine_slot.c, engine_stage.c): no schedule, no messages. */
 static inline int tnt__algo_in_memory(int algo)
 {
-    return algo == TNT_ALGO_SLOTS || algo == TNT_ALGO_STAGED;
+    return algo == TNT_ALGO_SLOTS || tnt__algo_staged(algo);
 }
 
 typedef struct tnt_coll_args {
@@ -66,6 +75,10 @@ typedef struct tnt_coll_args {
      * receiver's "ready"; 0: TNT_READY_MIN_BYTES. The same on every rank
      * (core/comm.c says how it is chosen). */
     size_t ready_min_bytes;
+    /* The send and receive buffers lie in shared allocations of this
+     * rank (core/mem.h); the caller's promise is that they do on every
+     * rank (tnt_mem_alloc says so). Only selection reads it. */
+    int mapped;
 } tnt_coll_args_t;
 
 const char *tnt__algo_name(int algo);

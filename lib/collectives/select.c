@@ -64,6 +64,7 @@ static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_FLAT] = "flat",
     [TNT_ALGO_SLOTS] = "slots",
     [TNT_ALGO_STAGED] = "staged",
+    [TNT_ALGO_MAPPED] = "mapped",
 };
 
 const char *tnt__algo_name(int algo)
@@ -98,7 +99,8 @@ static int applies(int kind, int algo)
         return algo == TNT_ALGO_RING || algo == TNT_ALGO_RD ||
                algo == TNT_ALGO_RABENSEIFNER || algo == TNT_ALGO_HIER ||
                algo == TNT_ALGO_ONESHOT || algo == TNT_ALGO_DIRECT ||
-               algo == TNT_ALGO_SLOTS || algo == TNT_ALGO_STAGED;
+               algo == TNT_ALGO_SLOTS || algo == TNT_ALGO_STAGED ||
+               algo == TNT_ALGO_MAPPED;
     case TNT_COLL_BROADCAST:
         return algo == TNT_ALGO_BINOMIAL || algo == TNT_ALGO_PIPELINE ||
                algo == TNT_ALGO_FLAT || algo == TNT_ALGO_STAGED;
@@ -136,6 +138,18 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
                               "rank on this host over shared memory",
                               a->kind == TNT_COLL_BROADCAST ? "broadcast"
                                                             : "allreduce");
+        if (forced == TNT_ALGO_MAPPED && bytes > 0 &&
+            (!a->intra_host || !a->mapped))
+            return tnt__error(TNT_ERR_CONFIG, "the mapped allreduce needs "
+                              "every rank on this host over shared memory "
+                              "and send and receive buffers from "
+                              "tnt_mem_alloc");
+        /* Nothing to reduce: the staged allreduce's empty run (no
+         * buffers to name). */
+        if (forced == TNT_ALGO_MAPPED && bytes == 0) {
+            *algo = a->intra_host ? TNT_ALGO_STAGED : TNT_ALGO_RING;
+            return TNT_SUCCESS;
+        }
         *algo = forced;
         return TNT_SUCCESS;
     }
@@ -144,6 +158,16 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
     if (a->intra_host && a->kind == TNT_COLL_ALLREDUCE && bytes > 0 &&
         bytes <= TNT_SLOT_BYTES) {
         *algo = TNT_ALGO_SLOTS;
+        return TNT_SUCCESS;
+    }
+    /* One host, larger, buffers in shared allocations on every rank:
+     * each rank reduces its slice of the peers' buffers where they lie
+     * and writes the result into all of them, nothing staged. Measured
+     * in docs/shm.md: ahead of the staged and direct allreduces at every
+     * size above the slots'. */
+    if (a->intra_host && a->kind == TNT_COLL_ALLREDUCE && a->mapped &&
+        bytes > 0) {
+        *algo = TNT_ALGO_MAPPED;
         return TNT_SUCCESS;
     }
     /* One host, larger: memory rather than messages, except where
@@ -233,7 +257,8 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
     case TNT_ALGO_PIPELINE: rc = tnt__bcast_pipeline(a, s); break;
     case TNT_ALGO_DISSEMINATION: rc = tnt__barrier_dissemination(a, s); break;
     case TNT_ALGO_SLOTS: /* no schedule: the engine runs them */
-    case TNT_ALGO_STAGED: rc = TNT_SUCCESS; break;
+    case TNT_ALGO_STAGED:
+    case TNT_ALGO_MAPPED: rc = TNT_SUCCESS; break;
     default:
         rc = tnt__error(TNT_ERR_INTERNAL, "no builder for algorithm %d",
                         algo);

@@ -213,6 +213,8 @@ static void comm_destroy(struct tnt_comm *comm)
     tnt__sched_cache_destroy(&comm->sched_cache);
     tnt__bufpool_destroy(&comm->pool);
     tnt__progress_close(comm);
+    tnt__mem_table_destroy(&comm->mem, comm->nranks);
+    free(comm->map_acc);
     free(comm->peers);
     tnt__topo_fini(&comm->topo);
     tnt__auth_key_wipe(&comm->auth_key);
@@ -245,6 +247,7 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
     tnt__sched_cache_init(&comm->sched_cache);
     comm->max_free_reqs = 256;
     pthread_mutex_init(&comm->lock, NULL);
+    tnt__mem_table_init(&comm->mem);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -86,7 +86,7 @@ uint32_t tnt__request_nops(const struct tnt_request *req)
 {
     if (req->algo == TNT_ALGO_SLOTS)
         return 2u * (uint32_t)(req->args.nranks - 1);
-    if (req->algo == TNT_ALGO_STAGED)
+    if (tnt__algo_staged(req->algo))
         return 1; /* ops_left: 1 until it finishes (engine_slot.c) */
     return req->sched->nops;
 }
@@ -675,9 +675,14 @@ void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
     char mine[160], other[160];
     tnt__describe_sig(&req->sig, mine, sizeof(mine));
     tnt__describe_sig(theirs, other, sizeof(other));
+    /* The one difference that is not in the caller's arguments: */
+    int mapped = (req->sig.algo == TNT_ALGO_MAPPED) +
+                 (theirs->algo == TNT_ALGO_MAPPED);
     tnt__engine_fail(comm, TNT_ERR_MISMATCH, "collective #%" PRIu64
-                     " mismatch: rank %d called %s but rank %d called %s",
-                     req->seq, comm->rank, mine, peer, other);
+                     " mismatch: rank %d called %s but rank %d called %s%s",
+                     req->seq, comm->rank, mine, peer, other,
+                     mapped == 1 ? " (buffers from tnt_mem_alloc on some "
+                                   "ranks only)" : "");
 }
 
 static int forced_algo(struct tnt_comm *comm, int kind)
@@ -752,6 +757,15 @@ static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
     int forced = forced_algo(comm, args->kind);
     int algo;
     tnt_sched_t *sched = NULL;
+    /* Buffers in shared allocations (core/mem.h): where they lie, for
+     * the mapped allreduce. */
+    tnt_coll_args_t a = *args;
+    tnt_mem_ref_t mref[2];
+    size_t bytes = a.count * a.esize;
+    a.mapped = a.kind == TNT_COLL_ALLREDUCE && a.intra_host && bytes > 0 &&
+               tnt__mem_find(comm, send, bytes, &mref[0]) &&
+               tnt__mem_find(comm, recv, bytes, &mref[1]);
+    args = &a;
     tnt_result_t rc = tnt__algo_select(args, forced, &algo);
     if (rc == TNT_SUCCESS)
         rc = tnt__sched_cache_get(&comm->sched_cache, args, algo, &sched);
@@ -773,6 +787,10 @@ static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
     req->sched = sched;
     req->bufs[TNT_BUF_SEND] = (unsigned char *)(uintptr_t)send;
     req->bufs[TNT_BUF_RECV] = recv;
+    if (algo == TNT_ALGO_MAPPED) {
+        req->map_ref[TNT_BUF_SEND] = mref[0];
+        req->map_ref[TNT_BUF_RECV] = mref[1];
+    }
     req->reduce = tnt__reduce_fn(args->dtype, args->op);
     req->ops_left = nops;
     req->prepare = prepare;

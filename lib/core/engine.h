@@ -22,6 +22,7 @@
 #include "collectives/schedule.h"
 #include "core/auth.h"
 #include "core/bufpool.h"
+#include "core/mem.h"
 #include "core/sched_cache.h"
 #include "core/param.h"
 #include "tnt/transport.h"
@@ -81,6 +82,10 @@ typedef struct tnt_opstate {
     /* The staged allreduce (engine_stage.c), ops[q] for peer q: rounds
      * published to q and results read back from q. */
     uint64_t stage_put, stage_got;
+    /* The mapped allreduce: q's send and receive buffers as mapped
+     * here, once q has published them. */
+    const unsigned char *map_src;
+    unsigned char *map_dst;
 } tnt_opstate_t;
 
 /* A message that arrived before its receive was posted. */
@@ -185,6 +190,9 @@ struct tnt_request {
      * in a row that moved nothing. */
     uint64_t stage_g0, stage_rounds, stage_reduced;
     uint32_t stage_stalls;
+    /* The mapped allreduce: where its send and receive buffers lie in
+     * this rank's shared allocations. */
+    tnt_mem_ref_t map_ref[2];
 };
 
 typedef struct tnt_watch {
@@ -281,6 +289,8 @@ struct tnt_comm {
     int active_msgs;           /* active requests that are not slot ones */
     uint64_t stage_next;       /* next round of staged allreduces */
     int slot_notify;           /* some peer's slot_notify is set */
+    tnt_mem_table_t mem;       /* shared allocations (core/mem.c) */
+    unsigned char *map_acc;    /* the mapped allreduce's block, lazily */
 };
 
 /** Transport services and upcalls for transport `tpi`, filled into

@@ -302,7 +302,7 @@ void tnt__slot_progress(struct tnt_comm *comm)
         if (r->deferred) /* posted by fusion; the poller starts it */
             break;
         int ready;
-        if (r->algo == TNT_ALGO_STAGED) {
+        if (tnt__algo_staged(r->algo)) {
             if (staged_seen)
                 break;
             staged_seen = 1;
@@ -311,7 +311,7 @@ void tnt__slot_progress(struct tnt_comm *comm)
             ready = step(comm, r);
         }
         if (ready && head) {
-            if (r->algo == TNT_ALGO_STAGED) {
+            if (tnt__algo_staged(r->algo)) {
                 staged_seen = 0;
                 finish_queued(comm, r);
             } else {
@@ -330,7 +330,7 @@ void tnt__slot_check_mismatch(struct tnt_comm *comm, struct tnt_request *req)
     if (comm->state != TNT_COMM_OK)
         return;
     check_strays(comm);
-    if (req->algo == TNT_ALGO_STAGED && comm->state == TNT_COMM_OK)
+    if (tnt__algo_staged(req->algo) && comm->state == TNT_COMM_OK)
         tnt__stage_same_seq_check(comm, req);
 }
 
@@ -343,7 +343,7 @@ void tnt__slot_before_sleep(struct tnt_comm *comm)
 
 void tnt__slot_enqueue(struct tnt_comm *comm, struct tnt_request *req)
 {
-    if (req->algo == TNT_ALGO_STAGED) {
+    if (tnt__algo_staged(req->algo)) {
         tnt__stage_enqueue(comm, req);
         req->ops_left = 1; /* until it finishes (finish_queued) */
     } else {
@@ -382,7 +382,7 @@ void tnt__slot_peer_closing(struct tnt_comm *comm, int q)
     if (!comm->peers[q].ep || comm->state != TNT_COMM_OK)
         return;
     for (struct tnt_request *r = comm->slot_head; r; r = r->slot_next) {
-        if (r->algo == TNT_ALGO_STAGED) {
+        if (tnt__algo_staged(r->algo)) {
             tnt__stage_peer_closing(comm, r, q);
             continue;
         }
@@ -407,7 +407,7 @@ void tnt__slot_peer_closing(struct tnt_comm *comm, int q)
 
 int tnt__slot_needs(const struct tnt_request *req, int q)
 {
-    if (req->algo == TNT_ALGO_STAGED)
+    if (tnt__algo_staged(req->algo))
         return tnt__stage_needs(req, q);
     return req->ops[q].done != SLOT_BOTH || !req->ops[q].src;
 }
@@ -415,7 +415,7 @@ int tnt__slot_needs(const struct tnt_request *req, int q)
 size_t tnt__slot_report(const struct tnt_request *req, char *buf,
                         size_t len)
 {
-    if (req->algo == TNT_ALGO_STAGED)
+    if (tnt__algo_staged(req->algo))
         return tnt__stage_report(req, buf, len);
     const struct tnt_comm *comm = req->comm;
     size_t n = 0;

@@ -39,6 +39,19 @@
  * rank that wrongly believes itself the root (a mismatch) then waits,
  * and is found, instead of returning with nobody having read its data.
  *
+ * The mapped allreduce (TNT_ALGO_MAPPED) runs as one staged round whose
+ * buffers hold no data: when every rank's send and receive buffers lie
+ * in shared allocations (core/mem.h), each rank publishes in its input
+ * headers where they lie (allocation number and offset); once it has
+ * every peer's, it reduces its slice of all k send buffers where they
+ * lie, in rank order, a cache-sized block at a time, writes each result
+ * block into all k receive buffers, and marks each peer's input read.
+ * A rank is done when every peer has so marked its own: its receive
+ * buffer is complete and nobody reads its send buffer any more. A byte
+ * is read once and written once per rank, the least an allreduce that
+ * leaves the result in every rank's memory can move (docs/shm.md). The
+ * same rank order as the staged allreduce: the same bits.
+ *
  * Per-request state: req->ops[q].stage_put and .stage_got count the
  * rounds published to and copied back from (for a broadcast root: read
  * by) peer q, req->stage_reduced the rounds this rank has reduced (all
@@ -54,6 +67,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "collectives/patterns.h"
@@ -88,6 +102,16 @@ static int is_bcast(const struct tnt_request *req)
     return req->args.kind == TNT_COLL_BROADCAST;
 }
 
+static int is_mapped(const struct tnt_request *req)
+{
+    return req->algo == TNT_ALGO_MAPPED;
+}
+
+/* The mapped allreduce's block: reduced from the k inputs, then copied
+ * to the k outputs while it is still in cache (64 KiB: the size a
+ * prototype found best, p=2 and p=4 on 2 cores, docs/shm.md). */
+#define TNT_MAP_BLOCK ((size_t)64 << 10)
+
 /* Piece t (a local round) of slice j: [*off, *off + *n) of the buffer;
  * a broadcast has one slice, the whole buffer. */
 static void piece(const struct tnt_request *req, int j, uint64_t t,
@@ -107,7 +131,7 @@ void tnt__stage_enqueue(struct tnt_comm *comm, struct tnt_request *req)
     /* Slice 0 is a largest one. */
     if (!is_bcast(req))
         tnt__chunk_range(req->args.count, comm->nranks, 0, &off0, &len0);
-    uint64_t r = tnt__nsegments(len0, piece_elems(req));
+    uint64_t r = is_mapped(req) ? 1 : tnt__nsegments(len0, piece_elems(req));
     req->stage_rounds = r;
     req->stage_g0 = comm->stage_next;
     comm->stage_next += r;
@@ -136,6 +160,11 @@ static void set_hdr(tnt_stage_hdr_t *h, const struct tnt_request *req,
     h->dtype = req->sig.dtype;
     h->op = req->sig.op;
     h->algo = req->sig.algo;
+    int m = is_mapped(req);
+    h->send_id = m ? req->map_ref[TNT_BUF_SEND].id : 0;
+    h->send_off = m ? req->map_ref[TNT_BUF_SEND].off : 0;
+    h->recv_id = m ? req->map_ref[TNT_BUF_RECV].id : 0;
+    h->recv_off = m ? req->map_ref[TNT_BUF_RECV].off : 0;
     atomic_store_explicit(&h->no, g + 1, memory_order_release);
 }
 
@@ -182,9 +211,11 @@ static int put_rounds(struct tnt_comm *comm, struct tnt_request *req, int q)
         tnt_stage_hdr_t *h = out ? &m->out_hdr[b] : &m->in_hdr[b];
         if (!room(out ? &th->out_done[b] : &th->in_done[b], h))
             break;
-        size_t off, n;
-        piece(req, q, os->stage_put, &off, &n);
-        memcpy(out ? m->out[b] : m->in[b], send + off * es, n * es);
+        if (!is_mapped(req)) { /* mapped: where the buffers lie, no data */
+            size_t off, n;
+            piece(req, q, os->stage_put, &off, &n);
+            memcpy(out ? m->out[b] : m->in[b], send + off * es, n * es);
+        }
         set_hdr(h, req, g);
         os->stage_put++;
         comm->peers[q].slot_notify = 1;
@@ -208,10 +239,119 @@ static int round_there(struct tnt_comm *comm, struct tnt_request *req,
     return 1;
 }
 
+/* Tell every peer that this rank has read its input of round g (and, in
+ * a mapped allreduce, written its result). */
+static void mark_inputs_read(struct tnt_comm *comm, uint64_t g)
+{
+    for (int q = 0; q < comm->nranks; q++) {
+        if (q == comm->rank)
+            continue;
+        atomic_store_explicit(&mine_of(comm, q)->in_done[g & 1], g + 1,
+                              memory_order_release);
+        comm->peers[q].slot_notify = 1;
+    }
+}
+
+/* Where q's buffers lie as mapped here, from q's header h. A peer that
+ * names memory this rank has not mapped allocated or freed differently:
+ * a mismatch of the calls, not of the data. */
+static int map_peer_bufs(struct tnt_comm *comm, struct tnt_request *req,
+                         int q, const tnt_stage_hdr_t *h)
+{
+    size_t bytes = req->args.count * req->args.esize;
+    tnt_mem_ref_t s = {h->send_id, h->send_off};
+    tnt_mem_ref_t r = {h->recv_id, h->recv_off};
+    tnt_opstate_t *os = &req->ops[q];
+    os->map_src = tnt__mem_peer(comm, q, &s, bytes);
+    os->map_dst = tnt__mem_peer(comm, q, &r, bytes);
+    if (os->map_src && os->map_dst)
+        return 1;
+    tnt__engine_fail(comm, TNT_ERR_MISMATCH, "collective #%" PRIu64
+                     " (mapped allreduce of %zu bytes): rank %d names "
+                     "buffers in its allocations #%" PRIu32 " and #%" PRIu32
+                     " that rank %d does not have mapped that large (were "
+                     "tnt_mem_alloc and tnt_mem_free called alike on every "
+                     "rank?)", req->seq, bytes, q, s.id, r.id, comm->rank);
+    return 0;
+}
+
+/* Step 2 of the mapped allreduce: once every peer has published where
+ * its buffers lie, reduce this rank's slice of all of them and write the
+ * result into all of them. */
+static int reduce_mapped(struct tnt_comm *comm, struct tnt_request *req)
+{
+    int k = comm->nranks, me = comm->rank;
+    uint64_t g = req->stage_g0;
+    if (req->stage_reduced || comm->state != TNT_COMM_OK)
+        return 0;
+    for (int q = 0; q < k; q++) {
+        if (q == me)
+            continue;
+        if (!comm->peers[q].ep) {
+            tnt__fail_peer_lost(comm, q, "closed its connection");
+            return 0;
+        }
+        if (!round_there(comm, req, q, &theirs_of(comm, q)->in_hdr[g & 1],
+                         g))
+            return 0;
+    }
+    for (int q = 0; q < k; q++)
+        if (q != me && !map_peer_bufs(comm, req, q,
+                                      &theirs_of(comm, q)->in_hdr[g & 1]))
+            return 0;
+    if (!comm->map_acc &&
+        !(comm->map_acc = aligned_alloc(64, TNT_MAP_BLOCK))) {
+        tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: out of memory "
+                         "for the mapped allreduce's block", me);
+        return 0;
+    }
+    size_t es = req->args.esize, off, n, blk = TNT_MAP_BLOCK / es;
+    tnt__chunk_range(req->args.count, k, me, &off, &n);
+    unsigned char *acc = comm->map_acc;
+    for (size_t o = 0; o < n; o += blk) {
+        size_t c = n - o < blk ? n - o : blk, at = (off + o) * es;
+        /* ((in0 op in1) op in2) ...: the staged allreduce's order. */
+        for (int i = 0; i < k; i++) {
+            const unsigned char *in =
+                (i == me ? req->bufs[TNT_BUF_SEND] : req->ops[i].map_src) +
+                at;
+            if (i == 0)
+                memcpy(acc, in, c * es);
+            else
+                req->reduce(acc, acc, in, c);
+        }
+        if (req->args.op == TNT_AVG)
+            tnt__scale_avg(acc, c, req->args.dtype, k);
+        for (int i = 0; i < k; i++)
+            memcpy((i == me ? req->bufs[TNT_BUF_RECV] : req->ops[i].map_dst) +
+                       at,
+                   acc, c * es);
+    }
+    mark_inputs_read(comm, g);
+    req->stage_reduced = 1;
+    return 1;
+}
+
+/* Step 3 of the mapped allreduce: q has written its slice of the result
+ * here once it has marked this rank's input read. */
+static int got_mapped(struct tnt_comm *comm, struct tnt_request *req, int q)
+{
+    tnt_opstate_t *os = &req->ops[q];
+    uint64_t g = req->stage_g0;
+    if (os->stage_got ||
+        atomic_load_explicit(&theirs_of(comm, q)->in_done[g & 1],
+                             memory_order_acquire) < g + 1)
+        return 0;
+    os->stage_got = 1;
+    return 1;
+}
+
 /* Step 2: reduce this rank's slice for as many rounds as every peer's
  * input and room for the result allow. */
 static int reduce_rounds(struct tnt_comm *comm, struct tnt_request *req)
 {
+    if (is_mapped(req))
+        return reduce_mapped(comm, req);
     int k = comm->nranks, me = comm->rank, moved = 0;
     int first = me == 0 ? 1 : 0; /* the pair whose buffer accumulates */
     size_t es = req->args.esize;
@@ -286,6 +426,8 @@ static int get_outputs(struct tnt_comm *comm, struct tnt_request *req, int q)
     tnt_opstate_t *os = &req->ops[q];
     size_t es = req->args.esize;
     int moved = 0;
+    if (is_mapped(req))
+        return got_mapped(comm, req, q);
     while (os->stage_got < req->stage_rounds) {
         uint64_t g = req->stage_g0 + os->stage_got;
         int b = (int)(g & 1);

@@ -31,8 +31,9 @@
 #include "transport/shm_stage.h"
 
 #define SHM_MAGIC 0x53544e54u    /* "TNTS" */
-#define SHM_VERSION 4u  /* 3: collective slots after the rings;
-                            4: staging areas after the slots */
+#define SHM_VERSION 5u  /* 3: collective slots after the rings;
+                            4: staging areas after the slots;
+                            5: shared-allocation refs in their headers */
 #define SHM_CHAL_MAGIC 0x43534e54u  /* "TNSC" */
 #define SHM_PROOF_MAGIC 0x50534e54u /* "TNSP" */
 #define SHM_NONCE_BYTES 16

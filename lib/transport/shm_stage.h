@@ -9,6 +9,11 @@
  * still reads round g. Rounds are numbered per communicator across staged
  * collectives, in posting order.
  *
+ * The mapped allreduce publishes no data: its input header names where
+ * the publisher's buffers lie in its shared allocations, and the input
+ * "done" counter says that this side has read the peer's input and
+ * written its result there.
+ *
  * Who writes what: a side writes its own headers and buffers, and its
  * "done" counters say how far it has read the *other* side's buffers
  * (the other side may then reuse them). Every field the peer writes is
@@ -36,6 +41,11 @@ typedef struct tnt_stage_hdr {
     uint64_t count;    /* the whole collective's, in elements */
     uint8_t kind, dtype, op, algo;
     int32_t root;      /* a broadcast's; 0 for an allreduce */
+    /* A mapped allreduce's buffers (no data in the buffer): the shared
+     * allocation (its number, core/mem.h) and offset of the send and
+     * receive buffers; zero otherwise. */
+    uint32_t send_id, recv_id;
+    uint64_t send_off, recv_off;
 } tnt_stage_hdr_t;
 
 typedef struct tnt_stage_side {

@@ -1,0 +1,60 @@
+/*
+ * Shared allocations (tnt_mem_alloc): memory that the ranks of a
+ * one-host communicator map into each other, so that a collective whose
+ * buffers lie in it on every rank reads the peers' inputs and writes
+ * their results in place (the mapped allreduce, core/engine_stage.c),
+ * instead of copying through the pairs' staging areas.
+ *
+ * Allocations are collective and numbered in calling order, which is
+ * the same on every rank: allocation i of this rank and allocation i of
+ * a peer go together, and a collective names the allocation and offset
+ * of its buffers by that number. The table is guarded by its own lock,
+ * taken inside comm->lock, never around it.
+ */
+#ifndef TNT_CORE_MEM_H
+#define TNT_CORE_MEM_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tnt_comm;
+
+typedef struct tnt_mem_region {
+    uint32_t id;            /* calling order; the same on every rank */
+    int shared;             /* every local peer has it mapped (agreed) */
+    unsigned char *base;    /* this rank's memory */
+    size_t bytes;           /* as asked; the mapping is page-rounded */
+    size_t map_bytes;
+    unsigned char **peer_base; /* [rank]: the peer's memory mapped here */
+    size_t *peer_bytes;
+} tnt_mem_region_t;
+
+typedef struct tnt_mem_table {
+    pthread_mutex_t lock;
+    tnt_mem_region_t **regions;
+    int n, cap;
+    uint32_t next_id;
+} tnt_mem_table_t;
+
+void tnt__mem_table_init(tnt_mem_table_t *t);
+/** Unmap every allocation, this rank's and the peers' (tnt_comm_free). */
+void tnt__mem_table_destroy(tnt_mem_table_t *t, int nranks);
+
+/** A buffer in a shared allocation: which one, and where in it. */
+typedef struct tnt_mem_ref {
+    uint32_t id;
+    uint64_t off;
+} tnt_mem_ref_t;
+
+/** Does [p, p + bytes) lie in a shared allocation of this rank? Fills
+ *  *ref if so. */
+int tnt__mem_find(struct tnt_comm *comm, const void *p, size_t bytes,
+                  tnt_mem_ref_t *ref);
+/** Peer q's memory at ref, `bytes` long, as mapped here; NULL if this
+ *  rank has no such allocation of q mapped or it is shorter (q named
+ *  memory it did not allocate with this rank, or freed here). */
+unsigned char *tnt__mem_peer(struct tnt_comm *comm, int q,
+                             const tnt_mem_ref_t *ref, size_t bytes);
+
+#endif /* TNT_CORE_MEM_H */
