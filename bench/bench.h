@@ -68,6 +68,7 @@ typedef struct bench_opts {
     int root;          /* broadcast root */
     int local_ranks;   /* -N: ranks to start here; 0: none */
     int bind;          /* -N --bind-to: a bench_bind_t */
+    int mem;           /* --mem: a bench_mem_t */
     const char *json;  /* --json FILE, or NULL */
 } bench_opts_t;
 
@@ -77,6 +78,11 @@ typedef struct bench_opts {
  * CPUs: pinning would forbid the scheduler to balance them). */
 typedef enum { BENCH_BIND_AUTO = 0, BENCH_BIND_CORE, BENCH_BIND_NONE }
     bench_bind_t;
+
+/* --mem: where the buffers come from. MALLOC, as a framework's tensors;
+ * SHARED, tnt_mem_alloc (on one host the peers read and write them in
+ * place: the mapped allreduce). */
+typedef enum { BENCH_MEM_MALLOC = 0, BENCH_MEM_SHARED } bench_mem_t;
 
 /* Broadcast and allgather have no reduction: their data use the widest
  * value range datagen offers. */

@@ -84,7 +84,18 @@ static unsigned char *alloc_buf(bench_t *b, size_t bytes)
 {
     size_t align = 4096;
     size_t n = bytes ? (bytes + align - 1) / align * align : align;
-    unsigned char *p = n >= bytes ? aligned_alloc(align, n) : NULL;
+    unsigned char *p = NULL;
+    if (b->o->mem == BENCH_MEM_SHARED) {
+        /* Collective: every rank allocates the same buffers in order. */
+        void *v = NULL;
+        tnt_result_t rc = n >= bytes ? tnt_mem_alloc(b->comm, n, &v)
+                                     : TNT_ERR_INVALID_ARG;
+        if (rc != TNT_SUCCESS)
+            die(b, "tnt_mem_alloc", rc);
+        p = v;
+    } else if (n >= bytes) {
+        p = aligned_alloc(align, n);
+    }
     if (!p) {
         fprintf(stderr, "tnt-bench: rank %d: cannot allocate %zu bytes of "
                 "buffers; lower the largest size (-e)\n", b->rank, bytes);
@@ -212,6 +223,9 @@ static void print_header(const bench_t *b)
     printf("# dtype %s, op %s, iters %d, warmup %d, check %s\n",
            bench_dtype_name(o->dtype), op_label(o), o->iters, o->warmup,
            o->check ? "on" : "off");
+    printf("# memory: %s\n", o->mem == BENCH_MEM_SHARED
+                                 ? "tnt_mem_alloc (--mem shared)"
+                                 : "malloc (--mem malloc)");
     if (tr && *tr)
         printf("# transport: TNT_TRANSPORT=%s\n", tr);
     else
@@ -417,11 +431,17 @@ int bench_run(const bench_opts_t *o)
         fflush(stdout);
     }
     free(rows);
+    if (o->mem == BENCH_MEM_SHARED) {
+        if ((rc = tnt_mem_free(b.comm, b.send)) != TNT_SUCCESS ||
+            (rc = tnt_mem_free(b.comm, b.recv)) != TNT_SUCCESS)
+            die(&b, "tnt_mem_free", rc);
+    } else {
+        free(b.send);
+        free(b.recv);
+    }
     if ((rc = tnt_comm_free(b.comm)) != TNT_SUCCESS) {
         b.comm = NULL;
         die(&b, "tnt_comm_free", rc);
     }
-    free(b.send);
-    free(b.recv);
     return wrong ? BENCH_EXIT_FAIL : BENCH_EXIT_OK;
 }

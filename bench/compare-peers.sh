@@ -18,6 +18,11 @@
 # alone, which no TCP library can move fewer of (a reference, not a
 # proven floor; see bench/tcp_rawring.c).
 #
+# tnt-tcp and tnt-auto time tnt-bench on malloc'd buffers (as a
+# framework's tensors) over TCP and with the library's choice of
+# transport; tnt-shared on buffers from tnt_mem_alloc (--mem shared), which
+# on one host the ranks reduce in place in each other's memory.
+#
 # With -C it also measures CPU time per call (user + sys of all ranks and
 # their threads, from getrusage of the waited-for processes): each
 # configuration runs twice at one size, long and short, and the CPU
@@ -41,7 +46,7 @@ while getopts "p:s:t:o:Ch" opt; do
     t) MINT=$OPTARG ;;
     o) OUT=$(realpath -m "$OPTARG") ;;
     C) CPU=1 ;;
-    *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 # Paths given relative to where we were called from stay valid after the cd.
@@ -82,12 +87,13 @@ warmup_for() {
     echo $(( n / 10 > 3 ? n / 10 : 3 ))
 }
 
-run_tnt() { # label transport p
-    local label=$1 tp=$2 p=$3 s b
+run_tnt() { # label transport p mem
+    local label=$1 tp=$2 p=$3 mem=$4 s b
     for s in ${SIZES//,/ }; do
         b=$(bytes_of "$s")
         TNT_TRANSPORT=$tp timeout 300 "$BENCH" -N "$p" allreduce --size "$b" \
             -n "$(iters_for "$b")" -w "$(warmup_for "$b")" --inplace-only \
+            --mem "$mem" \
             --json "$RAW/tnt.json" > /dev/null 2> "$RAW/tnt.err" || {
             echo "compare-peers: tnt-bench failed ($label p=$p $s):" >&2
             cat "$RAW/tnt.err" >&2; continue; }
@@ -122,15 +128,15 @@ per_call() {
         'BEGIN { if (na > nb && a > b) printf "%.2f\n", (a - b) / (na - nb) * 1e6 }'
 }
 
-cpu_tnt() { # label transport p bytes time_us
+cpu_tnt() { # label transport p bytes time_us mem
     local n1 n2 c1 c2
     n2=$(awk -v t="$5" 'BEGIN { n = int(0.4e6 / t); if (n < 25) n = 25;
                                  if (n > 200000) n = 200000; print n }')
     n1=$((n2 / 5))
     c2=$(cpu_run /dev/null env TNT_TRANSPORT="$2" timeout 300 "$BENCH" -N "$3" \
-         allreduce --size "$4" -n "$n2" -w 3 -c 0 --inplace-only)
+         allreduce --size "$4" -n "$n2" -w 3 -c 0 --inplace-only --mem "$6")
     c1=$(cpu_run /dev/null env TNT_TRANSPORT="$2" timeout 300 "$BENCH" -N "$3" \
-         allreduce --size "$4" -n "$n1" -w 3 -c 0 --inplace-only)
+         allreduce --size "$4" -n "$n1" -w 3 -c 0 --inplace-only --mem "$6")
     echo "$1 $3 $4 $(per_call "$c2" "$c1" "$n2" "$n1")" >> "$RAW/cpu"
 }
 
@@ -149,11 +155,14 @@ measure_cpu() { # p: every configuration of the time table, size by size
     local p=$1 s b t
     for s in ${SIZES//,/ }; do
         b=$(bytes_of "$s")
-        for lab in tnt-tcp tnt-auto; do
+        for lab in tnt-tcp tnt-auto tnt-shared; do
             t=$(awk -v l="$lab" -v p="$p" -v b="$b" \
                 '$1 == l && $2 == p && $3 == b { print $4 }' "$RAW/rows")
             [ -n "$t" ] || continue
-            cpu_tnt "$lab" "${lab#tnt-}" "$p" "$b" "$t"
+            case $lab in
+            tnt-shared) cpu_tnt "$lab" auto "$p" "$b" "$t" shared ;;
+            *) cpu_tnt "$lab" "${lab#tnt-}" "$p" "$b" "$t" malloc ;;
+            esac
         done
         if [ -x "$PEERS_BIN/gloo_bench" ]; then
             for a in ringchunked hd; do
@@ -176,8 +185,9 @@ OMPI=(mpirun.openmpi --allow-run-as-root --oversubscribe --mca pml ob1
       --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
 for p in $PS; do
     echo "== p=$p" >&2
-    run_tnt tnt-tcp tcp "$p"
-    run_tnt tnt-auto auto "$p"
+    run_tnt tnt-tcp tcp "$p" malloc
+    run_tnt tnt-auto auto "$p" malloc
+    run_tnt tnt-shared auto "$p" shared
     if [ -x "$PEERS_BIN/gloo_bench" ]; then
         for a in ringchunked hd; do
             timeout 300 "$PEERS_BIN/gloo_bench" --algo "$a" --p "$p" \
@@ -250,6 +260,7 @@ def table(data, labs, ratios):
 table(rows, labels,
       [("tnt-tcp / best TCP peer", over("tnt-tcp", tcp_peers)),
        ("tnt-auto / ompi-vader", over("tnt-auto", ["ompi-vader"])),
+       ("tnt-shared / ompi-vader", over("tnt-shared", ["ompi-vader"])),
        ("tnt-tcp / tcp-rawring", over("tnt-tcp", ["tcp-rawring"]))])
 if cpu:
     print("\nCPU time per call, all ranks together (user + sys, us; lower "

@@ -81,6 +81,9 @@ static void usage(FILE *f)
 "  -r, --root R         root rank of broadcast (default 0)\n"
 "      --inplace-only   measure the in-place form only\n"
 "      --outplace-only  measure the out-of-place form only\n"
+"      --mem M          buffers from malloc (default, as a framework's\n"
+"                       tensors) or shared (tnt_mem_alloc: on one host\n"
+"                       the ranks reduce each other's buffers in place)\n"
 "      --json FILE      also write the results as JSON (rank 0)\n"
 "Fusion (tnt-bench fusion): an emulated backprop whose gradients are\n"
 "reduced three ways: the fusion plugin ABI (fused), one iallreduce per\n"
@@ -164,8 +167,11 @@ static const char *const bind_names[] = {
     [BENCH_BIND_AUTO] = "auto", [BENCH_BIND_CORE] = "core",
     [BENCH_BIND_NONE] = "none"};
 
+static const char *const mem_names[] = {[BENCH_MEM_MALLOC] = "malloc",
+                                        [BENCH_MEM_SHARED] = "shared"};
+
 enum {
-    OPT_SIZE = 256, OPT_INPLACE, OPT_OUTPLACE, OPT_JSON, OPT_BIND,
+    OPT_SIZE = 256, OPT_INPLACE, OPT_OUTPLACE, OPT_JSON, OPT_BIND, OPT_MEM,
     /* Options of `tnt-bench fusion` only. */
     OPT_MODEL, OPT_THRESHOLD, OPT_SWEEP, OPT_COMPUTE, OPT_CONTIGUOUS,
     OPT_DRY_RUN, OPT_COMPUTE_KIND,
@@ -307,6 +313,7 @@ static void parse_args(int argc, char **argv, bench_opts_t *o)
         {"contiguous", no_argument, NULL, OPT_CONTIGUOUS},
         {"dry-run", no_argument, NULL, OPT_DRY_RUN},
         {"bind-to", required_argument, NULL, OPT_BIND},
+        {"mem", required_argument, NULL, OPT_MEM},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -395,6 +402,12 @@ static void parse_args(int argc, char **argv, bench_opts_t *o)
                             "none", optarg);
             o->bind = i;
             have_bind = 1;
+            break;
+        case OPT_MEM:
+            if ((i = lookup(optarg, mem_names, NULL, 2)) < 0)
+                usage_error("invalid --mem '%s': expected malloc or shared",
+                            optarg);
+            o->mem = i;
             break;
         case 'h':
             usage(stdout);
