@@ -191,8 +191,10 @@ struct tnt_request {
     uint64_t stage_g0, stage_rounds, stage_reduced;
     uint32_t stage_stalls;
     /* The mapped allreduce: where its send and receive buffers lie in
-     * this rank's shared allocations. */
+     * this rank's shared allocations, and elements of this rank's slice
+     * reduced so far. */
     tnt_mem_ref_t map_ref[2];
+    uint64_t stage_map_done;
 };
 
 typedef struct tnt_watch {
@@ -289,6 +291,9 @@ struct tnt_comm {
     int active_msgs;           /* active requests that are not slot ones */
     uint64_t stage_next;       /* next round of staged allreduces */
     int slot_notify;           /* some peer's slot_notify is set */
+    /* A mapped allreduce has more of its slice to reduce (it does a
+     * piece per pass, engine_stage.c): poll again without sleeping. */
+    int stage_more;
     tnt_mem_table_t mem;       /* shared allocations (core/mem.c) */
     unsigned char *map_acc;    /* the mapped allreduce's block, lazily */
 };

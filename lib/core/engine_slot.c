@@ -282,6 +282,7 @@ static void check_strays(struct tnt_comm *comm)
 
 void tnt__slot_progress(struct tnt_comm *comm)
 {
+    comm->stage_more = 0; /* the mapped allreduce sets it again */
     /* A collective of messages can be stranded by a stray: two slot
      * operations meet in the slots and compare there, as two staged ones
      * do in the staging areas. Reading the peers' lines each round would

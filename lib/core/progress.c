@@ -266,7 +266,7 @@ static void dispatch(struct tnt_comm *comm, int timeout_ms)
     }
     /* Large reductions queued by another thread's post (lock released
      * while they run; nobody else polls meanwhile). */
-    if (tnt__engine_run_heavy(comm))
+    if (tnt__engine_run_heavy(comm) || comm->stage_more)
         timeout_ms = 0;
     if (timeout_ms != 0) {
         /* About to sleep: nothing wakes this rank for a mismatch that
