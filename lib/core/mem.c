@@ -86,9 +86,11 @@ static unsigned char *map_peer(const mem_desc_t *d, int q)
     }
     struct stat st;
     void *p = MAP_FAILED;
+    int seals = fcntl(fd, F_GET_SEALS);
     if (fstat(fd, &st) == 0 && (uint64_t)st.st_dev == d->dev &&
         (uint64_t)st.st_ino == d->ino && d->bytes <= SIZE_MAX / 2 &&
-        (uint64_t)st.st_size >= map_len((size_t)d->bytes))
+        (uint64_t)st.st_size >= map_len((size_t)d->bytes) && seals >= 0 &&
+        (seals & F_SEAL_SHRINK))
         p = mmap(NULL, map_len((size_t)d->bytes), PROT_READ | PROT_WRITE,
                  MAP_SHARED, fd, 0);
     else
@@ -98,14 +100,17 @@ static unsigned char *map_peer(const mem_desc_t *d, int q)
     return p == MAP_FAILED ? NULL : p;
 }
 
-/* This rank's memory: a sealed-size memfd, mapped. */
+/* This rank's memory: a memfd whose size is sealed (a peer that shrank
+ * it would make every mapping fault), mapped. */
 static int make_local(tnt_mem_region_t *r, int *fd)
 {
-    *fd = memfd_create("tnt-mem", MFD_CLOEXEC);
+    *fd = memfd_create("tnt-mem", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (*fd < 0)
         return -1;
     void *p = MAP_FAILED;
-    if (ftruncate(*fd, (off_t)r->map_bytes) == 0)
+    if (ftruncate(*fd, (off_t)r->map_bytes) == 0 &&
+        fcntl(*fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) ==
+            0)
         p = mmap(NULL, r->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, *fd,
                  0);
     if (p == MAP_FAILED)
