@@ -763,6 +763,7 @@ static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
     tnt_mem_ref_t mref[2];
     size_t bytes = a.count * a.esize;
     a.mapped = a.kind == TNT_COLL_ALLREDUCE && a.intra_host && bytes > 0 &&
+               tnt__mem_any(&comm->mem) &&
                tnt__mem_find(comm, send, bytes, &mref[0]) &&
                tnt__mem_find(comm, recv, bytes, &mref[1]);
     args = &a;

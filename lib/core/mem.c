@@ -227,8 +227,10 @@ TNT_API tnt_result_t tnt_mem_alloc(tnt_comm_t comm, size_t bytes, void **ptr)
                             "of memory", comm->rank);
         }
     }
-    if (rc == TNT_SUCCESS)
-        t->regions[t->n++] = r;
+    if (rc == TNT_SUCCESS) {
+        t->regions[t->n] = r;
+        __atomic_store_n(&t->n, t->n + 1, __ATOMIC_RELAXED);
+    }
     pthread_mutex_unlock(&t->lock);
     if (rc != TNT_SUCCESS) {
         region_free(r, comm->nranks);
@@ -249,7 +251,8 @@ TNT_API tnt_result_t tnt_mem_free(tnt_comm_t comm, void *ptr)
     for (int i = 0; i < t->n; i++)
         if (t->regions[i]->base == ptr) {
             r = t->regions[i];
-            t->regions[i] = t->regions[--t->n];
+            t->regions[i] = t->regions[t->n - 1];
+            __atomic_store_n(&t->n, t->n - 1, __ATOMIC_RELAXED);
             break;
         }
     pthread_mutex_unlock(&t->lock);

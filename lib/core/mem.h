@@ -47,6 +47,14 @@ typedef struct tnt_mem_ref {
     uint64_t off;
 } tnt_mem_ref_t;
 
+/** Has this rank any allocation? A lock-free look, so that a
+ *  collective of a program that never calls tnt_mem_alloc takes no lock
+ *  for it (tnt__mem_find takes the table's). */
+static inline int tnt__mem_any(const tnt_mem_table_t *t)
+{
+    return __atomic_load_n(&t->n, __ATOMIC_RELAXED) > 0;
+}
+
 /** Does [p, p + bytes) lie in a shared allocation of this rank? Fills
  *  *ref if so. */
 int tnt__mem_find(struct tnt_comm *comm, const void *p, size_t bytes,
