@@ -240,6 +240,20 @@ static int round_there(struct tnt_comm *comm, struct tnt_request *req,
     return 1;
 }
 
+/* Rank i's n elements `in` into acc, in the chain order of the one-shot
+ * allreduce, ((in0 op in1) op in2) ..., scaled after the last rank for
+ * an average: the staged and mapped allreduces call it for i = 0..k-1. */
+static void chain_in(const struct tnt_request *req, unsigned char *acc,
+                     int i, const unsigned char *in, size_t n)
+{
+    if (i == 0)
+        memcpy(acc, in, n * req->args.esize);
+    else
+        req->reduce(acc, acc, in, n);
+    if (i == req->args.nranks - 1 && req->args.op == TNT_AVG)
+        tnt__scale_avg(acc, n, req->args.dtype, req->args.nranks);
+}
+
 /* Tell every peer that this rank has read its input of round g (and, in
  * a mapped allreduce, written its result). */
 static void mark_inputs_read(struct tnt_comm *comm, uint64_t g)
@@ -317,18 +331,11 @@ static int reduce_mapped(struct tnt_comm *comm, struct tnt_request *req)
     unsigned char *acc = comm->map_acc;
     for (size_t o = from; o < to; o += blk) {
         size_t c = to - o < blk ? to - o : blk, at = (off + o) * es;
-        /* ((in0 op in1) op in2) ...: the staged allreduce's order. */
-        for (int i = 0; i < k; i++) {
-            const unsigned char *in =
-                (i == me ? req->bufs[TNT_BUF_SEND] : req->ops[i].map_src) +
-                at;
-            if (i == 0)
-                memcpy(acc, in, c * es);
-            else
-                req->reduce(acc, acc, in, c);
-        }
-        if (req->args.op == TNT_AVG)
-            tnt__scale_avg(acc, c, req->args.dtype, k);
+        for (int i = 0; i < k; i++)
+            chain_in(req, acc, i,
+                     (i == me ? req->bufs[TNT_BUF_SEND]
+                              : req->ops[i].map_src) + at,
+                     c);
         for (int i = 0; i < k; i++)
             memcpy((i == me ? req->bufs[TNT_BUF_RECV] : req->ops[i].map_dst) +
                        at,
@@ -389,17 +396,9 @@ static int reduce_rounds(struct tnt_comm *comm, struct tnt_request *req)
         piece(req, me, t, &off, &n);
         const unsigned char *own = req->bufs[TNT_BUF_SEND] + off * es;
         unsigned char *acc = mine_of(comm, first)->out[b];
-        /* ((in0 op in1) op in2) ...: the one-shot's chain order. */
-        for (int i = 0; i < k; i++) {
-            const unsigned char *in =
-                i == me ? own : theirs_of(comm, i)->in[b];
-            if (i == 0)
-                memcpy(acc, in, n * es);
-            else
-                req->reduce(acc, acc, in, n);
-        }
-        if (req->args.op == TNT_AVG)
-            tnt__scale_avg(acc, n, req->args.dtype, k);
+        for (int i = 0; i < k; i++)
+            chain_in(req, acc, i, i == me ? own : theirs_of(comm, i)->in[b],
+                     n);
         for (int q = 0; q < k; q++) {
             if (q == me)
                 continue;
