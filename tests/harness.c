@@ -106,6 +106,17 @@ void *th_xmalloc(size_t n)
     return p;
 }
 
+void *th_xmem_alloc(tnt_comm_t comm, size_t n)
+{
+    void *p = NULL;
+    if (tnt_mem_alloc(comm, n, &p) != TNT_SUCCESS) {
+        fprintf(stderr, "test: tnt_mem_alloc(%zu): %s\n", n,
+                tnt_last_error());
+        exit(3);
+    }
+    return p;
+}
+
 int th_count_lines(const char *path, const char *a, const char *b)
 {
     FILE *f = fopen(path, "r");

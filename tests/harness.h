@@ -121,6 +121,9 @@ int th_quick(void);
 /** malloc that aborts with a message when out of memory (size 0 gives
  *  a valid one-byte block, so zero-element cases need no special case). */
 void *th_xmalloc(size_t n);
+/** tnt_mem_alloc (collective) that ends this rank with exit status 3 and
+ *  the library's message when it fails: the case cannot run. */
+void *th_xmem_alloc(tnt_comm_t comm, size_t n);
 
 /** Lines of the file at `path` that contain `a` and, unless NULL, `b`
  *  (0 when it cannot be read): for checking what ranks logged. */

@@ -124,12 +124,7 @@ static case_buf_t case_alloc(tnt_comm_t comm, int shared, int rank,
         return b;
     }
     size_t off = (size_t)rank * esize;
-    tnt_result_t rc = tnt_mem_alloc(comm, bytes + off, &b.base);
-    if (rc != TNT_SUCCESS) {
-        fprintf(stderr, "rank %d: tnt_mem_alloc(%zu): %s\n", rank,
-                bytes + off, tnt_last_error());
-        exit(3);
-    }
+    b.base = th_xmem_alloc(comm, bytes + off);
     b.p = (unsigned char *)b.base + off;
     return b;
 }

@@ -124,12 +124,8 @@ static int mm_rank(tnt_comm_t comm, int rank, int p, void *arg,
     unsigned char *send = guarded(in), *recv = guarded(out);
     void *shared[2] = {NULL, NULL};
     if (a->shared_but_odd) {
-        if (tnt_mem_alloc(comm, in + GUARD, &shared[0]) != TNT_SUCCESS ||
-            tnt_mem_alloc(comm, out + GUARD, &shared[1]) != TNT_SUCCESS) {
-            fprintf(stderr, "rank %d: tnt_mem_alloc: %s\n", rank,
-                    tnt_last_error());
-            exit(3);
-        }
+        shared[0] = th_xmem_alloc(comm, in + GUARD);
+        shared[1] = th_xmem_alloc(comm, out + GUARD);
         if (rank != a->odd_rank) {
             free(send);
             free(recv);

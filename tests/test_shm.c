@@ -75,14 +75,7 @@ static int has_segment_mapping(void)
  * goes away with the communicator. */
 static float *test_buf(tnt_comm_t comm, int shared, size_t bytes)
 {
-    void *p = NULL;
-    if (!shared)
-        return th_xmalloc(bytes);
-    if (tnt_mem_alloc(comm, bytes, &p) != TNT_SUCCESS) {
-        fprintf(stderr, "tnt_mem_alloc: %s\n", tnt_last_error());
-        exit(3);
-    }
-    return p;
+    return shared ? th_xmem_alloc(comm, bytes) : th_xmalloc(bytes);
 }
 
 #define KILL_COUNT (256 * 1024)

@@ -765,7 +765,8 @@ static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
     a.mapped = a.kind == TNT_COLL_ALLREDUCE && a.intra_host && bytes > 0 &&
                tnt__mem_any(&comm->mem) &&
                tnt__mem_find(comm, send, bytes, &mref[0]) &&
-               tnt__mem_find(comm, recv, bytes, &mref[1]);
+               (send == recv ? (mref[1] = mref[0], 1)
+                             : tnt__mem_find(comm, recv, bytes, &mref[1]));
     args = &a;
     tnt_result_t rc = tnt__algo_select(args, forced, &algo);
     if (rc == TNT_SUCCESS)

@@ -161,11 +161,11 @@ static void set_hdr(tnt_stage_hdr_t *h, const struct tnt_request *req,
     h->dtype = req->sig.dtype;
     h->op = req->sig.op;
     h->algo = req->sig.algo;
-    int m = is_mapped(req);
-    h->send_id = m ? req->map_ref[TNT_BUF_SEND].id : 0;
-    h->send_off = m ? req->map_ref[TNT_BUF_SEND].off : 0;
-    h->recv_id = m ? req->map_ref[TNT_BUF_RECV].id : 0;
-    h->recv_off = m ? req->map_ref[TNT_BUF_RECV].off : 0;
+    /* Zero but in a mapped allreduce (requests start zeroed). */
+    h->send_id = req->map_ref[TNT_BUF_SEND].id;
+    h->send_off = req->map_ref[TNT_BUF_SEND].off;
+    h->recv_id = req->map_ref[TNT_BUF_RECV].id;
+    h->recv_off = req->map_ref[TNT_BUF_RECV].off;
     atomic_store_explicit(&h->no, g + 1, memory_order_release);
 }
 
@@ -240,6 +240,27 @@ static int round_there(struct tnt_comm *comm, struct tnt_request *req,
     return 1;
 }
 
+/* Has every peer published round g in its input header? A peer that
+ * closed while this rank still has results for it fails the
+ * communicator (every peer waits for this rank's results while it has
+ * rounds to reduce). */
+static int inputs_there(struct tnt_comm *comm, struct tnt_request *req,
+                        uint64_t g)
+{
+    for (int q = 0; q < comm->nranks; q++) {
+        if (q == comm->rank)
+            continue;
+        if (!comm->peers[q].ep) {
+            tnt__fail_peer_lost(comm, q, "closed its connection");
+            return 0;
+        }
+        if (!round_there(comm, req, q, &theirs_of(comm, q)->in_hdr[g & 1],
+                         g))
+            return 0;
+    }
+    return 1;
+}
+
 /* Rank i's n elements `in` into acc, in the chain order of the one-shot
  * allreduce, ((in0 op in1) op in2) ..., scaled after the last rank for
  * an average: the staged and mapped allreduces call it for i = 0..k-1. */
@@ -299,21 +320,16 @@ static int reduce_mapped(struct tnt_comm *comm, struct tnt_request *req)
     uint64_t g = req->stage_g0;
     if (req->stage_reduced || comm->state != TNT_COMM_OK)
         return 0;
-    for (int q = 0; q < k; q++) {
-        if (q == me)
-            continue;
-        if (!comm->peers[q].ep) {
-            tnt__fail_peer_lost(comm, q, "closed its connection");
+    /* The headers and the peers' buffers once, before the first piece:
+     * the peers keep both until this rank marks their inputs read. */
+    if (req->stage_map_done == 0) {
+        if (!inputs_there(comm, req, g))
             return 0;
-        }
-        if (!round_there(comm, req, q, &theirs_of(comm, q)->in_hdr[g & 1],
-                         g))
-            return 0;
+        for (int q = 0; q < k; q++)
+            if (q != me && !map_peer_bufs(comm, req, q,
+                                          &theirs_of(comm, q)->in_hdr[g & 1]))
+                return 0;
     }
-    for (int q = 0; q < k; q++)
-        if (q != me && !map_peer_bufs(comm, req, q,
-                                      &theirs_of(comm, q)->in_hdr[g & 1]))
-            return 0;
     if (!comm->map_acc &&
         !(comm->map_acc = aligned_alloc(64, TNT_MAP_BLOCK))) {
         tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: out of memory "
@@ -374,24 +390,16 @@ static int reduce_rounds(struct tnt_comm *comm, struct tnt_request *req)
     int k = comm->nranks, me = comm->rank, moved = 0;
     int first = me == 0 ? 1 : 0; /* the pair whose buffer accumulates */
     size_t es = req->args.esize;
-    /* Every peer waits for this rank's results while it has rounds to
-     * reduce: none may have closed (tnt__stage_step checked). */
     while (req->stage_reduced < req->stage_rounds &&
            comm->state == TNT_COMM_OK) {
         uint64_t t = req->stage_reduced, g = req->stage_g0 + t;
         int b = (int)(g & 1);
-        for (int q = 0; q < k; q++) {
-            if (q == me)
-                continue;
-            if (!comm->peers[q].ep) {
-                tnt__fail_peer_lost(comm, q, "closed its connection");
+        if (!inputs_there(comm, req, g))
+            return moved;
+        for (int q = 0; q < k; q++)
+            if (q != me && !room(&theirs_of(comm, q)->out_done[b],
+                                 &mine_of(comm, q)->out_hdr[b]))
                 return moved;
-            }
-            const tnt_stage_side_t *th = theirs_of(comm, q);
-            if (!round_there(comm, req, q, &th->in_hdr[b], g) ||
-                !room(&th->out_done[b], &mine_of(comm, q)->out_hdr[b]))
-                return moved;
-        }
         size_t off, n;
         piece(req, me, t, &off, &n);
         const unsigned char *own = req->bufs[TNT_BUF_SEND] + off * es;
@@ -399,16 +407,14 @@ static int reduce_rounds(struct tnt_comm *comm, struct tnt_request *req)
         for (int i = 0; i < k; i++)
             chain_in(req, acc, i, i == me ? own : theirs_of(comm, i)->in[b],
                      n);
+        mark_inputs_read(comm, g);
         for (int q = 0; q < k; q++) {
             if (q == me)
                 continue;
             tnt_stage_side_t *m = mine_of(comm, q);
-            atomic_store_explicit(&m->in_done[b], g + 1,
-                                  memory_order_release);
             if (q != first)
                 memcpy(m->out[b], acc, n * es);
             set_hdr(&m->out_hdr[b], req, g);
-            comm->peers[q].slot_notify = 1;
         }
         memcpy(req->bufs[TNT_BUF_RECV] + off * es, acc, n * es);
         req->stage_reduced++;
