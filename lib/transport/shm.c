@@ -63,6 +63,13 @@ static socklen_t sock_name(struct sockaddr_un *sa, uint64_t job, pid_t pid,
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
+/* Each side's part of the segment starts a page (shm_align.h). */
+_Static_assert(sizeof(shm_ring_t) % TNT_SHM_APART == 0 &&
+               SHM_RING_BYTES % TNT_SHM_APART == 0 &&
+               sizeof(tnt_slot_side_t) % TNT_SHM_APART == 0 &&
+               offsetof(shm_seg_t, rings) % TNT_SHM_APART == 0,
+               "sides' fields on separate pages");
+
 /* Where the staging areas start: after the slots, on a page boundary
  * (their buffers are page-aligned in their struct). */
 static size_t stage_off(size_t cap)

@@ -31,9 +31,10 @@
 #include "transport/shm_stage.h"
 
 #define SHM_MAGIC 0x53544e54u    /* "TNTS" */
-#define SHM_VERSION 5u  /* 3: collective slots after the rings;
+#define SHM_VERSION 6u  /* 3: collective slots after the rings;
                             4: staging areas after the slots;
-                            5: shared-allocation refs in their headers */
+                            5: shared-allocation refs in their headers;
+                            6: sides' fields on separate pages */
 #define SHM_CHAL_MAGIC 0x43534e54u  /* "TNSC" */
 #define SHM_PROOF_MAGIC 0x50534e54u /* "TNSP" */
 #define SHM_NONCE_BYTES 16
@@ -68,7 +69,7 @@ typedef struct shm_seg {
     uint32_t version;
     uint64_t ring_bytes;
     _Atomic uint32_t can_read[2]; /* side s may process_vm_readv the other */
-    _Alignas(64) unsigned char rings[];
+    _Alignas(TNT_SHM_APART) unsigned char rings[];
 } shm_seg_t;
 
 /** Bytes of a pair's segment with rings of `cap` bytes: header, rings,

@@ -10,15 +10,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "transport/shm_align.h"
+
 /* Positions count bytes since the start and never wrap (2^64 bytes);
  * the data index is position % cap, cap a power of two. Producer and
- * consumer fields sit on separate cache lines. */
+ * consumer fields sit on separate pages (shm_align.h). */
 typedef struct shm_ring {
-    _Alignas(64) _Atomic uint64_t tail;   /* written by the producer */
+    _Alignas(TNT_SHM_APART) _Atomic uint64_t tail; /* written by the producer */
     _Atomic uint32_t want_space;          /* producer waits for space */
-    _Alignas(64) _Atomic uint64_t head;   /* written by the consumer */
+    _Alignas(TNT_SHM_APART) _Atomic uint64_t head; /* written by the consumer */
     _Atomic uint32_t armed;               /* consumer waits for data */
-    _Alignas(64) unsigned char data[];
+    _Alignas(TNT_SHM_APART) unsigned char data[];
 } shm_ring_t;
 
 /** Bytes the producer may write now. */

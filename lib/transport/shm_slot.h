@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "transport/shm_align.h"
+
 /* The largest allreduce that goes through the slots. From about this
  * size the ring's copies are no longer what a call costs (measured p=2,
  * README Performance). */
@@ -41,8 +43,9 @@ typedef struct tnt_slot {
     unsigned char data[TNT_SLOT_BYTES];
 } tnt_slot_t;
 
+/* Written by its owner only, on pages of its own (shm_align.h). */
 typedef struct tnt_slot_side {
-    tnt_slot_t slot[2];
+    _Alignas(TNT_SHM_APART) tnt_slot_t slot[2];
     /* done[b]: number + 1 of the last operation of parity b whose input
      * this side has read from the other side's slot: the other side may
      * use that slot again. */
