@@ -28,6 +28,13 @@
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tnt_comm **registry;
 static size_t registry_n, registry_cap;
+/* Bumped (under the lock) whenever a communicator leaves the registry:
+ * a thread's memory of the last live handle it checked holds while this
+ * has not changed. Spares every call the registry's lock (a small
+ * blocking allreduce calls it once per call). */
+static _Atomic uint64_t registry_gen;
+static _Thread_local const struct tnt_comm *seen_comm;
+static _Thread_local uint64_t seen_gen;
 
 static int registry_add(struct tnt_comm *c)
 {
@@ -56,6 +63,7 @@ static int registry_remove(struct tnt_comm *c)
         if (registry[i] == c) {
             registry[i] = registry[--registry_n];
             found = 1;
+            atomic_fetch_add(&registry_gen, 1);
             break;
         }
     if (registry_n == 0) {
@@ -69,10 +77,17 @@ static int registry_remove(struct tnt_comm *c)
 
 tnt_result_t tnt__comm_check(tnt_comm_t comm, const char *fn)
 {
+    if (comm && comm == seen_comm &&
+        atomic_load_explicit(&registry_gen, memory_order_acquire) == seen_gen)
+        return TNT_SUCCESS;
     int found = 0;
     pthread_mutex_lock(&registry_lock);
     for (size_t i = 0; i < registry_n && !found; i++)
         found = (registry[i] == comm);
+    if (found) {
+        seen_comm = comm;
+        seen_gen = atomic_load_explicit(&registry_gen, memory_order_relaxed);
+    }
     pthread_mutex_unlock(&registry_lock);
     if (!found)
         return tnt__error(TNT_ERR_INVALID_COMM, "%s: communicator %p is not "
