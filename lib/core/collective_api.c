@@ -64,15 +64,8 @@ static tnt_result_t post(tnt_comm_t comm, int kind, const void *send,
                             flags, req);
 }
 
-static tnt_result_t finish_blocking(tnt_result_t rc, tnt_request_t req)
-{
-    if (rc != TNT_SUCCESS)
-        return rc;
-    int finished;
-    rc = tnt__engine_wait(req, -1.0, &finished);
-    tnt__engine_release(req);
-    return rc;
-}
+/* Blocking calls post, wait and release in one go (engine.h). */
+#define BLOCKING (TNT_POST_WAIT_NEXT | TNT_POST_BLOCK)
 
 static tnt_result_t check_req(tnt_comm_t comm, const char *fn,
                               tnt_request_t *req)
@@ -113,8 +106,8 @@ TNT_API tnt_result_t tnt_allreduce(tnt_comm_t comm, const void *sendbuf,
 {
     tnt_request_t req;
     tnt_result_t rc = iallreduce(comm, sendbuf, recvbuf, count, dtype, op,
-                                 TNT_POST_WAIT_NEXT, &req);
-    return finish_blocking(rc, req);
+                                 BLOCKING, &req);
+    return rc;
 }
 
 static tnt_result_t ibroadcast(tnt_comm_t comm, void *buf, size_t count,
@@ -144,8 +137,8 @@ TNT_API tnt_result_t tnt_broadcast(tnt_comm_t comm, void *buf, size_t count,
 {
     tnt_request_t req;
     tnt_result_t rc = ibroadcast(comm, buf, count, dtype, root,
-                                 TNT_POST_WAIT_NEXT, &req);
-    return finish_blocking(rc, req);
+                                 BLOCKING, &req);
+    return rc;
 }
 
 static tnt_result_t ibarrier(tnt_comm_t comm, unsigned flags,
@@ -165,8 +158,8 @@ TNT_API tnt_result_t tnt_ibarrier(tnt_comm_t comm, tnt_request_t *req)
 TNT_API tnt_result_t tnt_barrier(tnt_comm_t comm)
 {
     tnt_request_t req;
-    tnt_result_t rc = ibarrier(comm, TNT_POST_WAIT_NEXT, &req);
-    return finish_blocking(rc, req);
+    tnt_result_t rc = ibarrier(comm, BLOCKING, &req);
+    return rc;
 }
 
 static tnt_result_t iallgather(tnt_comm_t comm, const void *sendbuf,
@@ -196,8 +189,8 @@ TNT_API tnt_result_t tnt_allgather(tnt_comm_t comm, const void *sendbuf,
 {
     tnt_request_t req;
     tnt_result_t rc = iallgather(comm, sendbuf, recvbuf, count, dtype,
-                                 TNT_POST_WAIT_NEXT, &req);
-    return finish_blocking(rc, req);
+                                 BLOCKING, &req);
+    return rc;
 }
 
 static tnt_result_t ireduce_scatter(tnt_comm_t comm, const void *sendbuf,
@@ -236,8 +229,8 @@ TNT_API tnt_result_t tnt_reduce_scatter(tnt_comm_t comm, const void *sendbuf,
 {
     tnt_request_t req;
     tnt_result_t rc = ireduce_scatter(comm, sendbuf, recvbuf, count, dtype, op,
-                                      TNT_POST_WAIT_NEXT, &req);
-    return finish_blocking(rc, req);
+                                      BLOCKING, &req);
+    return rc;
 }
 
 /* ---- requests --------------------------------------------------------- */

@@ -135,6 +135,11 @@ typedef struct tnt_peer {
      * finished, and whether it may sleep unwoken on a publication here. */
     uint64_t slot_completed;
     int slot_notify;
+    /* The pair's slot areas, for endpoint slot_ep (engine_slot.c looks
+     * them up again when ep changes). */
+    void *slot_ep;
+    struct tnt_slot_side *slot_mine;
+    const struct tnt_slot_side *slot_theirs;
 } tnt_peer_t;
 
 /* A collective in flight; the request handle users hold. */
@@ -185,6 +190,7 @@ struct tnt_request {
     uint64_t slot_no;
     struct tnt_request *slot_next;
     int slot_queued;
+    int slot_lean;             /* numbered and begun by tnt__slot_lean */
     /* The staged allreduce (engine_stage.c): its first round among the
      * communicator's, how many, how many reduced here, and progress calls
      * in a row that moved nothing. */
@@ -310,7 +316,11 @@ enum {
     /** Run nothing on the caller's thread: the poller starts the
      *  collective (fusion: ready() must return at once, whatever early
      *  messages wait to be copied and reduced). */
-    TNT_POST_DEFER = 2
+    TNT_POST_DEFER = 2,
+    /** A blocking call (with TNT_POST_WAIT_NEXT): post, wait and release
+     *  in one hold of the lock; returns the collective's result, *req is
+     *  NULL. */
+    TNT_POST_BLOCK = 4
 };
 
 /** Post a collective (builds its schedule); on success *req is active. */

@@ -71,6 +71,14 @@ tnt_msg_hdr_t tnt__mem_sig(const struct tnt_comm *comm, uint64_t seq,
 /** Number req (a TNT_ALGO_SLOTS allreduce just posted) and queue it;
  *  tnt__slot_progress runs it. */
 void tnt__slot_enqueue(struct tnt_comm *comm, struct tnt_request *req);
+/** Run req, a blocking TNT_ALGO_SLOTS allreduce posted with nothing else
+ *  in flight and nobody polling, without queueing it: publish and look
+ *  at the peers' slots a bounded number of times (once if this host has
+ *  more ranks than CPUs). 1 when it finished (req->result set: success,
+ *  or the communicator failed meanwhile); 0 when it must go on as a
+ *  queued request (numbered, what it published and read recorded: queue
+ *  it with tnt__slot_enqueue). */
+int tnt__slot_lean(struct tnt_comm *comm, struct tnt_request *req);
 /** Look for what the peers called instead of req, a slot operation or
  *  staged collective that waits (strays in the peers' slots and staging
  *  areas, and for a staged one the headers published for its sequence

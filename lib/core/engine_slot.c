@@ -36,22 +36,29 @@
 
 enum { SLOT_PUT = 1, SLOT_GOT = 2, SLOT_BOTH = 3 };
 
+/* q's endpoint's slot areas, looked up once per endpoint: the lookup is
+ * a call into the transport, and the blocking call's spin looks at the
+ * slots all the time. */
+static tnt_peer_t *slots_of(struct tnt_comm *comm, int q)
+{
+    tnt_peer_t *p = &comm->peers[q];
+    if (p->slot_ep != p->ep) {
+        tnt__shm_slots(p->ep, &p->slot_mine, &p->slot_theirs);
+        p->slot_ep = p->ep;
+    }
+    return p;
+}
+
 /* This rank's side of the pair with q, which it writes, and q's side,
  * which it reads (q connected over shm). */
 static tnt_slot_side_t *mine_of(struct tnt_comm *comm, int q)
 {
-    tnt_slot_side_t *mine;
-    const tnt_slot_side_t *theirs;
-    tnt__shm_slots(comm->peers[q].ep, &mine, &theirs);
-    return mine;
+    return slots_of(comm, q)->slot_mine;
 }
 
 static const tnt_slot_side_t *theirs_of(struct tnt_comm *comm, int q)
 {
-    tnt_slot_side_t *mine;
-    const tnt_slot_side_t *theirs;
-    tnt__shm_slots(comm->peers[q].ep, &mine, &theirs);
-    return theirs;
+    return slots_of(comm, q)->slot_theirs;
 }
 
 /* Publish req's input in this rank's slot of the pair with q. */
@@ -201,8 +208,8 @@ static void finish_queued(struct tnt_comm *comm, struct tnt_request *req)
 }
 
 /* Every input is there: reduce in rank order into the receive buffer,
- * tell each peer its slot is free again, finish. */
-static void complete(struct tnt_comm *comm, struct tnt_request *req)
+ * tell each peer its slot is free again. */
+static void reduce_inputs(struct tnt_comm *comm, struct tnt_request *req)
 {
     int k = comm->nranks, me = comm->rank, b = (int)(req->slot_no & 1);
     size_t n = req->args.count;
@@ -223,6 +230,11 @@ static void complete(struct tnt_comm *comm, struct tnt_request *req)
             atomic_store_explicit(&mine_of(comm, q)->done[b],
                                   req->slot_no + 1, memory_order_release);
     comm->slot_completed = req->slot_no + 1;
+}
+
+static void complete(struct tnt_comm *comm, struct tnt_request *req)
+{
+    reduce_inputs(comm, req);
     finish_queued(comm, req);
 }
 
@@ -342,14 +354,47 @@ void tnt__slot_before_sleep(struct tnt_comm *comm)
         tnt__slot_check_mismatch(comm, h);
 }
 
+static void number(struct tnt_comm *comm, struct tnt_request *req)
+{
+    req->slot_no = comm->slot_next++;
+    req->ops_left = 2u * (uint32_t)(comm->nranks - 1);
+}
+
+/* Looks at the peers' slots before a lean run gives up and the request
+ * goes on queued, with the poller's round over rings and sockets: a few
+ * microseconds, about what peers calling in step take to arrive. */
+#define LEAN_ROUNDS 256
+
+int tnt__slot_lean(struct tnt_comm *comm, struct tnt_request *req)
+{
+    number(comm, req);
+    req->slot_lean = 1;
+    /* A rank that shares its CPU must not spin: its peers need it. */
+    int rounds = comm->host_cpus > 0 && comm->host_ranks > comm->host_cpus
+                     ? 1 : LEAN_ROUNDS;
+    for (int n = 0; n < rounds; n++) {
+        if (step(comm, req)) {
+            reduce_inputs(comm, req);
+            tnt__slot_notify(comm);
+            req->ops_left = 0;
+            req->result = TNT_SUCCESS;
+            return 1;
+        }
+        if (comm->state != TNT_COMM_OK) {
+            req->result = comm->fail_rc;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void tnt__slot_enqueue(struct tnt_comm *comm, struct tnt_request *req)
 {
     if (tnt__algo_staged(req->algo)) {
         tnt__stage_enqueue(comm, req);
         req->ops_left = 1; /* until it finishes (finish_queued) */
-    } else {
-        req->slot_no = comm->slot_next++;
-        req->ops_left = 2u * (uint32_t)(comm->nranks - 1);
+    } else if (!req->slot_lean) {
+        number(comm, req);
     }
     req->slot_queued = 1;
     req->slot_next = NULL;

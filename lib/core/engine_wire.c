@@ -43,6 +43,7 @@ static void up_connected(struct tnt_comm *comm, int tpi, int peer, void *ep)
         return;
     }
     p->ep = ep;
+    p->slot_ep = NULL; /* a new endpoint may sit where a freed one was */
     p->connecting = 0;
     p->ever_connected = 1;
     /* Flush the sends that waited for the connection, in order. */
