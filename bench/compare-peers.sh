@@ -67,18 +67,22 @@ bytes_of() { # 32K -> 32768
     esac
 }
 
-# tnt-bench runs a fixed number of iterations: pick one per size that takes
-# about MIN_TIME on this machine's order of magnitude (at least 3).
-# About as long per size as the peers' MIN_TIME (0.3 s each) on this
-# machine; with 300 calls at 8 B a run took a few ms, where the first
-# tens of calls (warm-up) still counted.
+# tnt-bench runs a fixed number of iterations: pick one per size that
+# takes about the peers' MIN_TIME on this machine (at -t 0.3: 0.05-0.2 s
+# at p = 2, up to 1.6 s at p = 4 8 B), scaled with -t, at least 3. With
+# 5,000 calls at 8 B a run took 2-3 ms, and one preemption of a
+# millisecond moved its mean by a third; with 300, the warm-up still
+# counted.
 iters_for() {
-    local b=$1
-    if [ "$b" -le 32768 ]; then echo 5000
-    elif [ "$b" -le 262144 ]; then echo 500
-    elif [ "$b" -le 1048576 ]; then echo 100
-    elif [ "$b" -le 8388608 ]; then echo 20
-    else echo 5; fi
+    local b=$1 n
+    if [ "$b" -le 1024 ]; then n=100000
+    elif [ "$b" -le 32768 ]; then n=20000
+    elif [ "$b" -le 262144 ]; then n=2000
+    elif [ "$b" -le 1048576 ]; then n=300
+    elif [ "$b" -le 8388608 ]; then n=40
+    else n=5; fi
+    awk -v n="$n" -v t="$MINT" 'BEGIN { n = int(n * t / 0.3);
+                                        print (n < 3 ? 3 : n) }'
 }
 
 warmup_for() {
