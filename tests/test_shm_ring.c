@@ -18,7 +18,9 @@
 
 static shm_ring_t *ring_new(void)
 {
-    shm_ring_t *r = aligned_alloc(64, sizeof(shm_ring_t) + CAP);
+    /* As in a segment: the ring's fields start pages (shm_align.h). */
+    shm_ring_t *r = aligned_alloc(_Alignof(shm_ring_t),
+                                  sizeof(shm_ring_t) + CAP);
     memset(r, 0, sizeof(shm_ring_t) + CAP);
     return r;
 }

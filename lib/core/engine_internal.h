@@ -74,7 +74,8 @@ void tnt__slot_enqueue(struct tnt_comm *comm, struct tnt_request *req);
 /** Run req, a blocking TNT_ALGO_SLOTS allreduce posted with nothing else
  *  in flight and nobody polling, without queueing it: publish and look
  *  at the peers' slots a bounded number of times (once if this host has
- *  more ranks than CPUs). 1 when it finished (req->result set: success,
+ *  more ranks than CPUs; no more once another thread waits for the
+ *  lock). 1 when it finished (req->result set: success,
  *  or the communicator failed meanwhile); 0 when it must go on as a
  *  queued request (numbered, what it published and read recorded: queue
  *  it with tnt__slot_enqueue). */

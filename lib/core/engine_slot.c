@@ -384,6 +384,10 @@ int tnt__slot_lean(struct tnt_comm *comm, struct tnt_request *req)
             req->result = comm->fail_rc;
             return 1;
         }
+        /* Another thread waits to post: the queued request's spin lets
+         * it in. */
+        if (__atomic_load_n(&comm->lock_wanted, __ATOMIC_RELAXED))
+            break;
     }
     return 0;
 }
