@@ -222,6 +222,64 @@ static void test_slot_peer_gone(void)
     th_run_job(&job, NULL);
 }
 
+/* A blocking slots allreduce with nothing else in flight runs lean
+ * (tnt__slot_lean): it looks at the slots a bounded number of times and,
+ * if a peer has not published by then, goes on as a queued request.
+ * One rank in turn arrives late -- not at all, by a spin of 50 us, or by
+ * a sleep of 2 ms -- so both endings happen; in place and out of place,
+ * sizes from 1 element to the slots' 8 KiB, every element checked and
+ * the results compared across ranks. */
+#define LATE_ITERS 60
+
+static int slots_late_peer(tnt_comm_t comm, int rank, int nranks, void *arg,
+                           th_report_t *rep)
+{
+    (void)arg;
+    static const size_t counts[] = {1, 2, 3, 5, 7, 13, 64, 257, 1021, 2047};
+    enum { NC = sizeof(counts) / sizeof(counts[0]) };
+    float x[2047], y[2047];
+    for (int it = 0; it < LATE_ITERS; it++) {
+        size_t n = counts[it % NC], wrong = 0, first = 0;
+        for (size_t j = 0; j < n; j++)
+            x[j] = (float)((rank + 1) * (int)(j % 7 + 1) + it);
+        if (rank == it % nranks) {
+            if (it % 3 == 1) {
+                double until = th_now() + 50e-6;
+                while (th_now() < until)
+                    ;
+            } else if (it % 3 == 2) {
+                usleep(2000);
+            }
+        }
+        int in_place = it % 2;
+        tnt_result_t rc = tnt_allreduce(comm, in_place ? TNT_IN_PLACE : x,
+                                        in_place ? x : y, n, TNT_F32,
+                                        TNT_SUM);
+        const float *got = in_place ? x : y;
+        for (size_t j = 0; j < n; j++) {
+            float want = (float)((int)(j % 7 + 1) * nranks * (nranks + 1) /
+                                     2 + nranks * it);
+            if (got[j] != want && wrong++ == 0)
+                first = j;
+        }
+        char name[32];
+        snprintf(name, sizeof(name), "allreduce_%d_n%zu", it, n);
+        th_report_check(rep, name, rc, rc ? 0 : wrong, first, got,
+                        n * sizeof(float));
+        if (rc != TNT_SUCCESS)
+            return 1;
+    }
+    return 0;
+}
+
+static void test_slots_late_peer(void)
+{
+    static const char *const env[] = {"TNT_TRANSPORT=shm", NULL};
+    th_job_t job = {"shm slots late peer", 3, env, slots_late_peer, NULL,
+                    60, 0, 0};
+    th_run_job(&job, NULL);
+}
+
 /* The staged allreduce reads its peers' last results where they lie too.
  * A rank that has every result of the last staged allreduce finishes,
  * frees its communicator and exits while a slower rank still waits for
@@ -373,6 +431,7 @@ static void test_mixed(void)
 static const th_test_def_t k_tests[] = {
     {"shm", "killed_rank", test_killed_rank},
     {"shm", "slot_peer_gone", test_slot_peer_gone},
+    {"shm", "slots_late_peer", test_slots_late_peer},
     {"shm", "staged_peers_gone", test_staged_peers_gone},
     {"shm", "mapped_peers_gone", test_mapped_peers_gone},
     {"shm", "shm_across_hosts", test_shm_across_hosts},
