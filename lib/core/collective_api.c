@@ -104,10 +104,9 @@ TNT_API tnt_result_t tnt_allreduce(tnt_comm_t comm, const void *sendbuf,
                                    void *recvbuf, size_t count,
                                    tnt_dtype_t dtype, tnt_op_t op)
 {
-    tnt_request_t req;
-    tnt_result_t rc = iallreduce(comm, sendbuf, recvbuf, count, dtype, op,
-                                 BLOCKING, &req);
-    return rc;
+    tnt_request_t req; /* NULL on return: the call waited */
+    return iallreduce(comm, sendbuf, recvbuf, count, dtype, op, BLOCKING,
+                      &req);
 }
 
 static tnt_result_t ibroadcast(tnt_comm_t comm, void *buf, size_t count,
@@ -135,10 +134,8 @@ TNT_API tnt_result_t tnt_ibroadcast(tnt_comm_t comm, void *buf, size_t count,
 TNT_API tnt_result_t tnt_broadcast(tnt_comm_t comm, void *buf, size_t count,
                                    tnt_dtype_t dtype, int root)
 {
-    tnt_request_t req;
-    tnt_result_t rc = ibroadcast(comm, buf, count, dtype, root,
-                                 BLOCKING, &req);
-    return rc;
+    tnt_request_t req; /* NULL on return: the call waited */
+    return ibroadcast(comm, buf, count, dtype, root, BLOCKING, &req);
 }
 
 static tnt_result_t ibarrier(tnt_comm_t comm, unsigned flags,
@@ -157,9 +154,8 @@ TNT_API tnt_result_t tnt_ibarrier(tnt_comm_t comm, tnt_request_t *req)
 
 TNT_API tnt_result_t tnt_barrier(tnt_comm_t comm)
 {
-    tnt_request_t req;
-    tnt_result_t rc = ibarrier(comm, BLOCKING, &req);
-    return rc;
+    tnt_request_t req; /* NULL on return: the call waited */
+    return ibarrier(comm, BLOCKING, &req);
 }
 
 static tnt_result_t iallgather(tnt_comm_t comm, const void *sendbuf,
@@ -187,10 +183,8 @@ TNT_API tnt_result_t tnt_allgather(tnt_comm_t comm, const void *sendbuf,
                                    void *recvbuf, size_t count,
                                    tnt_dtype_t dtype)
 {
-    tnt_request_t req;
-    tnt_result_t rc = iallgather(comm, sendbuf, recvbuf, count, dtype,
-                                 BLOCKING, &req);
-    return rc;
+    tnt_request_t req; /* NULL on return: the call waited */
+    return iallgather(comm, sendbuf, recvbuf, count, dtype, BLOCKING, &req);
 }
 
 static tnt_result_t ireduce_scatter(tnt_comm_t comm, const void *sendbuf,
@@ -227,10 +221,9 @@ TNT_API tnt_result_t tnt_reduce_scatter(tnt_comm_t comm, const void *sendbuf,
                                         void *recvbuf, size_t count,
                                         tnt_dtype_t dtype, tnt_op_t op)
 {
-    tnt_request_t req;
-    tnt_result_t rc = ireduce_scatter(comm, sendbuf, recvbuf, count, dtype, op,
-                                      BLOCKING, &req);
-    return rc;
+    tnt_request_t req; /* NULL on return: the call waited */
+    return ireduce_scatter(comm, sendbuf, recvbuf, count, dtype, op,
+                           BLOCKING, &req);
 }
 
 /* ---- requests --------------------------------------------------------- */

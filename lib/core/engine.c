@@ -894,7 +894,10 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     comm->all_head = req;
     comm->last_activity = now;
 
-    early_mismatch(comm, req);
+    /* A lean run that goes on queued has looked already, and nothing
+     * has arrived since: it read no rings. */
+    if (!req->slot_lean)
+        early_mismatch(comm, req);
     if (tnt__algo_in_memory(algo) && req->result == TNT_INPROGRESS)
         tnt__slot_enqueue(comm, req);
     if (flags & TNT_POST_DEFER) {
@@ -926,7 +929,6 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     *out = req;
     return TNT_SUCCESS;
 }
-
 
 static tnt_result_t wait_locked(struct tnt_request *req, double timeout_s,
                                 int *finished);
