@@ -17,7 +17,7 @@
 
 #include "bench.h"
 #include "collectives/reduce.h"
-#include "core/param.h"
+#include "util/param.h"
 
 #define MAX_PEER_FIGURES 64
 

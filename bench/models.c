@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/param.h"
+#include "util/param.h"
 
 #define F32_BYTES 4
 

@@ -48,7 +48,7 @@
 #include <unistd.h>
 
 #include "bench_cpu.h"
-#include "core/param.h" /* tnt__parse_size: tnt-bench's size syntax */
+#include "util/param.h" /* tnt__parse_size: tnt-bench's size syntax */
 
 #define MAX_RANKS 256
 #define MAX_SIZES 64

@@ -17,7 +17,7 @@
 #include <strings.h>
 
 #include "bench.h"
-#include "core/param.h"
+#include "util/param.h"
 #include "models.h"
 
 /* Defaults of `tnt-bench fusion`, whose iterations take seconds. */

@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh build
+# Layers point down only (docs/design.md): includes and symbols.
+bash scripts/check-layers.sh build
 meson test -C build --print-errorlogs --num-processes 1
 if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
     bash scripts/setup.sh build-asan -Db_sanitize=address,undefined \

@@ -1,5 +1,5 @@
 /*
- * Host identity (lib/core/hostid.c): stable within a process, readable
+ * Host identity (lib/util/hostid.c): stable within a process, readable
  * (starts with the hostname), different in another network namespace of
  * the same kernel (where the shm rendezvous cannot reach), replaced by a
  * valid TNT_HOST_ID and refused when TNT_HOST_ID is malformed.
@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/hostid.h"
+#include "util/hostid.h"
 #include "harness.h"
 
 static void test_default(void)

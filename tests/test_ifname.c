@@ -1,5 +1,5 @@
 /*
- * Unit tests of the TNT_SOCKET_IFNAME matcher (lib/core/ifname.c): names
+ * Unit tests of the TNT_SOCKET_IFNAME matcher (lib/util/ifname.c): names
  * and prefixes, exact names, "^" exclusions, IPv4 and IPv6 CIDR blocks,
  * malformed patterns, and the choice among the host's real interfaces
  * (loopback always exists, so "lo" and 127.0.0.0/8 can be asked for and a
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ifname.h"
+#include "util/ifname.h"
 #include "harness.h"
 
 static struct sockaddr_in v4(const char *ip)

@@ -37,10 +37,10 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
-#include "core/auth.h"
-#include "core/boot_wire.h"
+#include "util/auth.h"
+#include "boot/boot_wire.h"
 #include "harness.h"
-#include "transport/tcp_wire.h"
+#include "transport/tcp/tcp_wire.h"
 
 #define IX_KEY "intruder-suite-job-key-0123456789abcdef"
 #define IX_HOLD 500

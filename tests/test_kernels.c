@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "collectives/reduce.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "tnt/tnt.h"
 
 #ifdef __SIZEOF_INT128__

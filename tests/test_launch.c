@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/hostlist.h"
-#include "core/launch_env.h"
+#include "util/hostlist.h"
+#include "boot/launch_env.h"
 #include "harness.h"
 
 /* ---- host lists ----------------------------------------------------------- */

@@ -33,9 +33,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/auth.h"
+#include "util/auth.h"
 #include "harness.h"
-#include "transport/shm_internal.h"
+#include "transport/shm/shm_internal.h"
 
 #define SX_KEY "shm-intruder-suite-job-key-0123456789abcdef"
 #define SX_COUNT 1000

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Mixed transports across emulated hosts: 4 network namespaces joined by
 # a bridge, 2 ranks in each. Each namespace is its own host identity
-# (lib/core/hostid.c), so with TNT_TRANSPORT=auto a rank must reach its
+# (lib/util/hostid.c), so with TNT_TRANSPORT=auto a rank must reach its
 # namespace partner over shared memory and the 6 others over TCP; every
 # rank runs a checked allreduce and broadcast sweep (tnt-bench exits
 # non-zero on a wrong element). Needs root and iproute2; otherwise it is

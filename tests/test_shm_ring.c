@@ -1,5 +1,5 @@
 /*
- * Unit tests of the shared-memory ring (lib/transport/shm_ring.c) without
+ * Unit tests of the shared-memory ring (lib/transport/shm/shm_ring.c) without
  * processes: byte-stream integrity across wrap-around with random chunk
  * sizes, space and availability accounting, peek, the sleep/wake flags
  * (a wake-up is asked for exactly when the other side armed its flag),
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "transport/shm_ring.h"
+#include "transport/shm/shm_ring.h"
 
 #define CAP 4096
 

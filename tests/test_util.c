@@ -1,7 +1,7 @@
 /*
  * Unit tests of the small helpers: Tarantella's micro-batch split, dtype
  * and op names and sizes, and the parsers behind every environment knob
- * (lib/core/param.h). Also tests the test harness itself: a suite whose
+ * (lib/util/param.h). Also tests the test harness itself: a suite whose
  * harness cannot see a crash, a hang or a wrong result would pass with a
  * broken library, so those are provoked here on purpose.
  */
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/param.h"
+#include "util/param.h"
 #include "datagen.h"
 #include "harness.h"
 

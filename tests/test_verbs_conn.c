@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "transport/verbs_conn.h"
+#include "transport/verbs/verbs_conn.h"
 
 static void bring_up(vb_conn_t *c)
 {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "transport/verbs_credit.h"
+#include "transport/verbs/verbs_credit.h"
 
 static void test_basic_take_and_return(void)
 {

@@ -21,7 +21,7 @@
 
 #include "harness.h"
 #include "transport/transport.h"
-#include "transport/verbs_internal.h"
+#include "transport/verbs/verbs_internal.h"
 
 /* ---- the fake HCA -------------------------------------------------- */
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "transport/verbs_rcache.h"
+#include "transport/verbs/verbs_rcache.h"
 
 #define FAKE_MAX 64
 

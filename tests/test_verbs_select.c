@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "transport/verbs_select.h"
+#include "transport/verbs/verbs_select.h"
 
 /* GIDs of a typical RoCE port: link-local v1 and v2, then IPv4-mapped v1
  * and v2 (the order the kernel fills them in). */

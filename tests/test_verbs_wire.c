@@ -8,9 +8,9 @@
  */
 #include <string.h>
 
-#include "core/auth.h"
+#include "util/auth.h"
 #include "harness.h"
-#include "transport/verbs_wire.h"
+#include "transport/verbs/verbs_wire.h"
 
 static void test_msg_roundtrip(void)
 {

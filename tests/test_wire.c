@@ -1,8 +1,8 @@
 /*
  * Unit tests of everything a stranger's bytes reach first: the bootstrap
- * messages (core/boot_wire.h), the TCP handshake and frames
- * (transport/tcp_wire.h), the core's message header (core/msg_hdr.h) and
- * the job-key MACs (core/auth.h). Each parser is fed a good message and
+ * messages (boot/boot_wire.h), the TCP handshake and frames
+ * (transport/tcp/tcp_wire.h), the core's message header (core/msg_hdr.h) and
+ * the job-key MACs (util/auth.h). Each parser is fed a good message and
  * then the same message with one field wrong at a time: it must name the
  * problem, and accept only the good one. No network: the multi-process
  * intruder suite (test_intruder.c) covers the sockets.
@@ -11,12 +11,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/auth.h"
-#include "core/boot_wire.h"
+#include "util/auth.h"
+#include "boot/boot_wire.h"
 #include "core/msg_hdr.h"
 #include "harness.h"
-#include "transport/shm_internal.h"
-#include "transport/tcp_wire.h"
+#include "transport/shm/shm_internal.h"
+#include "transport/tcp/tcp_wire.h"
 
 /* ---- bootstrap messages ---------------------------------------------- */
 

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/ifname.h"
+#include "util/ifname.h"
 
 /* The TNT_SOCKET_IFNAME the ranks will see: the job's (-x) or this
  * host's. */

@@ -36,7 +36,7 @@ enum tnt_algo {
     TNT_ALGO_END
 };
 
-/** Algorithms that run as staged collectives (core/engine_stage.c):
+/** Algorithms that run as staged collectives (core/onhost/staged.c):
  *  through the pairs' staging areas, or reading and writing the peers'
  *  shared allocations in place (core/mem.h). */
 static inline int tnt__algo_staged(int algo)
@@ -45,7 +45,7 @@ static inline int tnt__algo_staged(int algo)
 }
 
 /** Algorithms the engine runs through shared memory from its slot queue
- *  (core/engine_slot.c, engine_stage.c): no schedule, no messages. */
+ *  (core/onhost/slots.c, onhost/staged.c): no schedule, no messages. */
 static inline int tnt__algo_in_memory(int algo)
 {
     return algo == TNT_ALGO_SLOTS || tnt__algo_staged(algo);

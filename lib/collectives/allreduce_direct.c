@@ -30,7 +30,7 @@
 #include "collectives/algorithms.h"
 #include "collectives/chain.h"
 #include "collectives/patterns.h"
-#include "core/error.h"
+#include "util/error.h"
 
 #define DIRECT_SEG_FACTOR 4
 #define DIRECT_MAX_SEGMENTS ((size_t)1 << 18)

@@ -30,7 +30,7 @@
 #include "collectives/algorithms.h"
 #include "collectives/patterns.h"
 #include "collectives/ring.h"
-#include "core/error.h"
+#include "util/error.h"
 
 /* Tags per slice: above every flat builder's largest tag (recursive
  * doubling's 1000000, 2(p-1)*nseg < 2^19 for the ring). */

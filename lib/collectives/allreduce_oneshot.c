@@ -12,7 +12,7 @@
 
 #include "collectives/algorithms.h"
 #include "collectives/chain.h"
-#include "core/error.h"
+#include "util/error.h"
 
 tnt_result_t tnt__allreduce_oneshot(const tnt_coll_args_t *a, tnt_sched_t *s)
 {

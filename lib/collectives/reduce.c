@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "collectives/reduce_x86.h"
-#include "core/log.h"
+#include "util/log.h"
 
 /* ---- IEEE half and bfloat16 conversions ------------------------------ */
 

@@ -10,7 +10,7 @@
 
 #include "collectives/patterns.h"
 #include "collectives/ring.h"
-#include "core/error.h"
+#include "util/error.h"
 
 /* Receive slots in scratch: a window of segments may be in flight before
  * the reduction frees a slot, so receives are posted ahead of the data.

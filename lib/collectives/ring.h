@@ -9,7 +9,7 @@
 #define TNT_COLLECTIVES_RING_H
 
 #include "collectives/algorithms.h"
-#include "core/error.h"
+#include "util/error.h"
 
 typedef struct tnt_ring {
     int rank, p;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "collectives/schedule.h"
-#include "core/error.h"
+#include "util/error.h"
 
 void tnt__sched_init(tnt_sched_t *s, int rank, int nranks, size_t esize)
 {

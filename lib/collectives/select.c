@@ -21,8 +21,8 @@
 #include <string.h>
 
 #include "collectives/algorithms.h"
-#include "core/error.h"
-#include "transport/shm_slot.h"
+#include "util/error.h"
+#include "transport/shm/shm_slot.h"
 
 #define ALLREDUCE_RD_MAX_BYTES ((size_t)64 << 10)
 #define ALLREDUCE_RAB_MAX_BYTES ((size_t)2 << 20)
@@ -33,7 +33,7 @@
  * allow up to HIER_MAX_LOCAL ranks on a host. */
 #define ALLREDUCE_HIER_MIN_BYTES ((size_t)64 << 10)
 #define HIER_MAX_LOCAL 1024
-/* One host, above the slots: the staged allreduce (core/engine_stage.c:
+/* One host, above the slots: the staged allreduce (core/onhost/staged.c:
  * no messages, two waits a round), except from here on where every rank
  * has a core of its own, where the direct allreduce streaming through
  * the rings (both sides copying at once) is faster. Measured 2026-11-23
@@ -154,7 +154,7 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
         return TNT_SUCCESS;
     }
     /* One host over shared memory, small: the slots in the pairs'
-     * segments, no messages (core/engine_slot.c). */
+     * segments, no messages (core/onhost/slots.c). */
     if (a->intra_host && a->kind == TNT_COLL_ALLREDUCE && bytes > 0 &&
         bytes <= TNT_SLOT_BYTES) {
         *algo = TNT_ALGO_SLOTS;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "collectives/topo.h"
-#include "core/error.h"
+#include "util/error.h"
 
 tnt_result_t tnt__topo_init(tnt_topo_t *t, int n, const int *key)
 {

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "core/comm.h"
-#include "core/error.h"
+#include "util/error.h"
 
 static tnt_result_t check_args(tnt_comm_t comm, const char *fn, size_t count,
                                size_t blocks, tnt_dtype_t dtype, int op,

@@ -13,15 +13,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/auth.h"
-#include "core/bootstrap.h"
+#include "util/auth.h"
+#include "boot/bootstrap.h"
 #include "core/comm.h"
-#include "core/boot_pmix.h"
+#include "boot/boot_pmix.h"
 #include "core/comm_tp.h"
-#include "core/error.h"
-#include "core/hostid.h"
-#include "core/launch_env.h"
-#include "core/log.h"
+#include "util/error.h"
+#include "util/hostid.h"
+#include "boot/launch_env.h"
+#include "util/log.h"
 #include "core/progress.h"
 #include "transport/transport.h"
 

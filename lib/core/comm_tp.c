@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "core/comm_tp.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "util/error.h"
+#include "util/log.h"
 #include "transport/transport.h"
 
 _Static_assert(TNT_TP_COUNT <= TNT_TP_MAX, "engine.h: raise TNT_TP_MAX");

@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "core/engine.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "util/error.h"
+#include "util/log.h"
 #include "core/engine_internal.h"
 #include "core/progress.h"
 #include "core/report.h"
@@ -51,7 +51,7 @@ unsigned char *tnt__ref_ptr(struct tnt_request *req, tnt_bufref_t r)
 /* ---- request lifetime --------------------------------------------- */
 
 /* The schedule of an in-memory algorithm: none, the engine runs them
- * (engine_slot.c, engine_stage.c). Shared by all their requests, never
+ * (onhost/slots.c, onhost/staged.c). Shared by all their requests, never
  * counted nor freed: a blocking 8-byte allreduce spent about a tenth of
  * its time looking up and releasing the empty schedule in the cache. */
 static tnt_sched_t no_sched;
@@ -110,12 +110,12 @@ uint32_t tnt__request_nops(const struct tnt_request *req)
     if (req->algo == TNT_ALGO_SLOTS)
         return 2u * (uint32_t)(req->args.nranks - 1);
     if (tnt__algo_staged(req->algo))
-        return 1; /* ops_left: 1 until it finishes (engine_slot.c) */
+        return 1; /* ops_left: 1 until it finishes (onhost/slots.c) */
     return req->sched->nops;
 }
 
 /* Operation states a request of schedule s needs: the slots allreduce
- * (engine_slot.c) has an empty schedule and keeps one per rank. */
+ * (onhost/slots.c) has an empty schedule and keeps one per rank. */
 static uint32_t request_ops(const struct tnt_comm *comm,
                             const tnt_sched_t *s)
 {
@@ -233,7 +233,7 @@ static void undefer(struct tnt_comm *comm, struct tnt_request *req)
 /* Run req's prepare with the lock released, as a large computation runs
  * (engine_compute.c: req->busy holds its result and buffers while a
  * failure strikes meanwhile). req stays marked deferred, so nothing
- * starts it: slot operations behind it wait (engine_slot.c). 1 if req
+ * starts it: slot operations behind it wait (onhost/slots.c). 1 if req
  * may start now. */
 static int run_prepare(struct tnt_comm *comm, struct tnt_request *req)
 {

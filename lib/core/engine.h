@@ -20,15 +20,16 @@
 #include "collectives/algorithms.h"
 #include "collectives/reduce.h"
 #include "collectives/schedule.h"
-#include "core/auth.h"
-#include "core/bufpool.h"
+#include "util/auth.h"
+#include "util/clock.h"
+#include "util/hostid.h"
+#include "util/bufpool.h"
 #include "core/mem.h"
 #include "core/sched_cache.h"
-#include "core/param.h"
+#include "util/param.h"
 #include "tnt/transport.h"
 
 #define TNT_MSG_MAGIC 0x4d544e54u /* "TNTM" */
-#define TNT_HOST_MAX 64
 /* Transports one communicator may use at once (tcp and shm). */
 #define TNT_TP_MAX 3
 
@@ -79,7 +80,7 @@ typedef struct tnt_opstate {
     tnt_msg_hdr_t hdr;         /* sends: lives until the send completes */
     struct tnt_unexp *src;     /* a receive queued to copy this early
                                   message without the lock; else NULL */
-    /* The staged allreduce (engine_stage.c), ops[q] for peer q: rounds
+    /* The staged allreduce (onhost/staged.c), ops[q] for peer q: rounds
      * published to q and results read back from q. */
     uint64_t stage_put, stage_got;
     /* The mapped allreduce: q's send and receive buffers as mapped
@@ -131,11 +132,11 @@ typedef struct tnt_peer {
     tnt_opstate_t *posted;     /* posted receives */
     tnt_unexp_t *unexp_head, *unexp_tail;
     tnt_notice_rx_t notice;    /* a failure notice arriving from it */
-    /* Slot operations (engine_slot.c): the most this peer said it had
+    /* Slot operations (onhost/slots.c): the most this peer said it had
      * finished, and whether it may sleep unwoken on a publication here. */
     uint64_t slot_completed;
     int slot_notify;
-    /* The pair's slot areas, for endpoint slot_ep (engine_slot.c looks
+    /* The pair's slot areas, for endpoint slot_ep (onhost/slots.c looks
      * them up again when ep changes). */
     void *slot_ep;
     struct tnt_slot_side *slot_mine;
@@ -185,13 +186,13 @@ struct tnt_request {
     uint32_t busy;             /* computations running without the lock */
     int finish_late;           /* finished while busy: late_rc is it */
     tnt_result_t late_rc;
-    /* The slots allreduce (engine_slot.c): its number among the
+    /* The slots allreduce (onhost/slots.c): its number among the
      * communicator's slot operations, and their queue. */
     uint64_t slot_no;
     struct tnt_request *slot_next;
     int slot_queued;
     int slot_lean;             /* numbered and begun by tnt__slot_lean */
-    /* The staged allreduce (engine_stage.c): its first round among the
+    /* The staged allreduce (onhost/staged.c): its first round among the
      * communicator's, how many, how many reduced here, and progress calls
      * in a row that moved nothing. */
     uint64_t stage_g0, stage_rounds, stage_reduced;
@@ -289,7 +290,7 @@ struct tnt_comm {
     int host_cpus;             /* online CPUs of this host */
     int host_ranks;            /* ranks of this communicator on this host */
     size_t ready_min_bytes;    /* tnt_coll_args_t's; 0: the default */
-    /* Slot operations (engine_slot.c): numbered in posting order, finished
+    /* Slot operations (onhost/slots.c): numbered in posting order, finished
      * in that order; the unfinished ones, oldest first. */
     uint64_t slot_next;
     uint64_t slot_completed;   /* number + 1 of the last one finished */
@@ -298,7 +299,7 @@ struct tnt_comm {
     uint64_t stage_next;       /* next round of staged allreduces */
     int slot_notify;           /* some peer's slot_notify is set */
     /* A mapped allreduce has more of its slice to reduce (it does a
-     * piece per pass, engine_stage.c): poll again without sleeping. */
+     * piece per pass, onhost/staged.c): poll again without sleeping. */
     int stage_more;
     tnt_mem_table_t mem;       /* shared allocations (core/mem.c) */
     unsigned char *map_acc;    /* the mapped allreduce's block, lazily */
@@ -357,7 +358,7 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
  *  full mesh of sockets would cost more than it tells). */
 #define TNT_EAGER_CONNECT_MAX 64
 void tnt__engine_connect_all(struct tnt_comm *comm);
-/** Make progress on the slots allreduces in flight (engine_slot.c): after
+/** Make progress on the slots allreduces in flight (onhost/slots.c): after
  *  every batch of events and every look at the rings. Lock held. */
 void tnt__slot_progress(struct tnt_comm *comm);
 /** Wake the peers that may sleep on this rank's slot publications
@@ -390,15 +391,6 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
 void tnt__engine_free_requests(struct tnt_comm *comm);
 /** At free: fail pending requests, detach unreleased ones. Lock held. */
 void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc);
-
-double tnt__now(void);
-/** tnt__now() to the last clock tick (a few ms; the same clock): eight
- *  times cheaper here (3 against 25 ns), for deadlines and idle times,
- *  which a small collective would otherwise read several times. */
-double tnt__now_coarse(void);
-/** A tnt__now() time as the absolute time the condition variables wait
- *  for (they run on CLOCK_MONOTONIC, like tnt__now). */
-struct timespec tnt__timespec_at(double t);
 
 /** Take comm->lock to post: counted in comm->lock_wanted, so that a
  *  poller dispatching a long batch lets this thread in between two

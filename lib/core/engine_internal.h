@@ -62,7 +62,7 @@ void tnt__ensure_connect(struct tnt_comm *comm, tnt_peer_t *p);
 /** Operations of req, as its report counts them. */
 uint32_t tnt__request_nops(const struct tnt_request *req);
 
-/* engine_slot.c: the slots allreduce. */
+/* onhost/slots.c: the slots allreduce. */
 /** The signature a peer left in shared memory (slots, staging areas),
  *  as a message header, for the comparisons messages get. */
 tnt_msg_hdr_t tnt__mem_sig(const struct tnt_comm *comm, uint64_t seq,
@@ -100,7 +100,7 @@ int tnt__slot_needs(const struct tnt_request *req, int q);
 size_t tnt__slot_report(const struct tnt_request *req, char *buf,
                         size_t len);
 
-/* engine_stage.c: the staged allreduce and broadcast, run from the slot
+/* onhost/staged.c: the staged allreduce and broadcast, run from the slot
  * queue. */
 /** Progress calls in a row in which a staged collective moved nothing
  *  before the peers' shared memory is searched for what they called

@@ -11,8 +11,8 @@
 
 #include "core/engine.h"
 #include "core/engine_internal.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "util/error.h"
+#include "util/log.h"
 #include "core/msg_hdr.h"
 #include "core/progress.h"
 

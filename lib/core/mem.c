@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "core/comm.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "util/error.h"
+#include "util/log.h"
 #include "core/mem.h"
 
 /* What a rank tells the others of its allocation (as TNT_U64s). */

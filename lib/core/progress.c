@@ -27,8 +27,8 @@
 #include <unistd.h>
 
 #include "core/engine.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "util/error.h"
+#include "util/log.h"
 #include "core/progress.h"
 #include "core/report.h"
 #include "transport/transport.h"
@@ -37,31 +37,6 @@
 #define MAX_EVENTS 64
 /* How long the progress thread stays parked after a blocking call. */
 #define PARK_GRACE_S 0.1
-
-static double clock_s(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-double tnt__now(void)
-{
-    return clock_s(CLOCK_MONOTONIC);
-}
-
-double tnt__now_coarse(void)
-{
-    return clock_s(CLOCK_MONOTONIC_COARSE);
-}
-
-struct timespec tnt__timespec_at(double t)
-{
-    struct timespec ts;
-    ts.tv_sec = (time_t)t;
-    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-    return ts;
-}
 
 static uint32_t to_epoll(uint32_t events)
 {

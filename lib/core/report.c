@@ -24,7 +24,7 @@
 #include "core/comm.h"
 #include "core/engine.h"
 #include "core/engine_internal.h"
-#include "core/error.h"
+#include "util/error.h"
 #include "core/report.h"
 
 static volatile sig_atomic_t report_gen;

@@ -4,7 +4,7 @@
  */
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "util/error.h"
 #include "core/sched_cache.h"
 
 void tnt__sched_cache_init(tnt_sched_cache_t *c)

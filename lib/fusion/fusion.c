@@ -22,8 +22,8 @@
 
 #include "core/comm.h"
 #include "core/engine.h"
-#include "core/error.h"
-#include "core/param.h"
+#include "util/error.h"
+#include "util/param.h"
 #include "fusion/fusion_internal.h"
 
 tnt_result_t tnt__fusion_check(tnt_fusion_t f, const char *fn)

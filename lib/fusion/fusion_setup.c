@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "core/comm.h"
-#include "core/error.h"
-#include "core/param.h"
+#include "util/error.h"
+#include "util/param.h"
 #include "fusion/fusion_internal.h"
 
 void tnt__fusion_destroy(tnt_fusion_t f)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "util/error.h"
 #include "fusion/plan.h"
 
 #define BUCKET_ALIGN 64

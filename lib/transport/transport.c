@@ -5,8 +5,8 @@
  */
 #include <string.h>
 
-#include "core/error.h"
-#include "core/log.h"
+#include "util/error.h"
+#include "util/log.h"
 #include "transport/transport.h"
 
 static const tnt_transport_v1_t *const builtin[TNT_TP_COUNT] = {

@@ -1,6 +1,6 @@
 /*
  * libFuzzer harness of the bootstrap message parsers
- * (lib/core/boot_wire.c). The first byte picks the message (hello,
+ * (lib/boot/boot_wire.c). The first byte picks the message (hello,
  * challenge, registration, reply, table), the second the job size; the
  * rest is the message. Accepted messages must satisfy what bootstrap.c
  * relies on: ranks in range, addresses within TNT_TRANSPORT_ADDR_MAX,
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/boot_wire.h"
+#include "boot/boot_wire.h"
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/auth.h"
+#include "util/auth.h"
 
 #define FUZZ_ASSERT(cond)                                                     \
     do {                                                                      \

@@ -1,6 +1,6 @@
 /*
  * libFuzzer harness of the TCP transport's handshake and frame parsers
- * (lib/transport/tcp_wire.c). The first input byte picks the message
+ * (lib/transport/tcp/tcp_wire.c). The first input byte picks the message
  * (hello, challenge, proof, frame) and the acceptor's rank; the rest is
  * the message. Whatever a parser accepts must satisfy what tcp.c relies
  * on, and a MAC made from fuzzed bytes must never verify.
@@ -8,9 +8,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/auth.h"
+#include "util/auth.h"
 #include "fuzz_common.h"
-#include "transport/tcp_wire.h"
+#include "transport/tcp/tcp_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,6 +1,6 @@
 /*
  * libFuzzer harness of the verbs transport's wire decoders
- * (lib/transport/verbs_wire.c): the message header at the start of every
+ * (lib/transport/verbs/verbs_wire.c): the message header at the start of every
  * SEND, the immediate of the RDMA WRITE that ends a large message, and
  * the side channel's hello, challenge and proof. The first input byte
  * picks the decoder; the rest is the message (the immediate: its first
@@ -11,9 +11,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/auth.h"
+#include "util/auth.h"
 #include "fuzz_common.h"
-#include "transport/verbs_wire.h"
+#include "transport/verbs/verbs_wire.h"
 
 static void check_msg(const uint8_t *m, size_t len)
 {

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/boot_wire.h"
+#include "boot/boot_wire.h"
 #include "core/msg_hdr.h"
-#include "transport/tcp_wire.h"
-#include "transport/verbs_wire.h"
+#include "transport/tcp/tcp_wire.h"
+#include "transport/verbs/verbs_wire.h"
 
 static const char *g_dir;
 

@@ -16,12 +16,12 @@ mkdir -p "$out"
 cc=${CLANG:-clang}
 flags="-std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Ilib -Itests/fuzz
        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all"
-common="lib/core/auth.c lib/core/error.c lib/core/util.c"
+common="lib/util/auth.c lib/util/error.c lib/util/names.c"
 declare -A srcs=(
-    [handshake]="lib/transport/tcp_wire.c"
+    [handshake]="lib/transport/tcp/tcp_wire.c"
     [msg_hdr]="lib/core/msg_hdr.c"
-    [bootstrap]="lib/core/boot_wire.c"
-    [verbs]="lib/transport/verbs_wire.c"
+    [bootstrap]="lib/boot/boot_wire.c"
+    [verbs]="lib/transport/verbs/verbs_wire.c"
 )
 sodium=$(pkg-config --libs libsodium)
 
@@ -29,7 +29,7 @@ sodium=$(pkg-config --libs libsodium)
 # layout change shows up in git status).
 # shellcheck disable=SC2086
 $cc -std=c11 -D_GNU_SOURCE -Iinclude -Ilib tests/fuzz/gen_corpus.c \
-    lib/transport/verbs_wire.c $common $sodium -o "$out/gen_corpus"
+    lib/transport/verbs/verbs_wire.c $common $sodium -o "$out/gen_corpus"
 for h in handshake msg_hdr bootstrap verbs; do
     mkdir -p "tests/fuzz/corpus/$h"
 done

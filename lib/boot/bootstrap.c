@@ -1,0 +1,505 @@
+/*
+ * The bootstrap protocol. Rank 0 listens on TNT_ROOT_ADDR; every other
+ * rank connects (retrying while rank 0 starts up), proves the job key in
+ * a challenge-response exchange (boot_wire.h), registers {size, rank,
+ * address, host}, and receives either the full table or an error that
+ * rank 0 found (a rank with another TNT_SIZE, a duplicate rank), so that a
+ * misconfigured job fails on every rank with the same message instead of
+ * timing out.
+ *
+ * Rank 0 serves every pending connection at once from one poll loop, each
+ * with its own deadline: a stranger that sends garbage, fails the proof or
+ * stays silent is dropped and logged at WARNING, and however many of them
+ * there are, the legitimate ranks' registrations go on being read.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "boot/boot_wire.h"
+#include "boot/bootstrap.h"
+#include "util/error.h"
+#include "util/ifname.h"
+#include "util/log.h"
+#include "util/sockaddr.h"
+
+/* A connection must register within this time, so a silent stranger
+ * holds a slot only briefly. */
+#define BOOT_REGISTER_WAIT_S 5.0
+/* Connections rank 0 serves at once; more wait in the listen backlog
+ * until strangers time out. */
+#define BOOT_PENDING_MAX 4096
+
+static void send_reply(int fd, tnt_result_t status, const char *msg,
+                       int nranks, const tnt_boot_entry_t *table,
+                       double deadline)
+{
+    tnt_boot_reply_t r;
+    memset(&r, 0, sizeof(r));
+    r.magic = TNT_BOOT_MAGIC;
+    r.status = status;
+    r.nranks = nranks;
+    snprintf(r.msg, sizeof(r.msg), "%s", msg ? msg : "");
+    if (tnt__io_write_all(fd, &r, sizeof(r), deadline) == TNT_SUCCESS &&
+        status == TNT_SUCCESS)
+        tnt__io_write_all(fd, table, (size_t)nranks * sizeof(*table),
+                          deadline);
+}
+
+static int make_socket(int family)
+{
+    return socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+
+/* ---- rank 0: many connections at once ------------------------------ */
+
+typedef struct boot_conn {
+    int fd;
+    int stage;                 /* 0: reading the hello; 1: registration */
+    size_t got;
+    double deadline;
+    tnt_boot_hello_t hello;
+    unsigned char nonce[TNT_AUTH_NONCE_BYTES];
+    unsigned char in[sizeof(tnt_boot_register_t)];
+    char who[64];
+} boot_conn_t;
+
+typedef struct boot_server {
+    const tnt_boot_args_t *a;
+    tnt_boot_entry_t *table;
+    int *fds;                  /* by rank: registered, waiting for reply */
+    int *taken;
+    int registered;
+    boot_conn_t **pend;
+    int npend;
+    char msg[240];             /* a configuration error, for every rank */
+} boot_server_t;
+
+static void drop(boot_server_t *s, int i, const char *why)
+{
+    boot_conn_t *c = s->pend[i];
+    TNT_LOG_WARN("rank 0: dropped bootstrap connection from %s: %s",
+                 c->who, why);
+    close(c->fd);
+    free(c);
+    s->pend[i] = s->pend[--s->npend];
+}
+
+static void accept_some(boot_server_t *s, int lfd, double *paused_until)
+{
+    for (int k = 0; k < 64 && s->npend < BOOT_PENDING_MAX; k++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        int fd = accept4(lfd, (struct sockaddr *)&ss, &sl,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOMEM ||
+                errno == ENOBUFS) {
+                /* Out of descriptors: let strangers time out first. */
+                TNT_LOG_WARN("rank 0: bootstrap accept: %s; pausing",
+                             strerror(errno));
+                *paused_until = tnt__now() + 0.1;
+            }
+            return;
+        }
+        boot_conn_t *c = calloc(1, sizeof(*c));
+        if (!c) {
+            close(fd);
+            return;
+        }
+        c->fd = fd;
+        c->deadline = tnt__now() + BOOT_REGISTER_WAIT_S;
+        tnt__sockaddr_str((struct sockaddr *)&ss, c->who, sizeof(c->who));
+        s->pend[s->npend++] = c;
+    }
+}
+
+/* A whole hello arrived: answer with the challenge. */
+static const char *on_hello(boot_server_t *s, boot_conn_t *c)
+{
+    const char *why = tnt__boot_hello_parse(c->in, sizeof(c->hello),
+                                            s->a->job_id, &c->hello);
+    if (why)
+        return why;
+    tnt_boot_challenge_t ch;
+    memset(&ch, 0, sizeof(ch));
+    ch.magic = TNT_BOOT_MAGIC;
+    ch.version = TNT_BOOT_VERSION;
+    tnt__auth_random(ch.nonce, sizeof(ch.nonce));
+    memcpy(c->nonce, ch.nonce, sizeof(c->nonce));
+    unsigned char in[TNT_BOOT_AUTH_MAX];
+    size_t n = tnt__boot_auth_input(0, &c->hello, c->nonce, NULL, in);
+    tnt__auth_mac(s->a->key, in, n, ch.mac);
+    /* A fresh socket's send buffer always takes these few bytes. */
+    if (send(c->fd, &ch, sizeof(ch), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+        (ssize_t)sizeof(ch))
+        return "could not send the challenge";
+    c->stage = 1;
+    c->got = 0;
+    return NULL;
+}
+
+/* A whole registration arrived: 1 registered, 0 dropped (*why set), -1
+ * a configuration error of the job (s->msg set). */
+static int on_register(boot_server_t *s, boot_conn_t *c, const char **why)
+{
+    tnt_boot_register_t reg;
+    *why = tnt__boot_register_parse(c->in, sizeof(reg), &reg);
+    if (*why)
+        return 0;
+    unsigned char in[TNT_BOOT_AUTH_MAX];
+    size_t n = tnt__boot_auth_input(1, &c->hello, c->nonce, &reg, in);
+    if (!tnt__auth_verify(s->a->key, in, n, reg.mac)) {
+        *why = "authentication failed (wrong TNT_JOB_KEY, or a replay)";
+        return 0;
+    }
+    if (tnt__boot_register_check(&reg, s->a->nranks, s->taken, s->msg,
+                                 sizeof(s->msg)) != 0)
+        return -1;
+    s->table[reg.rank] = reg.entry;
+    s->fds[reg.rank] = c->fd;
+    s->taken[reg.rank] = 1;
+    s->registered++;
+    return 1;
+}
+
+/* Read what c has; 1 if it left the pending set (registered, dropped),
+ * -1 on a configuration error, 0 to keep waiting. */
+static int serve_conn(boot_server_t *s, int i)
+{
+    boot_conn_t *c = s->pend[i];
+    size_t need = c->stage == 0 ? sizeof(tnt_boot_hello_t)
+                                : sizeof(tnt_boot_register_t);
+    ssize_t r = recv(c->fd, c->in + c->got, need - c->got, MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+                   errno != EINTR)) {
+        drop(s, i, "closed before registering");
+        return 1;
+    }
+    if (r < 0)
+        return 0;
+    c->got += (size_t)r;
+    if (c->got < need)
+        return 0;
+    const char *why = NULL;
+    if (c->stage == 0) {
+        why = on_hello(s, c);
+        if (!why)
+            return 0;
+    } else {
+        int k = on_register(s, c, &why);
+        if (k < 0) {
+            send_reply(c->fd, TNT_ERR_CONFIG, s->msg, s->a->nranks, NULL,
+                       tnt__now() + 1.0);
+            return -1;
+        }
+        if (k > 0) {
+            free(c);
+            s->pend[i] = s->pend[--s->npend];
+            return 1;
+        }
+    }
+    drop(s, i, why);
+    return 1;
+}
+
+static tnt_result_t serve_loop(boot_server_t *s, int lfd, double deadline,
+                               struct pollfd *pfd)
+{
+    const tnt_boot_args_t *a = s->a;
+    double paused_until = 0;
+    while (s->registered < a->nranks) {
+        double now = tnt__now();
+        if (now >= deadline)
+            return tnt__error(TNT_TIMEOUT, "rank 0: only %d of %d ranks "
+                              "registered within TNT_CONNECT_TIMEOUT=%.0f s",
+                              s->registered, a->nranks, a->timeout_s);
+        for (int i = 0; i < s->npend;)
+            if (s->pend[i]->deadline <= now)
+                drop(s, i, "silent for too long");
+            else
+                i++;
+        int listening = s->npend < BOOT_PENDING_MAX && now >= paused_until;
+        pfd[0] = (struct pollfd){.fd = listening ? lfd : -1,
+                                 .events = POLLIN};
+        for (int i = 0; i < s->npend; i++)
+            pfd[1 + i] = (struct pollfd){.fd = s->pend[i]->fd,
+                                         .events = POLLIN};
+        /* Wake at least every 100 ms to expire silent connections. */
+        int n = s->npend;
+        if (poll(pfd, (nfds_t)n + 1, 100) < 0 && errno != EINTR)
+            return tnt__error(TNT_ERR_SYSTEM, "bootstrap poll: %s",
+                              strerror(errno));
+        /* Back to front: serving may move the last entry into slot i. */
+        for (int i = n - 1; i >= 0; i--) {
+            if (!(pfd[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            if (serve_conn(s, i) < 0)
+                return tnt__error(TNT_ERR_CONFIG, "bootstrap: %s", s->msg);
+        }
+        if (pfd[0].revents & POLLIN)
+            accept_some(s, lfd, &paused_until);
+    }
+    return TNT_SUCCESS;
+}
+
+static tnt_result_t root_serve(const tnt_boot_args_t *a, int lfd,
+                               tnt_boot_entry_t *table, double deadline)
+{
+    int p = a->nranks;
+    boot_server_t s = {.a = a, .table = table, .registered = 1};
+    s.fds = malloc((size_t)p * sizeof(int));
+    s.taken = calloc((size_t)p, sizeof(int));
+    s.pend = malloc(BOOT_PENDING_MAX * sizeof(*s.pend));
+    struct pollfd *pfd = malloc((BOOT_PENDING_MAX + 1) * sizeof(*pfd));
+    tnt_result_t rc = TNT_SUCCESS;
+    if (!s.fds || !s.taken || !s.pend || !pfd) {
+        rc = tnt__error(TNT_ERR_NO_MEMORY, "bootstrap: out of memory");
+        goto out_free;
+    }
+    for (int i = 0; i < p; i++)
+        s.fds[i] = -1;
+    s.taken[0] = 1;
+    rc = serve_loop(&s, lfd, deadline, pfd);
+    while (s.npend > 0)
+        drop(&s, s.npend - 1, "still unauthenticated when the bootstrap "
+             "ended");
+    for (int i = 1; i < p; i++) {
+        if (s.fds[i] < 0)
+            continue;
+        send_reply(s.fds[i], rc == TNT_SUCCESS ? TNT_SUCCESS : TNT_ERR_CONFIG,
+                   rc == TNT_SUCCESS ? "" : tnt_last_error(), p, table,
+                   deadline);
+        close(s.fds[i]);
+    }
+out_free:
+    free(pfd);
+    free(s.pend);
+    free(s.taken);
+    free(s.fds);
+    return rc;
+}
+
+static tnt_result_t root_bootstrap(const tnt_boot_args_t *a,
+                                   const struct sockaddr_storage *ss,
+                                   socklen_t sl, tnt_boot_entry_t *table,
+                                   double deadline, const char *if_ip)
+{
+    int lfd = make_socket(ss->ss_family);
+    if (lfd < 0)
+        return tnt__error(TNT_ERR_SYSTEM, "socket: %s", strerror(errno));
+    int one = 1;
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(lfd, (const struct sockaddr *)ss, sl) != 0 ||
+        listen(lfd, SOMAXCONN) != 0) {
+        int e = errno;
+        close(lfd);
+        return tnt__error(TNT_ERR_CONFIG, "rank 0 cannot listen on "
+                          "TNT_ROOT_ADDR=%s: %s", a->root_addr, strerror(e));
+    }
+    char ip[64];
+    tnt__sockaddr_ip((const struct sockaddr *)ss, ip, sizeof(ip));
+    /* A wildcard root address says nothing about which interface the
+     * other ranks use; loopback is right for one host. */
+    if (*if_ip)
+        snprintf(ip, sizeof(ip), "%s", if_ip);
+    else if (strcmp(ip, "0.0.0.0") == 0)
+        snprintf(ip, sizeof(ip), "127.0.0.1");
+    else if (strcmp(ip, "::") == 0)
+        snprintf(ip, sizeof(ip), "::1");
+    memset(&table[0], 0, sizeof(table[0]));
+    table[0].rank = 0;
+    snprintf(table[0].host, sizeof(table[0].host), "%s", a->host);
+    tnt_result_t rc = a->listen(a->listen_arg, ip, &table[0]);
+    if (rc == TNT_SUCCESS)
+        rc = root_serve(a, lfd, table, deadline);
+    close(lfd);
+    return rc;
+}
+
+static tnt_result_t connect_root(const tnt_boot_args_t *a,
+                                 const struct sockaddr_storage *ss,
+                                 socklen_t sl, double deadline, int *out)
+{
+    const char *last = "no attempt";
+    while (tnt__now() < deadline) {
+        int fd = make_socket(ss->ss_family);
+        if (fd < 0)
+            return tnt__error(TNT_ERR_SYSTEM, "socket: %s", strerror(errno));
+        int r = connect(fd, (const struct sockaddr *)ss, sl);
+        if (r != 0 && errno == EINPROGRESS) {
+            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+            int err = ETIMEDOUT;
+            socklen_t len = sizeof(err);
+            if (poll(&pfd, 1, 1000) > 0)
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+            r = err ? -1 : 0;
+            errno = err;
+        }
+        if (r == 0) {
+            *out = fd;
+            return TNT_SUCCESS;
+        }
+        last = strerror(errno);
+        close(fd);
+        /* Rank 0 may not be listening yet. */
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return tnt__error(TNT_ERR_CONNECT, "rank %d could not reach rank 0 at "
+                      "TNT_ROOT_ADDR=%s within TNT_CONNECT_TIMEOUT=%.0f s "
+                      "(last error: %s)", a->rank, a->root_addr,
+                      a->timeout_s, last);
+}
+
+/* The client's half of the handshake on a connected socket: send the
+ * hello, check rank 0's proof, send the registration with this rank's. */
+static tnt_result_t client_register(const tnt_boot_args_t *a, int fd,
+                                    tnt_boot_register_t *reg,
+                                    double deadline)
+{
+    tnt_boot_hello_t h;
+    memset(&h, 0, sizeof(h));
+    h.magic = TNT_BOOT_MAGIC;
+    h.version = TNT_BOOT_VERSION;
+    h.job_id = a->job_id;
+    tnt__auth_random(h.nonce, sizeof(h.nonce));
+    tnt_boot_challenge_t ch;
+    unsigned char raw[sizeof(ch)];
+    tnt_result_t rc = tnt__io_write_all(fd, &h, sizeof(h), deadline);
+    if (rc == TNT_SUCCESS)
+        rc = tnt__io_read_all(fd, raw, sizeof(raw), deadline);
+    if (rc != TNT_SUCCESS)
+        return tnt__error(rc == TNT_TIMEOUT ? TNT_TIMEOUT : TNT_ERR_CONNECT,
+                          "rank %d: rank 0 at %s did not answer the "
+                          "bootstrap hello (%s); do all ranks have the same "
+                          "TNT_JOB_KEY?", a->rank, a->root_addr,
+                          tnt_strerror(rc));
+    unsigned char in[TNT_BOOT_AUTH_MAX];
+    const char *why = tnt__boot_challenge_parse(raw, sizeof(raw), &ch);
+    size_t n = tnt__boot_auth_input(0, &h, ch.nonce, NULL, in);
+    if (!why && !tnt__auth_verify(a->key, in, n, ch.mac))
+        why = "it does not know the job key";
+    if (why)
+        return tnt__error(TNT_ERR_PROTOCOL, "rank %d: %s is not this job's "
+                          "rank 0: %s (check TNT_ROOT_ADDR and "
+                          "TNT_JOB_KEY)", a->rank, a->root_addr, why);
+    reg->magic = TNT_BOOT_MAGIC;
+    reg->version = TNT_BOOT_VERSION;
+    reg->nranks = a->nranks;
+    reg->rank = a->rank;
+    n = tnt__boot_auth_input(1, &h, ch.nonce, reg, in);
+    tnt__auth_mac(a->key, in, n, reg->mac);
+    return tnt__io_write_all(fd, reg, sizeof(*reg), deadline);
+}
+
+static tnt_result_t client_bootstrap(const tnt_boot_args_t *a,
+                                     const struct sockaddr_storage *ss,
+                                     socklen_t sl, tnt_boot_entry_t *table,
+                                     double deadline, const char *if_ip)
+{
+    int fd = -1;
+    TNT_CHECK(connect_root(a, ss, sl, deadline, &fd));
+    struct sockaddr_storage me;
+    socklen_t ml = sizeof(me);
+    getsockname(fd, (struct sockaddr *)&me, &ml);
+    char ip[64];
+    tnt__sockaddr_ip((struct sockaddr *)&me, ip, sizeof(ip));
+    if (*if_ip)
+        snprintf(ip, sizeof(ip), "%s", if_ip);
+
+    tnt_boot_register_t reg;
+    memset(&reg, 0, sizeof(reg));
+    reg.entry.rank = a->rank;
+    snprintf(reg.entry.host, sizeof(reg.entry.host), "%s", a->host);
+    tnt_result_t rc = a->listen(a->listen_arg, ip, &reg.entry);
+    if (rc == TNT_SUCCESS)
+        rc = client_register(a, fd, &reg, deadline);
+    if (rc != TNT_SUCCESS)
+        goto out_close;
+    tnt_boot_reply_t reply;
+    unsigned char raw[sizeof(reply)];
+    rc = tnt__io_read_all(fd, raw, sizeof(raw), deadline);
+    if (rc != TNT_SUCCESS) {
+        rc = tnt__error(rc == TNT_TIMEOUT ? TNT_TIMEOUT : TNT_ERR_CONNECT,
+                        "rank %d: no bootstrap answer from rank 0 at %s "
+                        "(%s)", a->rank, a->root_addr, tnt_strerror(rc));
+        goto out_close;
+    }
+    const char *why = tnt__boot_reply_parse(raw, sizeof(raw),
+                                            a->nranks, &reply);
+    if (why) {
+        rc = tnt__error(TNT_ERR_PROTOCOL, "rank %d: %s from %s", a->rank,
+                        why, a->root_addr);
+        goto out_close;
+    }
+    if (reply.status != TNT_SUCCESS) {
+        rc = tnt__error(reply.status < 0 ? (tnt_result_t)reply.status
+                                         : TNT_ERR_CONFIG,
+                        "rank %d: rank 0 refused the job: %s", a->rank,
+                        reply.msg);
+        goto out_close;
+    }
+    rc = tnt__io_read_all(fd, table, (size_t)a->nranks * sizeof(*table),
+                          deadline);
+    if (rc != TNT_SUCCESS) {
+        rc = tnt__error(TNT_ERR_CONNECT, "rank %d: bootstrap table "
+                        "incomplete", a->rank);
+        goto out_close;
+    }
+    why = tnt__boot_table_check(table, a->nranks);
+    if (why)
+        rc = tnt__error(TNT_ERR_PROTOCOL, "rank %d: %s", a->rank, why);
+out_close:
+    close(fd);
+    return rc;
+}
+
+/* TNT_SOCKET_IFNAME: the data listener of this rank binds to the address
+ * of the interface it selects instead of the one the route to rank 0
+ * happens to use. Rank 0 also binds its rendezvous there when
+ * TNT_ROOT_ADDR names the wildcard address, keeping the port. */
+static tnt_result_t pick_interface(const tnt_boot_args_t *a,
+                                   struct sockaddr_storage *ss,
+                                   socklen_t *sl, char *if_ip, size_t len)
+{
+    const char *spec = getenv("TNT_SOCKET_IFNAME");
+    if (spec == NULL || *spec == '\0')
+        return TNT_SUCCESS;
+    char err[768], name[64];
+    if (tnt__ifname_pick(spec, if_ip, len, name, sizeof(name), err,
+                         sizeof(err)) != 0)
+        return tnt__error(TNT_ERR_CONFIG, "rank %d: %s", a->rank, err);
+    char ip[64];
+    tnt__sockaddr_ip((const struct sockaddr *)ss, ip, sizeof(ip));
+    if (a->rank == 0 && (strcmp(ip, "0.0.0.0") == 0 ||
+                         strcmp(ip, "::") == 0)) {
+        int port = ntohs(((const struct sockaddr_in *)ss)->sin_port);
+        if (ss->ss_family == AF_INET6)
+            port = ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+        TNT_CHECK(tnt__sockaddr_parse_ip(if_ip, port, ss, sl));
+    }
+    TNT_LOG_INFO("TNT_SOCKET_IFNAME=%s: listening on %s (%s)", spec, if_ip,
+                 name);
+    return TNT_SUCCESS;
+}
+
+tnt_result_t tnt__bootstrap(const tnt_boot_args_t *a,
+                            tnt_boot_entry_t *table)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    TNT_CHECK(tnt__sockaddr_parse_hostport("TNT_ROOT_ADDR", a->root_addr,
+                                           &ss, &sl));
+    char if_ip[64] = "";
+    TNT_CHECK(pick_interface(a, &ss, &sl, if_ip, sizeof(if_ip)));
+    double deadline = tnt__now() + a->timeout_s;
+    if (a->rank == 0)
+        return root_bootstrap(a, &ss, sl, table, deadline, if_ip);
+    return client_bootstrap(a, &ss, sl, table, deadline, if_ip);
+}

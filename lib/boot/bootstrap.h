@@ -1,0 +1,43 @@
+/*
+ * Rendezvous at rank 0: every rank registers its transport address and
+ * host identity; rank 0 answers with the whole table. Connections between
+ * ranks are made later, lazily, by the engine.
+ */
+#ifndef TNT_BOOT_BOOTSTRAP_H
+#define TNT_BOOT_BOOTSTRAP_H
+
+#include <stdint.h>
+
+#include "util/auth.h"
+#include "util/clock.h"
+#include "util/hostid.h"
+#include "tnt/transport.h"
+
+typedef struct tnt_boot_entry {
+    int32_t rank;
+    uint32_t addr_len;
+    unsigned char addr[TNT_TRANSPORT_ADDR_MAX];
+    char host[TNT_HOST_MAX];
+} tnt_boot_entry_t;
+
+/** Called once the local IP that reaches rank 0 is known: start the
+ *  transport's listener there and fill *entry's addr/addr_len. */
+typedef tnt_result_t (*tnt_boot_listen_fn)(void *arg, const char *local_ip,
+                                           tnt_boot_entry_t *entry);
+
+typedef struct tnt_boot_args {
+    const char *root_addr;
+    int rank, nranks;
+    uint64_t job_id;
+    const tnt_auth_key_t *key; /* every connection proves it */
+    double timeout_s;
+    const char *host;
+    tnt_boot_listen_fn listen;
+    void *listen_arg;
+} tnt_boot_args_t;
+
+/** Fill table[0..nranks-1] (indexed by rank). Collective over all ranks. */
+tnt_result_t tnt__bootstrap(const tnt_boot_args_t *a,
+                            tnt_boot_entry_t *table);
+
+#endif /* TNT_BOOT_BOOTSTRAP_H */

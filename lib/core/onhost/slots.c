@@ -1,0 +1,490 @@
+/*
+ * The slots allreduce (TNT_ALGO_SLOTS): a small allreduce among ranks that
+ * all share this host goes through the collective slots of the pairs'
+ * shared-memory segments (transport/shm/shm_slot.h) instead of messages. Each
+ * rank copies its input into its slot of every pair, waits until every
+ * peer's slot holds the same operation's input, and reduces the k inputs
+ * in rank order (the chain of the one-shot allreduce, so all ranks get
+ * the same bits). No schedule runs: the request carries per-peer flags in
+ * its ops array (SLOT_PUT: published to that peer, SLOT_GOT: its input is
+ * there).
+ *
+ * Slot operations are numbered per communicator, in posting order, which
+ * is the same on every rank (the choice of the algorithm depends on the
+ * arguments only). Operation n uses slot n % 2. It may publish once
+ *  - this rank has finished operation n - 2 (its own input of n - 2 is
+ *    read from that slot: in place, the receive buffer is being
+ *    overwritten), and slot operations finish here in order;
+ *  - the peer has read this rank's input of n - 2 (its done counter).
+ * A peer's slot is taken for operation n when its number says n and its
+ * signature (sequence number, kind, count, dtype, op, algorithm) matches
+ * this rank's call; anything else is a mismatch, reported as for messages.
+ *
+ * Everything runs with comm->lock held, from the post, the blocking
+ * calls' spin and the poller after each batch of events (progress.c).
+ *
+ * The staged allreduce of large buffers (onhost/staged.c) shares this
+ * queue: it too runs without messages, finishes in order with the slot
+ * operations, and needs the same care for closing peers and strays.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/engine_internal.h"
+#include "transport/shm/shm_slot.h"
+
+enum { SLOT_PUT = 1, SLOT_GOT = 2, SLOT_BOTH = 3 };
+
+/* q's endpoint's slot areas, looked up once per endpoint: the lookup is
+ * a call into the transport, and the blocking call's spin looks at the
+ * slots all the time. */
+static tnt_peer_t *slots_of(struct tnt_comm *comm, int q)
+{
+    tnt_peer_t *p = &comm->peers[q];
+    if (p->slot_ep != p->ep) {
+        tnt__shm_slots(p->ep, &p->slot_mine, &p->slot_theirs);
+        p->slot_ep = p->ep;
+    }
+    return p;
+}
+
+/* This rank's side of the pair with q, which it writes, and q's side,
+ * which it reads (q connected over shm). */
+static tnt_slot_side_t *mine_of(struct tnt_comm *comm, int q)
+{
+    return slots_of(comm, q)->slot_mine;
+}
+
+static const tnt_slot_side_t *theirs_of(struct tnt_comm *comm, int q)
+{
+    return slots_of(comm, q)->slot_theirs;
+}
+
+/* Publish req's input in this rank's slot of the pair with q. */
+static void put(struct tnt_comm *comm, struct tnt_request *req, int q)
+{
+    tnt_slot_t *s = &mine_of(comm, q)->slot[req->slot_no & 1];
+    s->seq = req->seq;
+    s->count = (uint32_t)req->args.count;
+    s->kind = req->sig.kind;
+    s->dtype = req->sig.dtype;
+    s->op = req->sig.op;
+    s->algo = req->sig.algo;
+    s->completed = comm->slot_completed;
+    memcpy(s->data, req->bufs[TNT_BUF_SEND], req->args.count * req->args.esize);
+    atomic_store_explicit(&s->no, req->slot_no + 1, memory_order_release);
+    comm->peers[q].slot_notify = 1;
+    comm->slot_notify = 1;
+}
+
+void tnt__slot_notify(struct tnt_comm *comm)
+{
+    if (!comm->slot_notify)
+        return;
+    comm->slot_notify = 0;
+    for (int q = 0; q < comm->nranks; q++) {
+        tnt_peer_t *p = &comm->peers[q];
+        if (p->slot_notify && p->ep)
+            tnt__shm_slot_notify(p->ep);
+        p->slot_notify = 0;
+    }
+}
+
+tnt_msg_hdr_t tnt__mem_sig(const struct tnt_comm *comm, uint64_t seq,
+                           uint64_t count, uint8_t kind, uint8_t dtype,
+                           uint8_t op, uint8_t algo, int32_t root)
+{
+    tnt_msg_hdr_t h;
+    memset(&h, 0, sizeof(h));
+    h.magic = TNT_MSG_MAGIC;
+    h.comm_id = comm->comm_id;
+    h.seq = seq;
+    h.count = count;
+    h.kind = kind;
+    h.dtype = dtype;
+    h.op = op;
+    h.algo = algo;
+    h.root = root;
+    h.nranks = comm->nranks;
+    return h;
+}
+
+/* The signature a peer's slot carries, as a message header. */
+static tnt_msg_hdr_t slot_sig(const struct tnt_comm *comm,
+                              const tnt_slot_t *s)
+{
+    return tnt__mem_sig(comm, s->seq, s->count, s->kind, s->dtype, s->op,
+                        s->algo, 0);
+}
+
+/* Is q's input for req there? Fails the communicator on a mismatch. */
+static int got(struct tnt_comm *comm, struct tnt_request *req, int q)
+{
+    const tnt_slot_t *s = &theirs_of(comm, q)->slot[req->slot_no & 1];
+    uint64_t no = atomic_load_explicit(&s->no, memory_order_acquire);
+    if (no != req->slot_no + 1)
+        return 0;
+    tnt_msg_hdr_t h = slot_sig(comm, s);
+    if (h.seq != req->seq || !tnt__sig_equal(&h, &req->sig)) {
+        tnt__report_mismatch(comm, req, &h, q);
+        return 0;
+    }
+    tnt_peer_t *p = &comm->peers[q];
+    if (s->completed > p->slot_completed)
+        p->slot_completed = s->completed;
+    return 1;
+}
+
+/* May req publish to q: q has read this rank's operation n - 2? */
+static int room(struct tnt_comm *comm, struct tnt_request *req, int q)
+{
+    if (req->slot_no < 2)
+        return 1;
+    if (comm->slot_completed + 1 < req->slot_no)
+        return 0;
+    /* What q said when it last published is usually enough: a peer
+     * that calls one blocking allreduce after another has finished n - 2
+     * when it publishes n - 1. */
+    if (comm->peers[q].slot_completed + 1 >= req->slot_no)
+        return 1;
+    return atomic_load_explicit(&theirs_of(comm, q)->done[req->slot_no & 1],
+                                memory_order_acquire) + 1 >= req->slot_no;
+}
+
+/* Rank i's input of req: a copy saved when its connection closed
+ * (tnt__slot_peer_closing), else the slot itself; this rank's own input
+ * as published in any pair's slot (the receive buffer may be it). */
+static const unsigned char *input(struct tnt_comm *comm,
+                                  const struct tnt_request *req, int i)
+{
+    if (req->ops[i].src)
+        return req->ops[i].src->data;
+    int b = (int)(req->slot_no & 1);
+    if (i != comm->rank)
+        return theirs_of(comm, i)->slot[b].data;
+    for (int q = 0;; q++)
+        if (q != i && comm->peers[q].ep)
+            return mine_of(comm, q)->slot[b].data;
+}
+
+/* Keep a copy of `bytes` at src for req's input i, in an early-message
+ * buffer (charged like one). 0 if out of memory. */
+static int save(struct tnt_comm *comm, struct tnt_request *req, int i,
+                const unsigned char *src)
+{
+    size_t bytes = req->args.count * req->args.esize;
+    tnt_unexp_t *u = tnt__alloc_unexp(comm);
+    if (!u)
+        return 0;
+    u->data = tnt__bufpool_get(&comm->pool, bytes, &u->cap);
+    u->len = bytes;
+    comm->unexp_bytes += TNT_UNEXP_COST(bytes);
+    if (!u->data) {
+        tnt__free_unexp(comm, u);
+        return 0;
+    }
+    memcpy(u->data, src, bytes);
+    req->ops[i].src = u;
+    return 1;
+}
+
+static void drop_saved(struct tnt_comm *comm, struct tnt_request *req)
+{
+    for (int i = 0; i < comm->nranks; i++)
+        if (req->ops[i].src) {
+            tnt__free_unexp(comm, req->ops[i].src);
+            req->ops[i].src = NULL;
+        }
+}
+
+/* req (slots or staged) has all it needs: off the queue, finished. */
+static void finish_queued(struct tnt_comm *comm, struct tnt_request *req)
+{
+    tnt__slot_notify(comm);
+    tnt__slot_unqueue(comm, req);
+    req->ops_left = 0;
+    tnt__run_ready(comm, req); /* nothing ready, nothing left: finishes */
+}
+
+/* Every input is there: reduce in rank order into the receive buffer,
+ * tell each peer its slot is free again. */
+static void reduce_inputs(struct tnt_comm *comm, struct tnt_request *req)
+{
+    int k = comm->nranks, me = comm->rank, b = (int)(req->slot_no & 1);
+    size_t n = req->args.count;
+    unsigned char *dst = req->bufs[TNT_BUF_RECV];
+    /* Every input is read from a slot (or a saved copy), never from dst:
+     * in place, dst is this rank's input and is overwritten here. */
+    for (int i = 0; i < k; i++) {
+        const unsigned char *in = input(comm, req, i);
+        if (i == 0)
+            memcpy(dst, in, n * req->args.esize);
+        else
+            req->reduce(dst, dst, in, n);
+    }
+    if (req->args.op == TNT_AVG)
+        tnt__scale_avg(dst, n, req->args.dtype, k);
+    for (int q = 0; q < k; q++)
+        if (q != me && comm->peers[q].ep)
+            atomic_store_explicit(&mine_of(comm, q)->done[b],
+                                  req->slot_no + 1, memory_order_release);
+    comm->slot_completed = req->slot_no + 1;
+}
+
+static void complete(struct tnt_comm *comm, struct tnt_request *req)
+{
+    reduce_inputs(comm, req);
+    finish_queued(comm, req);
+}
+
+/* One look at every peer for req; 1 once it has every input. */
+static int step(struct tnt_comm *comm, struct tnt_request *req)
+{
+    int k = comm->nranks, me = comm->rank, all = 1;
+    for (int q = 0; q < k && comm->state == TNT_COMM_OK; q++) {
+        tnt_opstate_t *os = &req->ops[q];
+        if (q == me || os->done == SLOT_BOTH)
+            continue;
+        tnt_peer_t *p = &comm->peers[q];
+        if (!p->ep) {
+            if (p->dead)
+                tnt__fail_peer_lost(comm, q, "closed its connection");
+            else
+                tnt__ensure_connect(comm, p);
+            all = 0;
+            continue;
+        }
+        if (!(os->done & SLOT_PUT) && room(comm, req, q)) {
+            put(comm, req, q);
+            os->done |= SLOT_PUT;
+            req->ops_left--;
+        }
+        if (!(os->done & SLOT_GOT) && got(comm, req, q)) {
+            os->done |= SLOT_GOT;
+            req->ops_left--;
+        }
+        if (os->done != SLOT_BOTH)
+            all = 0;
+    }
+    return all && comm->state == TNT_COMM_OK;
+}
+
+/* A peer that published a slot operation this rank has not posted, for
+ * a sequence number where this rank called something else (a message
+ * collective, say): nobody would ever send the other a message. Compared
+ * as a message for an earlier collective would be. */
+static void check_strays(struct tnt_comm *comm)
+{
+    for (int q = 0; q < comm->nranks && comm->state == TNT_COMM_OK; q++) {
+        if (q == comm->rank || !comm->peers[q].ep)
+            continue;
+        tnt__stage_check_strays(comm, q);
+        for (int b = 0; b < 2 && comm->state == TNT_COMM_OK; b++) {
+            const tnt_slot_t *s = &theirs_of(comm, q)->slot[b];
+            uint64_t no = atomic_load_explicit(&s->no, memory_order_acquire);
+            if (no <= comm->slot_next || s->seq >= comm->next_seq)
+                continue;
+            tnt_msg_hdr_t h = slot_sig(comm, s);
+            if (tnt__mismatch_past(comm, &h, q))
+                return;
+        }
+    }
+}
+
+void tnt__slot_progress(struct tnt_comm *comm)
+{
+    comm->stage_more = 0; /* the mapped allreduce sets it again */
+    /* A collective of messages can be stranded by a stray: two slot
+     * operations meet in the slots and compare there, as two staged ones
+     * do in the staging areas. Reading the peers' lines each round would
+     * cost a cache miss each; a staged collective and a slot operation
+     * that stand against each other are found by
+     * tnt__slot_check_mismatch, from a stalled staged collective and
+     * before sleeping. */
+    if (comm->active_msgs)
+        check_strays(comm);
+    if (comm->state != TNT_COMM_OK)
+        return;
+    /* Later operations publish (and look) while earlier ones wait; they
+     * finish in order. Only the oldest staged allreduce moves: its
+     * rounds come before a later one's. */
+    int head = 1, staged_seen = 0;
+    for (struct tnt_request *r = comm->slot_head, *next; r; r = next) {
+        next = r->slot_next;
+        if (r->deferred) /* posted by fusion; the poller starts it */
+            break;
+        int ready;
+        if (tnt__algo_staged(r->algo)) {
+            if (staged_seen)
+                break;
+            staged_seen = 1;
+            ready = tnt__stage_step(comm, r);
+        } else {
+            ready = step(comm, r);
+        }
+        if (ready && head) {
+            if (tnt__algo_staged(r->algo)) {
+                staged_seen = 0;
+                finish_queued(comm, r);
+            } else {
+                complete(comm, r);
+            }
+        } else {
+            head = 0;
+        }
+        if (comm->state != TNT_COMM_OK)
+            return;
+    }
+}
+
+void tnt__slot_check_mismatch(struct tnt_comm *comm, struct tnt_request *req)
+{
+    if (comm->state != TNT_COMM_OK)
+        return;
+    check_strays(comm);
+    if (tnt__algo_staged(req->algo) && comm->state == TNT_COMM_OK)
+        tnt__stage_same_seq_check(comm, req);
+}
+
+void tnt__slot_before_sleep(struct tnt_comm *comm)
+{
+    struct tnt_request *h = comm->slot_head;
+    if (h && !h->deferred)
+        tnt__slot_check_mismatch(comm, h);
+}
+
+static void number(struct tnt_comm *comm, struct tnt_request *req)
+{
+    req->slot_no = comm->slot_next++;
+    req->ops_left = 2u * (uint32_t)(comm->nranks - 1);
+}
+
+/* Looks at the peers' slots before a lean run gives up and the request
+ * goes on queued, with the poller's round over rings and sockets: a few
+ * microseconds, about what peers calling in step take to arrive. */
+#define LEAN_ROUNDS 256
+
+int tnt__slot_lean(struct tnt_comm *comm, struct tnt_request *req)
+{
+    number(comm, req);
+    req->slot_lean = 1;
+    /* A rank that shares its CPU must not spin: its peers need it. */
+    int rounds = comm->host_cpus > 0 && comm->host_ranks > comm->host_cpus
+                     ? 1 : LEAN_ROUNDS;
+    for (int n = 0; n < rounds; n++) {
+        if (step(comm, req)) {
+            reduce_inputs(comm, req);
+            tnt__slot_notify(comm);
+            req->ops_left = 0;
+            req->result = TNT_SUCCESS;
+            return 1;
+        }
+        if (comm->state != TNT_COMM_OK) {
+            req->result = comm->fail_rc;
+            return 1;
+        }
+        /* Another thread waits to post: the queued request's spin lets
+         * it in. */
+        if (__atomic_load_n(&comm->lock_wanted, __ATOMIC_RELAXED))
+            break;
+    }
+    return 0;
+}
+
+void tnt__slot_enqueue(struct tnt_comm *comm, struct tnt_request *req)
+{
+    if (tnt__algo_staged(req->algo)) {
+        tnt__stage_enqueue(comm, req);
+        req->ops_left = 1; /* until it finishes (finish_queued) */
+    } else if (!req->slot_lean) {
+        number(comm, req);
+    }
+    req->slot_queued = 1;
+    req->slot_next = NULL;
+    if (comm->slot_tail)
+        comm->slot_tail->slot_next = req;
+    else
+        comm->slot_head = req;
+    comm->slot_tail = req;
+}
+
+void tnt__slot_unqueue(struct tnt_comm *comm, struct tnt_request *req)
+{
+    struct tnt_request **pp = &comm->slot_head, *prev = NULL;
+    while (*pp && *pp != req) {
+        prev = *pp;
+        pp = &(*pp)->slot_next;
+    }
+    if (*pp) {
+        *pp = req->slot_next;
+        if (comm->slot_tail == req)
+            comm->slot_tail = prev;
+    }
+    req->slot_next = NULL;
+    req->slot_queued = 0;
+    drop_saved(comm, req);
+}
+
+void tnt__slot_peer_closing(struct tnt_comm *comm, int q)
+{
+    int me = comm->rank;
+    if (!comm->peers[q].ep || comm->state != TNT_COMM_OK)
+        return;
+    for (struct tnt_request *r = comm->slot_head; r; r = r->slot_next) {
+        if (tnt__algo_staged(r->algo)) {
+            tnt__stage_peer_closing(comm, r, q);
+            continue;
+        }
+        tnt_opstate_t *os = &r->ops[q];
+        if (!(os->done & SLOT_PUT))
+            continue; /* it still needs this rank's input: lost */
+        int b = (int)(r->slot_no & 1);
+        if (!r->ops[me].src &&
+            !save(comm, r, me, mine_of(comm, q)->slot[b].data))
+            return;
+        int had = os->done & SLOT_GOT;
+        if (!had && !got(comm, r, q))
+            continue; /* its input is not there: lost */
+        if (!save(comm, r, q, theirs_of(comm, q)->slot[b].data))
+            return;
+        if (!had) {
+            os->done |= SLOT_GOT;
+            r->ops_left--;
+        }
+    }
+}
+
+int tnt__slot_needs(const struct tnt_request *req, int q)
+{
+    if (tnt__algo_staged(req->algo))
+        return tnt__stage_needs(req, q);
+    return req->ops[q].done != SLOT_BOTH || !req->ops[q].src;
+}
+
+size_t tnt__slot_report(const struct tnt_request *req, char *buf,
+                        size_t len)
+{
+    if (tnt__algo_staged(req->algo))
+        return tnt__stage_report(req, buf, len);
+    const struct tnt_comm *comm = req->comm;
+    size_t n = 0;
+    int shown = 0;
+    buf[0] = '\0';
+    for (int q = 0; comm && q < comm->nranks && shown < 4; q++) {
+        if (q == comm->rank || req->ops[q].done == SLOT_BOTH)
+            continue;
+        int w = snprintf(buf + n, len - n, "%sslot step 0: %s rank %d "
+                         "(slot operation %" PRIu64 ", %zu bytes)",
+                         shown ? "; " : "",
+                         (req->ops[q].done & SLOT_PUT) ? "input from"
+                                                       : "room at",
+                         q, req->slot_no,
+                         req->args.count * req->args.esize);
+        if (w < 0 || (size_t)w >= len - n)
+            break;
+        n += (size_t)w;
+        shown++;
+    }
+    return n;
+}

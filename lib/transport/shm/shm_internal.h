@@ -1,0 +1,209 @@
+/*
+ * Shared state of the shared-memory transport's files: shm.c
+ * (rendezvous, segments, lifecycle) and shm_io.c (the data path).
+ *
+ * A pair of ranks shares one segment (a memfd the lower rank creates and
+ * passes over a unix socket) with one ring per direction, and one eventfd
+ * per rank that the other side writes to wake it. The unix socket stays
+ * open for the life of the pair: its hang-up is how a dead peer is seen.
+ *
+ * The handshake on the socket proves the job key both ways before any
+ * descriptor is passed (see docs/security.md):
+ *   connector -> acceptor  hello      {job, comm, ranks, ring size,
+ *                                      probe address, nonce C}
+ *   acceptor -> connector  challenge  {ranks, probe address, nonce A,
+ *                                      MAC A}
+ *   connector -> acceptor  proof      {MAC C} + memfd and two eventfds
+ * MAC A = HMAC(key, "TNT-shm-accept" + hello + challenge before its MAC),
+ * MAC C the same with "TNT-shm-connect". The acceptor maps nothing and
+ * keeps no descriptor before MAC C checks out.
+ */
+#ifndef TNT_TRANSPORT_SHM_SHM_INTERNAL_H
+#define TNT_TRANSPORT_SHM_SHM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tnt/transport.h"
+#include "transport/shm/shm_ring.h"
+#include "transport/shm/shm_slot.h"
+#include "transport/shm/shm_stage.h"
+
+#define SHM_MAGIC 0x53544e54u    /* "TNTS" */
+#define SHM_VERSION 6u  /* 3: collective slots after the rings;
+                            4: staging areas after the slots;
+                            5: shared-allocation refs in their headers;
+                            6: sides' fields on separate pages */
+#define SHM_CHAL_MAGIC 0x43534e54u  /* "TNSC" */
+#define SHM_PROOF_MAGIC 0x50534e54u /* "TNSP" */
+#define SHM_NONCE_BYTES 16
+/* Strangers (accepted, not yet proved the key) at most, and how long one
+ * may take to prove it. */
+#define SHM_PENDING_MAX 64
+#define SHM_HANDSHAKE_WAIT_S 10.0
+#define SHM_RING_BYTES ((size_t)1 << 20)
+#define SHM_HDR_MAX 256
+/* Payloads at least this large are pulled by the receiver with
+ * process_vm_readv (one copy) when it could read the sender at connect;
+ * the core may change it per context (tnt__shm_set_cma_min). */
+#define SHM_CMA_MIN ((size_t)256 << 10)
+
+enum shm_frame_type { SHM_EAGER = 1, SHM_RNDV = 2, SHM_ACK = 3 };
+
+/* What precedes every message on a ring. */
+typedef struct shm_frame {
+    uint32_t type;
+    uint32_t hdr_len;
+    uint64_t payload_len;
+    uint64_t addr;    /* RNDV: the payload in the sender's memory */
+    uint64_t id;      /* RNDV and ACK: the sender's number for the send */
+} shm_frame_t;
+
+/* The segment: side 0 is the lower rank (it creates the segment), side 1
+ * the higher; ring s carries side s's messages. The two sides' collective
+ * slots (shm_slot.h) follow the rings, and their staging areas
+ * (shm_stage.h) the slots, from the next page. */
+typedef struct shm_seg {
+    uint32_t magic;
+    uint32_t version;
+    uint64_t ring_bytes;
+    _Atomic uint32_t can_read[2]; /* side s may process_vm_readv the other */
+    _Alignas(TNT_SHM_APART) unsigned char rings[];
+} shm_seg_t;
+
+/** Bytes of a pair's segment with rings of `cap` bytes: header, rings,
+ *  slots, staging areas. */
+size_t tnt__shm_seg_len(size_t cap);
+
+typedef struct shm_hello {
+    uint32_t magic;
+    uint32_t version;
+    uint64_t job_id;
+    uint32_t comm_id;
+    int32_t from;
+    int32_t to;
+    uint32_t ring_bytes;
+    uint64_t probe_addr;   /* a word the other side reads to test CMA */
+    unsigned char nonce[SHM_NONCE_BYTES];
+} shm_hello_t;
+
+typedef struct shm_challenge {
+    uint32_t magic;
+    uint32_t version;
+    int32_t from;
+    int32_t to;
+    uint64_t probe_addr;
+    unsigned char nonce[SHM_NONCE_BYTES];
+    unsigned char mac[TNT_AUTH_MAC_BYTES]; /* last: the MACs cover the rest */
+} shm_challenge_t;
+
+typedef struct shm_proof {
+    uint32_t magic;
+    uint32_t version;
+    unsigned char mac[TNT_AUTH_MAC_BYTES];
+} shm_proof_t;
+
+/* A send in progress (or an acknowledgement waiting for ring space). */
+typedef struct shm_sreq {
+    struct shm_sreq *next;
+    shm_frame_t frame;
+    const void *hdr;
+    const void *payload;  /* NULL for RNDV: the peer pulls it */
+    size_t done;          /* bytes of frame, header and payload written */
+    size_t total;
+    void *cookie;
+    int internal;         /* an ACK: no upcall when done */
+} shm_sreq_t;
+
+typedef struct shm_ctx shm_ctx_t;
+
+typedef struct shm_ep {
+    shm_ctx_t *ctx;
+    int peer;
+    int side;             /* 0: lower rank of the pair */
+    int sock;             /* unix socket to the peer */
+    int efd_in;           /* the peer writes it to wake this rank */
+    int efd_out;          /* this rank writes it to wake the peer */
+    pid_t pid;            /* the peer, from SO_PEERCRED */
+    uid_t uid;
+    double born;          /* accepted at (strangers expire) */
+    int memfd;            /* connector: the segment until the proof */
+    int challenged;       /* acceptor: the challenge is out */
+    int pending;          /* acceptor: counted in ctx->npending */
+    shm_hello_t hello;    /* the connector's hello (both sides) */
+    shm_challenge_t chal; /* the acceptor's challenge (both sides) */
+    shm_seg_t *seg;
+    size_t seg_len;
+    size_t cap;
+    shm_ring_t *tx, *rx;
+    tnt_slot_side_t *slot_mine;         /* in the segment, after the rings */
+    const tnt_slot_side_t *slot_theirs;
+    tnt_stage_side_t *stage_mine;       /* after the slots */
+    const tnt_stage_side_t *stage_theirs;
+    int sock_watched, efd_watched;
+    int announced;        /* on_connected was called */
+    int closed;
+    int hello_done;       /* the challenge has been answered (side 0) */
+    /* Sending. */
+    shm_sreq_t *sq_head, *sq_tail;
+    shm_sreq_t *rndv;     /* waiting for the peer's ACK */
+    uint64_t next_id;
+    /* Receiving. */
+    int in_payload;
+    shm_frame_t rframe;
+    unsigned char rhdr[SHM_HDR_MAX];
+    unsigned char *dest;
+    size_t left;
+    void *rcookie;
+    struct shm_ep *next;  /* ctx's list, or graveyard */
+} shm_ep_t;
+
+struct shm_ctx {
+    tnt_transport_env_v1_t env;
+    int listen_fd;
+    unsigned instance;    /* names this context's socket */
+    int any_uid;          /* TNT_SHM_ANY_UID: peers of other users too */
+    size_t cma_min;       /* payloads from this size by rendezvous */
+    int npending;         /* accepted endpoints before their proof */
+    shm_ep_t *eps;
+    shm_ep_t *graveyard;
+    shm_sreq_t *free_sreqs;
+};
+
+/* shm_wire.c: pure checks of what arrives on the socket. */
+typedef struct shm_expect {
+    uint64_t job_id;
+    uint32_t comm_id;
+    int rank, nranks;
+} shm_expect_t;
+const char *tnt__shm_hello_parse(const void *buf, size_t len,
+                                 const shm_expect_t *e, shm_hello_t *out);
+const char *tnt__shm_challenge_parse(const void *buf, size_t len,
+                                     const shm_expect_t *e, int peer,
+                                     shm_challenge_t *out);
+const char *tnt__shm_proof_parse(const void *buf, size_t len,
+                                 shm_proof_t *out);
+/* Input of MAC A (connector = 0) or MAC C (connector = 1); out holds
+ * SHM_AUTH_INPUT_MAX bytes. */
+#define SHM_AUTH_INPUT_MAX                                                  \
+    (16 + sizeof(shm_hello_t) + offsetof(shm_challenge_t, mac))
+size_t tnt__shm_auth_input(int connector, const shm_hello_t *h,
+                           const shm_challenge_t *c, unsigned char *out);
+/* The descriptors of a proof: a sealed memfd of seg_bytes, two eventfds. */
+const char *tnt__shm_fds_check(const int *fds, int nfds, size_t seg_bytes);
+
+/* shm.c */
+void tnt__shm_fail(shm_ep_t *ep, const char *what);
+void tnt__shm_free_graveyard(shm_ctx_t *ctx);
+extern volatile uint64_t tnt__shm_probe_word;
+
+/* shm_io.c */
+void tnt__shm_ep_cb(void *arg, uint32_t events);
+void tnt__shm_progress(shm_ep_t *ep);
+void tnt__shm_drop_sends(shm_ep_t *ep);
+tnt_result_t tnt__shm_send(void *vctx, void *vep, const void *hdr,
+                           size_t hdr_len, const void *payload, size_t len,
+                           void *cookie);
+
+#endif /* TNT_TRANSPORT_SHM_SHM_INTERNAL_H */

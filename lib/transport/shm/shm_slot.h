@@ -1,0 +1,70 @@
+/*
+ * Collective slots: a small fixed area in each pair's shared-memory
+ * segment where a rank leaves the input of a small allreduce for its peer
+ * to read in place (core/onhost/slots.c runs the algorithm). A message
+ * through the ring costs a frame, a header, a match against posted
+ * receives and a copy out of the ring on the other side; a slot costs the
+ * cache lines of the data and one of a header, which is what Open MPI's
+ * shared-memory "fast boxes" cost too.
+ *
+ * Each side of a pair owns two slots (the parity of the slot operation's
+ * number picks one, so that operation n+1 can be published while the
+ * peer still reads n) and a line of "done" counters, written by the side
+ * that reads the other's slots. Every field a peer writes is untrusted:
+ * the reader compares the signature with its own call and reads the data
+ * as plain numbers.
+ */
+#ifndef TNT_TRANSPORT_SHM_SHM_SLOT_H
+#define TNT_TRANSPORT_SHM_SHM_SLOT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport/shm/shm_align.h"
+
+/* The largest allreduce that goes through the slots. From about this
+ * size the ring's copies are no longer what a call costs (measured p=2,
+ * README Performance). */
+#define TNT_SLOT_BYTES ((size_t)8 << 10)
+
+typedef struct tnt_slot {
+    /* Number + 1 of the slot operation whose input the slot holds; stored
+     * last, with release order, after the fields below and the data. */
+    _Alignas(64) _Atomic uint64_t no;
+    uint64_t seq;      /* the collective's sequence number */
+    /* The publisher's slot operations finished when it published this
+     * one: spares the reader a look at the done line (another cache
+     * miss) when it publishes next. */
+    uint64_t completed;
+    uint32_t count;    /* at most TNT_SLOT_BYTES elements */
+    uint8_t kind, dtype, op, algo; /* an allreduce: its root is 0 */
+    /* From byte 32: the first 32 bytes share the header's line. */
+    unsigned char data[TNT_SLOT_BYTES];
+} tnt_slot_t;
+
+/* Written by its owner only, on pages of its own (shm_align.h). */
+typedef struct tnt_slot_side {
+    _Alignas(TNT_SHM_APART) tnt_slot_t slot[2];
+    /* done[b]: number + 1 of the last operation of parity b whose input
+     * this side has read from the other side's slot: the other side may
+     * use that slot again. */
+    _Alignas(64) _Atomic uint64_t done[2];
+} tnt_slot_side_t;
+
+_Static_assert(offsetof(tnt_slot_t, data) == 32,
+               "a small input shares the line of the slot's header");
+
+/** The slot areas of shared-memory endpoint `ep` (a connected peer whose
+ *  transport is shm): this rank's side, which it writes, and the peer's,
+ *  which it reads. */
+void tnt__shm_slots(void *ep, tnt_slot_side_t **mine,
+                    const tnt_slot_side_t **theirs);
+/** After publishing in a slot: wake the peer if it sleeps (it armed its
+ *  eventfd, shm_ring.c's protocol) -- one fence, and a system call only
+ *  when the peer sleeps. The publisher may wait with it until it would
+ *  sleep itself, finishes the operation or returns to its caller: by
+ *  then the fence no longer waits for the stores to leave. */
+void tnt__shm_slot_notify(void *ep);
+
+#endif /* TNT_TRANSPORT_SHM_SHM_SLOT_H */

@@ -1,0 +1,682 @@
+/*
+ * The TCP transport: connections and lifecycle (the data path is in
+ * tcp_io.c). Nonblocking sockets driven by the core's epoll.
+ *
+ * The lower rank of a pair opens TNT_SOCKETS_PER_PEER sockets to the
+ * higher one; each starts with a handshake (tcp_wire.h) naming job,
+ * communicator, both ranks and the socket's index, in which both sides
+ * prove the job key. The accepting side assembles the authenticated
+ * sockets of a pair into one endpoint and hands it to the core once all
+ * are there. A socket that fails the handshake (garbage, another protocol
+ * version, another key, a replay, silence for TCP_HANDSHAKE_WAIT_S) is
+ * closed and logged at WARNING with its address; the job goes on.
+ *
+ * Closed endpoints are freed at the start of the next callback, never
+ * while a callback that may still touch them is running.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <time.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/param.h"
+#include "util/sockaddr.h"
+#include "transport/tcp/tcp_internal.h"
+#include "transport/transport.h"
+
+/* ---- freeing and closing ------------------------------------------ */
+
+static void conn_free(tcp_conn_t *c)
+{
+    free(c->rbuf);
+    free(c);
+}
+
+static void free_graveyards(tcp_ctx_t *ctx)
+{
+    while (ctx->graveyard) {
+        tcp_ep_t *ep = ctx->graveyard;
+        ctx->graveyard = ep->next;
+        for (int i = 0; i < TCP_MAX_SOCKETS; i++)
+            if (ep->conns[i])
+                conn_free(ep->conns[i]);
+        free(ep);
+    }
+    while (ctx->conn_graveyard) {
+        tcp_conn_t *c = ctx->conn_graveyard;
+        ctx->conn_graveyard = c->next;
+        conn_free(c);
+    }
+}
+
+static void unlink_incoming(tcp_ctx_t *ctx, tcp_conn_t *c)
+{
+    for (tcp_conn_t **pp = &ctx->incoming; *pp; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            ctx->nincoming--;
+            return;
+        }
+}
+
+/* Close the socket; its memory goes with its endpoint, or to the conn
+ * graveyard if it never got one. */
+static void conn_close(tcp_ctx_t *ctx, tcp_conn_t *c)
+{
+    ctx->closes++;
+    if (c->closed)
+        return;
+    c->closed = 1;
+    ctx->env.unwatch_fd(ctx->env.core, c->fd);
+    /* close() with unread data sends a reset, which can destroy what was
+     * just written (a failure notice) before the peer reads it: read off
+     * what is already here first (bounded). */
+    char sink[4096];
+    for (int i = 0; i < 256; i++)
+        if (recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0)
+            break;
+    close(c->fd);
+    while (c->sq_head) {
+        tcp_sreq_t *r = c->sq_head;
+        c->sq_head = r->next;
+        tnt__tcp_sreq_put(ctx, r);
+    }
+    c->sq_tail = NULL;
+    c->queued = 0;
+    if (!c->ep) {
+        unlink_incoming(ctx, c);
+        c->next = ctx->conn_graveyard;
+        ctx->conn_graveyard = c;
+    }
+}
+
+static void ep_close(void *vctx, void *vep)
+{
+    tcp_ctx_t *ctx = vctx;
+    tcp_ep_t *ep = vep;
+    if (!ep || ep->closed)
+        return;
+    ep->closed = 1;
+    ctx->closes++; /* also when it has no socket yet: the list changes */
+    for (int i = 0; i < TCP_MAX_SOCKETS; i++)
+        if (ep->conns[i])
+            conn_close(ctx, ep->conns[i]);
+    if (ctx->accepting && ctx->accepting[ep->peer] == ep)
+        ctx->accepting[ep->peer] = NULL;
+    for (tcp_ep_t **pp = &ctx->eps; *pp; pp = &(*pp)->next)
+        if (*pp == ep) {
+            *pp = ep->next;
+            break;
+        }
+    ep->next = ctx->graveyard;
+    ctx->graveyard = ep;
+}
+
+void tnt__tcp_fail(tcp_conn_t *c, tnt_result_t err, const char *what)
+{
+    tcp_ctx_t *ctx = c->ctx;
+    tcp_ep_t *ep = c->ep;
+    /* The core knows an endpoint it asked for (connect) or was given
+     * (announced); anything else is a stranger and is only logged. */
+    if (!ep || !ep->known) {
+        ctx->env.log(ctx->env.core, TNT_LOG_WARNING | TNT_LOG_EVERY_RANK,
+                     "rank %d: dropped connection from %s: %s",
+                     ctx->env.rank, c->name, what);
+        if (ep)
+            ep_close(ctx, ep);
+        else
+            conn_close(ctx, c);
+        return;
+    }
+    int peer = ep->peer;
+    ep_close(ctx, ep);
+    ctx->env.on_peer_error(ctx->env.core, peer, err, what);
+}
+
+/* ---- sockets ------------------------------------------------------- */
+
+static void tune_socket(tcp_ctx_t *ctx, int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* Setting buffer sizes turns off the kernel's autotuning (and is
+     * capped by net.core.[rw]mem_max), so only do it when asked. */
+    if (ctx->sockbuf) {
+        int b = ctx->sockbuf > (size_t)1 << 30 ? 1 << 30 : (int)ctx->sockbuf;
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &b, sizeof(b));
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &b, sizeof(b));
+    }
+    /* A peer that goes silent without closing (link down, host gone) would
+     * otherwise only show at TNT_TIMEOUT. Kernel keep-alive probes find it
+     * while the connection is idle, TCP_USER_TIMEOUT while data waits for
+     * an acknowledgement: either way within about TNT_HEARTBEAT seconds,
+     * at no CPU cost here, and the socket then fails with ETIMEDOUT. */
+    if (ctx->heartbeat_s > 0) {
+        int hb = ctx->heartbeat_s < 2 ? 2 : (int)ctx->heartbeat_s;
+        int idle = hb / 2, cnt = 3;
+        int intvl = (hb - idle) / cnt > 0 ? (hb - idle) / cnt : 1;
+        unsigned user_ms = (unsigned)(ctx->heartbeat_s * 1000.0);
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+        setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms,
+                   sizeof(user_ms));
+    }
+}
+
+static tcp_conn_t *conn_new(tcp_ctx_t *ctx, int fd, int state, tcp_ep_t *ep)
+{
+    tcp_conn_t *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->rbuf = malloc(TCP_RBUF_SIZE);
+    if (!c->rbuf) {
+        free(c);
+        return NULL;
+    }
+    c->ctx = ctx;
+    c->ep = ep;
+    c->fd = fd;
+    c->state = state;
+    c->events = TNT_FD_READ | (state == TCP_CONNECTING ? TNT_FD_WRITE : 0);
+    if (ctx->env.watch_fd(ctx->env.core, fd, c->events, tnt__tcp_conn_cb,
+                          c) < 0) {
+        conn_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void announce(tcp_ctx_t *ctx, tcp_ep_t *ep)
+{
+    ep->announced = 1;
+    ep->known = 1;
+    ctx->env.on_connected(ctx->env.core, ep->peer, ep);
+}
+
+/* ---- handshake ---------------------------------------------------- */
+
+/* Handshake messages are a few dozen bytes written on a socket that has
+ * sent nothing else yet, so its send buffer always takes them whole. */
+static int hs_send(tcp_conn_t *c, const void *buf, size_t len)
+{
+    ssize_t n;
+    do
+        n = send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    return n == (ssize_t)len ? 0 : -1;
+}
+
+static void drop_stranger(tcp_conn_t *c, const char *why)
+{
+    tcp_ctx_t *ctx = c->ctx;
+    ctx->env.log(ctx->env.core, TNT_LOG_WARNING | TNT_LOG_EVERY_RANK,
+                 "rank %d: dropped connection from %s: %s", ctx->env.rank,
+                 c->name, why);
+    conn_close(ctx, c);
+}
+
+/* Acceptor: a whole hello is staged. Answer with the challenge. */
+int tnt__tcp_hello_in(tcp_conn_t *c)
+{
+    tcp_ctx_t *ctx = c->ctx;
+    tcp_expect_t e = {ctx->env.job_id, ctx->env.comm_id, ctx->env.rank,
+                      ctx->nsock};
+    const char *why = tnt__tcp_hello_parse(c->rbuf + c->rstart,
+                                           sizeof(tcp_hello_t), &e,
+                                           &c->hello);
+    c->rstart += sizeof(tcp_hello_t);
+    if (!why) {
+        tcp_challenge_t ch;
+        memset(&ch, 0, sizeof(ch));
+        ch.magic = TCP_CHAL_MAGIC;
+        ch.version = TCP_PROTO_VERSION;
+        ctx->env.random_bytes(ctx->env.core, c->nonce, sizeof(c->nonce));
+        memcpy(ch.nonce, c->nonce, sizeof(ch.nonce));
+        unsigned char in[TCP_AUTH_INPUT_MAX];
+        size_t n = tnt__tcp_auth_input(0, &c->hello, c->nonce, in);
+        ctx->env.auth_mac(ctx->env.core, in, n, ch.mac);
+        if (hs_send(c, &ch, sizeof(ch)) != 0)
+            why = "could not send the challenge";
+    }
+    if (why) {
+        drop_stranger(c, why);
+        return -1;
+    }
+    c->state = TCP_PROOF_IN;
+    return 0;
+}
+
+/* Acceptor: a whole proof is staged. Only a connection that passes it
+ * joins an endpoint; until then it has touched no shared state. */
+int tnt__tcp_proof_in(tcp_conn_t *c)
+{
+    tcp_ctx_t *ctx = c->ctx;
+    tcp_proof_t pr;
+    const char *why = tnt__tcp_proof_parse(c->rbuf + c->rstart,
+                                           sizeof(pr), &pr);
+    c->rstart += sizeof(pr);
+    unsigned char in[TCP_AUTH_INPUT_MAX];
+    size_t n = tnt__tcp_auth_input(1, &c->hello, c->nonce, in);
+    if (!why && !ctx->env.auth_verify(ctx->env.core, in, n, pr.mac))
+        why = "authentication failed (wrong job key, or a replay)";
+    const tcp_hello_t *h = &c->hello;
+    tcp_ep_t *ep = why ? NULL : ctx->accepting[h->from];
+    if (!why && !ep) {
+        for (tcp_ep_t *e = ctx->eps; e; e = e->next)
+            if (e->peer == h->from)
+                why = "second connection from a rank already connected";
+        if (!why) {
+            ep = calloc(1, sizeof(*ep));
+            if (!ep)
+                why = "out of memory";
+        }
+        if (ep) {
+            ep->ctx = ctx;
+            ep->peer = h->from;
+            ep->nconn = h->count;
+            ctx->accepting[h->from] = ep;
+        }
+    }
+    if (!why && ep->conns[h->index])
+        why = "duplicate socket index";
+    if (why) {
+        drop_stranger(c, why);
+        return -1;
+    }
+    unlink_incoming(ctx, c);
+    c->ep = ep;
+    c->state = TCP_READY;
+    ep->conns[h->index] = c;
+    if (++ep->nready == ep->nconn) {
+        ctx->accepting[ep->peer] = NULL;
+        ep->next = ctx->eps;
+        ctx->eps = ep;
+        announce(ctx, ep);
+    }
+    return c->closed ? -1 : 0;
+}
+
+/* Connector: advance the handshake. 1 when it is done (READY), 0 to
+ * wait for more, -1 on failure (*why says what). No upcalls. */
+static int connector_step(tcp_conn_t *c, uint32_t events, const char **why)
+{
+    tcp_ctx_t *ctx = c->ctx;
+    if (c->state == TCP_CONNECTING) {
+        int err = 0;
+        socklen_t len = sizeof(err);
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+            err = errno;
+        if (err) {
+            *why = strerror(err);
+            return -1;
+        }
+        if (!(events & TNT_FD_WRITE))
+            return 0;
+        if (hs_send(c, &c->hello, sizeof(c->hello)) != 0) {
+            *why = "could not send the hello";
+            return -1;
+        }
+        c->state = TCP_CHALLENGE_IN;
+        return 0;
+    }
+    /* Read exactly the challenge: what follows is the acceptor's data. */
+    size_t need = sizeof(tcp_challenge_t);
+    ssize_t r = recv(c->fd, c->rbuf + c->rend, need - c->rend, MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+                   errno != EINTR)) {
+        *why = r == 0 ? "connection closed during the handshake (does the "
+                        "peer have the same TNT_JOB_KEY?)"
+                      : strerror(errno);
+        return -1;
+    }
+    if (r < 0)
+        return 0;
+    c->rend += (size_t)r;
+    if (c->rend < need)
+        return 0;
+    tcp_challenge_t ch;
+    *why = tnt__tcp_challenge_parse(c->rbuf, need, &ch);
+    c->rstart = c->rend = 0;
+    if (*why)
+        return -1;
+    unsigned char in[TCP_AUTH_INPUT_MAX];
+    size_t n = tnt__tcp_auth_input(0, &c->hello, ch.nonce, in);
+    if (!ctx->env.auth_verify(ctx->env.core, in, n, ch.mac)) {
+        *why = "the peer failed to prove the job key (a stranger on its "
+               "port, or another TNT_JOB_KEY)";
+        return -1;
+    }
+    tcp_proof_t pr;
+    memset(&pr, 0, sizeof(pr));
+    pr.magic = TCP_PROOF_MAGIC;
+    pr.version = TCP_PROTO_VERSION;
+    n = tnt__tcp_auth_input(1, &c->hello, ch.nonce, in);
+    ctx->env.auth_mac(ctx->env.core, in, n, pr.mac);
+    if (hs_send(c, &pr, sizeof(pr)) != 0) {
+        *why = "could not send the proof";
+        return -1;
+    }
+    c->state = TCP_READY;
+    return 1;
+}
+
+/* ---- callbacks ----------------------------------------------------- */
+
+void tnt__tcp_conn_cb(void *arg, uint32_t events)
+{
+    tcp_conn_t *c = arg;
+    tcp_ctx_t *ctx = c->ctx;
+    free_graveyards(ctx);
+    if (c->state == TCP_CONNECTING || c->state == TCP_CHALLENGE_IN) {
+        const char *why = NULL;
+        int k = connector_step(c, events, &why);
+        if (k < 0) {
+            tnt__tcp_fail(c, TNT_ERR_CONNECT, why);
+            return;
+        }
+        if (k == 0) {
+            if (c->state == TCP_CHALLENGE_IN)
+                tnt__tcp_set_events(c, TNT_FD_READ);
+            return;
+        }
+        if (++c->ep->nready == c->ep->nconn)
+            announce(ctx, c->ep);
+        if (c->closed)
+            return;
+        tnt__tcp_flush(c);
+        return;
+    }
+    if (events & TNT_FD_WRITE)
+        tnt__tcp_flush(c);
+    if (!c->closed && (events & TNT_FD_READ))
+        tnt__tcp_read(c);
+}
+
+/* Once a second: close incoming connections that have not proved the
+ * job key in time, so that silent strangers cannot pile up. */
+static void timer_cb(void *arg, uint32_t events)
+{
+    tcp_ctx_t *ctx = arg;
+    (void)events;
+    uint64_t ticks;
+    if (read(ctx->timer_fd, &ticks, sizeof(ticks)) < 0)
+        return;
+    free_graveyards(ctx);
+    double now = tnt__now();
+    tcp_conn_t *c = ctx->incoming;
+    while (c) {
+        tcp_conn_t *next = c->next;
+        if (now - c->born > TCP_HANDSHAKE_WAIT_S)
+            drop_stranger(c, "no authenticated hello in time");
+        c = next;
+    }
+}
+
+static void accept_cb(void *arg, uint32_t events)
+{
+    tcp_ctx_t *ctx = arg;
+    (void)events;
+    free_graveyards(ctx);
+    for (;;) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(ss);
+        int fd = accept4(ctx->listen_fd, (struct sockaddr *)&ss, &len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                ctx->env.log(ctx->env.core, TNT_LOG_WARNING, "rank %d: "
+                             "accept: %s", ctx->env.rank, strerror(errno));
+            return;
+        }
+        char who[64];
+        tnt__sockaddr_str((struct sockaddr *)&ss, who, sizeof(who));
+        if (ctx->nincoming >= TCP_INCOMING_MAX) {
+            /* The legitimate peers already wait in line; the newest
+             * stranger is turned away rather than anyone evicted. */
+            ctx->env.log(ctx->env.core,
+                         TNT_LOG_WARNING | TNT_LOG_EVERY_RANK, "rank %d: "
+                         "refused connection from %s: %d connections are "
+                         "already "
+                         "in their handshake", ctx->env.rank, who,
+                         ctx->nincoming);
+            close(fd);
+            continue;
+        }
+        tune_socket(ctx, fd);
+        tcp_conn_t *c = conn_new(ctx, fd, TCP_HELLO_IN, NULL);
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        snprintf(c->name, sizeof(c->name), "%s", who);
+        c->born = tnt__now();
+        c->next = ctx->incoming;
+        ctx->incoming = c;
+        ctx->nincoming++;
+    }
+}
+
+/* ---- the vtable ---------------------------------------------------- */
+
+static tnt_result_t open_socket(tcp_ctx_t *ctx, tcp_ep_t *ep, int index,
+                                const struct sockaddr_storage *ss,
+                                socklen_t sslen)
+{
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                    0);
+    if (fd < 0)
+        return tnt__error(TNT_ERR_SYSTEM, "socket: %s", strerror(errno));
+    tune_socket(ctx, fd);
+    if (connect(fd, (const struct sockaddr *)ss, sslen) != 0 &&
+        errno != EINPROGRESS) {
+        int e = errno;
+        close(fd);
+        return tnt__error(TNT_ERR_CONNECT, "connect to rank %d: %s", ep->peer,
+                          strerror(e));
+    }
+    tcp_conn_t *c = conn_new(ctx, fd, TCP_CONNECTING, ep);
+    if (!c) {
+        close(fd);
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for a socket");
+    }
+    /* Owned by the endpoint from here: closing it cleans up. */
+    ep->conns[index] = c;
+    tnt__sockaddr_str((const struct sockaddr *)ss, c->name, sizeof(c->name));
+    /* Sent once connected (connector_step). */
+    c->hello = (tcp_hello_t){TCP_HELLO_MAGIC, TCP_PROTO_VERSION,
+                             ctx->env.job_id, ctx->env.comm_id,
+                             ctx->env.rank, ep->peer, (uint16_t)index,
+                             (uint16_t)ctx->nsock, {0}};
+    ctx->env.random_bytes(ctx->env.core, c->hello.nonce,
+                          sizeof(c->hello.nonce));
+    return TNT_SUCCESS;
+}
+
+static tnt_result_t tcp_connect(void *vctx, int peer, const void *addr,
+                                size_t addr_len)
+{
+    tcp_ctx_t *ctx = vctx;
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    TNT_CHECK(tnt__addr_blob_decode(addr, addr_len, &ss, &sslen));
+    tcp_ep_t *ep = calloc(1, sizeof(*ep));
+    if (!ep)
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for an "
+                          "endpoint");
+    ep->ctx = ctx;
+    ep->peer = peer;
+    ep->nconn = ctx->nsock;
+    ep->known = 1;
+    ep->next = ctx->eps;
+    ctx->eps = ep;
+    for (int i = 0; i < ctx->nsock; i++) {
+        tnt_result_t rc = open_socket(ctx, ep, i, &ss, sslen);
+        if (rc != TNT_SUCCESS) {
+            ep_close(ctx, ep);
+            return rc;
+        }
+    }
+    return TNT_SUCCESS;
+}
+
+/* The clock of timer_cb. */
+static tnt_result_t start_timer(tcp_ctx_t *ctx)
+{
+    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (tfd < 0)
+        return tnt__error(TNT_ERR_SYSTEM, "timerfd_create: %s",
+                          strerror(errno));
+    struct itimerspec its = {{1, 0}, {1, 0}};
+    if (timerfd_settime(tfd, 0, &its, NULL) != 0 ||
+        ctx->env.watch_fd(ctx->env.core, tfd, TNT_FD_READ, timer_cb,
+                          ctx) != TNT_SUCCESS) {
+        close(tfd);
+        return tnt__error(TNT_ERR_SYSTEM, "tcp: cannot start the handshake "
+                          "timer");
+    }
+    ctx->timer_fd = tfd;
+    return TNT_SUCCESS;
+}
+
+static tnt_result_t tcp_listen(void *vctx, void *addr, size_t *addr_len)
+{
+    tcp_ctx_t *ctx = vctx;
+    int fd;
+    TNT_CHECK(tnt__listen_blob(ctx->env.bind_ip, ctx->env.rank, "", &fd,
+                               addr, addr_len));
+    tnt_result_t rc = ctx->env.watch_fd(ctx->env.core, fd, TNT_FD_READ,
+                                        accept_cb, ctx);
+    if (rc != TNT_SUCCESS) {
+        close(fd);
+        return rc;
+    }
+    ctx->listen_fd = fd;
+    return start_timer(ctx);
+}
+
+static void tcp_finalize(void *vctx);
+
+static tnt_result_t tcp_init(const tnt_transport_env_v1_t *env, void **out)
+{
+    /* The authentication services are required: TCP accepts no
+     * connection it cannot authenticate. */
+    if (!env || env->size < sizeof(*env) || env->version < 1 ||
+        !env->auth_mac || !env->auth_verify || !env->random_bytes)
+        return tnt__error(TNT_ERR_INVALID_ARG, "tcp: bad transport env");
+    tcp_ctx_t *ctx = calloc(1, sizeof(*ctx));
+    if (!ctx)
+        return tnt__error(TNT_ERR_NO_MEMORY, "tcp: out of memory");
+    ctx->env = *env;
+    ctx->listen_fd = -1;
+    ctx->timer_fd = -1;
+    ctx->nsock = 1;
+    ctx->accepting = calloc((size_t)env->nranks, sizeof(*ctx->accepting));
+    tnt_result_t rc = ctx->accepting ? TNT_SUCCESS
+                                     : tnt__error(TNT_ERR_NO_MEMORY,
+                                                  "tcp: out of memory");
+    /* Transport knobs are the transport's own, as a plugin's would be. */
+    const char *b = getenv("TNT_SOCKET_BUFFER");
+    if (rc == TNT_SUCCESS && b && *b)
+        rc = tnt__parse_size("TNT_SOCKET_BUFFER", b, &ctx->sockbuf);
+    const char *hb = getenv("TNT_HEARTBEAT");
+    ctx->heartbeat_s = 10.0;
+    if (rc == TNT_SUCCESS && hb && *hb)
+        rc = tnt__parse_seconds("TNT_HEARTBEAT", hb, &ctx->heartbeat_s);
+    const char *n = getenv("TNT_SOCKETS_PER_PEER");
+    long nsock = 1;
+    if (rc == TNT_SUCCESS && n && *n)
+        rc = tnt__parse_long("TNT_SOCKETS_PER_PEER", n, 1, TCP_MAX_SOCKETS,
+                             &nsock);
+    ctx->nsock = (int)nsock;
+    if (rc != TNT_SUCCESS) {
+        tcp_finalize(ctx);
+        return rc;
+    }
+    *out = ctx;
+    return TNT_SUCCESS;
+}
+
+/* A socket still connecting when the communicator goes away may be the
+ * one that tells a peer this rank is gone (engine_fail connects to peers
+ * for that). Unless its handshake completes, the peer takes it for a
+ * stranger and cannot tell who left, so give pending handshakes a bounded
+ * moment to finish (no upcalls: the core is going away). */
+static void finish_handshakes(tcp_ctx_t *ctx, double budget_s)
+{
+    double end = tnt__now() + budget_s;
+    for (tcp_ep_t *ep = ctx->eps; ep; ep = ep->next)
+        for (int i = 0; i < ep->nconn; i++) {
+            tcp_conn_t *c = ep->conns[i];
+            while (c && !c->closed && (c->state == TCP_CONNECTING ||
+                                       c->state == TCP_CHALLENGE_IN)) {
+                double left = end - tnt__now();
+                struct pollfd pfd = {.fd = c->fd,
+                                     .events = c->state == TCP_CONNECTING
+                                                   ? POLLOUT : POLLIN};
+                if (left <= 0 ||
+                    poll(&pfd, 1, (int)(left * 1000.0) + 1) <= 0)
+                    return;
+                const char *why;
+                if (connector_step(c, TNT_FD_WRITE | TNT_FD_READ, &why) < 0)
+                    break;
+            }
+        }
+}
+
+static void tcp_finalize(void *vctx)
+{
+    tcp_ctx_t *ctx = vctx;
+    if (!ctx)
+        return;
+    finish_handshakes(ctx, 0.2);
+    while (ctx->eps)
+        ep_close(ctx, ctx->eps);
+    for (int i = 0; ctx->accepting && i < ctx->env.nranks; i++)
+        if (ctx->accepting[i])
+            ep_close(ctx, ctx->accepting[i]);
+    while (ctx->incoming)
+        conn_close(ctx, ctx->incoming);
+    if (ctx->listen_fd >= 0) {
+        ctx->env.unwatch_fd(ctx->env.core, ctx->listen_fd);
+        close(ctx->listen_fd);
+    }
+    if (ctx->timer_fd >= 0) {
+        ctx->env.unwatch_fd(ctx->env.core, ctx->timer_fd);
+        close(ctx->timer_fd);
+    }
+    free_graveyards(ctx);
+    while (ctx->free_sreqs) {
+        tcp_sreq_t *r = ctx->free_sreqs;
+        ctx->free_sreqs = r->next;
+        free(r);
+    }
+    free(ctx->accepting);
+    free(ctx);
+}
+
+const tnt_transport_v1_t tnt__tcp_transport = {
+    .size = sizeof(tnt_transport_v1_t),
+    .version = TNT_TRANSPORT_VERSION,
+    .name = "tcp",
+    .init = tcp_init,
+    .listen = tcp_listen,
+    .connect = tcp_connect,
+    .send = tnt__tcp_send,
+    .reg_mem = NULL,
+    .dereg_mem = NULL,
+    .close = ep_close,
+    .finalize = tcp_finalize,
+};

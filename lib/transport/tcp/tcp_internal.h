@@ -1,0 +1,125 @@
+/*
+ * Shared state of the TCP transport's two files: tcp.c (connections,
+ * hello, lifecycle) and tcp_io.c (framing, send and receive paths).
+ *
+ * An endpoint (tcp_ep_t, what the core holds) is one peer; it owns
+ * TNT_SOCKETS_PER_PEER sockets (tcp_conn_t). Each message travels whole on
+ * one socket, the least loaded one, so large collectives split into
+ * segments spread over parallel streams; the core matches by tag, so the
+ * order across sockets does not matter.
+ */
+#ifndef TNT_TRANSPORT_TCP_TCP_INTERNAL_H
+#define TNT_TRANSPORT_TCP_TCP_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "transport/tcp/tcp_wire.h"
+#include "tnt/transport.h"
+
+/* Unauthenticated incoming sockets one rank keeps at once (each holds a
+ * staging buffer), and how long each may take to prove the job key. */
+#define TCP_INCOMING_MAX 1024
+#define TCP_HANDSHAKE_WAIT_S 10.0
+#define TCP_RBUF_SIZE (64 * 1024)
+/* Remaining payloads at least this large skip the staging buffer. */
+#define TCP_DIRECT_MIN (16 * 1024)
+/* recv calls per callback before giving other sockets a turn. */
+#define TCP_READ_BUDGET 64
+
+/* Connector: CONNECTING -> CHALLENGE_IN -> READY.
+ * Acceptor: HELLO_IN -> PROOF_IN -> READY. */
+enum tcp_state {
+    TCP_CONNECTING,
+    TCP_CHALLENGE_IN,
+    TCP_HELLO_IN,
+    TCP_PROOF_IN,
+    TCP_READY
+};
+
+typedef struct tcp_sreq {
+    struct tcp_sreq *next;
+    tcp_frame_t frame;
+    const void *hdr;
+    size_t hdr_len;
+    const void *payload;
+    size_t len;
+    size_t done;      /* bytes of frame+hdr+payload already written */
+    void *cookie;
+} tcp_sreq_t;
+
+typedef struct tcp_ctx tcp_ctx_t;
+typedef struct tcp_ep tcp_ep_t;
+
+typedef struct tcp_conn {
+    tcp_ctx_t *ctx;
+    tcp_ep_t *ep;     /* NULL until an incoming hello names the peer */
+    int fd;
+    int state;
+    int closed;
+    uint32_t events;
+    tcp_sreq_t *sq_head, *sq_tail;
+    size_t queued;    /* bytes waiting in sq */
+    unsigned char *rbuf;
+    size_t rstart, rend;
+    int in_payload;
+    unsigned char *dest;
+    size_t left;
+    void *cookie;
+    tcp_hello_t hello;   /* the handshake's, either side */
+    unsigned char nonce[TCP_NONCE_BYTES]; /* the acceptor's */
+    double born;         /* accepted at (tnt__now), for the time limit */
+    char name[64];    /* remote address, for messages */
+    struct tcp_conn *next; /* ctx's list of unidentified incoming conns */
+} tcp_conn_t;
+
+struct tcp_ep {
+    tcp_ctx_t *ctx;
+    int peer;
+    int nconn;        /* sockets the pair uses */
+    int nready;       /* of them connected (and identified) */
+    int announced;    /* on_connected was called */
+    int known;        /* the core asked for it or was given it */
+    int closed;
+    unsigned rr;      /* round-robin start for picking a socket */
+    tcp_conn_t *conns[TCP_MAX_SOCKETS];
+    struct tcp_ep *next; /* ctx's list, or graveyard */
+};
+
+struct tcp_ctx {
+    tnt_transport_env_v1_t env;
+    int listen_fd;
+    size_t sockbuf;
+    double heartbeat_s;        /* TNT_HEARTBEAT; 0: off */
+    int nsock;            /* TNT_SOCKETS_PER_PEER */
+    tcp_ep_t *eps;        /* open endpoints */
+    tcp_ep_t **accepting; /* by rank: endpoints being assembled */
+    tcp_conn_t *incoming; /* accepted, handshake not finished */
+    int nincoming;
+    int timer_fd;         /* expires slow handshakes */
+    tcp_ep_t *graveyard;  /* closed endpoints, freed at the next callback */
+    tcp_conn_t *conn_graveyard;
+    tcp_sreq_t *free_sreqs;
+    unsigned closes;      /* conn_close and ep_close calls: the lists may
+                             have changed (tnt__tcp_poll's guard) */
+};
+
+/* tcp.c */
+void tnt__tcp_fail(tcp_conn_t *c, tnt_result_t err, const char *what);
+int tnt__tcp_hello_in(tcp_conn_t *c);
+int tnt__tcp_proof_in(tcp_conn_t *c);
+void tnt__tcp_conn_cb(void *arg, uint32_t events);
+
+/* tcp_io.c */
+void tnt__tcp_set_events(tcp_conn_t *c, uint32_t events);
+void tnt__tcp_enqueue(tcp_conn_t *c, tcp_sreq_t *r);
+void tnt__tcp_flush(tcp_conn_t *c);
+void tnt__tcp_read(tcp_conn_t *c);
+tcp_sreq_t *tnt__tcp_sreq_get(tcp_ctx_t *ctx);
+void tnt__tcp_sreq_put(tcp_ctx_t *ctx, tcp_sreq_t *r);
+tnt_result_t tnt__tcp_send(void *vctx, void *vep, const void *hdr,
+                           size_t hdr_len, const void *payload, size_t len,
+                           void *cookie);
+
+#endif /* TNT_TRANSPORT_TCP_TCP_INTERNAL_H */

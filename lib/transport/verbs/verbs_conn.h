@@ -1,0 +1,80 @@
+/*
+ * The per-peer connection state machine of the verbs transport, kept
+ * free of verbs calls so that tests drive it with fake events.
+ *
+ *   HANDSHAKE -> INIT -> RTR -> RTS (ready) -> CLOSED
+ *        \         \       \       \
+ *         `---------`-------`-------`--> ERROR
+ *
+ * HANDSHAKE: the side-channel socket is exchanging queue pair addresses.
+ * INIT, RTR, RTS: the queue pair's own states as the transport moves it
+ * (RESET is before the machine starts). ERROR: the connection failed
+ * (a completion with an error status, a fatal async event, the side
+ * channel closing, a malformed message); the first failure decides the
+ * error and its text, which names the peer, and everything after it is
+ * noise to ignore (the flush completions of the remaining work requests,
+ * further events). The glue reports that first failure once through
+ * on_peer_error, as TCP does, and the core fails the operations with the
+ * peer.
+ */
+#ifndef TNT_TRANSPORT_VERBS_VERBS_CONN_H
+#define TNT_TRANSPORT_VERBS_VERBS_CONN_H
+
+#include "tnt/tnt.h"
+
+enum vb_state {
+    VB_HANDSHAKE,
+    VB_INIT,
+    VB_RTR,
+    VB_RTS,
+    VB_ERROR,
+    VB_CLOSED
+};
+
+/* Events, in the transport's own terms (not ibv enums, so that this
+ * file builds and is tested without libibverbs). */
+enum vb_event {
+    VB_EV_QP_INIT,      /* modify to INIT done */
+    VB_EV_QP_RTR,       /* modify to RTR done (remote address known) */
+    VB_EV_QP_RTS,       /* modify to RTS done */
+    VB_EV_WC_OK,        /* a successful completion */
+    VB_EV_WC_FLUSH,     /* a work request flushed by an error state */
+    VB_EV_WC_RETRY,     /* transport retry counter exceeded */
+    VB_EV_WC_RNR,       /* receiver-not-ready retries exceeded */
+    VB_EV_WC_REMOTE,    /* remote access / operation / invalid request */
+    VB_EV_WC_OTHER,     /* any other completion error */
+    VB_EV_ASYNC_FATAL,  /* QP fatal / request / access error event */
+    VB_EV_PORT_DOWN,    /* the local port went down */
+    VB_EV_DEVICE_FATAL, /* the HCA failed */
+    VB_EV_SIDE_CLOSED,  /* the side-channel socket closed (peer exited) */
+    VB_EV_PROTOCOL,     /* a malformed message or handshake */
+    VB_EV_SETUP,        /* creating or connecting the queue pair failed */
+    VB_EV_CLOSE         /* the core closed the endpoint */
+};
+
+typedef struct vb_conn {
+    int rank, peer;
+    int state;
+    tnt_result_t err;  /* first failure, once in ERROR */
+    char why[192];     /* its text, naming the peer */
+} vb_conn_t;
+
+void tnt__vb_conn_init(vb_conn_t *c, int rank, int peer);
+
+/**
+ * Feed one event; `detail` adds to the error text (a status string, what
+ * was malformed), may be NULL. Returns 1 when this event just failed the
+ * connection (report c->err / c->why to the core now), 0 otherwise
+ * (including events ignored because the connection is already down).
+ * An event that makes no sense in the current state (RTR before INIT, a
+ * successful completion before RTS) fails the connection as an internal
+ * or protocol error.
+ */
+int tnt__vb_conn_event(vb_conn_t *c, int ev, const char *detail);
+
+/** 1 if sends may be posted. */
+int tnt__vb_conn_ready(const vb_conn_t *c);
+
+const char *tnt__vb_state_name(int state);
+
+#endif /* TNT_TRANSPORT_VERBS_VERBS_CONN_H */

@@ -1,0 +1,157 @@
+/*
+ * Reading and validating the environment knobs declared in param.h. A
+ * value that does not parse is an error naming the variable, not a silent
+ * fallback to the default: a typo in a job script should stop the job.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "collectives/algorithms.h"
+#include "util/error.h"
+#include "util/param.h"
+
+tnt_result_t tnt__parse_size(const char *what, const char *s, size_t *out)
+{
+    if (!s || !*s)
+        return tnt__error(TNT_ERR_CONFIG, "%s is empty; expected a size "
+                          "in bytes such as 4096, 32k or 64M", what);
+    const char *p = s;
+    while (*p == ' ')
+        p++;
+    if (*p < '0' || *p > '9')
+        return tnt__error(TNT_ERR_CONFIG, "%s='%s' is not a size; expected "
+                          "a non-negative number of bytes with an optional "
+                          "k/M/G suffix", what, s);
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(p, &end, 10);
+    if (errno == ERANGE)
+        return tnt__error(TNT_ERR_CONFIG, "%s='%s' is too large", what, s);
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    /* Accept "KiB", "KB", "B" after the number or the prefix. */
+    if (shift && (strcmp(end, "iB") == 0 || strcmp(end, "ib") == 0))
+        end += 2;
+    else if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end != '\0')
+        return tnt__error(TNT_ERR_CONFIG, "%s='%s' has trailing junk '%s'; "
+                          "expected e.g. 4096, 32k, 64M or 1G", what, s, end);
+    if (shift && v > (SIZE_MAX >> shift))
+        return tnt__error(TNT_ERR_CONFIG, "%s='%s' is too large", what, s);
+    if (v > SIZE_MAX)
+        return tnt__error(TNT_ERR_CONFIG, "%s='%s' is too large", what, s);
+    *out = (size_t)v << shift;
+    return TNT_SUCCESS;
+}
+
+tnt_result_t tnt__parse_long(const char *what, const char *s, long min,
+                             long max, long *out)
+{
+    if (!s || !*s)
+        return tnt__error(TNT_ERR_CONFIG, "%s is empty; expected an integer "
+                          "in [%ld, %ld]", what, min, max);
+    errno = 0;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (errno || *end != '\0' || v < min || v > max)
+        return tnt__error(TNT_ERR_CONFIG, "%s='%s' is invalid; expected an "
+                          "integer in [%ld, %ld]", what, s, min, max);
+    *out = v;
+    return TNT_SUCCESS;
+}
+
+tnt_result_t tnt__parse_seconds(const char *what, const char *s, double *out)
+{
+    if (!s || !*s)
+        return tnt__error(TNT_ERR_CONFIG, "%s is empty; expected seconds",
+                          what);
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (errno || *end != '\0' || !isfinite(v) || v < 0)
+        return tnt__error(TNT_ERR_CONFIG, "%s='%s' is invalid; expected a "
+                          "non-negative number of seconds", what, s);
+    *out = v;
+    return TNT_SUCCESS;
+}
+
+static tnt_result_t parse_kind_SIZE(const char *n, const char *s, size_t *o)
+{
+    return tnt__parse_size(n, s, o);
+}
+
+static tnt_result_t parse_kind_SECONDS(const char *n, const char *s,
+                                       double *o)
+{
+    return tnt__parse_seconds(n, s, o);
+}
+
+static tnt_result_t parse_kind_MICROS(const char *n, const char *s,
+                                      double *o)
+{
+    long us;
+    TNT_CHECK(tnt__parse_long(n, s, 0, 1000000, &us));
+    *o = (double)us * 1e-6;
+    return TNT_SUCCESS;
+}
+
+static tnt_result_t parse_kind_ALGO(const char *n, const char *s, int *o)
+{
+    int a = tnt__algo_parse(s);
+    if (a < 0)
+        return tnt__error(TNT_ERR_CONFIG, "%s='%s' is not a known algorithm;"
+                           " expected auto, ring, rd, rabenseifner, "
+                           "hierarchical, oneshot, direct, slots, "
+                           "binomial, pipeline or flat",
+                          n, s);
+    *o = a;
+    return TNT_SUCCESS;
+}
+
+static tnt_result_t parse_kind_TOPOLOGY(const char *n, const char *s,
+                                        int *o)
+{
+    if (strcmp(s, "auto") == 0)
+        *o = TNT_TOPOLOGY_AUTO;
+    else if (strcmp(s, "flat") == 0)
+        *o = TNT_TOPOLOGY_FLAT;
+    else
+        return tnt__error(TNT_ERR_CONFIG, "%s='%s' is not a topology "
+                          "setting; expected auto (use the hosts' layout) "
+                          "or flat (ignore it)", n, s);
+    return TNT_SUCCESS;
+}
+
+tnt_result_t tnt__params_load(tnt_params_t *p)
+{
+    memset(p, 0, sizeof(*p));
+#define TNT_PARAM_LOAD_(field, env, kind, def, help)                        \
+    {                                                                       \
+        const char *v = getenv(env);                                        \
+        TNT_CHECK(parse_kind_##kind(env, (v && *v) ? v : def, &p->field));  \
+    }
+    TNT_PARAM_LIST(TNT_PARAM_LOAD_)
+#undef TNT_PARAM_LOAD_
+    if (p->segment_bytes < 64)
+        return tnt__error(TNT_ERR_CONFIG, "TNT_SEGMENT_BYTES=%zu is too "
+                          "small; expected at least 64 bytes",
+                          p->segment_bytes);
+    if (p->allreduce_algo == TNT_ALGO_HIER &&
+        p->topology == TNT_TOPOLOGY_FLAT)
+        return tnt__error(TNT_ERR_CONFIG, "TNT_ALLREDUCE_ALGO=hierarchical "
+                          "contradicts TNT_TOPOLOGY=flat; unset one");
+    if (p->timeout_s <= 0)
+        return tnt__error(TNT_ERR_CONFIG, "TNT_TIMEOUT must be positive");
+    return TNT_SUCCESS;
+}
