@@ -7,10 +7,13 @@
 # and `mpi label=...` lines). Needs gnuplot (Debian: gnuplot-nox).
 # See docs/tnt-bench.md, "Plotting results".
 set -euo pipefail
+# Messages name the script as the user called it: plot.sh in the source
+# tree, tnt-bench-plot once installed.
+prog=$(basename "$0")
 
 usage() {
-    cat <<'EOF'
-usage: plot.sh -o OUT.png [options] [-l LABEL] FILE [[-l LABEL] FILE ...]
+    cat <<EOF
+usage: $prog -o OUT.png [options] [-l LABEL] FILE [[-l LABEL] FILE ...]
 
 Each FILE becomes one curve (a CSV with a label column or a peers' log:
 one curve per label, or per algorithm and rank count).
@@ -26,8 +29,8 @@ one curve per label, or per algorithm and rank count).
 EOF
 }
 
-die() { echo "plot.sh: $*" >&2; exit 1; }
-bad_usage() { echo "plot.sh: $*" >&2; echo "(try 'plot.sh -h')" >&2; exit 2; }
+die() { echo "$prog: $*" >&2; exit 1; }
+bad_usage() { echo "$prog: $*" >&2; echo "(try '$prog -h')" >&2; exit 2; }
 
 out="" mode="out" title="allreduce" label=""
 filters=() files=() labels=()
@@ -209,4 +212,4 @@ plots() { # $1: the column to plot
 } > "$tmp/plot.gp"
 gnuplot "$tmp/plot.gp" || die "gnuplot failed (see its message above)"
 [ -s "$out" ] || die "gnuplot wrote nothing to $out"
-echo "plot.sh: wrote $out ($ncurves curves)"
+echo "$prog: wrote $out ($ncurves curves)"

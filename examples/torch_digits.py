@@ -107,10 +107,16 @@ def parse_args(argv=None):
 
 
 def main():
-    import tntcomm as tnt
-    import tntcomm.torch as tnt_torch
-
+    # Arguments first, so that --help and a bad option work without the
+    # binding; then the binding, with a hint where it is not importable.
     args = parse_args()
+    try:
+        import tntcomm as tnt
+        import tntcomm.torch as tnt_torch
+    except ImportError as e:
+        sys.exit("torch_digits: cannot import tntcomm (%s); from the build "
+                 "tree set PYTHONPATH=build/plugins/python, after meson "
+                 "install see docs/install.md" % e)
     torch.set_num_threads(1)  # ranks share the machine's cores
     rank, size = tnt.get_rank(), tnt.get_size()
     master = tnt.is_master_rank()

@@ -109,5 +109,10 @@ mkdir "$TMP/save"
 bounded "$RUN" -n 2 "$PY" "$CHECK" save "$TMP/save" >"$TMP/log" 2>&1
 result "save on the master only" $? "$TMP/log"
 
+# --help needs neither the binding nor a launcher.
+env -u PYTHONPATH "$PY" "$EXAMPLE" --help >"$TMP/log" 2>&1 &&
+    grep -q "^usage: torch_digits.py" "$TMP/log"
+result "torch_digits.py --help without tntcomm" $? "$TMP/log"
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
