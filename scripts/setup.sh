@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the build dependencies from Debian (when missing) and builds
 # libtntcomm into ./build (or the directory given as $1, with any further
-# arguments passed to `meson setup`).
+# arguments passed to `meson setup`). Developers' and CI's builds treat
+# warnings as errors (-Dwerror=true; a later -Dwerror=false wins); a plain
+# `meson setup` does not (docs/install.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -25,6 +27,6 @@ if [ -n "${missing// /}" ]; then
 fi
 
 if [ ! -f "$build/build.ninja" ]; then
-    meson setup "$build" "$@"
+    meson setup "$build" -Dwerror=true "$@"
 fi
 ninja -C "$build"

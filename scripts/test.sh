@@ -47,7 +47,8 @@ if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
     # under TSan on 2 cores; it was clean when last run in full).
     # Only the two programs it runs (the dependencies are installed).
     [ -f build-tsan/build.ninja ] ||
-        meson setup build-tsan -Db_sanitize=thread -Db_lundef=false
+        meson setup build-tsan -Dwerror=true -Db_sanitize=thread \
+            -Db_lundef=false
     ninja -C build-tsan tests/test_collectives tests/test_unlocked
     for suite in nonblocking misc determinism; do
         echo "== ThreadSanitizer: test_collectives $suite"

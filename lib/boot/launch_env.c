@@ -293,7 +293,8 @@ static tnt_result_t detect_torchrun(tnt_launch_t *l)
         return TNT_SUCCESS;
     if (env("TNT_ROOT_ADDR"))
         return set_root(l, "", 0);
-    int port;
+    int port = 0; /* set by need_int on success; 0 quiets -O3's
+                   * may-be-uninitialized, which cannot see that */
     if (!ma)
         return tnt__error(TNT_ERR_CONFIG, "MASTER_ADDR is not set; the "
                           "torchrun launcher environment is incomplete");

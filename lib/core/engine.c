@@ -530,7 +530,11 @@ void tnt__note_lost(struct tnt_comm *comm, int peer, const char *what)
     if (comm->first_lost >= 0 || comm->state != TNT_COMM_OK)
         return;
     comm->first_lost = peer;
-    snprintf(comm->first_lost_what, sizeof(comm->first_lost_what), "%s",
+    /* Kept for the error message: a longer cause is cut to the field
+     * (the precision says so to the compiler, whose -O3 inlining sees
+     * callers' longer buffers). */
+    snprintf(comm->first_lost_what, sizeof(comm->first_lost_what), "%.*s",
+             (int)sizeof(comm->first_lost_what) - 1,
              what ? what : "connection closed");
 }
 
