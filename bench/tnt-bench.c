@@ -108,6 +108,7 @@ static void usage(FILE *f)
 "                       process may use), none, or auto (the default:\n"
 "                       core when 2 <= K <= those CPUs, as mpirun)\n"
 "  -h, --help           this text\n"
+"  --version            print libtntcomm's version\n"
 "\n"
 "Examples:\n"
 "  tnt-bench -N 4 allreduce -b 8 -e 64M -f 2\n"
@@ -172,6 +173,7 @@ static const char *const mem_names[] = {[BENCH_MEM_MALLOC] = "malloc",
 
 enum {
     OPT_SIZE = 256, OPT_INPLACE, OPT_OUTPLACE, OPT_JSON, OPT_BIND, OPT_MEM,
+    OPT_VERSION,
     /* Options of `tnt-bench fusion` only. */
     OPT_MODEL, OPT_THRESHOLD, OPT_SWEEP, OPT_COMPUTE, OPT_CONTIGUOUS,
     OPT_DRY_RUN, OPT_COMPUTE_KIND,
@@ -315,6 +317,7 @@ static void parse_args(int argc, char **argv, bench_opts_t *o)
         {"bind-to", required_argument, NULL, OPT_BIND},
         {"mem", required_argument, NULL, OPT_MEM},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
     int have_range = 0, have_size = 0, only_in = 0, only_out = 0, c, i;
@@ -411,6 +414,9 @@ static void parse_args(int argc, char **argv, bench_opts_t *o)
             break;
         case 'h':
             usage(stdout);
+            exit(BENCH_EXIT_OK);
+        case OPT_VERSION:
+            printf("tnt-bench (libtntcomm) %s\n", TNT_VERSION_STRING);
             exit(BENCH_EXIT_OK);
         case ':':
             usage_error("option '%s' needs a value", argv[optind - 1]);

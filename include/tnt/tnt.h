@@ -27,9 +27,9 @@ extern "C" {
 #define TNT_API
 #endif
 
-#define TNT_VERSION_MAJOR 0
-#define TNT_VERSION_MINOR 3
-#define TNT_VERSION_PATCH 0
+/* TNT_VERSION_MAJOR/MINOR/PATCH, TNT_VERSION_STRING, TNT_VERSION and
+ * TNT_VERSION_CODE(major, minor, patch), generated from meson.build. */
+#include <tnt/version.h>
 
 /*
  * The one result list. Positive values are "not an error yet"; negative

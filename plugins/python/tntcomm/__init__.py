@@ -111,9 +111,14 @@ def is_master_rank():
 
 
 def version():
+    """The loaded library's version, (major, minor, patch)."""
     v = [ctypes.c_int() for _ in range(3)]
     lib.tnt_get_version(*[ctypes.byref(x) for x in v])
     return tuple(x.value for x in v)
+
+
+# The library's own version (tnt_get_version), as "MAJOR.MINOR.PATCH".
+__version__ = "%d.%d.%d" % version()
 
 
 def _dtype_of(array):
