@@ -174,7 +174,8 @@ key2=$(awk 'NR == 1 { print $2 }' "$OUT")
 end
 
 begin "option forms of -n"
-for form in "-n 3" "-n3" "--np 3" "--np=3" "--nranks=3" "--nranks 3"; do
+for form in "-n 3" "-n3" "--np 3" "--np=3" "--nranks=3" "--nranks 3" \
+            "-np 3"; do
     # shellcheck disable=SC2086
     run --output-on-all-ranks $form -- sh -c 'echo "$TNT_SIZE"'
     expect_rc 0
@@ -433,9 +434,14 @@ check_usage "invalid number of ranks '-1'" -n -1 true
 check_usage "invalid number of ranks '3x'" --np=3x true
 check_usage "invalid number of ranks ''" --nranks= true
 check_usage "invalid number of ranks '100000'" -n 100000 true
+# One limit and one message for -n, whatever the value's fault.
+for bad in 0 257 300; do
+    check_usage "invalid number of ranks '$bad': expected an integer from 1 to 256 (on this host" -n "$bad" true
+done
+check_usage "invalid number of ranks '0': expected an integer from 1 to 65536 (in all" --hostfile /dev/null -n 0 true
+check_usage "invalid number of ranks 'p'" -n p true
 check_usage "no program given" -n 2
 check_usage "unknown option '--bogus'" --bogus -n 2 true
-check_usage "missing -n" true
 check_usage "option '-n' needs a value" -n
 check_usage "invalid timeout 'soon'" --timeout soon -n 1 true
 check_usage "invalid timeout '0'" --timeout 0 -n 1 true
@@ -597,6 +603,98 @@ check_usage "--force goes with --cleanup" --force -n 1 true
 kill -KILL "${BG[@]}" 2>/dev/null
 wait "${BG[@]}" 2>/dev/null
 BG=()
+end
+
+# Every example command line of Tarantella's documentation (quick_start,
+# advanced_topics, tutorials), with tnt-run in place of tarantella and
+# nothing else changed but the placeholders: a hostfile naming this host
+# (started without ssh), /usr/bin/python3 for /path/to/python. model.py
+# records, per rank, its size, arguments and variables.
+begin "Tarantella's documented command lines, unchanged"
+mkdir -p "$TMP/tt/models" && cd "$TMP/tt" || exit 1
+echo localhost >hostfile
+cat >model.py <<'PY'
+import os, sys
+e = os.environ
+with open("seen.%s" % e["TNT_RANK"], "w") as f:
+    print(e["TNT_SIZE"], " ".join(sys.argv[1:]), e.get("DATASET"),
+          e.get("TF_CPP_MIN_LOG_LEVEL"), e.get("TNT_FUSION_THRESHOLD"),
+          e.get("TNT_LOG_LEVEL"), e.get("TNT_TENSORBOARD_ON_ALL_DEVICES"),
+          file=f)
+print("rank", e["TNT_RANK"], "ran", flush=True)
+PY
+cp model.py models/train.py
+tarantella() { # expected-ranks expected-line-of-rank-0 args...
+    local n=$1 want=$2
+    shift 2
+    rm -f seen.*
+    run "$@"
+    if [ "$rc" != 0 ]; then
+        fail "tnt-run $*: exit $rc: $(head -c 600 "$ERR")"
+        return
+    fi
+    [ "$(ls seen.* 2>/dev/null | wc -l)" = "$n" ] ||
+        fail "tnt-run $*: $(ls seen.* 2>/dev/null | wc -l) ranks ran, expected $n"
+    [ "$(cat seen.0 2>/dev/null)" = "$want" ] ||
+        fail "tnt-run $*: rank 0 saw '$(cat seen.0 2>/dev/null)', expected '$want'"
+}
+N="None None None None None"
+tarantella 1 "1  $N" -- model.py
+tarantella 1 "1  $N" --no-gpu -- model.py
+tarantella 1 "1 --batch_size=64 --learning_rate=0.01 $N" \
+    --no-gpu -- model.py --batch_size=64 --learning_rate=0.01
+tarantella 4 "4 --batch_size=64 $N" -n 4 -- model.py --batch_size=64
+tarantella 4 "4 --batch_size=64 $N" -n 4 --no-gpu -- model.py --batch_size=64
+tarantella 1 "1  $N" --hostfile hostfile -- model.py
+tarantella 4 "4 --batch_size=64 $N" \
+    --hostfile hostfile --n-per-node 4 --no-gpu -- model.py --batch_size=64
+tarantella 1 "1  None None None INFO None" \
+    --hostfile hostfile --log-level INFO -- model.py
+tarantella 1 "1  /scratch/data 1 None None None" \
+    --hostfile hostfile -x DATASET=/scratch/data TF_CPP_MIN_LOG_LEVEL=1 -- model.py
+tarantella 1 "1  None None 512k None None" \
+    --hostfile hostfile --fusion-threshold=512 -- model.py
+tarantella 2 "2  $N" --hostfile hostfile --npernode 2 --pin-to-socket -- model.py
+tarantella 2 "2  $N" --hostfile hostfile --npernode 2 \
+    --python-interpreter=/usr/bin/python3 -- model.py
+tarantella 4 "4 --data_dir=/d --model_arch=resnet50 --strategy=data --batch_size=512 --train_epochs=90 --epochs_between_evals=10 $N" \
+    --hostfile ./hostfile --devices-per-node 4 \
+    -- models/train.py --data_dir=/d \
+                       --model_arch=resnet50 \
+                       --strategy=data \
+                       --batch_size=512 \
+                       --train_epochs=90 \
+                       --epochs_between_evals=10
+TNT_TENSORBOARD_ON_ALL_DEVICES=true \
+    tarantella 1 "1  None None None None true" -- model.py
+tarantella 2 "2  $N" -n 2 --output-on-all-devices --log-on-all-devices \
+    -- model.py
+[ "$(grep -c '^\[[01]\] rank [01] ran$' "$OUT")" = 2 ] ||
+    fail "--output-on-all-devices: stdout $(cat "$OUT")"
+# Tarantella's valgrind example (its `python` is python3 on Debian; a dry
+# run: valgrind would take long): the interpreter's words, then model.py.
+run -n 2 --python-interpreter="valgrind  --leak-check=yes \
+                                        --track-origins=yes --tool=memcheck \
+                                        python" \
+           --dry-run -- model.py
+expect_rc 0
+grep -q "rank 1: .* valgrind --leak-check=yes --track-origins=yes --tool=memcheck python model.py$" "$OUT" ||
+    fail "valgrind example: $(cat "$OUT")"
+run --hostfile hostfile --cleanup -- model.py
+expect_rc 0
+grep -q "no rank of 'model.py' found" "$OUT" || fail "cleanup: $(cat "$OUT")"
+# --no-gpu is said at INFO, and so is the python3 default.
+run --log-level INFO --no-gpu -- model.py
+expect_err "tnt-run: info: --no-gpu: libtntcomm's ranks run on CPUs"
+expect_err "tnt-run: info: model.py runs with python3"
+cd - >/dev/null || exit 1
+end
+
+begin "--version"
+run --version
+expect_rc 0
+grep -q "^tnt-run (libtntcomm) [0-9]*\.[0-9]*\.[0-9]*$" "$OUT" ||
+    fail "version: $(cat "$OUT")"
 end
 
 begin "--help"

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <tnt/version.h>
+
 #define MAX_TIMEOUT_S 1e7
 
 static void usage(FILE *f)
@@ -26,25 +28,30 @@ static void usage(FILE *f)
 "the hosts of a hostfile. (Tarantella's names are given in brackets.)\n"
 "\n"
 "Where:\n"
-"  -n N, --np N        ranks on this host; with --hostfile, the total\n"
+"  -n N, -np N, --np N  ranks on this host (default 1, as Tarantella);\n"
+"                      with --hostfile, the total (default: hosts times K)\n"
 "  --hostfile FILE     one host per line, '#' starts a comment; ranks are\n"
 "                      assigned host by host [-hostfile, --hostfile]\n"
 "  --n-per-node K      ranks per host of the hostfile (default 1)\n"
-"                      [--devices-per-node, also accepted]\n"
+"                      [--devices-per-node, --npernode, also accepted]\n"
 "  --rsh CMD           how to reach a host: CMD HOST tnt-run --agent\n"
 "                      (default 'ssh -o BatchMode=yes'); the host\n"
 "                      'localhost' is started without it\n"
 "What:\n"
 "  --interpreter \"CMD ARGS\"  prefix of the rank command, e.g. python3\n"
-"                      or 'valgrind -q'; '' runs PROGRAM directly\n"
+"                      or 'valgrind -q'; '' runs PROGRAM directly; when\n"
+"                      not given, a PROGRAM ending in .py runs with python3\n"
 "                      [--python-interpreter, also accepted]\n"
-"  -x VAR=VALUE, -x VAR  set VAR on every rank (in the order given), or\n"
-"                      pass on tnt-run's own value of VAR [-x]\n"
+"  -x VAR=VALUE [VAR=VALUE...], -x VAR  set VAR on every rank (in the\n"
+"                      order given), or pass on tnt-run's own value [-x]\n"
 "  --fusion-threshold KB  sets TNT_FUSION_THRESHOLD [--fusion-threshold]\n"
 "  --log-level L       ERROR|WARNING|INFO|DEBUG: TNT_LOG_LEVEL [--log-level]\n"
-"  --log-on-all-ranks  TNT_LOG_ALL_RANKS=1 [--log-on-all-ranks]\n"
+"  --log-on-all-ranks  TNT_LOG_ALL_RANKS=1 [--log-on-all-devices]\n"
 "  --output-on-all-ranks  show every rank's stdout (default: rank 0's\n"
 "                      only; stderr of every rank is always shown)\n"
+"                      [--output-on-all-devices]\n"
+"  --no-gpu            accepted for Tarantella's command lines: ranks run\n"
+"                      on CPUs in any case [--no-gpu, --no-gpus]\n"
 "  --pin-to-socket     spread each host's ranks over its sockets (CPUs)\n"
 "  --pin-memory-to-socket  and bind their memory to that NUMA node\n"
 "  --bind-to core      pin each rank to one core of its host\n"
@@ -56,6 +63,7 @@ static void usage(FILE *f)
 "                      every host of --hostfile (SIGTERM, then SIGKILL\n"
 "                      after 3 s; at once with --force)\n"
 "  -h, --help          print this help\n"
+"  --version           print the version\n"
 "\n"
 "Each rank gets TNT_RANK, TNT_SIZE, TNT_LOCAL_RANK, TNT_LOCAL_SIZE,\n"
 "TNT_ROOT_ADDR and TNT_JOB_KEY; the key reaches other hosts on the\n"
@@ -95,7 +103,9 @@ static const char *long_value(int argc, char **argv, int *i,
     return argv[++*i];
 }
 
-static long parse_count(const char *what, const char *s, long max)
+/* A count from 1 to max; `why` (may be "") explains the limit. */
+static long parse_count(const char *what, const char *s, long max,
+                        const char *why)
 {
     char *end;
     errno = 0;
@@ -103,8 +113,20 @@ static long parse_count(const char *what, const char *s, long max)
     if (s[0] < '0' || s[0] > '9' || *end != '\0' || errno != 0 || v < 1 ||
         v > max)
         run_usage_error("invalid %s '%s': expected an integer from 1 to "
-                        "%ld", what, s, max);
+                        "%ld%s", what, s, max, why);
     return v;
+}
+
+/* The number of ranks is checked once the options are all read, since
+ * its limit depends on --hostfile: ranks on this host, or in all. */
+static long parse_nranks(const char *s, int with_hostfile)
+{
+    if (with_hostfile)
+        return parse_count("number of ranks", s, RUN_MAX_JOB_RANKS,
+                           " (in all, over the hosts of --hostfile)");
+    return parse_count("number of ranks", s, RUN_MAX_RANKS,
+                       " (on this host; more over several hosts with "
+                       "--hostfile)");
 }
 
 static double parse_timeout(const char *s)
@@ -131,6 +153,20 @@ static void add_extra(struct run_opts *o, const char *name,
     snprintf(e, len, "%s=%s", name, value);
     o->extra = grown;
     o->extra[o->nextra++] = e;
+}
+
+/* Whether arg has the form NAME=VALUE with NAME a variable name: after
+ * `-x A=1`, Tarantella's list form takes `B=2 C=3` as more of -x. */
+static int is_assignment(const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    if (eq == NULL || eq == arg)
+        return 0;
+    for (const char *c = arg; c < eq; c++)
+        if (!(*c == '_' || (*c >= 'A' && *c <= 'Z') ||
+              (*c >= 'a' && *c <= 'z') || (c > arg && *c >= '0' && *c <= '9')))
+            return 0;
+    return 1;
 }
 
 /* -x VAR=VALUE or -x VAR (tnt-run's own value). */
@@ -198,6 +234,9 @@ static int flag_option(struct run_opts *o, const char *arg)
         size_t off;
     } flags[] = {
         {"--output-on-all-ranks", offsetof(struct run_opts, out_all)},
+        {"--output-on-all-devices", offsetof(struct run_opts, out_all)},
+        {"--no-gpu", offsetof(struct run_opts, no_gpu)},
+        {"--no-gpus", offsetof(struct run_opts, no_gpu)},
         {"--pin-to-socket", offsetof(struct run_opts, pin_socket)},
         {"--pin-memory-to-socket", offsetof(struct run_opts, pin_mem)},
         {"--dry-run", offsetof(struct run_opts, dry_run)},
@@ -210,7 +249,8 @@ static int flag_option(struct run_opts *o, const char *arg)
             return 1;
         }
     }
-    if (strcmp(arg, "--log-on-all-ranks") == 0) {
+    if (strcmp(arg, "--log-on-all-ranks") == 0 ||
+        strcmp(arg, "--log-on-all-devices") == 0) {
         add_extra(o, "TNT_LOG_ALL_RANKS", "1");
         return 1;
     }
@@ -218,20 +258,24 @@ static int flag_option(struct run_opts *o, const char *arg)
 }
 
 /* Options with a value; returns 1 when argv[*i] was one of them. */
-static int value_option(struct run_opts *o, int argc, char **argv, int *i)
+static int value_option(struct run_opts *o, int argc, char **argv, int *i,
+                        const char **nranks)
 {
     const char *v;
     if ((v = long_value(argc, argv, i, "--np")) != NULL ||
+        (v = long_value(argc, argv, i, "-np")) != NULL ||
         (v = long_value(argc, argv, i, "--nranks")) != NULL)
-        o->nranks = parse_count("number of ranks", v, 1L << 20);
+        *nranks = v;
     else if ((v = long_value(argc, argv, i, "--timeout")) != NULL)
         o->timeout_s = parse_timeout(v);
     else if ((v = long_value(argc, argv, i, "--hostfile")) != NULL ||
              (v = long_value(argc, argv, i, "-hostfile")) != NULL)
         o->hostfile = v;
     else if ((v = long_value(argc, argv, i, "--n-per-node")) != NULL ||
-             (v = long_value(argc, argv, i, "--devices-per-node")) != NULL)
-        o->per_node = parse_count("--n-per-node", v, RUN_MAX_RANKS);
+             (v = long_value(argc, argv, i, "--devices-per-node")) != NULL ||
+             (v = long_value(argc, argv, i, "--npernode")) != NULL ||
+             (v = long_value(argc, argv, i, "-npernode")) != NULL)
+        o->per_node = parse_count("--n-per-node", v, RUN_MAX_RANKS, "");
     else if ((v = long_value(argc, argv, i, "--rsh")) != NULL) {
         if (strspn(v, " \t") == strlen(v))
             run_usage_error("invalid --rsh '%s': expected a command", v);
@@ -255,10 +299,34 @@ static int value_option(struct run_opts *o, int argc, char **argv, int *i)
     return 1;
 }
 
+static int ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
+/* Notes for --log-level INFO or DEBUG, on what tnt-run chose itself. */
+static void say_defaults(const struct run_opts *o, const char *prog,
+                         int nranks_given, int python_default)
+{
+    if (!o->info)
+        return;
+    if (o->no_gpu)
+        fprintf(stderr, "tnt-run: info: --no-gpu: libtntcomm's ranks run "
+                "on CPUs in any case\n");
+    if (!nranks_given && o->hostfile == NULL && !o->cleanup)
+        fprintf(stderr, "tnt-run: info: no -n given: starting 1 rank on "
+                "this host\n");
+    if (python_default)
+        fprintf(stderr, "tnt-run: info: %s runs with python3 (found "
+                "through PATH; --python-interpreter sets another)\n", prog);
+}
+
 void run_parse_options(int argc, char **argv, struct run_opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->rsh = "ssh -o BatchMode=yes";
+    const char *nranks = NULL;
     int i = 1;
     for (; i < argc; i++) {
         const char *arg = argv[i];
@@ -271,18 +339,25 @@ void run_parse_options(int argc, char **argv, struct run_opts *o)
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
             usage(stdout);
             exit(0);
-        } else if (strncmp(arg, "-n", 2) == 0) {
+        } else if (strcmp(arg, "--version") == 0) {
+            printf("tnt-run (libtntcomm) %s\n", TNT_VERSION_STRING);
+            exit(0);
+        } else if (flag_option(o, arg) ||
+                   value_option(o, argc, argv, &i, &nranks)) {
+            continue;
+        } else if (strncmp(arg, "-n", 2) == 0 &&
+                   strncmp(arg, "-np", 3) != 0) {
             if (arg[2] == '\0' && i + 1 >= argc)
                 run_usage_error("option '%s' needs a value", arg);
-            o->nranks = parse_count("number of ranks",
-                                    arg[2] ? arg + 2 : argv[++i],
-                                    1L << 20);
+            nranks = arg[2] ? arg + 2 : argv[++i];
         } else if (strncmp(arg, "-x", 2) == 0) {
             if (arg[2] == '\0' && i + 1 >= argc)
                 run_usage_error("option '-x' needs a value");
             add_x(o, arg[2] ? arg + 2 : argv[++i]);
-        } else if (!flag_option(o, arg) &&
-                   !value_option(o, argc, argv, &i)) {
+            /* Tarantella's -x takes a list: -x A=1 B=2 -- prog. */
+            while (i + 1 < argc && is_assignment(argv[i + 1]))
+                add_x(o, argv[++i]);
+        } else {
             run_usage_error("unknown option '%s'", arg);
         }
     }
@@ -291,13 +366,18 @@ void run_parse_options(int argc, char **argv, struct run_opts *o)
                         "the options");
     if (o->force && !o->cleanup)
         run_usage_error("--force goes with --cleanup");
-    if (!o->cleanup && o->nranks == 0 && o->hostfile == NULL)
-        run_usage_error("%s", "missing -n or --hostfile: where to start "
-                        "how many ranks");
-    if (o->hostfile == NULL && o->nranks > RUN_MAX_RANKS)
-        run_usage_error("invalid number of ranks '%ld': expected an "
-                        "integer from 1 to %d", o->nranks, RUN_MAX_RANKS);
+    if (nranks != NULL)
+        o->nranks = parse_nranks(nranks, o->hostfile != NULL);
+    else if (o->hostfile == NULL)
+        o->nranks = 1; /* Tarantella's `tarantella -- model.py` */
     if (o->hostfile == NULL && o->per_node != 0)
         run_usage_error("--n-per-node goes with --hostfile");
     o->prog = i;
+    /* Tarantella runs its SCRIPT with a Python interpreter unless told
+     * otherwise; python3, since Debian has no `python`. */
+    int python_default = o->interpreter == NULL && !o->cleanup &&
+                         ends_with(argv[i], ".py");
+    if (python_default)
+        o->interpreter = "python3";
+    say_defaults(o, argv[i], nranks != NULL, python_default);
 }

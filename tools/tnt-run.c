@@ -43,8 +43,8 @@ static char **rank_argv(const struct run_opts *o, int argc, char **argv,
         free(copy);
         return NULL;
     }
-    for (char *save = NULL, *w = strtok_r(copy, " \t", &save); w != NULL;
-         w = strtok_r(NULL, " \t", &save))
+    for (char *save = NULL, *w = strtok_r(copy, " \t\n", &save); w != NULL;
+         w = strtok_r(NULL, " \t\n", &save))
         v[(*n)++] = strdup(w);
     free(copy);
     for (size_t k = 0; k < nprog; k++)

@@ -22,6 +22,9 @@
 /* The largest job: two pipes per rank must fit under the usual limit of
  * 1024 open files, and one host rarely has more cores than this. */
 #define RUN_MAX_RANKS 256
+/* The largest job over a hostfile: RUN_MAX_RANKS hosts (the hostfile's
+ * limit) of RUN_MAX_RANKS ranks each. */
+#define RUN_MAX_JOB_RANKS (RUN_MAX_RANKS * RUN_MAX_RANKS)
 
 /* How long ranks get between SIGTERM and SIGKILL. */
 #define RUN_GRACE_S 3.0
@@ -211,6 +214,7 @@ struct run_opts {
     int out_all, pin_socket, pin_mem, bind_core;
     const char *interpreter; /* NULL or "": run the program directly */
     int dry_run, cleanup, force;
+    int no_gpu;            /* --no-gpu given: said at INFO, else ignored */
     const char *rsh;
     int prog;              /* index of the program in argv */
 };
