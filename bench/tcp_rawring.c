@@ -381,7 +381,8 @@ int main(int argc, char **argv)
     if (parse_sizes(&o, sizes))
         return 2;
     int local_p = 0;
-    for (int i = 1; i < argc; i++) {
+    /* Options come in pairs: NAME VALUE. */
+    for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i];
         char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v)
@@ -412,7 +413,6 @@ int main(int argc, char **argv)
         } else {
             return usage();
         }
-        i++;
     }
     if ((local_p > 0) == (o.rank >= 0) || (o.rank >= 0 && o.rank >= o.p)) {
         fprintf(stderr, "tcp-rawring: give either --p, or --rank with --addrs "

@@ -8,6 +8,12 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh build
 # Layers point down only (docs/design.md): includes and symbols.
 bash scripts/check-layers.sh build
+# The builds that users and packagers make (docs/install.md): a release
+# build, clang, and Debian's packaging flags, each warning-clean under
+# -Werror (compile only: library, tools, benchmark, examples; no tests).
+# The release build is then installed into a scratch prefix and used as a
+# user would (tests/install/check_install.sh, "prefix" mode).
+bash scripts/build-variants.sh
 meson test -C build --print-errorlogs --num-processes 1
 if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
     bash scripts/setup.sh build-asan -Db_sanitize=address,undefined \
