@@ -105,6 +105,11 @@ result "BatchNorm warning" $? "$TMP/log"
 bounded "$RUN" -n 2 "$PY" "$CHECK" hooks >"$TMP/log" 2>&1
 result "gradients handed over during backward" $? "$TMP/log"
 
+for n in 1 3; do
+    bounded "$RUN" -n "$n" "$PY" "$CHECK" allreduce >"$TMP/log" 2>&1
+    result "allreduce of tensors and metrics, $n rank(s)" $? "$TMP/log"
+done
+
 mkdir "$TMP/save"
 bounded "$RUN" -n 2 "$PY" "$CHECK" save "$TMP/save" >"$TMP/log" 2>&1
 result "save on the master only" $? "$TMP/log"

@@ -9,6 +9,7 @@ gives the same parameters as serial training with that global batch.
 
     model = Net()
     tnt_torch.broadcast_parameters(model)          # rank 0's weights
+    mean_loss = tnt_torch.allreduce(loss)          # averaged over ranks
     opt = tnt_torch.DistributedOptimizer(torch.optim.SGD(...), model)
     lo, hi = tnt_torch.micro_batch_range(global_batch)
     for x, y in global_batches:
@@ -31,7 +32,8 @@ import torch
 import tntcomm as _tnt
 from tntcomm import _lib
 
-__all__ = ["broadcast_parameters", "broadcast_optimizer_state",
+__all__ = ["allreduce", "allreduce_", "broadcast_parameters",
+           "broadcast_optimizer_state",
            "DistributedOptimizer", "micro_batch", "micro_batch_range",
            "check_batchnorm", "save", "BATCHNORM_MIN_MICRO_BATCH"]
 
@@ -68,6 +70,40 @@ def _broadcast_tensor(t, root, what):
                                        target.numel(), dtype, root))
     if target is not t:
         t.copy_(target)
+
+
+@torch.no_grad()
+def allreduce_(tensor, op="avg"):
+    """Reduce `tensor` over all ranks in place (op: avg, the default as in
+    Horovod's hvd.allreduce_, or sum, prod, min, max) and return it.
+    Integer averages truncate toward zero. Not differentiable."""
+    code = _tnt._op_of(op)
+    if not torch.is_tensor(tensor):
+        raise TypeError("tntcomm.torch: allreduce_ needs a tensor, not %s"
+                        % type(tensor).__name__)
+    dtype = _tnt_dtype(tensor, "the tensor")
+    target = tensor if tensor.is_contiguous() else tensor.contiguous()
+    _tnt._check("tnt_allreduce",
+                _lib.lib.tnt_allreduce(_tnt.init(), _lib.IN_PLACE,
+                                       target.data_ptr(), target.numel(),
+                                       dtype, code))
+    if target is not tensor:
+        tensor.copy_(target)
+    return tensor
+
+
+def allreduce(tensor, op="avg"):
+    """A new tensor: `tensor` reduced over all ranks, averaged by default,
+    as Horovod's hvd.allreduce (for metrics: loss, accuracy, counts).
+    Python numbers are accepted too (a 0-d float64 tensor comes back).
+    The input is left alone; the result has no autograd history."""
+    if not torch.is_tensor(tensor):
+        if not isinstance(tensor, (int, float)) or isinstance(tensor, bool):
+            raise TypeError("tntcomm.torch: allreduce needs a tensor or a "
+                            "number, not %s" % type(tensor).__name__)
+        tensor = torch.tensor(float(tensor), dtype=torch.float64)
+    return allreduce_(tensor.detach().clone(
+        memory_format=torch.contiguous_format), op)
 
 
 def _named_state(model_or_tensors):

@@ -76,6 +76,9 @@ def check_rank_api(rank, size):
     check(tnt.get_master_rank() == 0, "get_master_rank")
     check(tnt.is_master_rank() == (rank == 0), "is_master_rank")
     check(len(tnt.version()) == 3, "version")
+    check(tnt.__version__ == "%d.%d.%d" % tnt.version(),
+          "__version__ %r is the library's %r" % (tnt.__version__,
+                                                  tnt.version()))
 
 
 def check_allreduce(rank, size):
@@ -137,6 +140,84 @@ def check_broadcast(rank, size):
     tnt.barrier()
 
 
+def check_allgather(rank, size):
+    """Every rank's rows in rank order; shapes (n, ...) -> (size*n, ...),
+    a 0-d array counting as one row."""
+    for dtype in DTYPES:
+        for n in [0, 1, 7, 1000]:
+            x = data(rank, n, dtype, "sum")
+            want = np.concatenate([data(r, n, dtype, "sum")
+                                   for r in range(size)])
+            keep = x.copy()
+            same(tnt.allgather(x), want, "allgather %s n=%d"
+                 % (np.dtype(dtype), n))
+            same(x, keep, "allgather left its input alone")
+            same(tnt.iallgather(x).wait(), want, "iallgather %s n=%d"
+                 % (np.dtype(dtype), n))
+    x = (np.arange(6, dtype=np.int32) + 100 * rank).reshape(2, 3)
+    want = np.concatenate([(np.arange(6, dtype=np.int32)
+                            + 100 * r).reshape(2, 3) for r in range(size)])
+    same(tnt.allgather(x), want, "allgather of a 2x3 array")
+    same(tnt.allgather(np.float64(rank)), np.arange(size, dtype=np.float64),
+         "allgather of a 0-d array")
+
+
+def check_reduce_scatter(rank, size):
+    """Block `rank` (along the first axis) of the reduction over ranks."""
+    for dtype in DTYPES:
+        for op in ["sum", "avg", "min", "max"]:
+            for n in [0, 1, 7, 1000]:
+                x = data(rank, size * n, dtype, op)
+                full = reference(size, size * n, dtype, op)
+                want = full[rank * n:(rank + 1) * n]
+                what = "reduce_scatter %s %s n=%d" % (np.dtype(dtype), op, n)
+                keep = x.copy()
+                same(tnt.reduce_scatter(x, op=op), want, what)
+                same(x, keep, what + " left its input alone")
+                same(tnt.ireduce_scatter(x, op=op).wait(), want,
+                     "i" + what)
+    x = np.ones((2 * size, 3), np.float32) * (rank + 1)
+    same(tnt.reduce_scatter(x),
+         np.full((2, 3), size * (size + 1) / 2, np.float32),
+         "reduce_scatter keeps the trailing axes")
+    same(tnt.reduce_scatter(tnt.allgather(np.arange(4.0))),
+         np.arange(4.0) * size, "reduce_scatter undoes allgather's shape")
+
+
+def check_nonblocking(rank, size):
+    """Several operations in flight at once, completed in another order
+    than started, through wait() and test(); every element checked."""
+    n = 5000
+    ins = [data(rank, n, np.float32, "sum") for _ in range(3)]
+    inplace = ins[2].copy()
+    reqs = [tnt.iallreduce(ins[0], op="sum"),
+            tnt.ibroadcast(ins[1], root=size - 1),
+            tnt.iallreduce(inplace, op="max", inplace=True),
+            tnt.iallgather(np.full(3, rank, np.int64)),
+            tnt.ireduce_scatter(np.ones(2 * size, np.int32), op="sum"),
+            tnt.ibarrier()]
+    while not reqs[5].test():
+        pass
+    check(reqs[5].done and reqs[5].wait() is None, "ibarrier completes")
+    same(reqs[4].wait(), np.full(2, size, np.int32), "ireduce_scatter")
+    same(reqs[3].wait(), np.repeat(np.arange(size, dtype=np.int64), 3),
+         "iallgather")
+    got = reqs[2].wait()
+    check(got is inplace, "iallreduce in place returns the array")
+    same(inplace, reference(size, n, np.float32, "max"), "iallreduce max")
+    same(reqs[1].wait(), data(size - 1, n, np.float32, "sum"), "ibroadcast")
+    same(reqs[0].wait(), reference(size, n, np.float32, "sum"),
+         "iallreduce sum")
+    same(reqs[0].wait(), reference(size, n, np.float32, "sum"),
+         "a second wait() gives the result again")
+    check(all(r.test() for r in reqs), "test() after wait() is True")
+    # A request dropped unfinished is completed first, not left writing
+    # into freed memory; the next collective then lines up on every rank.
+    tnt.iallreduce(np.ones(100000, np.float64))
+    same(tnt.allreduce(np.ones(3)), np.full(3, float(size)),
+         "allreduce after a dropped request")
+
+
 def check_errors(rank, size):
     def raises(exc, fn, text, what):
         try:
@@ -162,6 +243,17 @@ def check_errors(rank, size):
           "TntError code %r name %r" % (e.code, e.name))
     raises(tnt.TntError, lambda: tnt.micro_batch(8, rank=size, size=size),
            "tnt_micro_batch", "micro_batch of a rank out of range")
+    if size > 1:  # every length divides among one rank
+        raises(ValueError, lambda: tnt.reduce_scatter(np.ones(size + 1)),
+               "first axis divisible by the number of ranks (%d)" % size,
+               "reduce_scatter of an indivisible array")
+    raises(TypeError, lambda: tnt.allgather(np.ones(2, np.complex64)),
+           "dtype complex64 is not supported", "allgather complex dtype")
+    req = tnt.ibroadcast(np.ones(2), root=0)
+    req.wait()
+    e = raises(tnt.TntError, lambda: tnt.ibroadcast(np.ones(2), root=size),
+               "root %d is not a rank" % size, "ibroadcast root out of range")
+    check(e.call == "tnt_ibroadcast", "TntError names tnt_ibroadcast")
 
 
 def check_micro_batch(rank, size):
@@ -197,6 +289,9 @@ def main():
     check_float_values(rank, size)
     check_shapes(rank, size)
     check_broadcast(rank, size)
+    check_allgather(rank, size)
+    check_reduce_scatter(rank, size)
+    check_nonblocking(rank, size)
     check_errors(rank, size)
     check_micro_batch(rank, size)
     check_fusion(rank, size)

@@ -149,6 +149,80 @@ def hooks():
         print("hooks hand every computed gradient over during backward")
 
 
+def allreduce():
+    """tntcomm.torch.allreduce / allreduce_ on every rank: inputs from
+    (rank, index), references computed here from every rank's input; avg
+    by default; every element compared."""
+    import tntcomm as tnt
+    import tntcomm.torch as tt
+    rank, size = tnt.get_rank(), tnt.get_size()
+
+    def x(r, dtype, n=1000):
+        return ((torch.arange(n) * 7 + r * 3) % 11 + (r == 0)).to(dtype)
+
+    def want(dtype, op, n=1000):
+        xs = torch.stack([x(r, torch.float64, n) for r in range(size)])
+        ref = {"sum": xs.sum(0), "avg": xs.sum(0) / size,
+               "min": xs.min(0).values, "max": xs.max(0).values}[op]
+        if op == "avg" and not dtype.is_floating_point:
+            ref = torch.trunc(ref)  # integer averages truncate
+        return ref.to(dtype)
+
+    def same(got, ref, what):
+        if got.dtype != ref.dtype or got.shape != ref.shape or \
+                not torch.equal(got, ref):
+            bad = (got != ref).nonzero()
+            sys.exit("rank %d: %s: %s %s vs %s %s, first difference at %s"
+                     % (rank, what, got.dtype, tuple(got.shape), ref.dtype,
+                        tuple(ref.shape), bad[:1].tolist()))
+
+    dtypes = [torch.float32, torch.float64, torch.float16, torch.bfloat16,
+              torch.int32, torch.int64, torch.uint8]
+    for dtype in dtypes:
+        for op in ["avg", "sum", "min", "max"]:
+            t = x(rank, dtype)
+            keep = t.clone()
+            got = tt.allreduce(t, op=op)
+            same(got, want(dtype, op), "allreduce %s %s" % (dtype, op))
+            same(t, keep, "allreduce left its input alone")
+            back = tt.allreduce_(t, op=op)
+            if back is not t:
+                sys.exit("allreduce_ did not return its tensor")
+            same(t, want(dtype, op), "allreduce_ %s %s" % (dtype, op))
+    # The default is the average (Horovod's): a metric, a 0-d tensor.
+    loss = torch.tensor(float(rank + 1))
+    same(tt.allreduce(loss), torch.tensor((size + 1) / 2.0),
+         "allreduce of a 0-d loss averages by default")
+    same(tt.allreduce(rank + 1, op="sum"),
+         torch.tensor(size * (size + 1) / 2.0, dtype=torch.float64),
+         "allreduce of a Python number")
+    # A non-contiguous view, and a tensor that requires grad.
+    m = x(rank, torch.float32, 12).reshape(3, 4).t()
+    same(tt.allreduce(m, op="sum"),
+         want(torch.float32, "sum", 12).reshape(3, 4).t().contiguous(),
+         "allreduce of a transposed view")
+    w = x(rank, torch.float32, 5).requires_grad_()
+    r = tt.allreduce(w, op="max")
+    if r.requires_grad:
+        sys.exit("allreduce's result carries autograd history")
+    same(r, want(torch.float32, "max", 5), "allreduce of a leaf with grad")
+    for bad, text in [(lambda: tt.allreduce(x(rank, torch.float32),
+                                            op="mean"), "unknown op 'mean'"),
+                      (lambda: tt.allreduce("1"), "a tensor or a number"),
+                      (lambda: tt.allreduce(torch.zeros(2,
+                                            dtype=torch.complex64)),
+                       "complex64")]:
+        try:
+            bad()
+            sys.exit("accepted: expected an error with %r" % text)
+        except (TypeError, ValueError) as e:
+            if text not in str(e):
+                sys.exit("unclear error %r, expected %r" % (str(e), text))
+    if rank == 0:
+        print("allreduce and allreduce_: %d dtypes, 4 ops, %d ranks"
+              % (len(dtypes), size))
+
+
 def save(directory):
     import tntcomm as tnt
     import tntcomm.torch as tt
@@ -170,5 +244,5 @@ if __name__ == "__main__":
     mode, rest = sys.argv[1], sys.argv[2:]
     {"serial": lambda: serial(rest), "ddp": lambda: ddp(rest),
      "compare": lambda: compare(*rest), "batchnorm": batchnorm,
-     "hooks": hooks,
+     "hooks": hooks, "allreduce": allreduce,
      "save": lambda: save(*rest)}[mode]()

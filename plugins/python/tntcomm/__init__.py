@@ -5,6 +5,9 @@
     total = tnt.allreduce(np.arange(4.0))       # a new array
     tnt.allreduce(grads, op="avg", inplace=True)  # in place
     tnt.broadcast(weights, root=tnt.get_master_rank(), inplace=True)
+    everyone = tnt.allgather(x)       # every rank's x along the first axis
+    mine = tnt.reduce_scatter(y)      # this rank's block of the sum
+    req = tnt.iallreduce(grads, inplace=True); ...; req.wait()
 
 The world communicator is created from the launcher's environment
 (tnt-run sets TNT_RANK, TNT_SIZE, ...) on first use, or by init(), and
@@ -19,13 +22,15 @@ import weakref
 
 import numpy as np
 
-from . import _lib
+from . import _lib, _request
 from ._lib import lib
 
 __all__ = ["TntError", "init", "finalize", "get_rank", "get_size",
            "get_master_rank", "is_master_rank", "allreduce", "broadcast",
-           "barrier", "micro_batch", "Fusion", "version", "SUM", "AVG",
-           "PROD", "MIN", "MAX"]
+           "barrier", "allgather", "reduce_scatter", "iallreduce",
+           "ibroadcast", "ibarrier", "iallgather", "ireduce_scatter",
+           "Request", "micro_batch", "Fusion", "version", "__version__",
+           "SUM", "AVG", "PROD", "MIN", "MAX"]
 
 SUM, AVG, PROD, MIN, MAX = "sum", "avg", "prod", "min", "max"
 _OPS = {"sum": _lib.SUM, "avg": _lib.AVG, "prod": _lib.PROD,
@@ -78,6 +83,12 @@ def init():
 def finalize():
     """Free the world communicator; a later call creates a new one."""
     global _comm
+    # Requests still running use the communicator and their arrays.
+    for request in list(_request.pending):
+        try:
+            request.wait()
+        except TntError:
+            pass
     for fusion in list(_fusions):
         fusion.free()
     if _comm is not None:
@@ -194,3 +205,6 @@ def micro_batch(global_batch, rank=None, size=None):
 
 
 from ._fusion import Fusion  # noqa: E402  (needs the names above)
+from ._gather import (allgather, reduce_scatter, iallreduce,  # noqa: E402
+                      ibroadcast, ibarrier, iallgather, ireduce_scatter)
+from ._request import Request  # noqa: E402

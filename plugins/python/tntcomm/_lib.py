@@ -81,6 +81,22 @@ _SIGNATURES = {
                               c_int]),
     "tnt_broadcast": (c_int, [c_void_p, c_void_p, c_size_t, c_int, c_int]),
     "tnt_barrier": (c_int, [c_void_p]),
+    "tnt_allgather": (c_int, [c_void_p, c_void_p, c_void_p, c_size_t,
+                              c_int]),
+    "tnt_reduce_scatter": (c_int, [c_void_p, c_void_p, c_void_p, c_size_t,
+                                   c_int, c_int]),
+    "tnt_iallreduce": (c_int, [c_void_p, c_void_p, c_void_p, c_size_t, c_int,
+                               c_int, P(c_void_p)]),
+    "tnt_ibroadcast": (c_int, [c_void_p, c_void_p, c_size_t, c_int, c_int,
+                               P(c_void_p)]),
+    "tnt_ibarrier": (c_int, [c_void_p, P(c_void_p)]),
+    "tnt_iallgather": (c_int, [c_void_p, c_void_p, c_void_p, c_size_t, c_int,
+                               P(c_void_p)]),
+    "tnt_ireduce_scatter": (c_int, [c_void_p, c_void_p, c_void_p, c_size_t,
+                                    c_int, c_int, P(c_void_p)]),
+    "tnt_test": (c_int, [c_void_p]),
+    "tnt_wait": (c_int, [c_void_p]),
+    "tnt_request_free": (c_int, [c_void_p]),
     "tnt_micro_batch": (c_int, [c_size_t, c_int, c_int, P(c_size_t),
                                 P(c_size_t)]),
     "tnt_fusion_create": (c_int, [c_void_p, P(TensorDesc), c_size_t,
@@ -101,3 +117,5 @@ for _name, (_res, _args) in _SIGNATURES.items():
 F32, F64, F16, BF16, I8, U8, I32, U32, I64, U64 = range(10)
 SUM, AVG, PROD, MIN, MAX = range(5)
 IN_PLACE = ctypes.c_void_p(1)
+# tnt_result_t values the binding tells apart (include/tnt/tnt.h).
+SUCCESS, INPROGRESS = 0, 1
