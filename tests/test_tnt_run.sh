@@ -683,6 +683,12 @@ grep -q "rank 1: .* valgrind --leak-check=yes --track-origins=yes --tool=memchec
 run --hostfile hostfile --cleanup -- model.py
 expect_rc 0
 grep -q "no rank of 'model.py' found" "$OUT" || fail "cleanup: $(cat "$OUT")"
+# An executable .py given as a path keeps its #! line.
+printf '#!/bin/sh\necho "own interpreter $1"\n' >tool.py
+chmod +x tool.py
+run -n 1 ./tool.py arg
+expect_rc 0
+[ "$(cat "$OUT")" = "[0] own interpreter arg" ] || fail "tool.py: $(cat "$OUT" "$ERR")"
 # --no-gpu is said at INFO, and so is the python3 default.
 run --log-level INFO --no-gpu -- model.py
 expect_err "tnt-run: info: --no-gpu: libtntcomm's ranks run on CPUs"

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <tnt/version.h>
 
@@ -41,6 +42,7 @@ static void usage(FILE *f)
 "  --interpreter \"CMD ARGS\"  prefix of the rank command, e.g. python3\n"
 "                      or 'valgrind -q'; '' runs PROGRAM directly; when\n"
 "                      not given, a PROGRAM ending in .py runs with python3\n"
+"                      (unless it is an executable given as a path)\n"
 "                      [--python-interpreter, also accepted]\n"
 "  -x VAR=VALUE [VAR=VALUE...], -x VAR  set VAR on every rank (in the\n"
 "                      order given), or pass on tnt-run's own value [-x]\n"
@@ -374,9 +376,12 @@ void run_parse_options(int argc, char **argv, struct run_opts *o)
         run_usage_error("--n-per-node goes with --hostfile");
     o->prog = i;
     /* Tarantella runs its SCRIPT with a Python interpreter unless told
-     * otherwise; python3, since Debian has no `python`. */
+     * otherwise; python3, since Debian has no `python`. An executable
+     * script given as a path (./train.py) keeps its own #! line. */
     int python_default = o->interpreter == NULL && !o->cleanup &&
-                         ends_with(argv[i], ".py");
+                         ends_with(argv[i], ".py") &&
+                         !(strchr(argv[i], '/') != NULL &&
+                           access(argv[i], X_OK) == 0);
     if (python_default)
         o->interpreter = "python3";
     say_defaults(o, argv[i], nranks != NULL, python_default);
