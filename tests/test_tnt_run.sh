@@ -633,8 +633,9 @@ tarantella() { # expected-ranks expected-line-of-rank-0 args...
         fail "tnt-run $*: exit $rc: $(head -c 600 "$ERR")"
         return
     fi
-    [ "$(ls seen.* 2>/dev/null | wc -l)" = "$n" ] ||
-        fail "tnt-run $*: $(ls seen.* 2>/dev/null | wc -l) ranks ran, expected $n"
+    local ran
+    ran=$(find . -maxdepth 1 -name 'seen.*' | wc -l)
+    [ "$ran" = "$n" ] || fail "tnt-run $*: $ran ranks ran, expected $n"
     [ "$(cat seen.0 2>/dev/null)" = "$want" ] ||
         fail "tnt-run $*: rank 0 saw '$(cat seen.0 2>/dev/null)', expected '$want'"
 }

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Compiler flags from pkg-config are split into words on purpose.
+# shellcheck disable=SC2086
 # Installs a build and checks what a user gets (docs/install.md): every
 # public header compiles alone as C and as C++; `pkg-config --cflags
 # tntcomm` names only the install's include directory; a small program
@@ -72,9 +74,9 @@ cflags=$(pkg-config --cflags tntcomm)
 libs=$(pkg-config --libs tntcomm)
 
 check "pkg-config --cflags names only the install's include dir ($cflags)" \
-    test "$(echo $cflags)" = "-I$root$prefix/$includedir"
+    test "${cflags% }" = "-I$root$prefix/$includedir"
 check "pkg-config --libs: -L libdir -ltntcomm ($libs)" \
-    test "$(echo $libs)" = "-L$lib -ltntcomm"
+    test "${libs% }" = "-L$lib -ltntcomm"
 
 for h in $(cd "$root$prefix/$includedir" && find tnt -name '*.h'); do
     echo "#include <$h>" > "$tmp/h.c"
