@@ -2,7 +2,9 @@
 # Installs, builds and runs the whole test suite twice: a normal build, and
 # one under AddressSanitizer + UndefinedBehaviorSanitizer; then the engine
 # suites under ThreadSanitizer and each fuzzer for 60 s (set
-# TNT_SKIP_SANITIZERS=1 to skip all but the normal build).
+# TNT_SKIP_SANITIZERS=1 to skip all but the normal build). Before the
+# tests it compiles the release, clang and Debian-flags builds
+# (scripts/build-variants.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh build
