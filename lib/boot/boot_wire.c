@@ -80,7 +80,7 @@ const char *tnt__boot_reply_parse(const void *buf, size_t len, int nranks,
         return "not a libtntcomm bootstrap answer";
     if (out->nranks != nranks)
         return "bootstrap answer for another job size";
-    if (out->status > 0)
+    if (out->status > 0 && out->status != TNT_BOOT_WAITING)
         return "bootstrap answer with an invalid status";
     return NULL;
 }

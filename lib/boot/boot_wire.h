@@ -5,9 +5,13 @@
  * libFuzzer harness call them directly.
  *
  * The exchange (client = rank > 0, root = rank 0):
- *   client -> root  hello      {magic, version, job id, client nonce}
+ *   client -> root  hello      {magic, version, job id, client nonce,
+ *                               size, rank}
  *   root -> client  challenge  {magic, version, root nonce, root MAC}
  *   client -> root  register   {magic, version, size, rank, entry, MAC}
+ *   root -> client  note       a reply with status TNT_BOOT_WAITING: rank
+ *                              0 is alive, the message says whom it
+ *                              still waits for (any number, repeated)
  *   root -> client  reply      {magic, status, size, message} [+ table]
  * The root MAC covers "TNTB-root" + hello + root nonce, the client MAC
  * "TNTB-client" + hello + root nonce + the registration before its MAC:
@@ -24,13 +28,20 @@
 #include "boot/bootstrap.h"
 
 #define TNT_BOOT_MAGIC 0x42544e54u /* "TNTB" */
-#define TNT_BOOT_VERSION 2u
+#define TNT_BOOT_VERSION 3u
+/* The status of a note: not a verdict, rank 0 is still waiting. */
+#define TNT_BOOT_WAITING 0x57414954
 
 typedef struct tnt_boot_hello {
     uint32_t magic;
     uint32_t version;
     uint64_t job_id;
     unsigned char nonce[TNT_AUTH_NONCE_BYTES];
+    /* Who the sender says it is: unproven, but when its job id is
+     * another job's, rank 0 can say which of its ranks has another
+     * TNT_JOB_KEY. */
+    int32_t nranks;
+    int32_t rank;
 } tnt_boot_hello_t;
 
 typedef struct tnt_boot_challenge {

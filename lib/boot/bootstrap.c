@@ -11,6 +11,20 @@
  * with its own deadline: a stranger that sends garbage, fails the proof or
  * stays silent is dropped and logged at WARNING, and however many of them
  * there are, the legitimate ranks' registrations go on being read.
+ *
+ * A wait must never be silent or blame the wrong rank. Rank 0 keeps the
+ * registered ranks' connections open and watches them: one that closes
+ * is a rank that died before the communicator exists, and the bootstrap
+ * fails on every rank naming it (a dead rank is never counted as
+ * registered). While ranks are missing, rank 0 logs which ones, a few
+ * seconds in and then periodically, and sends the same words as a note
+ * to the ranks already registered, so that they say "rank 0 is alive and
+ * waiting for rank 3" rather than blame rank 0. A hello of another job
+ * that claims a missing rank of the same size is remembered: that rank
+ * has another TNT_JOB_KEY. The claim is unproven, so it is only trusted
+ * when it explains everything: once every other rank has registered and
+ * BOOT_KEY_GRACE_S has passed, the bootstrap fails naming it instead of
+ * waiting out TNT_CONNECT_TIMEOUT.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -34,6 +48,14 @@
 /* Connections rank 0 serves at once; more wait in the listen backlog
  * until strangers time out. */
 #define BOOT_PENDING_MAX 4096
+/* The first "still waiting for" report, then one every BOOT_NOTE_EVERY_S:
+ * soon enough that a user sees why nothing happens, rare enough not to
+ * flood a log during a slow start-up. */
+#define BOOT_NOTE_FIRST_S 3.0
+#define BOOT_NOTE_EVERY_S 10.0
+/* How long the claim of a rank with another job key stands alone (every
+ * other rank registered) before the bootstrap fails naming it. */
+#define BOOT_KEY_GRACE_S 2.0
 
 static void send_reply(int fd, tnt_result_t status, const char *msg,
                        int nranks, const tnt_boot_entry_t *table,
@@ -69,12 +91,20 @@ typedef struct boot_conn {
     char who[64];
 } boot_conn_t;
 
+typedef struct boot_claim {
+    double at;                 /* 0: none */
+    char who[64];
+} boot_claim_t;
+
 typedef struct boot_server {
     const tnt_boot_args_t *a;
     tnt_boot_entry_t *table;
     int *fds;                  /* by rank: registered, waiting for reply */
     int *taken;
+    char (*who)[64];           /* by rank: where it registered from */
+    boot_claim_t *claim;       /* by rank: a hello of another job key */
     int registered;
+    double last_change;        /* of registered */
     boot_conn_t **pend;
     int npend;
     char msg[240];             /* a configuration error, for every rank */
@@ -119,13 +149,30 @@ static void accept_some(boot_server_t *s, int lfd, double *paused_until)
     }
 }
 
+/* A well-formed hello of another job that claims a rank this job still
+ * misses, with this job's size: most likely that rank, started with
+ * another TNT_JOB_KEY (the job id derives from the key). */
+static void note_claim(boot_server_t *s, const boot_conn_t *c)
+{
+    const tnt_boot_hello_t *h = &c->hello;
+    if (h->magic != TNT_BOOT_MAGIC || h->version != TNT_BOOT_VERSION ||
+        h->job_id == s->a->job_id || h->nranks != s->a->nranks ||
+        h->rank <= 0 || h->rank >= s->a->nranks || s->taken[h->rank])
+        return;
+    boot_claim_t *k = &s->claim[h->rank];
+    k->at = tnt__now();
+    snprintf(k->who, sizeof(k->who), "%s", c->who);
+}
+
 /* A whole hello arrived: answer with the challenge. */
 static const char *on_hello(boot_server_t *s, boot_conn_t *c)
 {
     const char *why = tnt__boot_hello_parse(c->in, sizeof(c->hello),
                                             s->a->job_id, &c->hello);
-    if (why)
+    if (why) {
+        note_claim(s, c);
         return why;
+    }
     tnt_boot_challenge_t ch;
     memset(&ch, 0, sizeof(ch));
     ch.magic = TNT_BOOT_MAGIC;
@@ -164,7 +211,10 @@ static int on_register(boot_server_t *s, boot_conn_t *c, const char **why)
     s->table[reg.rank] = reg.entry;
     s->fds[reg.rank] = c->fd;
     s->taken[reg.rank] = 1;
+    snprintf(s->who[reg.rank], sizeof(s->who[0]), "%s", c->who);
+    s->claim[reg.rank].at = 0;
     s->registered++;
+    s->last_change = tnt__now();
     return 1;
 }
 
@@ -208,17 +258,115 @@ static int serve_conn(boot_server_t *s, int i)
     return 1;
 }
 
+/* "rank 3, rank 5" and, for a rank whose hello came with another job
+ * key, where from. */
+static void missing_list(const boot_server_t *s, char *buf, size_t len)
+{
+    size_t n = 0;
+    int shown = 0;
+    buf[0] = '\0';
+    for (int r = 1; r < s->a->nranks && n + 1 < len; r++) {
+        if (s->taken[r])
+            continue;
+        if (shown == 16) {
+            snprintf(buf + n, len - n, ", ...");
+            return;
+        }
+        int w = s->claim[r].at > 0
+                    ? snprintf(buf + n, len - n, "%srank %d (a hello from %s "
+                               "as rank %d had another TNT_JOB_KEY)",
+                               shown ? ", " : "", r, s->claim[r].who, r)
+                    : snprintf(buf + n, len - n, "%srank %d",
+                               shown ? ", " : "", r);
+        if (w < 0 || (size_t)w >= len - n)
+            return;
+        n += (size_t)w;
+        shown++;
+    }
+}
+
+/* Tell the user, and the ranks already registered, whom rank 0 waits
+ * for. A note that does not fit the socket now is skipped: the next one
+ * says the same. */
+static void send_notes(boot_server_t *s, double started)
+{
+    char miss[200];
+    missing_list(s, miss, sizeof(miss));
+    TNT_LOG_WARN("rank 0: bootstrap: %d of %d ranks registered after "
+                 "%.0f s; still waiting for %s", s->registered,
+                 s->a->nranks, tnt__now() - started, miss);
+    tnt_boot_reply_t r;
+    memset(&r, 0, sizeof(r));
+    r.magic = TNT_BOOT_MAGIC;
+    r.status = TNT_BOOT_WAITING;
+    r.nranks = s->a->nranks;
+    snprintf(r.msg, sizeof(r.msg), "%d of %d ranks registered; waiting "
+             "for %s", s->registered, s->a->nranks, miss);
+    for (int i = 1; i < s->a->nranks; i++)
+        if (s->fds[i] >= 0)
+            (void)!send(s->fds[i], &r, sizeof(r),
+                        MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* A registered rank's connection is readable: it sends nothing more, so
+ * that is its end (it died, or was stopped and killed). 1 if rank r is
+ * gone. */
+static int registered_gone(boot_server_t *s, int r)
+{
+    char junk[64];
+    ssize_t n = recv(s->fds[r], junk, sizeof(junk), MSG_DONTWAIT);
+    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+                            errno == EINTR)))
+        return 0;
+    close(s->fds[r]);
+    s->fds[r] = -1;
+    s->taken[r] = 0;
+    s->registered--;
+    return 1;
+}
+
+/* Every missing rank has shown up with another job key, and nothing
+ * changed for BOOT_KEY_GRACE_S: waiting longer cannot help. */
+static int only_wrong_keys_missing(const boot_server_t *s, double now)
+{
+    for (int r = 1; r < s->a->nranks; r++) {
+        if (s->taken[r])
+            continue;
+        if (s->claim[r].at <= 0 ||
+            now - s->claim[r].at < BOOT_KEY_GRACE_S ||
+            now - s->last_change < BOOT_KEY_GRACE_S)
+            return 0;
+    }
+    return 1;
+}
+
 static tnt_result_t serve_loop(boot_server_t *s, int lfd, double deadline,
                                struct pollfd *pfd)
 {
     const tnt_boot_args_t *a = s->a;
-    double paused_until = 0;
+    int p = a->nranks;
+    double paused_until = 0, started = tnt__now();
+    double next_note = started + BOOT_NOTE_FIRST_S;
+    char miss[200];
     while (s->registered < a->nranks) {
         double now = tnt__now();
-        if (now >= deadline)
-            return tnt__error(TNT_TIMEOUT, "rank 0: only %d of %d ranks "
-                              "registered within TNT_CONNECT_TIMEOUT=%.0f s",
-                              s->registered, a->nranks, a->timeout_s);
+        if (now >= deadline) {
+            missing_list(s, miss, sizeof(miss));
+            return tnt__error(TNT_ERR_CONNECT, "rank 0: only %d of %d ranks "
+                              "registered within TNT_CONNECT_TIMEOUT=%.0f s; "
+                              "missing: %s", s->registered, a->nranks,
+                              a->timeout_s, miss);
+        }
+        if (only_wrong_keys_missing(s, now)) {
+            missing_list(s, miss, sizeof(miss));
+            return tnt__error(TNT_ERR_CONFIG, "rank 0: every rank but %s "
+                              "registered; do all ranks have the same "
+                              "TNT_JOB_KEY?", miss);
+        }
+        if (now >= next_note) {
+            send_notes(s, started);
+            next_note = now + BOOT_NOTE_EVERY_S;
+        }
         for (int i = 0; i < s->npend;)
             if (s->pend[i]->deadline <= now)
                 drop(s, i, "silent for too long");
@@ -230,11 +378,27 @@ static tnt_result_t serve_loop(boot_server_t *s, int lfd, double deadline,
         for (int i = 0; i < s->npend; i++)
             pfd[1 + i] = (struct pollfd){.fd = s->pend[i]->fd,
                                          .events = POLLIN};
-        /* Wake at least every 100 ms to expire silent connections. */
+        /* Registered ranks after the pending ones, by rank. */
         int n = s->npend;
-        if (poll(pfd, (nfds_t)n + 1, 100) < 0 && errno != EINTR)
+        struct pollfd *reg = pfd + 1 + n;
+        for (int r = 0; r < p; r++)
+            reg[r] = (struct pollfd){.fd = r > 0 ? s->fds[r] : -1,
+                                     .events = POLLIN | POLLRDHUP};
+        /* Wake at least every 100 ms to expire silent connections. */
+        if (poll(pfd, (nfds_t)(n + 1 + p), 100) < 0 && errno != EINTR)
             return tnt__error(TNT_ERR_SYSTEM, "bootstrap poll: %s",
                               strerror(errno));
+        for (int r = 1; r < p; r++) {
+            if (!reg[r].revents || !registered_gone(s, r))
+                continue;
+            missing_list(s, miss, sizeof(miss));
+            return tnt__error(TNT_ERR_PEER_LOST, "rank 0: rank %d (host %s, "
+                              "from %s) registered, then closed its "
+                              "bootstrap connection: it died before the "
+                              "communicator was created (ranks missing "
+                              "now: %s)", r, s->table[r].host, s->who[r],
+                              miss);
+        }
         /* Back to front: serving may move the last entry into slot i. */
         for (int i = n - 1; i >= 0; i--) {
             if (!(pfd[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -252,13 +416,17 @@ static tnt_result_t root_serve(const tnt_boot_args_t *a, int lfd,
                                tnt_boot_entry_t *table, double deadline)
 {
     int p = a->nranks;
-    boot_server_t s = {.a = a, .table = table, .registered = 1};
+    boot_server_t s = {.a = a, .table = table, .registered = 1,
+                       .last_change = tnt__now()};
     s.fds = malloc((size_t)p * sizeof(int));
     s.taken = calloc((size_t)p, sizeof(int));
+    s.who = calloc((size_t)p, sizeof(*s.who));
+    s.claim = calloc((size_t)p, sizeof(*s.claim));
     s.pend = malloc(BOOT_PENDING_MAX * sizeof(*s.pend));
-    struct pollfd *pfd = malloc((BOOT_PENDING_MAX + 1) * sizeof(*pfd));
+    struct pollfd *pfd = malloc((BOOT_PENDING_MAX + 1 + (size_t)p) *
+                                sizeof(*pfd));
     tnt_result_t rc = TNT_SUCCESS;
-    if (!s.fds || !s.taken || !s.pend || !pfd) {
+    if (!s.fds || !s.taken || !s.who || !s.claim || !s.pend || !pfd) {
         rc = tnt__error(TNT_ERR_NO_MEMORY, "bootstrap: out of memory");
         goto out_free;
     }
@@ -272,7 +440,8 @@ static tnt_result_t root_serve(const tnt_boot_args_t *a, int lfd,
     for (int i = 1; i < p; i++) {
         if (s.fds[i] < 0)
             continue;
-        send_reply(s.fds[i], rc == TNT_SUCCESS ? TNT_SUCCESS : TNT_ERR_CONFIG,
+        send_reply(s.fds[i], rc < 0 ? rc : rc == TNT_SUCCESS ? TNT_SUCCESS
+                                                   : TNT_ERR_CONNECT,
                    rc == TNT_SUCCESS ? "" : tnt_last_error(), p, table,
                    deadline);
         close(s.fds[i]);
@@ -280,6 +449,8 @@ static tnt_result_t root_serve(const tnt_boot_args_t *a, int lfd,
 out_free:
     free(pfd);
     free(s.pend);
+    free(s.claim);
+    free(s.who);
     free(s.taken);
     free(s.fds);
     return rc;
@@ -368,6 +539,8 @@ static tnt_result_t client_register(const tnt_boot_args_t *a, int fd,
     h.magic = TNT_BOOT_MAGIC;
     h.version = TNT_BOOT_VERSION;
     h.job_id = a->job_id;
+    h.nranks = a->nranks;
+    h.rank = a->rank;
     tnt__auth_random(h.nonce, sizeof(h.nonce));
     tnt_boot_challenge_t ch;
     unsigned char raw[sizeof(ch)];
@@ -398,6 +571,46 @@ static tnt_result_t client_register(const tnt_boot_args_t *a, int fd,
     return tnt__io_write_all(fd, reg, sizeof(*reg), deadline);
 }
 
+/* Read rank 0's answer to the registration. Notes (TNT_BOOT_WAITING)
+ * say that rank 0 is alive and whom it waits for: each is logged, and
+ * while they come the wait goes on past this rank's own deadline, so
+ * that rank 0's verdict (which names the missing ranks) arrives instead
+ * of a guess that blames rank 0. */
+static tnt_result_t await_verdict(const tnt_boot_args_t *a, int fd,
+                                  double deadline, tnt_boot_reply_t *reply)
+{
+    char last[sizeof(reply->msg)] = "";
+    for (;;) {
+        unsigned char raw[sizeof(*reply)];
+        double until = deadline;
+        if (*last && until < tnt__now() + 2 * BOOT_NOTE_EVERY_S)
+            until = tnt__now() + 2 * BOOT_NOTE_EVERY_S;
+        tnt_result_t rc = tnt__io_read_all(fd, raw, sizeof(raw), until);
+        if (rc != TNT_SUCCESS) {
+            if (*last)
+                return tnt__error(TNT_ERR_CONNECT, "rank %d: rank 0 at %s "
+                                  "went silent while waiting for other ranks "
+                                  "(it last said: %s)", a->rank,
+                                  a->root_addr, last);
+            return tnt__error(rc == TNT_TIMEOUT ? TNT_TIMEOUT
+                                                : TNT_ERR_CONNECT,
+                              "rank %d: no bootstrap answer from rank 0 at "
+                              "%s (%s)", a->rank, a->root_addr,
+                              tnt_strerror(rc));
+        }
+        const char *why = tnt__boot_reply_parse(raw, sizeof(raw),
+                                                a->nranks, reply);
+        if (why)
+            return tnt__error(TNT_ERR_PROTOCOL, "rank %d: %s from %s",
+                              a->rank, why, a->root_addr);
+        if (reply->status != TNT_BOOT_WAITING)
+            return TNT_SUCCESS;
+        snprintf(last, sizeof(last), "%s", reply->msg);
+        TNT_LOG_WARN("rank %d: registered; rank 0 is alive and waiting: %s",
+                     a->rank, last);
+    }
+}
+
 static tnt_result_t client_bootstrap(const tnt_boot_args_t *a,
                                      const struct sockaddr_storage *ss,
                                      socklen_t sl, tnt_boot_entry_t *table,
@@ -423,26 +636,14 @@ static tnt_result_t client_bootstrap(const tnt_boot_args_t *a,
     if (rc != TNT_SUCCESS)
         goto out_close;
     tnt_boot_reply_t reply;
-    unsigned char raw[sizeof(reply)];
-    rc = tnt__io_read_all(fd, raw, sizeof(raw), deadline);
-    if (rc != TNT_SUCCESS) {
-        rc = tnt__error(rc == TNT_TIMEOUT ? TNT_TIMEOUT : TNT_ERR_CONNECT,
-                        "rank %d: no bootstrap answer from rank 0 at %s "
-                        "(%s)", a->rank, a->root_addr, tnt_strerror(rc));
+    rc = await_verdict(a, fd, deadline, &reply);
+    if (rc != TNT_SUCCESS)
         goto out_close;
-    }
-    const char *why = tnt__boot_reply_parse(raw, sizeof(raw),
-                                            a->nranks, &reply);
-    if (why) {
-        rc = tnt__error(TNT_ERR_PROTOCOL, "rank %d: %s from %s", a->rank,
-                        why, a->root_addr);
-        goto out_close;
-    }
     if (reply.status != TNT_SUCCESS) {
         rc = tnt__error(reply.status < 0 ? (tnt_result_t)reply.status
                                          : TNT_ERR_CONFIG,
-                        "rank %d: rank 0 refused the job: %s", a->rank,
-                        reply.msg);
+                        "rank %d: the bootstrap failed at rank 0: %s",
+                        a->rank, reply.msg);
         goto out_close;
     }
     rc = tnt__io_read_all(fd, table, (size_t)a->nranks * sizeof(*table),
@@ -452,7 +653,7 @@ static tnt_result_t client_bootstrap(const tnt_boot_args_t *a,
                         "incomplete", a->rank);
         goto out_close;
     }
-    why = tnt__boot_table_check(table, a->nranks);
+    const char *why = tnt__boot_table_check(table, a->nranks);
     if (why)
         rc = tnt__error(TNT_ERR_PROTOCOL, "rank %d: %s", a->rank, why);
 out_close:

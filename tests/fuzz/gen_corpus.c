@@ -107,7 +107,7 @@ int main(int argc, char **argv)
     put("verbs", "proof", 4, 0, 0, rec, sizeof(rec));
 
     /* Bootstrap: byte 0 = kind, byte 1 = nranks - 1. */
-    tnt_boot_hello_t bh = {TNT_BOOT_MAGIC, TNT_BOOT_VERSION, 42, {7}};
+    tnt_boot_hello_t bh = {TNT_BOOT_MAGIC, TNT_BOOT_VERSION, 42, {7}, 3, 1};
     put("bootstrap", "hello", 0, 1, 3, &bh, sizeof(bh));
     tnt_boot_challenge_t bc = {TNT_BOOT_MAGIC, TNT_BOOT_VERSION, {8}, {9}};
     put("bootstrap", "challenge", 1, 1, 3, &bc, sizeof(bc));
