@@ -16,6 +16,10 @@
  * latency of every survivor. The latency bound asserted here is generous
  * (the test machine is loaded); the measured figures are printed.
  *
+ * free_after_early_loss: a rank dies right after init, before the others
+ * connect to it over shared memory; their refused connect must not stay
+ * counted as under way, or tnt_comm_free lingers 2 s for it.
+ *
  * Usage: test_faults [suite [test]]; TNT_FAULT_SEED=n changes the trials,
  * TNT_FAULT_TRIALS=n their number.
  */
@@ -31,6 +35,7 @@
 #include <unistd.h>
 
 #include "datagen.h"
+#include "core/engine.h"
 #include "harness.h"
 
 #define FAULT_RANKS 4
@@ -310,8 +315,71 @@ static void test_kill_one_of_four(void)
     munmap(sh, sizeof *sh);
 }
 
+/* ---- freeing after a loss --------------------------------------------- */
+
+/* Rank 3 dies right after tnt_comm_init, before the others have
+ * connected to it over shared memory: their connect is refused, and the
+ * loss fails their allreduce. No connection to the dead rank may then
+ * still count as under way: tnt_comm_free lingers (up to 2 s) only for
+ * connections that can carry a failure notice to a live rank. The state
+ * is checked, not the time free takes (printed only). */
+static int early_loss_rank(tnt_comm_t unused, int rank, int p, void *arg,
+                           th_report_t *rep)
+{
+    (void)unused;
+    (void)p;
+    (void)arg;
+    tnt_comm_t comm;
+    tnt_result_t rc = tnt_comm_init_from_env(&comm);
+    th_report_check(rep, "init", rc, 0, 0, NULL, 0);
+    if (rc != TNT_SUCCESS)
+        return 1;
+    if (rank == 3)
+        raise(SIGKILL);
+    int v = 1;
+    rc = tnt_allreduce(comm, TNT_IN_PLACE, &v, 1, TNT_I32, TNT_SUM);
+    th_report_expect(rep, "allreduce_fails", rc == TNT_ERR_PEER_LOST, rc,
+                     "%s", rc == TNT_SUCCESS ? "succeeded" : tnt_last_error());
+    pthread_mutex_lock(&comm->lock);
+    int pending = comm->peers[3].connecting, dead = comm->peers[3].dead;
+    pthread_mutex_unlock(&comm->lock);
+    th_report_expect(rep, "no_connection_pending_to_dead",
+                     !pending, rc, "connection to rank 3 %s (dead %d)",
+                     pending ? "still pending" : "not pending", dead);
+    double t0 = th_now();
+    tnt_comm_free(comm);
+    th_report_expect(rep, "free", 1, TNT_SUCCESS, "tnt_comm_free took "
+                     "%.3f s", th_now() - t0);
+    return 0;
+}
+
+static void test_free_after_early_loss(void)
+{
+    const char *env[] = {"TNT_TRANSPORT=shm", "TNT_TIMEOUT=60", NULL};
+    for (int t = 0; t < 3; t++) {
+        th_job_t job = {"free after an early loss", FAULT_RANKS, env,
+                        early_loss_rank, NULL, 90, 1, 2};
+        th_result_t res;
+        th_run_job(&job, &res);
+        for (int r = 0; r < 3; r++) {
+            const char *names[] = {"allreduce_fails",
+                                   "no_connection_pending_to_dead",
+                                   "free"};
+            for (int k = 0; k < 3; k++) {
+                const th_case_t *c = th_find_case(&res, r, names[k]);
+                TH_CHECK(c && c->ok, "trial %d rank %d: %s: %s", t, r,
+                         names[k], c ? c->msg : "no report");
+                if (c && k == 2)
+                    printf("  [trial %d rank %d: %s]\n", t, r, c->msg);
+            }
+        }
+        th_result_free(&res);
+    }
+}
+
 static const th_test_def_t k_tests[] = {
     {"faults", "kill_one_of_four", test_kill_one_of_four},
+    {"faults", "free_after_early_loss", test_free_after_early_loss},
     {NULL, NULL, NULL}};
 
 int main(int argc, char **argv)

@@ -490,6 +490,10 @@ void tnt__ensure_connect(struct tnt_comm *comm, tnt_peer_t *p)
             char what[300];
             snprintf(what, sizeof(what), "cannot connect: %s",
                      tnt_last_error());
+            /* No connection is under way to a lost rank: nothing may
+             * wait for one (tnt__engine_drain would linger for it). */
+            p->connecting = 0;
+            p->dead = TNT_ERR_PEER_LOST;
             tnt__fail_peer_lost(comm, p->rank, what);
         }
     }
