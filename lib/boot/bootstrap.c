@@ -286,8 +286,9 @@ static void missing_list(const boot_server_t *s, char *buf, size_t len)
 }
 
 /* Tell the user, and the ranks already registered, whom rank 0 waits
- * for. A note that does not fit the socket now is skipped: the next one
- * says the same. */
+ * for. A note that does not fit the socket at all now is skipped (the
+ * next one says the same); one that went out in part is finished, so
+ * that the stream stays in frame. */
 static void send_notes(boot_server_t *s, double started)
 {
     char miss[200];
@@ -302,10 +303,15 @@ static void send_notes(boot_server_t *s, double started)
     r.nranks = s->a->nranks;
     snprintf(r.msg, sizeof(r.msg), "%d of %d ranks registered; waiting "
              "for %s", s->registered, s->a->nranks, miss);
-    for (int i = 1; i < s->a->nranks; i++)
-        if (s->fds[i] >= 0)
-            (void)!send(s->fds[i], &r, sizeof(r),
-                        MSG_NOSIGNAL | MSG_DONTWAIT);
+    for (int i = 1; i < s->a->nranks; i++) {
+        if (s->fds[i] < 0)
+            continue;
+        ssize_t n = send(s->fds[i], &r, sizeof(r),
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0 && (size_t)n < sizeof(r))
+            tnt__io_write_all(s->fds[i], (char *)&r + n, sizeof(r) - (size_t)n,
+                              tnt__now() + 1.0);
+    }
 }
 
 /* A registered rank's connection is readable: it sends nothing more, so
