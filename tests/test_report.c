@@ -232,7 +232,69 @@ static void test_bad_args(void)
     tnt_comm_free(comm);
 }
 
+/* ---- the rank behind ---------------------------------------------------
+ * p=5 over the ring, TNT_TIMEOUT=4: rank 3 stops itself (SIGSTOP) before
+ * its collective #BEHIND_SEQ, while every other rank waits in it, each
+ * for its left neighbour. A helper process resumes rank 3 after the
+ * others have failed. Every survivor's timeout must name rank 3 as the
+ * rank behind, not the neighbour it waits for itself. */
+enum { BEHIND_P = 5, BEHIND_SEQ = 6, BEHIND_COUNT = 4096 };
+
+static int behind_rank(tnt_comm_t comm, int rank, int p, void *arg,
+                       th_report_t *rep)
+{
+    (void)p;
+    (void)arg;
+    int32_t *buf = th_xmalloc(BEHIND_COUNT * sizeof(int32_t));
+    tnt_result_t rc = TNT_SUCCESS;
+    for (int k = 0; k <= BEHIND_SEQ && rc == TNT_SUCCESS; k++) {
+        if (rank == 3 && k == BEHIND_SEQ) {
+            pid_t me = getpid();
+            if (fork() == 0) {
+                th_sleep(8.0 * th_timeout_mult());
+                kill(me, SIGCONT);
+                _exit(0);
+            }
+            raise(SIGSTOP);
+        }
+        for (int j = 0; j < BEHIND_COUNT; j++)
+            buf[j] = rank + j;
+        rc = tnt_allreduce(comm, TNT_IN_PLACE, buf, BEHIND_COUNT, TNT_I32,
+                           TNT_SUM);
+    }
+    const char *err = rc == TNT_SUCCESS ? "succeeded" : tnt_last_error();
+    th_report_expect(rep, "timeout", rc != TNT_SUCCESS, rc, "%s", err);
+    int named = strstr(err, "rank 3 is behind") != NULL ||
+                strstr(err, "rank 3 has not reached") != NULL;
+    th_report_expect(rep, "names_rank_3", rank == 3 || named, rc, "%s", err);
+    free(buf);
+    return 0;
+}
+
+static void test_names_rank_behind(void)
+{
+    const char *env[] = {"TNT_TIMEOUT=4", "TNT_TRANSPORT=tcp",
+                         "TNT_ALLREDUCE_ALGO=ring", "TNT_LOG_LEVEL=ERROR",
+                         NULL};
+    th_job_t job = {"rank 3 stopped, p=5 ring", BEHIND_P, env, behind_rank,
+                    NULL, 90, 0, 2};
+    th_result_t res;
+    th_run_job(&job, &res);
+    for (int r = 0; r < BEHIND_P; r++) {
+        const char *names[] = {"timeout", "names_rank_3"};
+        for (int k = 0; k < 2; k++) {
+            const th_case_t *c = th_find_case(&res, r, names[k]);
+            TH_CHECK(c && c->ok, "rank %d: %s: %s", r, names[k],
+                     c ? c->msg : "no report");
+            if (c && k == 1)
+                printf("  rank %d: %s\n", r, c->msg);
+        }
+    }
+    th_result_free(&res);
+}
+
 static const th_test_def_t k_tests[] = {
+    {"report", "names_rank_behind", test_names_rank_behind},
     {"report", "in_flight", test_report_in_flight},
     {"report", "own_handler", test_own_handler},
     {"report", "bad_args", test_bad_args},

@@ -1226,19 +1226,37 @@ void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
 
 /* ---- deadlines -------------------------------------------------------- */
 
+/* The rank a timed-out collective waits for is often not the one behind:
+ * in a ring every rank waits for its left neighbour. So a deadline first
+ * asks the peers for their progress and grants them a grace to answer
+ * (TNT_PROBE_GRACE_S, at most a quarter of TNT_TIMEOUT); the timeout that
+ * follows names the rank the chain of waits ends at (report.c). */
+#define TNT_PROBE_GRACE_S 1.0
+
 void tnt__engine_check_deadlines(struct tnt_comm *comm, double now)
 {
     for (struct tnt_request *r = comm->active_head; r; r = r->next) {
         if (now < r->deadline)
             continue;
-        char what[400], sig[160];
+        if (!r->probed) {
+            double grace = comm->params.timeout_s / 4 < TNT_PROBE_GRACE_S
+                               ? comm->params.timeout_s / 4
+                               : TNT_PROBE_GRACE_S;
+            r->probed = 1;
+            r->deadline = now + grace;
+            comm->probe_at = now;
+            tnt__progress_send(comm);
+            return;
+        }
+        char what[400], sig[160], behind[400];
         tnt__report_waits(r, what, sizeof(what));
         tnt__describe_sig(&r->sig, sig, sizeof(sig));
+        tnt__report_behind(comm, r, behind, sizeof(behind));
         tnt__engine_fail(comm, TNT_TIMEOUT, "rank %d: %s #%" PRIu64
-                         " timed out after %.1f s (TNT_TIMEOUT), %u of %u "
+                         " timed out after %.1f s (TNT_TIMEOUT)%s%s, %u of %u "
                          "operations left; waiting for: %s", comm->rank, sig,
-                         r->seq, comm->params.timeout_s, r->ops_left,
-                         tnt__request_nops(r), what);
+                         r->seq, comm->params.timeout_s, *behind ? ": " : "",
+                         behind, r->ops_left, tnt__request_nops(r), what);
         return;
     }
 }

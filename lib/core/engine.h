@@ -48,7 +48,8 @@ typedef struct tnt_msg_hdr {
 } tnt_msg_hdr_t;
 
 enum tnt_cookie_type {
-    TNT_COOKIE_OP = 1, TNT_COOKIE_UNEXP = 2, TNT_COOKIE_NOTICE = 3
+    TNT_COOKIE_OP = 1, TNT_COOKIE_UNEXP = 2, TNT_COOKIE_NOTICE = 3,
+    TNT_COOKIE_PROGRESS = 4
 };
 
 /* A failure notice: the header's kind is TNT_MSG_NOTICE, its count the
@@ -63,8 +64,34 @@ typedef struct tnt_notice_rx {
     int type;                  /* TNT_COOKIE_NOTICE */
     size_t len;
     int64_t rc;
+    uint64_t seq;              /* a progress note's fields (below) */
+    uint32_t step;
+    int32_t waits;
     char text[TNT_NOTICE_MAX + 1];
 } tnt_notice_rx_t;
+
+/* A progress note: a notice with result 0 and no text, sent when a
+ * collective reaches its deadline, and answered once by every rank that
+ * gets one. seq is the collective the sender is in (or, with step
+ * TNT_PROGRESS_IDLE, the next one it has not called yet), step and root
+ * the step and the rank it waits for (-1: none). With the answers, the
+ * rank that times out follows the chain of waits to the rank actually
+ * behind (report.c) instead of blaming its own neighbour. */
+#define TNT_PROGRESS_IDLE UINT32_MAX
+typedef struct tnt_progress_tx {
+    int type;                  /* TNT_COOKIE_PROGRESS */
+    int peer;
+    int busy;                  /* the transport still holds hdr */
+    tnt_msg_hdr_t hdr;
+} tnt_progress_tx_t;
+
+/* What a peer last said of its progress, and when. */
+typedef struct tnt_progress_rx {
+    double at;                 /* 0: never */
+    uint64_t seq;
+    uint32_t step;
+    int32_t waits;
+} tnt_progress_rx_t;
 
 struct tnt_request;
 struct tnt_unexp;
@@ -132,6 +159,8 @@ typedef struct tnt_peer {
     tnt_opstate_t *posted;     /* posted receives */
     tnt_unexp_t *unexp_head, *unexp_tail;
     tnt_notice_rx_t notice;    /* a failure notice arriving from it */
+    tnt_progress_tx_t progress_tx; /* this rank's progress note to it */
+    tnt_progress_rx_t progress;    /* its last progress note */
     /* Slot operations (onhost/slots.c): the most this peer said it had
      * finished, and whether it may sleep unwoken on a publication here. */
     uint64_t slot_completed;
@@ -165,6 +194,8 @@ struct tnt_request {
     tnt_msg_hdr_t sig;
     tnt_result_t result;       /* TNT_INPROGRESS until done */
     double deadline;
+    int probed;                /* its deadline passed once: progress was
+                                  asked for, the deadline is the grace */
     int active;                /* on the comm's active list */
     int deferred;              /* on the comm's deferred list, or being
                                   prepared: not started yet */
@@ -278,6 +309,8 @@ struct tnt_comm {
     int first_lost;            /* first peer lost while all was well */
     char first_lost_what[160];
     tnt_msg_hdr_t notice_hdr;  /* the failure notice this rank sends */
+    uint64_t progress_sent;    /* 1 + the seq of its last progress note */
+    double probe_at;           /* when this rank last asked for progress */
     /* Signatures of the last collectives posted, by seq: a message for one
      * that already finished here (a broadcast root finishes at once) is
      * still checked against what this rank called. */

@@ -15,6 +15,7 @@
 #include "util/log.h"
 #include "core/msg_hdr.h"
 #include "core/progress.h"
+#include "core/report.h"
 
 /* ---- transport upcalls ------------------------------------------------ */
 
@@ -71,6 +72,9 @@ static tnt_result_t notice_header(struct tnt_comm *comm, int peer,
     n->type = TNT_COOKIE_NOTICE;
     n->len = payload_len;
     n->rc = (int64_t)h->count;
+    n->seq = h->seq;
+    n->step = h->step;
+    n->waits = h->root;
     *dest = n->text;
     *cookie = n;
     return TNT_SUCCESS;
@@ -81,6 +85,10 @@ static tnt_result_t notice_header(struct tnt_comm *comm, int peer,
 static void notice_arrived(struct tnt_comm *comm, int peer,
                            tnt_notice_rx_t *n)
 {
+    if (n->rc == 0) { /* a progress note, not a failure */
+        tnt__progress_arrived(comm, peer, n);
+        return;
+    }
     n->text[n->len] = '\0';
     for (size_t i = 0; i < n->len; i++)
         if (n->text[i] < 0x20 || n->text[i] > 0x7e)
@@ -266,6 +274,10 @@ static void up_payload(void *core, int peer, void *cookie)
 static void up_send_done(void *core, void *cookie)
 {
     struct tnt_comm *comm = core;
+    if (*(int *)cookie == TNT_COOKIE_PROGRESS) {
+        tnt__progress_sent(comm, cookie);
+        return;
+    }
     tnt_opstate_t *os = cookie;
     comm->peers[os->coll->sched->ops[os->op].peer].sends_inflight--;
     tnt__op_complete(os->coll, os->op);

@@ -94,10 +94,20 @@ void tnt__report_waits(const struct tnt_request *req, char *buf, size_t len)
     buf[0] = '\0';
     if (tnt__algo_in_memory(req->algo) && tnt__slot_report(req, buf, len))
         return;
+    /* Only the earliest step waited on: a receive of a later step is
+     * posted early, and its sender is not late, only not there yet. */
+    uint32_t first = UINT32_MAX;
+    for (uint32_t i = 0; i < req->sched->nops; i++) {
+        const tnt_sop_t *s = &req->sched->ops[i];
+        const tnt_opstate_t *os = &req->ops[i];
+        if (!os->done && os->deps_left == 0 && s->step < first &&
+            (s->kind == TNT_SOP_SEND || s->kind == TNT_SOP_RECV))
+            first = s->step;
+    }
     for (uint32_t i = 0; i < req->sched->nops && shown < 4; i++) {
         const tnt_sop_t *s = &req->sched->ops[i];
         const tnt_opstate_t *os = &req->ops[i];
-        if (os->done || os->deps_left != 0)
+        if (os->done || os->deps_left != 0 || s->step != first)
             continue;
         if (s->kind != TNT_SOP_SEND && s->kind != TNT_SOP_RECV)
             continue;
@@ -110,6 +120,131 @@ void tnt__report_waits(const struct tnt_request *req, char *buf, size_t len)
     }
     if (!shown)
         append(buf, len, 0, "no operation posted");
+}
+
+/* ---- progress notes: who is actually behind --------------------------- */
+
+/* This rank's oldest collective in flight, its first posted receive not
+ * yet done (step, peer), or the next collective when none is in flight. */
+static void my_progress(struct tnt_comm *comm, uint64_t *seq,
+                        uint32_t *step, int32_t *waits)
+{
+    const struct tnt_request *old = NULL;
+    for (const struct tnt_request *r = comm->active_head; r; r = r->next)
+        if (!old || r->seq < old->seq)
+            old = r;
+    *seq = old ? old->seq : comm->next_seq;
+    *step = old ? 0 : TNT_PROGRESS_IDLE;
+    *waits = -1;
+    if (!old || tnt__algo_in_memory(old->algo))
+        return;
+    for (uint32_t i = 0; i < old->sched->nops; i++) {
+        const tnt_sop_t *s = &old->sched->ops[i];
+        const tnt_opstate_t *os = &old->ops[i];
+        if (!os->done && os->deps_left == 0 && s->kind == TNT_SOP_RECV &&
+            (*waits < 0 || s->step < *step)) {
+            *step = s->step;
+            *waits = s->peer;
+        }
+    }
+}
+
+void tnt__progress_send(struct tnt_comm *comm)
+{
+    uint64_t seq;
+    uint32_t step;
+    int32_t waits;
+    my_progress(comm, &seq, &step, &waits);
+    comm->progress_sent = seq + 1;
+    for (int i = 0; i < comm->nranks; i++) {
+        tnt_peer_t *p = &comm->peers[i];
+        tnt_progress_tx_t *t = &p->progress_tx;
+        /* Only in frame, and one note per peer at a time. */
+        if (!p->ep || p->sends_inflight || t->busy)
+            continue;
+        memset(t, 0, sizeof(*t));
+        t->type = TNT_COOKIE_PROGRESS;
+        t->peer = i;
+        t->hdr.magic = TNT_MSG_MAGIC;
+        t->hdr.comm_id = comm->comm_id;
+        t->hdr.kind = TNT_MSG_NOTICE;
+        t->hdr.count = 0; /* result 0: progress, not a failure */
+        t->hdr.seq = seq;
+        t->hdr.step = step;
+        t->hdr.root = waits;
+        t->hdr.nranks = comm->nranks;
+        tnt_result_t rc = p->tp->send(p->tp_ctx, p->ep, &t->hdr,
+                                      sizeof(t->hdr), NULL, 0, t);
+        if (rc == TNT_INPROGRESS) {
+            t->busy = 1;
+            p->sends_inflight++;
+        }
+    }
+}
+
+void tnt__progress_sent(struct tnt_comm *comm, tnt_progress_tx_t *t)
+{
+    t->busy = 0;
+    comm->peers[t->peer].sends_inflight--;
+}
+
+void tnt__progress_arrived(struct tnt_comm *comm, int peer,
+                           const tnt_notice_rx_t *n)
+{
+    tnt_progress_rx_t *g = &comm->peers[peer].progress;
+    g->at = tnt__now();
+    g->seq = n->seq;
+    g->step = n->step;
+    g->waits = n->waits >= 0 && n->waits < comm->nranks ? n->waits : -1;
+    /* Answer once per collective, so that the asker hears every rank. */
+    uint64_t seq;
+    uint32_t step;
+    int32_t waits;
+    my_progress(comm, &seq, &step, &waits);
+    if (comm->progress_sent != seq + 1)
+        tnt__progress_send(comm);
+}
+
+/* Follow the waits from this rank: each rank that answered and waits in
+ * the same collective passes the blame on; the chain ends at a rank that
+ * has not reached the collective or did not answer at all (stopped, or
+ * not calling the library). Empty when the chain says nothing new. */
+void tnt__report_behind(struct tnt_comm *comm, const struct tnt_request *req,
+                        char *buf, size_t len)
+{
+    uint64_t seq;
+    uint32_t step;
+    int32_t w;
+    my_progress(comm, &seq, &step, &w);
+    buf[0] = '\0';
+    if (w < 0 || seq != req->seq)
+        return;
+    double since = comm->probe_at - comm->params.timeout_s;
+    char chain[160];
+    size_t n = append(chain, sizeof(chain), 0, "%d", comm->rank);
+    for (int hops = 0; w >= 0 && hops < comm->nranks; hops++) {
+        n = append(chain, sizeof(chain), n, " -> %d", w);
+        const tnt_progress_rx_t *g = &comm->peers[w].progress;
+        if (w == comm->rank)
+            break;
+        if (g->at < since || g->at == 0) {
+            append(buf, len, 0, "rank %d is behind: it has not sent its "
+                   "part of collective #%" PRIu64 " and did not answer a "
+                   "progress query (stopped, or not calling the library?); "
+                   "waits: %s", w, req->seq, chain);
+            return;
+        }
+        if (g->step == TNT_PROGRESS_IDLE || g->seq < req->seq) {
+            append(buf, len, 0, "rank %d has not reached collective #%"
+                   PRIu64 " (its next is #%" PRIu64 "%s); waits: %s", w,
+                   req->seq, g->seq, g->step == TNT_PROGRESS_IDLE
+                   ? ", not called yet" : ", in flight", chain);
+            return;
+        }
+        if (g->seq > req->seq || g->waits < 0)
+            return;
+        w = g->waits;
+    }
 }
 
 /* Lock held. */
