@@ -6,9 +6,9 @@
  * period) instead of waiting for their peers until the deadline.
  * --bind-to (default auto, as mpirun) pins each rank to one CPU: with a
  * CPU each, a rank that the scheduler would otherwise move, or stack on
- * its peer's CPU for a while, does not turn a 0.5 us allreduce into
- * 1.5 us (p=2, 8 B over shared memory: 0.54-0.56 us bound in 6 of 6
- * runs, 0.55-1.72 unbound; over TCP 9.7-10.1 against 10.4-23.8).
+ * its peer's CPU for a while, does not make small allreduces up to 3x
+ * slower and their times noisy (docs/performance.md, "Pinned ranks in
+ * tnt-bench -N").
  */
 #include <errno.h>
 #include <netinet/in.h>

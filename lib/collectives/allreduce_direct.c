@@ -11,18 +11,12 @@
  *
  * Slices are cut into segments of DIRECT_SEG_FACTOR x segment_bytes (1 MiB
  * by default), each its own message and its own chain; the allgather of
- * a segment starts as soon as its chain is done. Larger than the ring's
- * segments because on one host a message's cost is its wake-ups, not
- * its bytes: measured at 8 MiB, p=2 and 4, 2026-11-22 (loaded 2-core
- * machine, medians of 5), 256 KiB segments took 1.1-1.3x as long as
- * unsegmented slices. With the rendezvous (then from 256 KiB) the factor
- * was 16 (4 MiB); since large messages stream through the rings where
- * every rank has a core (core/comm.c), 1 MiB segments let the sender's
- * copy of segment j+1 run while the receiver reduces j: 8 MiB took
- * 850-1,014 us at p=2 and 4,499-5,128 at p=4 against 1,044-1,392 and
- * 5,066-5,588 with 4 MiB segments (4 alternating runs; 1 MiB and 64 MiB
- * unchanged within the noise, 256 KiB segments worse at 8 MiB).
- * The factor keeps TNT_SEGMENT_BYTES a knob that tests can shrink.
+ * a segment starts as soon as its chain is done. Not smaller, because on
+ * one host a message's cost is its wake-ups, not its bytes; not larger,
+ * so that the sender's copy of segment j+1 through the ring runs while
+ * the receiver reduces j (docs/performance.md, "Direct allreduce
+ * segments"). The factor keeps TNT_SEGMENT_BYTES a knob that tests can
+ * shrink.
  */
 #include <stdint.h>
 #include <stdlib.h>

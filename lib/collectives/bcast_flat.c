@@ -11,10 +11,9 @@
  * Nothing else holds a root back: it finishes as soon as its peers have
  * the data and runs into the next broadcast, whose data then reaches a
  * receiver that has not posted it yet; such an early message is pulled
- * into a bounce buffer and copied again (measured: an 8 MiB broadcast at
- * p=2 took 20-45 ms, mostly page faults and that copy, against 3-5 ms
- * for an 8 MiB allreduce). The handshake costs one small message, which
- * is little next to a message of that size.
+ * into a bounce buffer and copied again, with page faults on the way
+ * (docs/performance.md, "The ready handshake"). The handshake costs one
+ * small message, which is little next to a message of that size.
  *
  * With the handshake the root also sends every receiver an empty
  * "announce" first. It carries no data; it is there for ranks that

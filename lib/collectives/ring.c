@@ -21,17 +21,12 @@
 #define RING_WINDOW_BYTES ((size_t)16 << 20)
 #define RING_MAX_SEGMENTS ((size_t)1 << 18)
 /* Ring segments are RING_SEG_FACTOR x TNT_SEGMENT_BYTES (1 MiB by
- * default). Over loopback TCP every message costs a header, a match and
- * a wake-up of the peer, and the kernel's per-call work, so 256 KiB
- * segments lost to larger ones at every size where the ring runs; from
- * 512 KiB to 2 MiB they were even. Measured 2026-11-22 (loaded 2-core
- * machine, TNT_TRANSPORT=tcp, alternating runs, us): p=2 1 MiB 434-526
- * against 546-590, 2 MiB 955-973 against 1,103-1,164, 8 MiB 3,500-4,115
- * against 4,220-4,970, 64 MiB 29,832-32,673 against 31,933-44,641; p=4
- * 8 MiB 12,520-14,122 against 15,090-16,012, 64 MiB 106,511-109,367
- * against 123,899-125,271. The broadcast chain keeps TNT_SEGMENT_BYTES:
- * its pipeline fills one segment per hop. The factor keeps
- * TNT_SEGMENT_BYTES a knob that tests can shrink. */
+ * default). Over loopback TCP every message costs a header, a match, a
+ * wake-up of the peer and the kernel's per-call work, so 256 KiB
+ * segments lost to 1 MiB ones at every size where the ring runs
+ * (docs/performance.md, "Ring segments"). The broadcast chain keeps
+ * TNT_SEGMENT_BYTES: its pipeline fills one segment per hop. The factor
+ * keeps TNT_SEGMENT_BYTES a knob that tests can shrink. */
 #define RING_SEG_FACTOR 4
 
 static tnt_result_t ring_setup(tnt_ring_t *r, const tnt_coll_args_t *a,

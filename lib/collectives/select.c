@@ -5,18 +5,18 @@
  * Origin of the thresholds: the latency / bandwidth trade-off (recursive
  * doubling sends log2(p) full messages; Rabenseifner 2(p-1)/p of one in
  * 2 log2(p) steps; the ring the same volume in 2(p-1) pipelined steps),
- * checked with `tnt-bench allreduce` at p=4 on loopback (2 cores, loaded:
- * 64 KiB rd 343 / rabenseifner 320 / ring 644 us; 256 KiB 655 / 588 /
- * 884 us; 1 MiB rabenseifner 1.3 ms, ring 6.8 ms). At p=2 Rabenseifner is
- * the ring without its segment pipelining, so it is not used there. To be
- * re-tuned on a quiet machine and on the namespace test bed.
+ * checked with `tnt-bench allreduce` at p=4 on loopback
+ * (docs/performance.md, "Allreduce selection by size (messages)"). At
+ * p=2 Rabenseifner is the ring without its segment pipelining, so it is
+ * not used there. To be re-tuned on a quiet machine and on the namespace
+ * test bed.
  *
  * When every rank is on this host and every pair talks through shared
  * memory (args->intra_host, from the bootstrap table, so every rank
  * agrees), allreduce runs on the memory, not through messages: the slots
  * up to 8 KiB, the staged allreduce above (direct, through the rings,
  * from 4 MiB where every rank has a core); broadcast is staged at every
- * size; see docs/shm.md for the measurements.
+ * size; see docs/shm.md for how, docs/performance.md for the figures.
  */
 #include <string.h>
 
@@ -36,17 +36,8 @@
 /* One host, above the slots: the staged allreduce (core/onhost/staged.c:
  * no messages, two waits a round), except from here on where every rank
  * has a core of its own, where the direct allreduce streaming through
- * the rings (both sides copying at once) is faster. Measured 2026-11-23
- * on 2 cores, shm, 3 alternating runs each, us: p=2 staged against what
- * the table picked before (one-shot to 32 KiB, direct above): 16 KiB
- * 2.6-5.9 / 12.6-13.6, 64 KiB 5.9-6.4 / 41-50, 256 KiB 22-24 / 29-35,
- * 2 MiB 180-194 / 227-241, 4 MiB 456-470 / 434-444, 8 MiB 1,163-1,187 /
- * 853-966, 64 MiB 14,400-15,500 / 11,300-11,800. p=4 (ranks share the
- * cores) staged against rd / Rabenseifner / direct: 16 KiB 25-40 / 56-89,
- * 64 KiB 33-54 / 103-129, 256 KiB 67-104 / 112-143, 1 MiB 222-377 /
- * 373-536, 8 MiB 2,770-4,091 / 5,101-5,560, 64 MiB 22,600-24,700 /
- * 35,200-44,800. At 4 and 8 KiB the slots stay ahead (p=4: 13-20 against
- * 21-30 us). */
+ * the rings (both sides copying at once) is faster (docs/performance.md,
+ * "On one host: staged or direct"). */
 #define OWN_CORE_DIRECT_MIN_BYTES ((size_t)4 << 20)
 
 static const char *const algo_names[TNT_ALGO_END] = {
@@ -162,9 +153,9 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
     }
     /* One host, larger, buffers in shared allocations on every rank:
      * each rank reduces its slice of the peers' buffers where they lie
-     * and writes the result into all of them, nothing staged. Measured
-     * in docs/shm.md: ahead of the staged and direct allreduces at every
-     * size above the slots'. */
+     * and writes the result into all of them, nothing staged: ahead
+     * of the staged and direct allreduces at every size above the slots'
+     * (docs/performance.md, "Shared memory"). */
     if (a->intra_host && a->kind == TNT_COLL_ALLREDUCE && a->mapped &&
         bytes > 0) {
         *algo = TNT_ALGO_MAPPED;
@@ -179,14 +170,9 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
                     : TNT_ALGO_STAGED;
         return TNT_SUCCESS;
     }
-    /* Broadcast on one host: staged at every size. Measured 2026-11-23,
-     * shm, 3-4 alternating runs, us, staged against flat / binomial:
-     * p=2 8 B 0.62-0.66 against 13.8-14.8 (binomial), 32 KiB 3.9-4.6 /
-     * 80-82 / 82-86, 1 MiB 45-49 / 80-95 / 72-158, 8 MiB 702-805 /
-     * 952-1,203 / 1,405-1,486; p=4 8 B 13-25 against 30-32, 32 KiB 20-21
-     * / 245-267 / 153-246, 128 KiB 30-42 / 178-274, 256 KiB 44-73 /
-     * 45-59, 1 MiB 247-317 / 217-288, 8 MiB 2,220-2,416 / 2,210-2,840:
-     * far ahead to 128 KiB, even above. */
+    /* Broadcast on one host: staged at every size, far ahead of flat and
+     * binomial up to 128 KiB and even above (docs/performance.md,
+     * "Broadcast on one host"). */
     if (a->intra_host && a->kind == TNT_COLL_BROADCAST) {
         *algo = TNT_ALGO_STAGED;
         return TNT_SUCCESS;

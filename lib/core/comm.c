@@ -162,28 +162,15 @@ static tnt_result_t validate_config(const tnt_config_t *c, int needs_root)
     return TNT_SUCCESS;
 }
 
-/* Copies between ranks of this host. Measured on this machine (2 vCPUs
- * under KVM, p = 2 and 4, allreduce 1 MiB / 8 MiB / 64 MiB, direct,
- * us per call): with a core per rank, streaming through the rings (two
- * copies, made by both sides at once) beat process_vm_readv (one copy,
- * but page pinning and faults in the kernel) at every size, 89-94 /
- * 927-957 / 13,500-14,000 against 274-280 / 2,345-2,384 /
- * 18,900-21,100, and the direct allreduce's "ready" handshake only
- * added a round trip (111-116 / 1,974-2,054 / 15,600-15,800 with it).
- * The flat broadcast keeps its handshake from 256 KiB: without it a root
- * runs ahead into the next broadcast and its data lands in bounce
- * buffers (8 MiB at p=2: 2.4-2.5 ms without, 0.75-0.79 with; 0.45-0.60
- * with the rendezvous as before). With more ranks than cores a sender is
- * often not running while its receiver waits for the ring, and the
- * rendezvous won at 64 MiB (29-32 ms against 43-47) but lost below
- * (1 MiB 666-933 against 419-566). Hence: no rendezvous and no allreduce
- * handshake where every rank has a core; both from 4 MiB where ranks
- * share cores (the direct allreduce's segments, 1 MiB since, stream
- * even then: 64 MiB at p=4 took 35.8-36.5 ms so, against 35.3-45 with
- * 4 MiB segments by rendezvous). The handshake
- * changes schedules, so it is set only where every rank reaches the same
- * answer (intra_host: one kernel, one CPU count); the rendezvous is the
- * sender's choice alone. */
+/* Copies between ranks of this host: no process_vm_readv rendezvous and
+ * no direct-allreduce "ready" handshake where every rank has a core (two
+ * copies through the ring, made by both sides at once, beat one copy
+ * that pins and faults pages in the kernel); both from 4 MiB where ranks
+ * share cores, since a streaming sender is then often not running
+ * (docs/performance.md, "Copies between ranks of one host"). The
+ * handshake changes schedules, so it is set only where every rank
+ * reaches the same answer (intra_host: one kernel, one CPU count); the
+ * rendezvous is the sender's choice alone. */
 #define SHARED_CORES_COPY_MIN ((size_t)4 << 20)
 
 static void choose_copies(struct tnt_comm *comm)

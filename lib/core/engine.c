@@ -862,9 +862,9 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     req->deadline = now + comm->params.timeout_s;
     /* A blocking small allreduce among ranks of this host, nothing else
      * in flight: run it here, without the queues, the lists and the
-     * poller's round over the rings (measured p=2, 8 B: 0.39-0.42 us per
-     * call against 0.42-0.44). What does not finish soon goes on as any
-     * other request. */
+     * poller's round over the rings (docs/performance.md, "The lean
+     * blocking slots allreduce"). What does not finish soon goes on as
+     * any other request. */
     if ((flags & TNT_POST_BLOCK) && algo == TNT_ALGO_SLOTS &&
         !comm->active_head && !comm->polling) {
         if (early_mismatch(comm, req) || tnt__slot_lean(comm, req)) {
@@ -1011,8 +1011,8 @@ static int cond_wait_until(struct tnt_comm *comm, const struct timespec *abs)
 /* Poll without sleeping for up to TNT_SPIN_US before the first sleep of
  * a blocking wait: the peers of a small collective answer within
  * microseconds, and a sleep costs a wake-up through the kernel on each
- * side (measured, 8 B allreduce over shm at p=2: 16 µs without the spin,
- * 2-3 µs with it). With more ranks on this host than CPUs, yield between
+ * side (docs/performance.md, "Spinning before sleeping"). With more
+ * ranks on this host than CPUs, yield between
  * polls, so that the ranks being waited for get the CPU. Lock held; the
  * poller role is free on entry. */
 static void spin(struct tnt_comm *comm,

@@ -317,9 +317,8 @@ void tnt__progress_spin(struct tnt_comm *comm,
                     ? comm->tp_ctx[TNT_TP_TCP] : NULL;
     /* Even with a CPU per rank, the scheduler may put the peer on this
      * rank's CPU (after a wake-up, say): after a short while, yield
-     * anyway. Runs at p=2 vary between 1 and 15 us per 1 KiB allreduce
-     * with or without this; it bounds what a rank can take from a peer
-     * that shares its CPU. */
+     * anyway: it bounds what a rank can take from a peer that shares
+     * its CPU. */
     double yield_from = start + SPIN_NO_YIELD_S;
     /* The role is held for the whole spin: the rings stay unarmed until
      * the end, and nobody may sleep in epoll on them meanwhile. */

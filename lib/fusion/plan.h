@@ -14,11 +14,8 @@
  * The third reason keeps large tensors out of the fusion buffer: a bucket
  * of separately allocated tensors is packed (copied in, and out again when
  * reduced), and a few small tensors in front of a large one would make it
- * copy the large one for the sake of one message fewer. ResNet-50 at the
- * default 32 KiB: 53 buckets that copied nearly all 97 MiB, against 106
- * buckets that copy 0.2 MiB. p=4 over shm, sleep 3000 us/MiB, 20
- * iterations, 2 alternating runs: fused 540-557 ms against per-tensor
- * 568-571 (before: 577-583 against 575-576).
+ * copy the large one for the sake of one message fewer
+ * (docs/performance.md, "Large tensors in buckets of their own").
  */
 #ifndef TNT_FUSION_PLAN_H
 #define TNT_FUSION_PLAN_H

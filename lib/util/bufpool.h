@@ -1,8 +1,8 @@
 /*
  * A small cache of large buffers (schedule scratch, early messages), kept
  * per communicator. Freshly allocated memory costs a page fault per 4 KiB
- * on first touch, which dominated large collectives (measured: a 32 MiB
- * allreduce at 2 ranks spent most of its time in page faults); reusing
+ * on first touch, which dominated large collectives (docs/performance.md,
+ * "Buffer pool"); reusing
  * the buffers of the previous collective avoids that. Not thread-safe:
  * used under the communicator lock.
  */

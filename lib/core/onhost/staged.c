@@ -22,7 +22,8 @@
  * messages cost a copy into the ring and one out of it into scratch, a
  * frame, a header, a match and often a wake-up each; here a byte is
  * copied into shared memory once, reduced where it lies and copied out
- * once, and a round costs two waits. Measured in docs/shm.md.
+ * once, and a round costs two waits (docs/performance.md, "On one host:
+ * staged or direct").
  *
  * Rounds are numbered per communicator across staged allreduces
  * (comm->stage_next), in posting order, which is the same on every rank
@@ -339,8 +340,9 @@ static int reduce_mapped(struct tnt_comm *comm, struct tnt_request *req)
     size_t es = req->args.esize, off, n, blk = TNT_MAP_BLOCK / es;
     tnt__chunk_range(req->args.count, k, me, &off, &n);
     /* At most a staging round's worth of the slice per call: the lock is
-     * held meanwhile, and a fusion ready() waits for it (whole slices of
-     * MiB took ready() from 10 to 20 ms per resnet50 iteration at p=2). */
+     * held meanwhile, and a fusion ready() waits for it
+     * (docs/performance.md, "The mapped allreduce: a round's worth per
+     * pass"). */
     size_t from = (size_t)req->stage_map_done;
     size_t to = n - from > TNT_STAGE_BYTES / es ? from + TNT_STAGE_BYTES / es
                                                 : n;

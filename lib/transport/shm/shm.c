@@ -614,9 +614,8 @@ static int make_segment(shm_ep_t *ep)
     /* Sealed at its size: the peer maps it knowing nobody can shrink it
      * under the mapping. Both sides map it populated: the pages of the
      * rings would otherwise be faulted in, on each side, by the first
-     * messages that pass through them (measured: the first 20-100
-     * allreduces of 32 KiB at p=4 took about 1 ms each instead of
-     * 50-100 us). */
+     * messages that pass through them (docs/performance.md, "Populated
+     * segments"). */
     if (ftruncate(fd, (off_t)len) == 0 &&
         fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) ==
             0)

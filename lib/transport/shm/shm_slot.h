@@ -24,8 +24,8 @@
 #include "transport/shm/shm_align.h"
 
 /* The largest allreduce that goes through the slots. From about this
- * size the ring's copies are no longer what a call costs (measured p=2,
- * README Performance). */
+ * size the ring's copies, not the call, are what an allreduce costs
+ * (docs/performance.md, "The slots' size"). */
 #define TNT_SLOT_BYTES ((size_t)8 << 10)
 
 typedef struct tnt_slot {

@@ -346,14 +346,11 @@ void tnt__tcp_read(tcp_conn_t *c)
 
 /* A blocking call's spin (core/progress.c) that looks at its sockets with
  * epoll_wait(0) pays that system call and then the recv; reading each
- * socket directly pays one. p=2 over loopback, alternating runs, us per
- * allreduce: 8 B 9.5-9.7 against 11.3-12.3 (and 12.8-13.4 against
- * 14.9-15.1 in a busier hour), 1 KiB 9.6-9.7 against 11.8-11.9, 32 KiB
- * 15.3-15.7 against 16.6-17.1; 256 KiB and 1 MiB even. Each look is a
- * system call per socket, though, so with many sockets one epoll_wait is
- * cheaper; and the spin only reads directly where every rank has a core
- * (with 4 ranks on 2 cores, 8 B went 65-84 -> 77-89 us: every recv that
- * finds nothing is time the awaited rank does not get). */
+ * socket directly pays one. Each look is a system call per socket,
+ * though, so with many sockets one epoll_wait is cheaper; and the spin
+ * only reads directly where every rank has a core (every recv that finds
+ * nothing is time the awaited rank does not get). Figures:
+ * docs/performance.md, "Reading sockets while spinning". */
 #define TCP_POLL_MAX_CONNS 4
 
 int tnt__tcp_poll(void *vctx)
