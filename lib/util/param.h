@@ -1,8 +1,31 @@
 /*
- * Configuration knobs. Every environment variable the library reads is
- * declared once in TNT_PARAM_LIST, read once at communicator creation, and
- * validated: a malformed value is a TNT_ERR_CONFIG naming the variable, the
- * value and what was expected.
+ * Configuration knobs of the engine. The variables of TNT_PARAM_LIST are
+ * read once at communicator creation and validated: a malformed value is
+ * a TNT_ERR_CONFIG naming the variable, the value and what was expected.
+ *
+ * Not every variable the library reads is declared here (yet); these are
+ * read where they are used:
+ *   boot/launch_env.c        the launcher's: TNT_RANK, TNT_SIZE,
+ *                            TNT_LOCAL_RANK, TNT_LOCAL_SIZE, TNT_ROOT_ADDR,
+ *                            TNT_ROOT_PORT, TNT_JOB_KEY, TNT_BOOTSTRAP, and
+ *                            PMIx's, Open MPI's, Slurm's and torchrun's own
+ *   boot/bootstrap.c         TNT_SOCKET_IFNAME
+ *   core/comm_tp.c           TNT_TRANSPORT
+ *   core/report.c            TNT_REPORT_SIGNAL
+ *   util/log.c               TNT_LOG_LEVEL, TNT_LOG_ALL_RANKS
+ *   util/hostid.c            TNT_HOST_ID
+ *   collectives/reduce.c     TNT_SIMD
+ *   fusion/fusion_setup.c    TNT_FUSION_THRESHOLD
+ *   transport/tcp/tcp.c      TNT_SOCKET_BUFFER, TNT_HEARTBEAT,
+ *                            TNT_SOCKETS_PER_PEER
+ *   transport/shm/shm.c      TNT_SHM_ANY_UID
+ *   transport/verbs/         TNT_IB_HCA, TNT_IB_GID_INDEX, TNT_IB_TIMEOUT,
+ *                            TNT_IB_RETRY_CNT, TNT_IB_RECV_DEPTH,
+ *                            TNT_IB_REG_CACHE, TNT_IB_REG_CACHE_LIMIT
+ * TNT_SOCKET_BUFFER is also in the list below, so a bad value fails
+ * early, but only the TCP transport's own parse is used. Some of those
+ * are lenient (an unknown TNT_LOG_LEVEL or TNT_SIMD falls back with at
+ * most a warning); docs/environment.md lists every variable for users.
  */
 #ifndef TNT_UTIL_PARAM_H
 #define TNT_UTIL_PARAM_H
