@@ -143,13 +143,13 @@ static void test_steady_state(void)
 int main(void)
 {
     if (!COUNTING) {
-        printf("test_alloc: skipped: a sanitizer replaces malloc in this "
+        printf("test_steady_mallocs: skipped: a sanitizer replaces malloc in this "
                "build\n");
         return 77;
     }
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 2;
-    CU_pSuite s = CU_add_suite("alloc", NULL, NULL);
+    CU_pSuite s = CU_add_suite("steady_mallocs", NULL, NULL);
     CU_add_test(s, "no allocation per collective (fusion + collectives)",
                 test_steady_state);
     CU_basic_set_mode(CU_BRM_VERBOSE);
