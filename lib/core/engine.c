@@ -52,8 +52,9 @@ unsigned char *tnt__ref_ptr(struct tnt_request *req, tnt_bufref_t r)
 
 /* The schedule of an in-memory algorithm: none, the engine runs them
  * (onhost/slots.c, onhost/staged.c). Shared by all their requests, never
- * counted nor freed: a blocking 8-byte allreduce spent about a tenth of
- * its time looking up and releasing the empty schedule in the cache. */
+ * counted nor freed: looking up and releasing an empty schedule in the
+ * cache was a visible part of a small blocking call (docs/performance.md,
+ * "A blocking call's fixed cost"). */
 static tnt_sched_t no_sched;
 
 static tnt_result_t get_sched(struct tnt_comm *comm,
@@ -969,8 +970,7 @@ static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
     rc = post_locked(comm, &a, algo, sched, mref, send, recv, flags, prepare,
                      prepare_arg, out);
     /* A blocking call: post, wait and release in one hold of the lock
-     * (three round trips through the lock were a fifth of a blocking
-     * 8-byte allreduce's time over shm, perf p=2). */
+     * (docs/performance.md, "A blocking call's fixed cost"). */
     if (rc == TNT_SUCCESS && (flags & TNT_POST_BLOCK)) {
         int finished;
         rc = wait_locked(*out, -1.0, &finished);

@@ -60,8 +60,9 @@ tnt_result_t tnt__sched_cache_get(tnt_sched_cache_t *c,
     pthread_mutex_lock(&c->lock);
     c->tick++;
     /* Open addressing from the hash's slot: a lookup looks at a few
-     * slots, not all of them (a scan of the whole table cost a blocking
-     * 8-byte allreduce about a tenth of its time). Entries are replaced,
+     * slots, not all of them (a scan of the whole table was a visible
+     * part of a small blocking call; docs/performance.md, "A blocking
+     * call's fixed cost"). Entries are replaced,
      * never removed, so no hole ever cuts a probe sequence short: the
      * first empty slot ends the search. A full run of SCHED_PROBE slots
      * gives up its least recently used entry. */
