@@ -109,8 +109,8 @@ static int is_mapped(const struct tnt_request *req)
 }
 
 /* The mapped allreduce's block: reduced from the k inputs, then copied
- * to the k outputs while it is still in cache (64 KiB: the size a
- * prototype found best, p=2 and p=4 on 2 cores, docs/shm.md). */
+ * to the k outputs while it is still in cache (64 KiB: docs/performance.md,
+ * "The mapped allreduce's block"). */
 #define TNT_MAP_BLOCK ((size_t)64 << 10)
 
 /* Piece t (a local round) of slice j: [*off, *off + *n) of the buffer;
