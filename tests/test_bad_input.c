@@ -85,7 +85,7 @@ static void test_strerror(void)
     }
     TNT_RESULT_MAP(CHECK_TEXT_)
 #undef CHECK_TEXT_
-    static const int unknown[] = {3, 4, 100, -13, -100, 12345, -99999,
+    static const int unknown[] = {3, 4, 100, -14, -100, 12345, -99999,
                                   INT32_MAX, INT32_MIN};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *s = tnt_strerror((tnt_result_t)unknown[i]);
@@ -598,7 +598,7 @@ static int unreachable_rank(tnt_comm_t unused, int rank, int p, void *arg,
     double limit = 8.0 * th_timeout_mult();
     const char *msg = tnt_last_error();
     th_report_expect(rep, "init_fails",
-                     (rc == TNT_ERR_CONNECT || rc == TNT_TIMEOUT) &&
+                     (rc == TNT_ERR_CONNECT || rc == TNT_ERR_TIMEOUT) &&
                          dt < limit && msg[0],
                      rc, "init returned %d (%s) after %.1f s (limit %.0f s), "
                      "expected a connect error or timeout with a message; "
@@ -939,8 +939,11 @@ static void test_wrong_algo(void)
 /* ---- main --------------------------------------------------------------------- */
 
 /* A rank that never joins: rank 0's allreduce must end at its deadline
- * (TNT_TIMEOUT=1) with TNT_TIMEOUT, seen the same way through tnt_test
- * polling and tnt_wait, and the communicator stays failed afterwards. */
+ * (TNT_TIMEOUT=1) with the negative TNT_ERR_TIMEOUT, seen the same way
+ * through tnt_test polling, tnt_wait and tnt_wait_timeout, and the
+ * communicator stays failed afterwards: a blocking call that did not
+ * complete never returns a positive "not finished" code, so `rc < 0`
+ * catches it. The late rank, told of the timeout, fails negative too. */
 static int deadline_rank(tnt_comm_t comm, int rank, int nranks, void *arg,
                          th_report_t *rep)
 {
@@ -957,27 +960,39 @@ static int deadline_rank(tnt_comm_t comm, int rank, int nranks, void *arg,
                (t = tnt_test(req)) == TNT_INPROGRESS && th_now() < limit)
             usleep(10000);
         double dt = th_now() - t0;
-        th_report_expect(rep, "test_sees_deadline", t == TNT_TIMEOUT, t,
+        th_report_expect(rep, "test_sees_deadline", t == TNT_ERR_TIMEOUT, t,
                          "tnt_test after %.1f s: %d (%s): '%s'", dt, t,
                          tnt_strerror(t), tnt_last_error());
+        tnt_result_t wt = req ? tnt_wait_timeout(req, 0.5) : rc;
+        th_report_expect(rep, "wait_timeout_sees_deadline",
+                         wt == TNT_ERR_TIMEOUT, wt, "tnt_wait_timeout: %d "
+                         "(%s)", wt, tnt_strerror(wt));
         tnt_result_t w = req ? tnt_wait(req) : rc;
         th_report_expect(rep, "wait_sees_deadline",
-                         w == TNT_TIMEOUT &&
+                         w == TNT_ERR_TIMEOUT &&
                              strstr(tnt_last_error(), "timed out") != NULL,
                          w, "tnt_wait: %d (%s): '%s'", w, tnt_strerror(w),
                          tnt_last_error());
         if (req)
             tnt_request_free(req);
         tnt_result_t later = tnt_allreduce(comm, a, b, 4, TNT_F32, TNT_SUM);
-        th_report_expect(rep, "later_op", later == TNT_TIMEOUT, later,
+        th_report_expect(rep, "later_op", later == TNT_ERR_TIMEOUT, later,
                          "allreduce on the timed-out communicator: %d (%s)",
                          later, tnt_strerror(later));
+        th_report_expect(rep, "peer_fails_negative", 1, 0, "-");
     } else {
-        /* Stay away longer than rank 0's deadline, calling nothing. */
+        /* Stay away longer than rank 0's deadline, calling nothing; then
+         * the collective rank 0 gave up on must fail here too, with a
+         * negative code (rank 0's notice, or its loss). */
         usleep((useconds_t)(3.0e6 * th_timeout_mult()));
         th_report_expect(rep, "test_sees_deadline", 1, 0, "-");
+        th_report_expect(rep, "wait_timeout_sees_deadline", 1, 0, "-");
         th_report_expect(rep, "wait_sees_deadline", 1, 0, "-");
         th_report_expect(rep, "later_op", 1, 0, "-");
+        tnt_result_t rc = tnt_allreduce(comm, a, b, 4, TNT_F32, TNT_SUM);
+        th_report_expect(rep, "peer_fails_negative", rc < 0, rc,
+                         "allreduce after rank 0 timed out: %d (%s): '%s'",
+                         rc, tnt_strerror(rc), tnt_last_error());
     }
     return 0;
 }

@@ -2,10 +2,18 @@
  * libtntcomm public API: communicators and collectives for data-parallel
  * training.
  *
- * Every function returns a tnt_result_t: 0 is success, positive values mean
- * "not finished" (TNT_INPROGRESS, TNT_TIMEOUT), negative values are errors.
- * After an error, tnt_last_error() gives a message for the calling thread
- * that names the rank, the operation and the offending value.
+ * Every function returns a tnt_result_t: 0 is success, negative values are
+ * errors, and positive values mean "not finished yet, ask again". Only the
+ * polling calls return a positive value: tnt_test (TNT_INPROGRESS) and
+ * tnt_wait_timeout (TNT_TIMEOUT: its own wait ended, the operation goes
+ * on). A call that returns without having completed its work -- every
+ * blocking collective, tnt_wait, tnt_comm_init*, the fusion waits --
+ * returns 0 or a negative error, so `if (rc < 0)` and `if (rc != 0)` are
+ * both correct checks there; an operation whose deadline (TNT_TIMEOUT
+ * seconds) passed fails with TNT_ERR_TIMEOUT (since 0.4; before, it
+ * returned the positive TNT_TIMEOUT). After an error, tnt_last_error()
+ * gives a message for the calling thread that names the rank, the
+ * operation and the offending value.
  *
  * Handles are opaque so that the ABI survives internal changes; structs
  * that cross the ABI start with `size` and `version` and are initialised
@@ -32,13 +40,15 @@ extern "C" {
 #include <tnt/version.h>
 
 /*
- * The one result list. Positive values are "not an error yet"; negative
+ * The one result list. Positive values are "not finished yet" and come
+ * only from the polling calls (tnt_test, tnt_wait_timeout); negative
  * values are errors. tnt_strerror() strings come from the same list.
+ * Values are never renumbered: new codes are appended.
  */
 #define TNT_RESULT_MAP(X)                                                   \
     X(TNT_SUCCESS, 0, "success")                                            \
     X(TNT_INPROGRESS, 1, "operation still in progress")                     \
-    X(TNT_TIMEOUT, 2, "operation timed out")                                \
+    X(TNT_TIMEOUT, 2, "wait ended, operation still in progress")            \
     X(TNT_ERR_INVALID_ARG, -1, "invalid argument")                          \
     X(TNT_ERR_NO_MEMORY, -2, "out of memory")                               \
     X(TNT_ERR_SYSTEM, -3, "system call failed")                             \
@@ -50,7 +60,8 @@ extern "C" {
     X(TNT_ERR_ABORTED, -9, "communicator aborted")                          \
     X(TNT_ERR_INVALID_COMM, -10, "invalid or freed communicator")           \
     X(TNT_ERR_UNSUPPORTED, -11, "not supported")                            \
-    X(TNT_ERR_INTERNAL, -12, "internal error")
+    X(TNT_ERR_INTERNAL, -12, "internal error")                              \
+    X(TNT_ERR_TIMEOUT, -13, "operation timed out (deadline passed)")
 
 typedef enum tnt_result {
 #define TNT_RESULT_ENUM_(name, value, text) name = value,
@@ -158,7 +169,9 @@ TNT_API tnt_result_t tnt_comm_is_master(tnt_comm_t comm, int *is_master);
 
 /* ---- collectives ------------------------------------------------------ */
 /*
- * Blocking calls are the nonblocking call followed by tnt_wait(). Every
+ * Blocking calls are the nonblocking call followed by tnt_wait(): they
+ * return TNT_SUCCESS or a negative error (TNT_ERR_TIMEOUT when the
+ * deadline passed, here or on a peer), never a positive value. Every
  * rank must call the same collectives in the same order; the first message
  * of each collective carries its signature, so a mismatch is reported as
  * TNT_ERR_MISMATCH rather than corrupting memory.
@@ -207,13 +220,17 @@ TNT_API tnt_result_t tnt_ireduce_scatter(tnt_comm_t comm,
 
 /* ---- requests ----------------------------------------------------------- */
 
-/** TNT_SUCCESS when done, TNT_INPROGRESS if not yet, or the op's error. */
+/** TNT_SUCCESS when done, TNT_INPROGRESS if not yet, or the op's error
+ *  (negative; TNT_ERR_TIMEOUT once its deadline passed). */
 TNT_API tnt_result_t tnt_test(tnt_request_t request);
-/** Wait for completion; returns the operation's result. The operation's own
- *  deadline (TNT_TIMEOUT) bounds the wait. */
+/** Wait for completion; returns the operation's result: TNT_SUCCESS or a
+ *  negative error, never a positive value. The operation's own deadline
+ *  (TNT_TIMEOUT seconds) bounds the wait: TNT_ERR_TIMEOUT. */
 TNT_API tnt_result_t tnt_wait(tnt_request_t request);
-/** Wait at most timeout_s seconds; TNT_TIMEOUT if still running (the
- *  operation goes on and can be waited for again). */
+/** Wait at most timeout_s seconds; TNT_TIMEOUT (positive) if still
+ *  running: the operation goes on and can be waited for again. An
+ *  operation that failed, its deadline included, gives its negative
+ *  error. */
 TNT_API tnt_result_t tnt_wait_timeout(tnt_request_t request,
                                       double timeout_s);
 /** Release a request. An unfinished operation continues in the background;

@@ -289,6 +289,11 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
                               comm->host, boot_listen, comm};
         rc = table ? boot(&ba, table)
                    : tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+        /* The rendezvous says TNT_TIMEOUT for "nobody came in time"; the
+         * caller of tnt_comm_init must see a negative error (tnt.h: only
+         * polling calls return positive values). */
+        if (rc == TNT_TIMEOUT)
+            rc = TNT_ERR_TIMEOUT;
         /* Intra-host algorithms when every rank runs shm on this host:
          * then every pair gets shm (comm_tp_assign's rule), and since
          * the answer comes from the table alone every rank reaches the

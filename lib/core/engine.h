@@ -380,9 +380,10 @@ tnt_result_t tnt__engine_post_prepared(struct tnt_comm *comm,
 tnt_result_t tnt__engine_prepare(struct tnt_comm *comm,
                                  const tnt_coll_args_t *args, size_t n);
 /** Wait until req completes or `timeout_s` passes (< 0: no limit).
- *  *finished says which (the result alone cannot: an operation that hit
- *  its deadline finishes with TNT_TIMEOUT too). Returns the operation's
- *  result, or TNT_TIMEOUT if not finished. */
+ *  *finished says which. Returns the operation's result (an operation
+ *  that hit its deadline finished with TNT_ERR_TIMEOUT), or the positive
+ *  TNT_TIMEOUT if not finished: only the polling calls (tnt_test,
+ *  tnt_wait_timeout) pass a limit, so only they can see it. */
 tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
                               int *finished);
 /** Connect to every higher rank now rather than on first use, so that

@@ -95,8 +95,7 @@ static void notice_arrived(struct tnt_comm *comm, int peer,
             n->text[i] = '?';
     tnt_result_t rc = (tnt_result_t)n->rc;
     /* Only failures travel; an abort elsewhere is a lost peer here. */
-    if (n->rc < TNT_ERR_INTERNAL || (n->rc > TNT_ERR_INVALID_ARG &&
-                                     n->rc != TNT_TIMEOUT) ||
+    if (n->rc < TNT_ERR_TIMEOUT || n->rc > TNT_ERR_INVALID_ARG ||
         rc == TNT_ERR_ABORTED || rc == TNT_ERR_INVALID_ARG ||
         rc == TNT_ERR_INVALID_COMM)
         rc = TNT_ERR_PEER_LOST;

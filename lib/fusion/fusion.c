@@ -258,7 +258,7 @@ TNT_API tnt_result_t tnt_fusion_wait(tnt_fusion_t f, size_t tensor)
                 while (miss < f->n && f->is_ready[miss])
                     miss++;
                 pthread_mutex_unlock(&f->lock);
-                return tnt__error(TNT_TIMEOUT, "rank %d: tnt_fusion_wait: "
+                return tnt__error(TNT_ERR_TIMEOUT, "rank %d: tnt_fusion_wait: "
                                   "tensor %zu's bucket never became complete "
                                   "within %.0f s (tensor %zu is not ready)",
                                   f->rank, tensor, f->timeout_s, miss);

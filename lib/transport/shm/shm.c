@@ -240,6 +240,25 @@ void tnt__shm_fail(shm_ep_t *ep, const char *what)
                      (int)ep->uid, what);
 }
 
+/* A connector whose hello checked out (a rank of this job and
+ * communicator) closed before the handshake ended: that rank freed its
+ * communicator and left, which is no attack and no failure (a job that
+ * frees at once after creating). Only DEBUG; an endpoint the core knows
+ * of is reported as usual. Anything else stays tnt__shm_fail's warning. */
+static void hello_peer_left(shm_ep_t *ep, const char *what)
+{
+    shm_ctx_t *ctx = ep->ctx;
+    if (ep->announced || ep->side == 0) {
+        tnt__shm_fail(ep, what);
+        return;
+    }
+    ctx->env.log(ctx->env.core, TNT_LOG_DEBUG, "rank %d: rank %d (pid %d) "
+                 "closed its shared-memory connection during the handshake "
+                 "(%s): it has left", ctx->env.rank, (int)ep->hello.from,
+                 (int)ep->pid, what);
+    ep_close(ctx, ep);
+}
+
 static void announce(shm_ep_t *ep)
 {
     shm_ctx_t *ctx = ep->ctx;
@@ -351,7 +370,10 @@ static void hello_in(shm_ep_t *ep)
     ctx->env.auth_mac(ctx->env.core, in, len, c->mac);
     if (send(ep->sock, c, sizeof(*c), MSG_NOSIGNAL | MSG_DONTWAIT) !=
         (ssize_t)sizeof(*c)) {
-        tnt__shm_fail(ep, "cannot send the challenge");
+        if (errno == EPIPE || errno == ECONNRESET)
+            hello_peer_left(ep, "cannot send the challenge");
+        else
+            tnt__shm_fail(ep, "cannot send the challenge");
         return;
     }
     ep->challenged = 1;
@@ -368,7 +390,11 @@ static void proof_in(shm_ep_t *ep)
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     shm_proof_t pr;
-    const char *why = n <= 0 ? "closed before its proof" : NULL;
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+        hello_peer_left(ep, "closed before its proof");
+        return;
+    }
+    const char *why = n < 0 ? "cannot read its proof" : NULL;
     if (!why)
         why = tnt__shm_proof_parse(buf, (size_t)n, &pr);
     unsigned char in[SHM_AUTH_INPUT_MAX];
