@@ -25,7 +25,7 @@
 #define GUARD 64
 #define GUARD_BYTE 0xa5
 
-enum coll { C_ALLREDUCE, C_BCAST, C_ALLGATHER, C_RSCATTER };
+enum coll { C_ALLREDUCE, C_BCAST, C_ALLGATHER, C_RSCATTER, C_BARRIER };
 
 /* One collective call: what one rank does. */
 typedef struct call {
@@ -79,6 +79,8 @@ static const mm_case_t k_cases[] = {
      {C_BCAST, 100, TNT_F32, TNT_SUM, 0}, "allreduce", "broadcast"},
     {"allgather vs reduce_scatter", {C_ALLGATHER, 100, TNT_F32, TNT_SUM, 0},
      {C_RSCATTER, 100, TNT_F32, TNT_SUM, 0}, "allgather", "reduce"},
+    {"broadcast vs barrier", {C_BCAST, 100, TNT_F32, TNT_SUM, 0},
+     {C_BARRIER, 0, TNT_U8, TNT_SUM, 0}, "broadcast", "barrier"},
 };
 #define N_CASES (sizeof k_cases / sizeof k_cases[0])
 
@@ -90,6 +92,32 @@ typedef struct mm_arg {
      * ones): the mapped allreduce against another. */
     int shared_but_odd;
 } mm_arg_t;
+
+/* A signature in a message shows only the fields its collective has: no
+ * op in a broadcast or allgather, no root outside a broadcast, nothing
+ * but the algorithm in a barrier. */
+static int sig_fields_apply(const char *msg)
+{
+    static const struct {
+        const char *kind, *not_field[3];
+    } k[] = {{"broadcast(", {"op=", NULL, NULL}},
+             {"allgather(", {"op=", "root=", NULL}},
+             {"allreduce(", {"root=", NULL, NULL}},
+             {"reduce_scatter(", {"root=", NULL, NULL}},
+             {"barrier(", {"count=", "dtype=", "op="}}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        for (const char *s = strstr(msg, k[i].kind); s;
+             s = strstr(s + 1, k[i].kind)) {
+            const char *end = strchr(s, ')');
+            size_t n = end ? (size_t)(end - s) : strlen(s);
+            for (int f = 0; f < 3 && k[i].not_field[f]; f++) {
+                const char *hit = strstr(s, k[i].not_field[f]);
+                if (hit && (size_t)(hit - s) < n)
+                    return 0;
+            }
+        }
+    return 1;
+}
 
 /* A buffer of exactly `bytes` followed by GUARD guard bytes. */
 static unsigned char *guarded(size_t bytes)
@@ -150,6 +178,9 @@ static int mm_rank(tnt_comm_t comm, int rank, int p, void *arg,
     case C_RSCATTER:
         rc = tnt_reduce_scatter(comm, send, recv, c->count, c->dt, c->op);
         break;
+    case C_BARRIER:
+        rc = tnt_barrier(comm);
+        break;
     }
     char msg[400];
     snprintf(msg, sizeof msg, "%s", tnt_last_error());
@@ -160,7 +191,8 @@ static int mm_rank(tnt_comm_t comm, int rank, int p, void *arg,
         where = "the barrier after it";
     }
     double dt = th_now() - t0;
-    int named = strstr(msg, a->c->a) && strstr(msg, a->c->b);
+    int named = strstr(msg, a->c->a) && strstr(msg, a->c->b) &&
+                sig_fields_apply(msg);
     /* Two ranks always talk directly, so both must name the mismatch.
      * With more, a rank whose peers failed and closed before their
      * failure notice could reach it (no connection yet, or a message

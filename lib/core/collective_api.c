@@ -81,13 +81,15 @@ static tnt_result_t iallreduce(tnt_comm_t comm, const void *sendbuf,
                                void *recvbuf, size_t count, tnt_dtype_t dtype,
                                tnt_op_t op, unsigned flags, tnt_request_t *req)
 {
+    /* Messages name the call the user made. */
+    const char *fn = flags ? "tnt_allreduce" : "tnt_iallreduce";
     int in_place = (sendbuf == TNT_IN_PLACE || sendbuf == recvbuf);
-    TNT_CHECK(check_args(comm, "tnt_iallreduce", count, 1, dtype, (int)op,
+    TNT_CHECK(check_args(comm, fn, count, 1, dtype, (int)op,
                          in_place ? recvbuf : sendbuf, recvbuf));
     if ((int)op < 0)
-        return tnt__error(TNT_ERR_INVALID_ARG, "tnt_iallreduce: unknown op "
-                          "%d", (int)op);
-    TNT_CHECK(check_req(comm, "tnt_iallreduce", req));
+        return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: unknown "
+                          "op %d", comm->rank, fn, (int)op);
+    TNT_CHECK(check_req(comm, fn, req));
     return post(comm, TNT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op,
                 0, in_place, flags, req);
 }
@@ -113,13 +115,15 @@ static tnt_result_t ibroadcast(tnt_comm_t comm, void *buf, size_t count,
                                tnt_dtype_t dtype, int root, unsigned flags,
                                tnt_request_t *req)
 {
-    TNT_CHECK(check_args(comm, "tnt_ibroadcast", count, 1, dtype, -1, buf,
+    /* Messages name the call the user made. */
+    const char *fn = flags ? "tnt_broadcast" : "tnt_ibroadcast";
+    TNT_CHECK(check_args(comm, fn, count, 1, dtype, -1, buf,
                          buf));
     if (root < 0 || root >= comm->nranks)
-        return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: tnt_ibroadcast: "
-                          "root %d is not a rank; expected 0..%d",
-                          comm->rank, root, comm->nranks - 1);
-    TNT_CHECK(check_req(comm, "tnt_ibroadcast", req));
+        return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: root %d "
+                          "is not a rank; expected 0..%d", comm->rank, fn,
+                          root, comm->nranks - 1);
+    TNT_CHECK(check_req(comm, fn, req));
     return post(comm, TNT_COLL_BROADCAST, buf, buf, count, dtype, TNT_SUM,
                 root, 1, flags, req);
 }
@@ -141,8 +145,10 @@ TNT_API tnt_result_t tnt_broadcast(tnt_comm_t comm, void *buf, size_t count,
 static tnt_result_t ibarrier(tnt_comm_t comm, unsigned flags,
                              tnt_request_t *req)
 {
-    TNT_CHECK(tnt__comm_check(comm, "tnt_ibarrier"));
-    TNT_CHECK(check_req(comm, "tnt_ibarrier", req));
+    /* Messages name the call the user made. */
+    const char *fn = flags ? "tnt_barrier" : "tnt_ibarrier";
+    TNT_CHECK(tnt__comm_check(comm, fn));
+    TNT_CHECK(check_req(comm, fn, req));
     return post(comm, TNT_COLL_BARRIER, NULL, NULL, 0, TNT_U8, TNT_SUM, 0, 1,
                 flags, req);
 }
@@ -162,12 +168,14 @@ static tnt_result_t iallgather(tnt_comm_t comm, const void *sendbuf,
                                void *recvbuf, size_t count, tnt_dtype_t dtype,
                                unsigned flags, tnt_request_t *req)
 {
-    TNT_CHECK(tnt__comm_check(comm, "tnt_iallgather"));
+    /* Messages name the call the user made. */
+    const char *fn = flags ? "tnt_allgather" : "tnt_iallgather";
+    TNT_CHECK(tnt__comm_check(comm, fn));
     int in_place = (sendbuf == TNT_IN_PLACE);
-    TNT_CHECK(check_args(comm, "tnt_iallgather", count,
+    TNT_CHECK(check_args(comm, fn, count,
                          (size_t)comm->nranks, dtype, -1,
                          in_place ? recvbuf : sendbuf, recvbuf));
-    TNT_CHECK(check_req(comm, "tnt_iallgather", req));
+    TNT_CHECK(check_req(comm, fn, req));
     return post(comm, TNT_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype,
                 TNT_SUM, 0, in_place, flags, req);
 }
@@ -192,19 +200,20 @@ static tnt_result_t ireduce_scatter(tnt_comm_t comm, const void *sendbuf,
                                     tnt_dtype_t dtype, tnt_op_t op,
                                     unsigned flags, tnt_request_t *req)
 {
-    TNT_CHECK(tnt__comm_check(comm, "tnt_ireduce_scatter"));
-    TNT_CHECK(check_args(comm, "tnt_ireduce_scatter", count,
+    /* Messages name the call the user made. */
+    const char *fn = flags ? "tnt_reduce_scatter" : "tnt_ireduce_scatter";
+    TNT_CHECK(tnt__comm_check(comm, fn));
+    TNT_CHECK(check_args(comm, fn, count,
                          (size_t)comm->nranks, dtype, (int)op, sendbuf,
                          recvbuf));
     if ((int)op < 0)
-        return tnt__error(TNT_ERR_INVALID_ARG, "tnt_ireduce_scatter: unknown"
-                          " op %d", (int)op);
+        return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: unknown "
+                          "op %d", comm->rank, fn, (int)op);
     if (count > 0 && (sendbuf == TNT_IN_PLACE || sendbuf == recvbuf))
-        return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: tnt_reduce_scatter:"
-                          " in-place is not supported; pass separate send "
-                          "(size*count) and receive (count) buffers",
-                          comm->rank);
-    TNT_CHECK(check_req(comm, "tnt_ireduce_scatter", req));
+        return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: in-place is "
+                          "not supported; pass separate send (size*count) "
+                          "and receive (count) buffers", comm->rank, fn);
+    TNT_CHECK(check_req(comm, fn, req));
     return post(comm, TNT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count,
                 dtype, op, 0, 0, flags, req);
 }

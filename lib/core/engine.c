@@ -35,12 +35,25 @@ const char *tnt__coll_kind_name(int kind)
     }
 }
 
+/* Only the fields the collective has: a broadcast has no op, a barrier
+ * no count, dtype or op, and only a broadcast has a root. */
 void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, op=%s, root=%d, "
-             "algo=%s)", tnt__coll_kind_name(h->kind), h->count,
-             tnt_dtype_name((tnt_dtype_t)h->dtype),
-             tnt_op_name((tnt_op_t)h->op), h->root, tnt__algo_name(h->algo));
+    const char *kind = tnt__coll_kind_name(h->kind);
+    const char *algo = tnt__algo_name(h->algo);
+    const char *dt = tnt_dtype_name((tnt_dtype_t)h->dtype);
+    if (h->kind == TNT_COLL_BARRIER)
+        snprintf(buf, len, "%s(algo=%s)", kind, algo);
+    else if (h->kind == TNT_COLL_BROADCAST)
+        snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, root=%d, "
+                 "algo=%s)", kind, h->count, dt, h->root, algo);
+    else if (h->kind == TNT_COLL_ALLGATHER)
+        snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, algo=%s)", kind,
+                 h->count, dt, algo);
+    else
+        snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, op=%s, "
+                 "algo=%s)", kind, h->count, dt,
+                 tnt_op_name((tnt_op_t)h->op), algo);
 }
 
 unsigned char *tnt__ref_ptr(struct tnt_request *req, tnt_bufref_t r)

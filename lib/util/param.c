@@ -106,17 +106,42 @@ static tnt_result_t parse_kind_MICROS(const char *n, const char *s,
     return TNT_SUCCESS;
 }
 
+/* Which algorithms each variable may force, and how to say so. An
+ * algorithm of another collective is refused here, at tnt_comm_init,
+ * naming the variable, rather than failing every call later. */
+static const struct {
+    const char *var;
+    const char *valid;
+    int algos[12];
+} k_algo_vars[] = {
+    {"TNT_ALLREDUCE_ALGO", "auto, ring, rd, rabenseifner, hierarchical, "
+     "oneshot, direct, slots, staged or mapped",
+     {TNT_ALGO_AUTO, TNT_ALGO_RING, TNT_ALGO_RD, TNT_ALGO_RABENSEIFNER,
+      TNT_ALGO_HIER, TNT_ALGO_ONESHOT, TNT_ALGO_DIRECT, TNT_ALGO_SLOTS,
+      TNT_ALGO_STAGED, TNT_ALGO_MAPPED, -1}},
+    {"TNT_BCAST_ALGO", "auto, binomial, pipeline, flat or staged",
+     {TNT_ALGO_AUTO, TNT_ALGO_BINOMIAL, TNT_ALGO_PIPELINE, TNT_ALGO_FLAT,
+      TNT_ALGO_STAGED, -1}},
+};
+
 static tnt_result_t parse_kind_ALGO(const char *n, const char *s, int *o)
 {
     int a = tnt__algo_parse(s);
-    if (a < 0)
-        return tnt__error(TNT_ERR_CONFIG, "%s='%s' is not a known algorithm;"
-                           " expected auto, ring, rd, rabenseifner, "
-                           "hierarchical, oneshot, direct, slots, "
-                           "binomial, pipeline or flat",
-                          n, s);
-    *o = a;
-    return TNT_SUCCESS;
+    for (size_t v = 0; v < sizeof k_algo_vars / sizeof k_algo_vars[0];
+         v++) {
+        if (strcmp(n, k_algo_vars[v].var) != 0)
+            continue;
+        for (const int *k = k_algo_vars[v].algos; a >= 0 && *k >= 0; k++)
+            if (*k == a) {
+                *o = a;
+                return TNT_SUCCESS;
+            }
+        return tnt__error(TNT_ERR_CONFIG, "%s='%s' is not %s; expected %s",
+                          n, s, a < 0 ? "a known algorithm"
+                                      : "an algorithm of this collective",
+                          k_algo_vars[v].valid);
+    }
+    return tnt__error(TNT_ERR_INTERNAL, "%s: no list of algorithms", n);
 }
 
 static tnt_result_t parse_kind_TOPOLOGY(const char *n, const char *s,
