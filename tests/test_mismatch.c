@@ -273,8 +273,119 @@ static void test_shared_vs_malloc(void)
     run_cases(&k_shared_case, 1, 1);
 }
 
+/* A mismatch never completes on any rank: every field of the signature
+ * (the collective itself, dtype, op, count, root) differs on each rank
+ * position in turn, at p = 3 and 4, over TCP and shared memory, and the
+ * call itself must fail on EVERY rank, never return success (a bystander
+ * of a broadcast whose root differs used to finish, with whatever its
+ * buffer held). The error is TNT_ERR_MISMATCH; a lost peer is accepted
+ * where a failed peer's notice was cut off by its connection's reset
+ * (seen over TCP at p=4, one run in several), and the job as a whole
+ * must still have at least two ranks naming the mismatch.
+ *
+ * Over shared memory the broadcast is forced to binomial: the on-host
+ * staged broadcast (onhost/staged.c) exchanges no messages and does not
+ * yet check every peer's signature before a non-root finishes (not
+ * covered here; docs/shm.md). */
+static int strict_rank(tnt_comm_t comm, int rank, int p, void *arg,
+                       th_report_t *rep)
+{
+    const mm_arg_t *a = arg;
+    const call_t *c = rank == a->odd_rank ? &a->c->odd : &a->c->base;
+    size_t es = tnt_dtype_size(c->dt);
+    size_t in = c->count * es, out = c->count * es;
+    if (c->coll == C_ALLGATHER)
+        out *= (size_t)p;
+    if (c->coll == C_RSCATTER)
+        in *= (size_t)p;
+    unsigned char *send = guarded(in), *recv = guarded(out);
+    tnt_result_t rc = TNT_SUCCESS;
+    switch (c->coll) {
+    case C_ALLREDUCE:
+        rc = tnt_allreduce(comm, send, recv, c->count, c->dt, c->op);
+        break;
+    case C_BCAST:
+        rc = tnt_broadcast(comm, recv, c->count, c->dt, c->root);
+        break;
+    case C_ALLGATHER:
+        rc = tnt_allgather(comm, send, recv, c->count, c->dt);
+        break;
+    case C_RSCATTER:
+        rc = tnt_reduce_scatter(comm, send, recv, c->count, c->dt, c->op);
+        break;
+    case C_BARRIER:
+        rc = tnt_barrier(comm);
+        break;
+    }
+    th_report_expect(rep, "mismatch",
+                     rc == TNT_ERR_MISMATCH || rc == TNT_ERR_PEER_LOST, rc,
+                     "rank %d%s: the call returned %d (%s): '%s'", rank,
+                     rank == a->odd_rank ? " (the odd one)" : "", rc,
+                     tnt_strerror(rc), rc ? tnt_last_error() : "");
+    th_report_expect(rep, "guards", guard_intact(send, in) &&
+                         guard_intact(recv, out), 0,
+                     "rank %d: bytes written past a buffer", rank);
+    free(send);
+    free(recv);
+    return 0;
+}
+
+static const mm_case_t k_strict[] = {
+    {"kind", {C_ALLREDUCE, 100, TNT_F32, TNT_SUM, 0},
+     {C_BCAST, 100, TNT_F32, TNT_SUM, 0}, "", ""},
+    {"kind barrier", {C_BARRIER, 0, TNT_U8, TNT_SUM, 0},
+     {C_ALLGATHER, 10, TNT_F32, TNT_SUM, 0}, "", ""},
+    {"bcast dtype", {C_BCAST, 100, TNT_F32, TNT_SUM, 0},
+     {C_BCAST, 100, TNT_I32, TNT_SUM, 0}, "", ""},
+    {"allreduce op", {C_ALLREDUCE, 100, TNT_F32, TNT_SUM, 0},
+     {C_ALLREDUCE, 100, TNT_F32, TNT_MAX, 0}, "", ""},
+    {"bcast count", {C_BCAST, 100, TNT_F32, TNT_SUM, 0},
+     {C_BCAST, 101, TNT_F32, TNT_SUM, 0}, "", ""},
+    {"bcast root", {C_BCAST, 100, TNT_F32, TNT_SUM, 0},
+     {C_BCAST, 100, TNT_F32, TNT_SUM, 1}, "", ""},
+    {"bcast root 2", {C_BCAST, 100, TNT_F32, TNT_SUM, 1},
+     {C_BCAST, 100, TNT_F32, TNT_SUM, 2}, "", ""},
+    {"large bcast root", {C_BCAST, 300000, TNT_F32, TNT_SUM, 0},
+     {C_BCAST, 300000, TNT_F32, TNT_SUM, 1}, "", ""},
+};
+
+static void test_every_rank(void)
+{
+    static const char *const tps[] = {"TNT_TRANSPORT=tcp",
+                                      "TNT_TRANSPORT=shm"};
+    static const char *const bcast[] = {"TNT_BCAST_ALGO=auto",
+                                        "TNT_BCAST_ALGO=binomial"};
+    static const int ps[] = {3, 4};
+    for (size_t t = 0; t < 2; t++)
+        for (size_t k = 0; k < 2; k++)
+            for (size_t i = 0; i < sizeof k_strict / sizeof k_strict[0];
+                 i++)
+                for (int odd = 0; odd < ps[k]; odd++) {
+                    mm_arg_t a = {&k_strict[i], odd, 0};
+                    char name[128];
+                    snprintf(name, sizeof name, "%s p=%d odd rank %d %s",
+                             k_strict[i].name, ps[k], odd, tps[t] + 4);
+                    const char *env[] = {tps[t], bcast[t],
+                                         "TNT_TIMEOUT=15", NULL};
+                    th_job_t job = {name, ps[k], env, strict_rank, &a, 40,
+                                    0, 0};
+                    th_result_t res;
+                    th_run_job(&job, &res);
+                    int named = 0;
+                    for (int r = 0; r < ps[k]; r++) {
+                        const th_case_t *c = th_find_case(&res, r,
+                                                          "mismatch");
+                        named += c && c->rc == TNT_ERR_MISMATCH;
+                    }
+                    TH_CHECK(named >= 2, "job %s: only %d ranks reported "
+                             "TNT_ERR_MISMATCH", name, named);
+                    th_result_free(&res);
+                }
+}
+
 static const th_test_def_t k_tests[] = {
     {"mismatch", "each_field", test_each_field},
+    {"mismatch", "every_rank", test_every_rank},
     {"mismatch", "shared vs malloc", test_shared_vs_malloc},
     {NULL, NULL, NULL}};
 

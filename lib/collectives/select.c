@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "collectives/algorithms.h"
+#include "collectives/patterns.h"
 #include "util/error.h"
 #include "transport/shm/shm_slot.h"
 
@@ -221,6 +222,36 @@ tnt_result_t tnt__local_copy(const tnt_coll_args_t *a, tnt_sched_t *s)
     return TNT_SUCCESS;
 }
 
+/* A broadcast's data flows from the root down a tree or chain, so a rank
+ * hears only from its parent, and the root from nobody: ranks that
+ * disagree on the root (or count, dtype, the collective) could finish
+ * without any message between the ones that differ, and a bystander
+ * return success. Every broadcast therefore also runs a dissemination
+ * of empty messages (barrier.c's pattern, its own steps), independent of
+ * the data: every message carries the signature, and a rank completes
+ * only after hearing, directly or transitively, from every rank, so a
+ * mismatch fails the call on every rank. It runs beside the data, so it
+ * adds about log2(p) small-message latencies at most, not a round
+ * trip per step. */
+#define TNT_SIG_CHECK_STEP 0xf0000000u
+
+static void add_signature_check(const tnt_coll_args_t *a, tnt_sched_t *s)
+{
+    int p = a->nranks;
+    uint32_t prev = TNT_SOP_NONE;
+    uint32_t step = TNT_SIG_CHECK_STEP;
+    for (int dist = 1; dist < p; dist *= 2, step++) {
+        tnt_bufref_t none = tnt__ref(TNT_BUF_RECV, 0);
+        uint32_t snd = tnt__sched_send(s, tnt__mod(a->rank + dist, p), step,
+                                       none, 0);
+        uint32_t rcv = tnt__sched_recv(s, tnt__mod(a->rank - dist, p), step,
+                                       none, 0);
+        tnt__sched_dep(s, prev, snd);
+        tnt__sched_dep(s, prev, rcv);
+        prev = rcv;
+    }
+}
+
 tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
                                  tnt_sched_t *s)
 {
@@ -249,6 +280,9 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
         rc = tnt__error(TNT_ERR_INTERNAL, "no builder for algorithm %d",
                         algo);
     }
+    if (rc == TNT_SUCCESS && a->kind == TNT_COLL_BROADCAST &&
+        algo != TNT_ALGO_LOCAL)
+        add_signature_check(a, s);
     if (rc == TNT_SUCCESS)
         rc = tnt__sched_finalize(s);
     if (rc != TNT_SUCCESS)
