@@ -458,6 +458,20 @@ static void parse_args(int argc, char **argv, bench_opts_t *o)
         usage_error("%s", "--size and -b/-e exclude each other");
     if (o->min_bytes > o->max_bytes)
         usage_error("%s", "the smallest size (-b) is above the largest (-e)");
+    /* Sizes are bytes, moved as whole elements: a size that is not a
+     * whole number of them would silently run a smaller one. */
+    size_t es = tnt_dtype_size(o->dtype);
+    const size_t ends[2] = {o->min_bytes, o->max_bytes};
+    for (int i = 0; i < 2 && es > 0; i++)
+        if (ends[i] % es != 0) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "%s %zu is not a whole number of %s "
+                     "elements (%zu bytes each); use %zu or %zu",
+                     have_size ? "--size" : i ? "-e" : "-b", ends[i],
+                     bench_dtype_name(o->dtype), es, ends[i] / es * es,
+                     (ends[i] / es + 1) * es);
+            usage_error("%s", msg);
+        }
     if (only_in && only_out)
         usage_error("%s", "--inplace-only and --outplace-only exclude each "
                     "other");

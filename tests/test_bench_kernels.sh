@@ -49,6 +49,12 @@ expect_usage "inverted range" kernels -b 1M -e 4k
 expect_usage "zero size" kernels -b 0
 expect_usage "stray argument" kernels allreduce
 expect_usage "kernels not first" -n 3 kernels
+# A size that is not a whole number of elements is refused, not silently
+# run smaller (--size 13 of f32 used to run 12 bytes).
+expect_usage "size not a multiple" allreduce --size 13
+grep -q -- '--size 13 is not a whole number of f32 elements' "$TMP/err" ||
+    fail "--size 13: message does not say why: $(cat "$TMP/err")"
+expect_usage "-b not a multiple" allreduce -d f64 -b 12 -e 64
 
 if [ "$failed" -ne 0 ]; then
     echo "$failed check(s) failed"
