@@ -1021,7 +1021,12 @@ static int mismatch_rank(tnt_comm_t comm, int rank, int p, void *arg,
         tnt_fusion_t f = NULL;
         tnt_result_t rc = tnt_fusion_create(comm, d, n, &cfg, &f);
         const char *msg = tnt_last_error();
+        /* Every rank, the agreeing ones too, names a rank that differs
+         * from rank 0 (the odd one, or rank 1 when rank 0 is odd). */
+        char differ[32];
+        snprintf(differ, sizeof differ, "rank %d ", odd ? odd : 1);
         int ok = rc == TNT_ERR_MISMATCH && msg[0] &&
+                 strstr(msg, differ) != NULL &&
                  (named == SIZE_MAX ||
                   names_tensor(msg, named, l.names[named]));
         char name[64];

@@ -107,6 +107,38 @@ static tnt_result_t read_tensors(const tnt_tensor_desc_t *tensors, size_t n,
     return TNT_SUCCESS;
 }
 
+/* The first differing tensor is k. Every rank, the agreeing ones too,
+ * says which rank differs from rank 0 there and how: the lowest rank
+ * that differs at k tells the others what it registered. */
+static tnt_result_t explain_tensor(tnt_fusion_t f, size_t k, int differs,
+                                   const uint64_t *list, size_t n0)
+{
+    uint64_t who = differs ? (uint64_t)f->rank : UINT64_MAX;
+    TNT_CHECK(tnt_allreduce(f->comm, TNT_IN_PLACE, &who, 1, TNT_U64,
+                            TNT_MIN));
+    uint64_t its[3] = {f->n, k < f->n ? f->t[k].count : 0,
+                       k < f->n ? (uint64_t)f->t[k].dtype : 0};
+    TNT_CHECK(tnt_broadcast(f->comm, its, 3, TNT_U64, (int)who));
+    char here[160] = "";
+    if (k < f->n)
+        snprintf(here, sizeof(here), "; here %zu x %s (%s)", f->t[k].count,
+                 tnt_dtype_name(f->t[k].dtype),
+                 f->names[k] ? f->names[k] : "?");
+    if (k < n0 && k < its[0])
+        return tnt__error(TNT_ERR_MISMATCH, "rank %d: fusion plans differ "
+                          "across ranks at tensor %zu: rank %d registered "
+                          "%llu x %s, rank 0 %llu x %s%s", f->rank, k,
+                          (int)who, (unsigned long long)its[1],
+                          tnt_dtype_name((tnt_dtype_t)its[2]),
+                          (unsigned long long)list[2 * k],
+                          tnt_dtype_name((tnt_dtype_t)list[2 * k + 1]),
+                          here);
+    return tnt__error(TNT_ERR_MISMATCH, "rank %d: fusion plans differ "
+                      "across ranks at tensor %zu: rank %d registered %llu "
+                      "tensors, rank 0 %zu%s", f->rank, k, (int)who,
+                      (unsigned long long)its[0], n0, here);
+}
+
 /* The ranks' plans differ: find and name the first difference. Every rank
  * runs the same collectives here, since all saw the same hashes. */
 static tnt_result_t explain_mismatch(tnt_fusion_t f)
@@ -176,23 +208,8 @@ static tnt_result_t explain_mismatch(tnt_fusion_t f)
                             "runs a library with another plan rule)",
                             f->rank);
         free(all);
-    } else if (mine == first && k < common) {
-        rc = tnt__error(TNT_ERR_MISMATCH, "rank %d: fusion plans differ "
-                        "across ranks at tensor %zu (%s): %zu x %s here, "
-                        "%llu x %s on rank 0", f->rank, k,
-                        f->names[k] ? f->names[k] : "?",
-                        f->t[k].count, tnt_dtype_name(f->t[k].dtype),
-                        (unsigned long long)list[2 * k],
-                        tnt_dtype_name((tnt_dtype_t)list[2 * k + 1]));
-    } else if (mine == first) {
-        rc = tnt__error(TNT_ERR_MISMATCH, "rank %d: fusion plans differ "
-                        "across ranks at tensor %zu: %zu tensors registered "
-                        "here, %zu on rank 0", f->rank, k, f->n, n0);
     } else {
-        rc = tnt__error(TNT_ERR_MISMATCH, "rank %d: fusion plans differ "
-                        "across ranks: the first differing tensor is %zu "
-                        "(this rank agrees with rank 0 up to there)",
-                        f->rank, k);
+        rc = explain_tensor(f, k, mine == first, list, n0);
     }
     free(list);
     return rc;
