@@ -44,6 +44,16 @@ for n in 2 3 4; do
     result "$n ranks" $? "$TMP/log"
 done
 
+# A clean exit is no failure (issue 26): a new user's one-liner on 3
+# ranks creates the communicator and frees it at exit with no collective
+# between; no rank may print an ERROR or WARNING (it used to print "lost
+# rank 2 ... Connection refused" over shared memory).
+timeout -k 5 "$LIMIT" "$RUN" -n 3 "$PY" -c \
+    'import tntcomm; print(tntcomm.get_rank())' >"$TMP/log" 2>&1
+rc=$?
+{ [ $rc = 0 ] && ! grep -E "ERROR|WARNING" "$TMP/log"; } >/dev/null
+result "3 ranks: get_rank and exit, no error" $? "$TMP/log"
+
 # A library that cannot be loaded is an ImportError naming the path.
 TNT_LIBRARY=$TMP/nowhere.so "$PY" -c "import tntcomm" >"$TMP/log" 2>&1
 rc=$?
