@@ -110,6 +110,9 @@ typedef struct tnt_opstate {
     /* The staged allreduce (onhost/staged.c), ops[q] for peer q: rounds
      * published to q and results read back from q. */
     uint64_t stage_put, stage_got;
+    /* The staged broadcast's signature headers (onhost/staged.c): bit 0
+     * published to q, bit 1 q's read and checked. */
+    int stage_sig;
     /* The mapped allreduce: q's send and receive buffers as mapped
      * here, once q has published them. */
     const unsigned char *map_src;

@@ -39,6 +39,12 @@
  * read. The root finishes once every peer has read the last round: a
  * rank that wrongly believes itself the root (a mismatch) then waits,
  * and is found, instead of returning with nobody having read its data.
+ * A rank that is not the root hears from the root alone, so every rank
+ * also publishes its signature, without data, in its input header of
+ * every pair (a broadcast leaves the input buffers unused), and finishes
+ * only once it has read and checked every peer's: a bystander of a
+ * mismatch (another root, count, dtype, or another collective) fails
+ * instead of returning success (bcast_sig).
  *
  * The mapped allreduce (TNT_ALGO_MAPPED) runs as one staged round whose
  * buffers hold no data: when every rank's send and receive buffers lie
@@ -142,6 +148,8 @@ void tnt__stage_enqueue(struct tnt_comm *comm, struct tnt_request *req)
     for (int q = 0; q < comm->nranks; q++) {
         tnt_opstate_t *os = &req->ops[q];
         os->stage_put = os->stage_got = 0;
+        /* Signature headers: a broadcast's, with every peer. */
+        os->stage_sig = is_bcast(req) && q != me ? 0 : 3;
         /* A broadcast: the root publishes to every peer and waits for
          * each to read; every other rank reads from the root only. */
         if (is_bcast(req) && me != root) {
@@ -465,6 +473,31 @@ static int get_outputs(struct tnt_comm *comm, struct tnt_request *req, int q)
     return moved;
 }
 
+/* A broadcast's signature exchange with peer q, in the input headers at
+ * the request's first round number: publish this rank's once there is
+ * room, and read and check q's (a mismatch fails the communicator). */
+static int bcast_sig(struct tnt_comm *comm, struct tnt_request *req, int q)
+{
+    tnt_opstate_t *os = &req->ops[q];
+    uint64_t g = req->stage_g0;
+    int b = (int)(g & 1), moved = 0;
+    tnt_stage_side_t *m = mine_of(comm, q);
+    const tnt_stage_side_t *th = theirs_of(comm, q);
+    if (!(os->stage_sig & 1) && room(&th->in_done[b], &m->in_hdr[b])) {
+        set_hdr(&m->in_hdr[b], req, g);
+        os->stage_sig |= 1;
+        comm->peers[q].slot_notify = 1;
+        moved = 1;
+    }
+    if (!(os->stage_sig & 2) && round_there(comm, req, q, &th->in_hdr[b], g)) {
+        atomic_store_explicit(&m->in_done[b], g + 1, memory_order_release);
+        os->stage_sig |= 2;
+        comm->peers[q].slot_notify = 1;
+        moved = 1;
+    }
+    return moved;
+}
+
 /* A peer's header for this rank's sequence number with another
  * signature: the peer called something else here (an allreduce against
  * a broadcast, another root). Only headers this rank has not marked read
@@ -520,6 +553,13 @@ int tnt__stage_step(struct tnt_comm *comm, struct tnt_request *req)
     for (int q = 0; q < k && comm->state == TNT_COMM_OK; q++) {
         if (q == me || !comm->peers[q].ep)
             continue;
+        /* A mismatch found there fails the communicator and unmaps the
+         * peers' segments: look no further. */
+        if (is_bcast(req)) {
+            moved |= bcast_sig(comm, req, q);
+            if (comm->state != TNT_COMM_OK)
+                break;
+        }
         moved |= root ? bcast_read(comm, req, q)
                       : get_outputs(comm, req, q);
         all &= !tnt__stage_needs(req, q);
@@ -544,6 +584,11 @@ void tnt__stage_peer_closing(struct tnt_comm *comm, struct tnt_request *req,
      * its last results. Take them now; the segment goes away after this
      * callback. (A broadcast root finishes only after every peer has
      * read everything; a root sees whether q did.) */
+    if (is_bcast(req)) {
+        bcast_sig(comm, req, q); /* a peer that finished checked ours */
+        if (comm->state != TNT_COMM_OK)
+            return;
+    }
     if (is_bcast(req) && comm->rank == req->args.root)
         bcast_read(comm, req, q);
     else
@@ -553,7 +598,8 @@ void tnt__stage_peer_closing(struct tnt_comm *comm, struct tnt_request *req,
 int tnt__stage_needs(const struct tnt_request *req, int q)
 {
     return req->ops[q].stage_got < req->stage_rounds ||
-           req->ops[q].stage_put < req->stage_rounds;
+           req->ops[q].stage_put < req->stage_rounds ||
+           req->ops[q].stage_sig != 3;
 }
 
 void tnt__stage_check_strays(struct tnt_comm *comm, int q)
