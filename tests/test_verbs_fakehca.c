@@ -385,7 +385,7 @@ static void pair_init(pair_t *p, uint32_t depth, int keep_cache)
         vb_ctx_t *c = &p->ctx[k];
         s->rank = k;
         s->peer_of_error = -1;
-        c->env = (tnt_transport_env_v1_t){
+        c->env = (tnt_transport_env_t){
             .size = sizeof(c->env), .version = 1, .rank = k, .nranks = 2,
             .core = s, .watch_fd = f_watch, .modify_fd = f_watch,
             .unwatch_fd = f_unwatch, .log = f_log,

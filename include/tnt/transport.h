@@ -1,7 +1,8 @@
 /*
  * The transport interface: one versioned table of functions that TCP,
- * shared memory and RDMA verbs all fill in, built-in or loaded as a plugin.
- * The core cannot tell them apart.
+ * shared memory and RDMA verbs all fill in, built-in or loaded as a plugin
+ * (TNT_TRANSPORT_PLUGIN=/path/libtnt-net-NAME.so). The core holds a list
+ * of these tables and reaches every transport through them alone.
  *
  * Model (active messages): the core sends a message as an opaque header of
  * `hdr_len` bytes plus a payload. On the receiving side the transport hands
@@ -11,7 +12,27 @@
  *
  * Threading: the core calls every function with its communicator lock
  * held, and the transport calls the upcalls only from inside fd callbacks
- * (never from inside a downcall), so transports need no locks of their own.
+ * or poll (never from inside another downcall), so transports need no
+ * locks of their own.
+ *
+ * Versions: both tables start with `size` and `version`; fields are only
+ * ever appended, and a side reads a field only when the other side's
+ * `size` covers it (TNT_TRANSPORT_HAS). A table of version 1 (size up to
+ * `finalize`) still loads and works: the core then polls it through epoll
+ * only, gives it no options, and lets it reach any peer that publishes an
+ * address, at the lowest preference.
+ *
+ * Plugins: a shared object exports one symbol, `tnt_transport_plugin_v2`
+ * (a tnt_transport_t of version 2; `tnt_transport_plugin_v1` is accepted
+ * too), and is loaded with dlopen(RTLD_NOW | RTLD_LOCAL). A plugin has
+ * its own copy of whatever library code it links, with its own statics
+ * (log level, the thread's last error): everything it reports must cross
+ * through the env's services. A failing downcall returns its result
+ * through env->set_error, which records the message where tnt_last_error()
+ * finds it; the message of a failed upcall is read with env->last_error;
+ * logs go through env->log (its level is the core's). A message recorded
+ * any other way is lost. These three services keep no state per
+ * communicator: they accept core == NULL.
  */
 #ifndef TNT_TRANSPORT_H
 #define TNT_TRANSPORT_H
@@ -25,7 +46,13 @@
 extern "C" {
 #endif
 
-#define TNT_TRANSPORT_VERSION 1
+/** The interface version this header describes, and the oldest one the
+ *  core still loads. */
+#define TNT_TRANSPORT_VERSION 2
+#define TNT_TRANSPORT_VERSION_MIN 1
+/** 1 if the table `t` (either struct) has `field`: its `size` covers it. */
+#define TNT_TRANSPORT_HAS(t, field)                                          \
+    ((t)->size >= offsetof(__typeof__(*(t)), field) + sizeof((t)->field))
 /** Bytes of the MACs that auth_mac computes (HMAC-SHA256). */
 #define TNT_AUTH_MAC_BYTES 32
 /** Largest address blob a transport may publish through the bootstrap. */
@@ -49,7 +76,7 @@ enum tnt_log_level {
 typedef void (*tnt_fd_cb_t)(void *arg, uint32_t events);
 
 /** What the core gives a transport at init: identity, services, upcalls. */
-typedef struct tnt_transport_env_v1 {
+typedef struct tnt_transport_env {
     size_t size;
     uint32_t version;
     int rank;
@@ -95,14 +122,50 @@ typedef struct tnt_transport_env_v1 {
                        const unsigned char mac[TNT_AUTH_MAC_BYTES]);
     /** Unpredictable bytes for nonces. */
     void (*random_bytes)(void *core, void *buf, size_t len);
-} tnt_transport_env_v1_t;
 
-typedef struct tnt_transport_v1 {
+    /* ---- version 2 ---- */
+    /** This rank's host identity (the one peers' hosts are compared
+     *  with in reachable). */
+    const char *host;
+    /** Record `msg` as the calling thread's last error (what
+     *  tnt_last_error() returns) and return `result`. The last error is
+     *  per thread, not per communicator: `core` may be NULL. */
+    tnt_result_t (*set_error)(void *core, tnt_result_t result,
+                              const char *msg);
+    /** The calling thread's last error as recorded in the core (what an
+     *  upcall that failed, on_header say, left there). `core` may be
+     *  NULL. */
+    const char *(*last_error)(void *core);
+} tnt_transport_env_t;
+/** Bytes of a version-1 env (every field up to random_bytes). */
+#define TNT_TRANSPORT_ENV_V1_SIZE offsetof(tnt_transport_env_t, host)
+
+/** Bits of tnt_transport_t.caps: what the core may expect of poll. */
+/** poll without TNT_POLL_ARM may leave the peers' wake-ups off: then the
+ *  core calls poll(ctx, TNT_POLL_ARM) before it sleeps in epoll again. */
+#define TNT_TP_POLL_UNARMS 0x1u
+/** A look costs system calls: the core polls it directly only where
+ *  every rank has a CPU of its own (elsewhere every empty look is time
+ *  the awaited rank does not get), and waits in epoll otherwise. */
+#define TNT_TP_POLL_SYSCALLS 0x2u
+
+/** Flags of poll. */
+/** Turn wake-ups back on and take what arrived meanwhile: the caller is
+ *  about to sleep in epoll. */
+#define TNT_POLL_ARM 0x1u
+
+/** Options of set_option (value, len). */
+/** size_t: payloads of at least this many bytes go by the transport's
+ *  single-copy rendezvous, smaller ones stream (two copies). The sender
+ *  decides, so ranks need not agree. */
+#define TNT_TP_OPT_RNDV_MIN 1
+
+typedef struct tnt_transport {
     size_t size;
     uint32_t version;
     const char *name;
     /** Create the transport's context for one communicator. */
-    tnt_result_t (*init)(const tnt_transport_env_v1_t *env, void **ctx);
+    tnt_result_t (*init)(const tnt_transport_env_t *env, void **ctx);
     /** Start listening; write this rank's address blob. */
     tnt_result_t (*listen)(void *ctx, void *addr, size_t *addr_len);
     /** Start connecting to `peer` without blocking; on_connected follows. */
@@ -120,7 +183,42 @@ typedef struct tnt_transport_v1 {
     void (*close)(void *ctx, void *ep);
     /** Close everything and free the context. */
     void (*finalize)(void *ctx);
-} tnt_transport_v1_t;
+
+    /* ---- version 2 ---- */
+    /** Which transport a peer gets when several reach it: the highest
+     *  (ties: the earlier in the core's list). Built-in: shm 300, verbs
+     *  200, tcp 100. A version-1 table counts as 0. */
+    int preference;
+    /** TNT_TP_POLL_* bits. */
+    uint32_t caps;
+    /** Optional (NULL: every peer that published an address). 1 if this
+     *  transport reaches the rank `peer`, whose host identity is
+     *  `peer_host` (this rank's is env->host) and whose address blob is
+     *  addr; else 0 with the reason in `why`. Must give the same answer
+     *  on both sides of a pair: both pick a transport without talking. */
+    int (*reachable)(void *ctx, int peer, const char *peer_host,
+                     const void *addr, size_t addr_len, char *why,
+                     size_t why_len);
+    /** Optional (NULL: the core waits for this transport in epoll only).
+     *  For a thread that polls instead of sleeping (a blocking call's
+     *  spin): one look at every connection, taking what arrived and
+     *  sending what waits, with upcalls as from the event loop. `flags`:
+     *  0 or TNT_POLL_ARM (see TNT_TP_POLL_UNARMS). Returns 0 or more
+     *  after a look, negative without looking when a look costs more
+     *  than one epoll_wait (too many connections). */
+    int (*poll)(void *ctx, unsigned flags);
+    /** Optional (NULL: no options). Set option TNT_TP_OPT_* for this
+     *  context; TNT_ERR_UNSUPPORTED (with no error recorded) for an
+     *  option the transport does not have. */
+    tnt_result_t (*set_option)(void *ctx, int option, const void *value,
+                               size_t len);
+} tnt_transport_t;
+/** Bytes of a version-1 table (every field up to finalize). */
+#define TNT_TRANSPORT_V1_SIZE offsetof(tnt_transport_t, preference)
+
+/** The symbols a transport plugin exports (a tnt_transport_t each). */
+#define TNT_TRANSPORT_PLUGIN_SYMBOL "tnt_transport_plugin_v2"
+#define TNT_TRANSPORT_PLUGIN_SYMBOL_V1 "tnt_transport_plugin_v1"
 
 #ifdef __cplusplus
 }

@@ -179,8 +179,12 @@ static void choose_copies(struct tnt_comm *comm)
     size_t min = shared ? SHARED_CORES_COPY_MIN : SIZE_MAX;
     if (comm->intra_host)
         comm->ready_min_bytes = min;
-    if (comm->tp[TNT_TP_SHM])
-        tnt__shm_set_cma_min(comm->tp_ctx[TNT_TP_SHM], min);
+    /* Every transport with a single-copy rendezvous; the others say
+     * TNT_ERR_UNSUPPORTED, which is no failure. */
+    for (int i = 0; i < TNT_TP_COUNT; i++)
+        if (comm->tp[i] && comm->tp[i]->set_option)
+            comm->tp[i]->set_option(comm->tp_ctx[i], TNT_TP_OPT_RNDV_MIN,
+                                    &min, sizeof(min));
 }
 
 /* The host layout, from the host identities of the bootstrap table: every

@@ -1,13 +1,15 @@
 /*
  * A communicator's transports, and which one each peer gets. With
- * TNT_TRANSPORT=auto every built-in transport starts and each publishes
- * its address; the bootstrap blob of a rank is the list of them, one
- * length byte and the address per transport, in table order (length 0:
- * not running there). A peer gets shared memory when both ranks run it
- * and their host identities are equal (hostid.c), else RDMA verbs when
- * both run it (auto: an active port exists), else TCP. Both
- * sides of a pair see the same table and apply the same rule, so they
- * agree on the transport without another message.
+ * TNT_TRANSPORT=auto every transport of the list (the built-ins and a
+ * plugin of TNT_TRANSPORT_PLUGIN) starts and each publishes its address;
+ * the bootstrap blob of a rank is the list of them, one length byte and
+ * the address per transport, in list order (length 0: not running
+ * there). A peer gets, among the transports that both ranks run and that
+ * say they reach it (reachable: shared memory only on the same host), the
+ * one of highest preference (shm, then verbs, then TCP for the built-ins;
+ * ties: the earlier in the list). Both sides of a pair see the same table
+ * and apply the same rule, so they agree on the transport without another
+ * message.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +25,9 @@ _Static_assert(TNT_TP_COUNT <= TNT_TP_MAX, "engine.h: raise TNT_TP_MAX");
 
 tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
 {
+    const char *plugin = getenv("TNT_TRANSPORT_PLUGIN");
+    if (plugin)
+        TNT_CHECK(tnt__transport_plugin_load(plugin));
     unsigned mask;
     TNT_CHECK(tnt__transport_mask(getenv("TNT_TRANSPORT"), &mask));
     for (int i = 0; i < TNT_TP_COUNT; i++) {
@@ -83,6 +88,29 @@ tnt_result_t tnt__comm_tp_listen(struct tnt_comm *comm, void *blob,
     return TNT_SUCCESS;
 }
 
+/* The transports a spinning waiter polls: those with a poll entry that
+ * serve some peer, the ones whose look is a system call last (where ranks
+ * share CPUs, only the first nspin_cheap are polled). */
+static void spin_list(struct tnt_comm *comm)
+{
+    int n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < TNT_TP_COUNT; i++) {
+            const tnt_transport_t *t = comm->tp[i];
+            if (!t || !t->poll || !comm->tp_serves[i] ||
+                !!(t->caps & TNT_TP_POLL_SYSCALLS) != pass)
+                continue;
+            comm->spin_tp[n].poll = t->poll;
+            comm->spin_tp[n].ctx = comm->tp_ctx[i];
+            comm->spin_tp[n].caps = t->caps;
+            n++;
+        }
+        if (pass == 0)
+            comm->nspin_cheap = n;
+    }
+    comm->nspin_tp = n;
+}
+
 tnt_result_t tnt__comm_tp_assign(struct tnt_comm *comm, tnt_peer_t *p,
                                  const void *blob, size_t len)
 {
@@ -97,26 +125,42 @@ tnt_result_t tnt__comm_tp_assign(struct tnt_comm *comm, tnt_peer_t *p,
         addr[i] = b + off;
         off += alen[i];
     }
-    int same_host = strcmp(p->host, comm->host) == 0;
-    int pick = -1;
-    if (comm->tp[TNT_TP_SHM] && alen[TNT_TP_SHM] && same_host)
-        pick = TNT_TP_SHM;
-    else if (comm->tp[TNT_TP_VERBS] && alen[TNT_TP_VERBS])
-        pick = TNT_TP_VERBS;
-    else if (comm->tp[TNT_TP_TCP] && alen[TNT_TP_TCP])
-        pick = TNT_TP_TCP;
-    if (pick < 0 && !comm->tp[TNT_TP_TCP] && !comm->tp[TNT_TP_VERBS] &&
-        !same_host)
-        return tnt__error(TNT_ERR_CONFIG, "rank %d (host %s): "
-                          "TNT_TRANSPORT=shm but rank %d is on host %s; "
-                          "shared memory reaches only ranks of one host "
-                          "(use auto or tcp)", comm->rank, comm->host,
-                          p->rank, p->host);
+    int pick = -1, running = 0;
+    char why[TNT_TP_COUNT][160];
+    for (int i = 0; i < TNT_TP_COUNT; i++) {
+        const tnt_transport_t *t = comm->tp[i];
+        why[i][0] = '\0';
+        if (!t || !alen[i])
+            continue;
+        running++;
+        if (t->reachable && !t->reachable(comm->tp_ctx[i], p->rank, p->host,
+                                          addr[i], alen[i], why[i],
+                                          sizeof(why[i])))
+            continue;
+        if (pick < 0 || t->preference > comm->tp[pick]->preference)
+            pick = i;
+    }
+    if (pick < 0 && running) {
+        char all[TNT_TP_COUNT * 200] = "";
+        size_t n = 0;
+        for (int i = 0; i < TNT_TP_COUNT && n < sizeof(all); i++)
+            if (why[i][0])
+                n += (size_t)snprintf(all + n, sizeof(all) - n, "; %s: %s",
+                                      comm->tp[i]->name, why[i]);
+        return tnt__error(TNT_ERR_CONFIG, "rank %d (host %s): no transport "
+                          "that runs here reaches rank %d (host %s)%s (use "
+                          "TNT_TRANSPORT=auto or tcp)", comm->rank,
+                          comm->host, p->rank, p->host, all);
+    }
     if (pick < 0)
         return tnt__error(TNT_ERR_CONFIG, "rank %d has no transport in "
                           "common with rank %d (host %s); is TNT_TRANSPORT "
                           "the same on every rank?", comm->rank, p->rank,
                           p->host);
+    if (!comm->tp_serves[pick]) {
+        comm->tp_serves[pick] = 1;
+        spin_list(comm);
+    }
     p->tpi = pick;
     p->tp = comm->tp[pick];
     p->tp_ctx = comm->tp_ctx[pick];

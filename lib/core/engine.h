@@ -30,8 +30,9 @@
 #include "tnt/transport.h"
 
 #define TNT_MSG_MAGIC 0x4d544e54u /* "TNTM" */
-/* Transports one communicator may use at once (tcp and shm). */
-#define TNT_TP_MAX 3
+/* Transports one communicator may use at once: the positions of the
+ * transport list (tcp, shm, verbs, a plugin). */
+#define TNT_TP_MAX 4
 
 /* The core's message header. Every message carries the collective's
  * signature, so a receiver can tell a mismatched call from the first
@@ -149,7 +150,7 @@ typedef struct tnt_peer {
     unsigned char addr[TNT_TRANSPORT_ADDR_MAX];
     size_t addr_len;
     char host[TNT_HOST_MAX];
-    const tnt_transport_v1_t *tp; /* this peer's transport (comm_tp.c) */
+    const tnt_transport_t *tp; /* this peer's transport (comm_tp.c) */
     void *tp_ctx;
     int tpi;                   /* its index in comm->tp */
     void *ep;                  /* transport endpoint once connected */
@@ -269,8 +270,9 @@ struct tnt_comm {
      * the caller's thread with no hand-off; the progress thread parks
      * meanwhile and serves nonblocking work. */
     int polling;               /* someone is the poller */
-    int shm_unarmed;           /* a spin left the shm rings unarmed: the
-                                  next poll must look at them or arm them
+    int tp_unarmed;            /* a spin left transports unarmed
+                                  (TNT_TP_POLL_UNARMS): the next poll
+                                  must look at them or arm them
                                   (progress.c) */
     int lock_wanted;           /* atomic: threads blocked to post; the
                                   poller lets them in between callbacks */
@@ -284,10 +286,21 @@ struct tnt_comm {
     unsigned report_seen;      /* report generation last handled */
     tnt_watch_t *graveyard;
     double last_activity;
-    /* Transports by index in the built-in table; NULL where unused. */
-    const tnt_transport_v1_t *tp[TNT_TP_MAX];
+    /* Transports by position in the transport list; NULL where unused. */
+    const tnt_transport_t *tp[TNT_TP_MAX];
     void *tp_ctx[TNT_TP_MAX];
-    tnt_transport_env_v1_t tp_env[TNT_TP_MAX];
+    tnt_transport_env_t tp_env[TNT_TP_MAX];
+    int tp_serves[TNT_TP_MAX]; /* some peer got this transport */
+    /* What a spinning waiter polls (progress.c): the transports with a
+     * poll entry that serve some peer, those whose look costs no system
+     * call first (the first nspin_cheap: polled even where ranks share
+     * CPUs). Built by tnt__comm_tp_assign. */
+    struct tnt_spin_tp {
+        int (*poll)(void *ctx, unsigned flags);
+        void *ctx;
+        uint32_t caps;
+    } spin_tp[TNT_TP_MAX];
+    int nspin_tp, nspin_cheap;
     tnt_peer_t *peers;
     uint64_t next_seq;
     struct tnt_request *active_head, *active_tail;

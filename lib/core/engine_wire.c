@@ -120,6 +120,11 @@ static void up_connected2(void *core, int peer, void *ep)
     up_connected(core, 2, peer, ep);
 }
 
+static void up_connected3(void *core, int peer, void *ep)
+{
+    up_connected(core, 3, peer, ep);
+}
+
 int tnt__mismatch_past(struct tnt_comm *comm, const tnt_msg_hdr_t *h,
                        int peer)
 {
@@ -376,9 +381,24 @@ static void sv_random_bytes(void *core, void *buf, size_t len)
     tnt__auth_random(buf, len);
 }
 
+/* The thread's last error lives in this library: a plugin's own copy of
+ * error.c would keep it where tnt_last_error() never looks. */
+static tnt_result_t sv_set_error(void *core, tnt_result_t result,
+                                 const char *msg)
+{
+    (void)core;
+    return tnt__error_str(result, msg ? msg : "transport error");
+}
+
+static const char *sv_last_error(void *core)
+{
+    (void)core;
+    return tnt_last_error();
+}
+
 void tnt__engine_fill_env(struct tnt_comm *comm, int tpi)
 {
-    tnt_transport_env_v1_t *env = &comm->tp_env[tpi];
+    tnt_transport_env_t *env = &comm->tp_env[tpi];
     memset(env, 0, sizeof(*env));
     env->size = sizeof(*env);
     env->version = TNT_TRANSPORT_VERSION;
@@ -388,7 +408,7 @@ void tnt__engine_fill_env(struct tnt_comm *comm, int tpi)
     env->job_id = comm->job_id;
     tnt__progress_fill_services(comm, env);
     static void (*const connected[TNT_TP_MAX])(void *, int, void *) = {
-        up_connected0, up_connected1, up_connected2};
+        up_connected0, up_connected1, up_connected2, up_connected3};
     env->on_connected = connected[tpi];
     env->on_header = up_header;
     env->on_payload = up_payload;
@@ -397,4 +417,7 @@ void tnt__engine_fill_env(struct tnt_comm *comm, int tpi)
     env->auth_mac = sv_auth_mac;
     env->auth_verify = sv_auth_verify;
     env->random_bytes = sv_random_bytes;
+    env->host = comm->host;
+    env->set_error = sv_set_error;
+    env->last_error = sv_last_error;
 }

@@ -31,7 +31,6 @@
 #include "util/log.h"
 #include "core/progress.h"
 #include "core/report.h"
-#include "transport/transport.h"
 
 #define IDLE_GRACE_S 2.0
 #define MAX_EVENTS 64
@@ -142,7 +141,7 @@ static void svc_log(void *core, int level, const char *fmt, ...)
 }
 
 void tnt__progress_fill_services(struct tnt_comm *comm,
-                                 tnt_transport_env_v1_t *env)
+                                 tnt_transport_env_t *env)
 {
     env->core = comm;
     env->watch_fd = svc_watch_fd;
@@ -223,15 +222,16 @@ static void let_posters_in(struct tnt_comm *comm)
 static void dispatch(struct tnt_comm *comm, int timeout_ms)
 {
     struct epoll_event evs[MAX_EVENTS];
-    if (comm->shm_unarmed) {
-        /* A spin left the rings unarmed, so peers do not write the
-         * eventfd: look at the rings, and arm them before sleeping. */
-        void *shm = comm->tp_ctx[TNT_TP_SHM];
-        if (timeout_ms == 0) {
-            tnt__shm_poll(shm, 0);
-        } else {
-            comm->shm_unarmed = 0;
-            tnt__shm_poll(shm, 1);
+    if (comm->tp_unarmed) {
+        /* A spin left transports unarmed, so peers do not write the fds
+         * they would wake this rank by: look at them, and arm them
+         * before sleeping. */
+        unsigned flags = timeout_ms == 0 ? 0 : TNT_POLL_ARM;
+        for (int i = 0; i < comm->nspin_tp; i++)
+            if (comm->spin_tp[i].caps & TNT_TP_POLL_UNARMS)
+                comm->spin_tp[i].poll(comm->spin_tp[i].ctx, flags);
+        if (timeout_ms != 0) {
+            comm->tp_unarmed = 0;
             timeout_ms = 0; /* callbacks ran: let the caller look */
         }
     }
@@ -298,8 +298,8 @@ void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
     pthread_cond_broadcast(&comm->cond);
 }
 
-/* While spinning, one epoll_wait (other transports, closed sockets,
- * deadlines) per this many looks at the shared-memory rings. */
+/* While spinning, one epoll_wait (transports without a poll entry,
+ * closed sockets, deadlines) per this many rounds of polls. */
 #define SPIN_EPOLL_EVERY 32
 /* Rounds of the spin between two looks at the clock. */
 #define SPIN_CLOCK_EVERY 8
@@ -310,35 +310,33 @@ void tnt__progress_spin(struct tnt_comm *comm,
                         int (*done)(struct tnt_comm *, void *), void *arg,
                         double start, double end, int yield)
 {
-    void *shm = comm->tp[TNT_TP_SHM] ? comm->tp_ctx[TNT_TP_SHM] : NULL;
-    /* Read the sockets directly too (tcp_io.c says when that pays),
-     * unless this rank shares its CPU or every peer is on shm. */
-    void *tcp = !yield && !comm->intra_host && comm->tp[TNT_TP_TCP]
-                    ? comm->tp_ctx[TNT_TP_TCP] : NULL;
+    /* The transports' poll entries (comm->spin_tp): where this rank
+     * shares its CPU, only those whose look is no system call. */
+    const struct tnt_spin_tp *spin = comm->spin_tp;
+    int nspin = yield ? comm->nspin_cheap : comm->nspin_tp;
     /* Even with a CPU per rank, the scheduler may put the peer on this
      * rank's CPU (after a wake-up, say): after a short while, yield
      * anyway: it bounds what a rank can take from a peer that shares
      * its CPU. */
     double yield_from = start + SPIN_NO_YIELD_S;
-    /* The role is held for the whole spin: the rings stay unarmed until
-     * the end, and nobody may sleep in epoll on them meanwhile. */
+    /* The role is held for the whole spin: transports polled unarmed stay
+     * so until the end, and nobody may sleep in epoll on them
+     * meanwhile. */
     comm->polling = 1;
     comm->thread_polling = 0;
     for (unsigned n = 0; !done(comm, arg) && !comm->stop; n++) {
         int looked = 0;
         if ((n + 1) % SPIN_EPOLL_EVERY != 0) {
-            if (shm) {
-                tnt__shm_poll(shm, 0);
+            /* A poll that returns negative did not look (too many
+             * connections): epoll looks at them instead. */
+            for (int i = 0; i < nspin; i++)
+                if (spin[i].poll(spin[i].ctx, 0) >= 0)
+                    looked = 1;
+            if (looked) {
                 if (comm->intra_host)
                     tnt__slot_progress(comm);
-                looked = 1;
-            }
-            /* With too many sockets, epoll looks at them: every round
-             * without shm, every SPIN_EPOLL_EVERY rounds with it. */
-            if (tcp && tnt__tcp_poll(tcp) >= 0)
-                looked = 1;
-            if (looked)
                 tnt__engine_run_heavy(comm);
+            }
         }
         if (!looked)
             dispatch(comm, 0);
@@ -361,11 +359,12 @@ void tnt__progress_spin(struct tnt_comm *comm,
             sched_yield();
         pthread_mutex_lock(&comm->lock);
     }
-    /* The rings stay unarmed while blocking calls follow each other:
-     * arming now would make the peer's next message write the eventfd.
-     * The next poll that may sleep arms them first (dispatch). */
-    if (shm && !comm->stop)
-        comm->shm_unarmed = 1;
+    /* Polled transports stay unarmed while blocking calls follow each
+     * other: arming now would make the peer's next message write the
+     * eventfd. The next poll that may sleep arms them first (dispatch). */
+    for (int i = 0; i < nspin && !comm->stop; i++)
+        if (spin[i].caps & TNT_TP_POLL_UNARMS)
+            comm->tp_unarmed = 1;
     comm->polling = 0;
     pthread_cond_broadcast(&comm->cond);
 }

@@ -25,17 +25,18 @@ int tnt__progress_timeout_ms(struct tnt_comm *comm, double now);
  *  thread is waiting to drive it. Lock held. */
 void tnt__progress_unpark(struct tnt_comm *comm);
 void tnt__progress_fill_services(struct tnt_comm *comm,
-                                 tnt_transport_env_v1_t *env);
+                                 tnt_transport_env_t *env);
 
 /* Provided by engine.c, called by the progress loop with the lock held. */
 void tnt__engine_reap(struct tnt_comm *comm);
 void tnt__engine_check_deadlines(struct tnt_comm *comm, double now);
 
 /** Poll without sleeping until done(comm, arg) or `end` (tnt__now()
- *  time; the spin started at `start`), holding the poller role: the
- *  shared-memory rings directly (peers skip the eventfd meanwhile), the
- *  TCP sockets with recv where that pays (tnt__tcp_poll; not when
- *  `yield`), with an epoll_wait(0) every few rounds for everything else.
+ *  time; the spin started at `start`), holding the poller role: through
+ *  the poll entries of the transports that serve peers (those that may
+ *  leave wake-ups off, TNT_TP_POLL_UNARMS, are armed by the next poll
+ *  that may sleep; those whose look is a system call not when `yield`),
+ *  with an epoll_wait(0) every few rounds for everything else.
  *  Releases the lock between rounds (and yields the CPU there when
  *  `yield`). Lock held, role free on entry. */
 void tnt__progress_spin(struct tnt_comm *comm,

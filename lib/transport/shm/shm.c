@@ -764,7 +764,7 @@ static void shm_finalize(void *vctx)
     free(ctx);
 }
 
-static tnt_result_t shm_init(const tnt_transport_env_v1_t *env, void **out)
+static tnt_result_t shm_init(const tnt_transport_env_t *env, void **out)
 {
     if (!env || env->size < sizeof(*env) || env->version <
         TNT_TRANSPORT_VERSION)
@@ -791,8 +791,24 @@ static tnt_result_t shm_init(const tnt_transport_env_v1_t *env, void **out)
     return TNT_SUCCESS;
 }
 
-const tnt_transport_v1_t tnt__shm_transport = {
-    .size = sizeof(tnt_transport_v1_t),
+/* Shared memory reaches the ranks of this host: those whose host
+ * identity (util/hostid.c) is this rank's. */
+static int shm_reachable(void *vctx, int peer, const char *peer_host,
+                         const void *addr, size_t addr_len, char *why,
+                         size_t why_len)
+{
+    shm_ctx_t *ctx = vctx;
+    (void)peer;
+    (void)addr;
+    (void)addr_len;
+    if (ctx->env.host && strcmp(peer_host, ctx->env.host) == 0)
+        return 1;
+    snprintf(why, why_len, "shared memory reaches only ranks of one host");
+    return 0;
+}
+
+const tnt_transport_t tnt__shm_transport = {
+    .size = sizeof(tnt_transport_t),
     .version = TNT_TRANSPORT_VERSION,
     .name = "shm",
     .init = shm_init,
@@ -803,4 +819,9 @@ const tnt_transport_v1_t tnt__shm_transport = {
     .dereg_mem = NULL,
     .close = ep_close,
     .finalize = shm_finalize,
+    .preference = 300,
+    .caps = TNT_TP_POLL_UNARMS,
+    .reachable = shm_reachable,
+    .poll = tnt__shm_poll,
+    .set_option = tnt__shm_set_option,
 };

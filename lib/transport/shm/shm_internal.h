@@ -46,7 +46,7 @@
 #define SHM_HDR_MAX 256
 /* Payloads at least this large are pulled by the receiver with
  * process_vm_readv (one copy) when it could read the sender at connect;
- * the core may change it per context (tnt__shm_set_cma_min). */
+ * the core may change it per context (TNT_TP_OPT_RNDV_MIN). */
 #define SHM_CMA_MIN ((size_t)256 << 10)
 
 enum shm_frame_type { SHM_EAGER = 1, SHM_RNDV = 2, SHM_ACK = 3 };
@@ -160,7 +160,7 @@ typedef struct shm_ep {
 } shm_ep_t;
 
 struct shm_ctx {
-    tnt_transport_env_v1_t env;
+    tnt_transport_env_t env;
     int listen_fd;
     unsigned instance;    /* names this context's socket */
     int any_uid;          /* TNT_SHM_ANY_UID: peers of other users too */
@@ -205,5 +205,16 @@ void tnt__shm_drop_sends(shm_ep_t *ep);
 tnt_result_t tnt__shm_send(void *vctx, void *vep, const void *hdr,
                            size_t hdr_len, const void *payload, size_t len,
                            void *cookie);
+/* The poll entry (tnt_transport_t.poll), for a thread that polls instead
+ * of sleeping: one look at every connected peer's ring, taking what
+ * arrived and sending what waits. flags 0: while it spins, peers are
+ * asked not to write the eventfd (no system call on either side);
+ * TNT_POLL_ARM (before the caller sleeps in epoll again, mandatory after
+ * unarmed calls): ask for the eventfd again and take what came
+ * meanwhile. Returns 1 if a message arrived. */
+int tnt__shm_poll(void *vctx, unsigned flags);
+/* The option entry: TNT_TP_OPT_RNDV_MIN sets cma_min. */
+tnt_result_t tnt__shm_set_option(void *vctx, int option, const void *value,
+                                 size_t len);
 
 #endif /* TNT_TRANSPORT_SHM_SHM_INTERNAL_H */

@@ -12,7 +12,8 @@
  * Waiting: each side sleeps in epoll on its eventfd, and the other side
  * writes that eventfd only when the ring flags say the sleeper asked for
  * it (shm_ring.c). A blocking call polls the rings for a moment before it
- * sleeps (tnt__shm_poll, from core/progress.c), leaving them unarmed.
+ * sleeps (tnt__shm_poll, the transport's poll entry), leaving them
+ * unarmed.
  * Everything read from the ring is untrusted and checked. After every upcall the endpoint may
  * have been closed by the core, so callers check ep->closed.
  */
@@ -65,9 +66,17 @@ static void wake_peer(shm_ep_t *ep)
                          "write: %s", strerror(errno));
 }
 
-void tnt__shm_set_cma_min(void *vctx, size_t bytes)
+tnt_result_t tnt__shm_set_option(void *vctx, int option, const void *value,
+                                 size_t len)
 {
-    ((shm_ctx_t *)vctx)->cma_min = bytes;
+    shm_ctx_t *ctx = vctx;
+    if (option != TNT_TP_OPT_RNDV_MIN)
+        return TNT_ERR_UNSUPPORTED;
+    if (len != sizeof(size_t))
+        return tnt__error(TNT_ERR_INVALID_ARG, "shm: TNT_TP_OPT_RNDV_MIN "
+                          "takes a size_t, not %zu bytes", len);
+    memcpy(&ctx->cma_min, value, sizeof(size_t));
+    return TNT_SUCCESS;
 }
 
 void tnt__shm_slot_notify(void *vep)
@@ -345,9 +354,10 @@ void tnt__shm_progress(shm_ep_t *ep)
     }
 }
 
-int tnt__shm_poll(void *vctx, int arm)
+int tnt__shm_poll(void *vctx, unsigned flags)
 {
     shm_ctx_t *ctx = vctx;
+    int arm = (flags & TNT_POLL_ARM) != 0;
     int moved = 0;
     /* An upcall may close endpoints: they stay in memory (graveyard)
      * until the next callback, and are skipped. */

@@ -569,7 +569,7 @@ static tnt_result_t tcp_listen(void *vctx, void *addr, size_t *addr_len)
 
 static void tcp_finalize(void *vctx);
 
-static tnt_result_t tcp_init(const tnt_transport_env_v1_t *env, void **out)
+static tnt_result_t tcp_init(const tnt_transport_env_t *env, void **out)
 {
     /* The authentication services are required: TCP accepts no
      * connection it cannot authenticate. */
@@ -667,8 +667,8 @@ static void tcp_finalize(void *vctx)
     free(ctx);
 }
 
-const tnt_transport_v1_t tnt__tcp_transport = {
-    .size = sizeof(tnt_transport_v1_t),
+const tnt_transport_t tnt__tcp_transport = {
+    .size = sizeof(tnt_transport_t),
     .version = TNT_TRANSPORT_VERSION,
     .name = "tcp",
     .init = tcp_init,
@@ -679,4 +679,7 @@ const tnt_transport_v1_t tnt__tcp_transport = {
     .dereg_mem = NULL,
     .close = ep_close,
     .finalize = tcp_finalize,
+    .preference = 100,
+    .caps = TNT_TP_POLL_SYSCALLS,
+    .poll = tnt__tcp_poll,
 };

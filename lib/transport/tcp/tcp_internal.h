@@ -88,7 +88,7 @@ struct tcp_ep {
 };
 
 struct tcp_ctx {
-    tnt_transport_env_v1_t env;
+    tnt_transport_env_t env;
     int listen_fd;
     size_t sockbuf;
     double heartbeat_s;        /* TNT_HEARTBEAT; 0: off */
@@ -116,6 +116,12 @@ void tnt__tcp_set_events(tcp_conn_t *c, uint32_t events);
 void tnt__tcp_enqueue(tcp_conn_t *c, tcp_sreq_t *r);
 void tnt__tcp_flush(tcp_conn_t *c);
 void tnt__tcp_read(tcp_conn_t *c);
+/* The poll entry (tnt_transport_t.poll), for a thread that polls instead
+ * of sleeping: one look at every connected socket (send what waits, recv
+ * what arrived) instead of an epoll_wait before the recv. Returns the
+ * sockets looked at, or -1 without looking when there are more than a few
+ * (then one epoll_wait is cheaper); TNT_POLL_ARM: nothing to do. */
+int tnt__tcp_poll(void *vctx, unsigned flags);
 tcp_sreq_t *tnt__tcp_sreq_get(tcp_ctx_t *ctx);
 void tnt__tcp_sreq_put(tcp_ctx_t *ctx, tcp_sreq_t *r);
 tnt_result_t tnt__tcp_send(void *vctx, void *vep, const void *hdr,

@@ -353,10 +353,13 @@ void tnt__tcp_read(tcp_conn_t *c)
  * docs/performance.md, "Reading sockets while spinning". */
 #define TCP_POLL_MAX_CONNS 4
 
-int tnt__tcp_poll(void *vctx)
+int tnt__tcp_poll(void *vctx, unsigned flags)
 {
     tcp_ctx_t *ctx = vctx;
     int n = 0;
+    /* Nothing is ever left unarmed: epoll watches every socket. */
+    if (flags & TNT_POLL_ARM)
+        return 0;
     for (tcp_ep_t *ep = ctx->eps; ep; ep = ep->next)
         for (int i = 0; i < ep->nconn; i++)
             if (ep->conns[i] && !ep->conns[i]->closed &&

@@ -797,7 +797,7 @@ static tnt_result_t read_knobs(vb_ctx_t *ctx, int *cache, size_t *limit)
     return TNT_SUCCESS;
 }
 
-static tnt_result_t vb_init(const tnt_transport_env_v1_t *env, void **out)
+static tnt_result_t vb_init(const tnt_transport_env_t *env, void **out)
 {
     /* The authentication services are required: the side channel
      * accepts no rank that cannot prove the job key. */
@@ -899,8 +899,8 @@ static void vb_finalize(void *vctx)
     free(ctx);
 }
 
-const tnt_transport_v1_t tnt__verbs_transport = {
-    .size = sizeof(tnt_transport_v1_t),
+const tnt_transport_t tnt__verbs_transport = {
+    .size = sizeof(tnt_transport_t),
     .version = TNT_TRANSPORT_VERSION,
     .name = "verbs",
     .init = vb_init,
@@ -911,4 +911,5 @@ const tnt_transport_v1_t tnt__verbs_transport = {
     .dereg_mem = tnt__vb_dereg_mem,
     .close = ep_close,
     .finalize = vb_finalize,
+    .preference = 200,
 };

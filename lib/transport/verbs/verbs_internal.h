@@ -112,7 +112,7 @@ typedef struct vb_ep {
 } vb_ep_t;
 
 struct vb_ctx {
-    tnt_transport_env_v1_t env;
+    tnt_transport_env_t env;
     struct ibv_context *ib;
     struct ibv_pd *pd;
     struct ibv_comp_channel *chan;
