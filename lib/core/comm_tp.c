@@ -147,10 +147,13 @@ tnt_result_t tnt__comm_tp_assign(struct tnt_comm *comm, tnt_peer_t *p,
             if (why[i][0])
                 n += (size_t)snprintf(all + n, sizeof(all) - n, "; %s: %s",
                                       comm->tp[i]->name, why[i]);
-        return tnt__error(TNT_ERR_CONFIG, "rank %d (host %s): no transport "
-                          "that runs here reaches rank %d (host %s)%s (use "
-                          "TNT_TRANSPORT=auto or tcp)", comm->rank,
-                          comm->host, p->rank, p->host, all);
+        const char *asked = getenv("TNT_TRANSPORT");
+        return tnt__error(TNT_ERR_CONFIG, "rank %d (host %s): "
+                          "TNT_TRANSPORT=%s runs no transport that reaches "
+                          "rank %d (host %s)%s (use auto or tcp)",
+                          comm->rank, comm->host,
+                          asked && *asked ? asked : "auto", p->rank,
+                          p->host, all);
     }
     if (pick < 0)
         return tnt__error(TNT_ERR_CONFIG, "rank %d has no transport in "
