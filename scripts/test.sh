@@ -23,15 +23,19 @@ if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
     # Sanitizers slow everything down: stretch the multi-rank deadlines.
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
     export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-    # Every test, except four that the normal build runs in full and that
-    # would add ~6 minutes here: the schedule simulator (pure computation),
+    # Every test, except five that the normal build runs in full and that
+    # would add ~8 minutes here: the schedule simulator (pure computation),
     # the second pass of the collective suite over shared memory, which
-    # runs here for the suites with most engine paths instead, and the
-    # Python and PyTorch frontends (an interpreter under the sanitizers;
-    # the fusion ABI they use is the fusion test's, which runs here).
+    # runs here for the suites with most engine paths instead, the pass
+    # over the TCP transport loaded as a plugin (the same TCP code as the
+    # first pass; the plugin's loading and p=3 jobs over it run here in
+    # transport_plugin), and the Python and PyTorch frontends (an
+    # interpreter under the sanitizers; the fusion ABI they use is the
+    # fusion test's, which runs here).
     tests=$(meson test -C build-asan --list 2>/dev/null |
             sed -n 's/^libtntcomm:[^ ]* \/ //p' |
-            grep -vx -e schedules -e collectives_shm -e python -e torch)
+            grep -vx -e schedules -e collectives_shm -e collectives_plugin \
+                -e python -e torch)
     # TNT_TEST_QUICK=2 trims the collective suite (tests/harness.h; the
     # normal build above ran all of it).
     # shellcheck disable=SC2086
