@@ -27,9 +27,6 @@ lib/core/onhost/slots.c transport/shm/shm_slot.h
 lib/core/onhost/staged.c transport/shm/shm_stage.h
 "
 KNOWN_SYMBOLS="
-core_onhost_slots.c.o tnt__shm_slot_notify
-core_onhost_slots.c.o tnt__shm_slots
-core_onhost_staged.c.o tnt__shm_stages
 "
 
 layer_of() {

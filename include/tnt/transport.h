@@ -160,6 +160,13 @@ typedef struct tnt_transport_env {
  *  decides, so ranks need not agree. */
 #define TNT_TP_OPT_RNDV_MIN 1
 
+/** Areas of pair_area. Their layout belongs to the on-host algorithms
+ *  that use them (lib/transport/shm/shm_slot.h, shm_stage.h). */
+/** The collective slots of small allreduces. */
+#define TNT_TP_AREA_SLOTS 1
+/** The staging buffers of the staged allreduce and broadcast. */
+#define TNT_TP_AREA_STAGES 2
+
 typedef struct tnt_transport {
     size_t size;
     uint32_t version;
@@ -212,6 +219,17 @@ typedef struct tnt_transport {
      *  option the transport does not have. */
     tnt_result_t (*set_option)(void *ctx, int option, const void *value,
                                size_t len);
+    /** Optional (NULL: none). Memory that the pair of endpoint `ep`
+     *  shares, for the core's on-host algorithms: area TNT_TP_AREA_*;
+     *  *mine is this rank's side (it writes it), *theirs the peer's (it
+     *  reads it, and must treat every byte as untrusted), *len the bytes
+     *  of one side. Stays valid until the endpoint is closed.
+     *  TNT_ERR_UNSUPPORTED (no error recorded) for an area it lacks. */
+    tnt_result_t (*pair_area)(void *ctx, void *ep, int area, void **mine,
+                              const void **theirs, size_t *len);
+    /** Optional, with pair_area: after writing to a pair area, wake the
+     *  peer if it sleeps; a system call only when it does. */
+    void (*pair_notify)(void *ctx, void *ep);
 } tnt_transport_t;
 /** Bytes of a version-1 table (every field up to finalize). */
 #define TNT_TRANSPORT_V1_SIZE offsetof(tnt_transport_t, preference)

@@ -186,6 +186,17 @@ int tnt__comm_tp_runs(const void *blob, size_t len, int tpi)
     return 0;
 }
 
+void tnt__comm_tp_pair_area(struct tnt_comm *comm, int q, int area,
+                            void **mine, const void **theirs)
+{
+    tnt_peer_t *p = &comm->peers[q];
+    size_t len = 0;
+    *mine = NULL;
+    *theirs = NULL;
+    if (p->tp && p->tp->pair_area)
+        p->tp->pair_area(p->tp_ctx, p->ep, area, mine, theirs, &len);
+}
+
 void tnt__comm_tp_finalize(struct tnt_comm *comm)
 {
     for (int i = 0; i < TNT_TP_COUNT; i++)

@@ -20,6 +20,12 @@ tnt_result_t tnt__comm_tp_assign(struct tnt_comm *comm, tnt_peer_t *p,
 /** Whether the bootstrap blob of a rank lists an address for transport
  *  `tpi` (the rank runs it). */
 int tnt__comm_tp_runs(const void *blob, size_t len, int tpi);
+/** The pair area `area` (TNT_TP_AREA_*) that this rank shares with
+ *  peer q through q's transport: this rank's side and q's. Only for the
+ *  on-host algorithms, which run only where every pair has one
+ *  (comm->intra_host: every pair on shared memory). */
+void tnt__comm_tp_pair_area(struct tnt_comm *comm, int q, int area,
+                            void **mine, const void **theirs);
 /** Finalize every transport started. */
 void tnt__comm_tp_finalize(struct tnt_comm *comm);
 /** "transport tcp (6 peers) shm (1 peer)": what each peer got. */

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/comm_tp.h"
 #include "core/engine_internal.h"
 #include "transport/shm/shm_slot.h"
 
@@ -43,7 +44,11 @@ static tnt_peer_t *slots_of(struct tnt_comm *comm, int q)
 {
     tnt_peer_t *p = &comm->peers[q];
     if (p->slot_ep != p->ep) {
-        tnt__shm_slots(p->ep, &p->slot_mine, &p->slot_theirs);
+        void *mine;
+        const void *theirs;
+        tnt__comm_tp_pair_area(comm, q, TNT_TP_AREA_SLOTS, &mine, &theirs);
+        p->slot_mine = mine;
+        p->slot_theirs = theirs;
         p->slot_ep = p->ep;
     }
     return p;
@@ -86,7 +91,7 @@ void tnt__slot_notify(struct tnt_comm *comm)
     for (int q = 0; q < comm->nranks; q++) {
         tnt_peer_t *p = &comm->peers[q];
         if (p->slot_notify && p->ep)
-            tnt__shm_slot_notify(p->ep);
+            p->tp->pair_notify(p->tp_ctx, p->ep);
         p->slot_notify = 0;
     }
 }

@@ -78,22 +78,23 @@
 #include <string.h>
 
 #include "collectives/patterns.h"
+#include "core/comm_tp.h"
 #include "core/engine_internal.h"
 #include "transport/shm/shm_stage.h"
 
 static tnt_stage_side_t *mine_of(struct tnt_comm *comm, int q)
 {
-    tnt_stage_side_t *mine;
-    const tnt_stage_side_t *theirs;
-    tnt__shm_stages(comm->peers[q].ep, &mine, &theirs);
+    void *mine;
+    const void *theirs;
+    tnt__comm_tp_pair_area(comm, q, TNT_TP_AREA_STAGES, &mine, &theirs);
     return mine;
 }
 
 static const tnt_stage_side_t *theirs_of(struct tnt_comm *comm, int q)
 {
-    tnt_stage_side_t *mine;
-    const tnt_stage_side_t *theirs;
-    tnt__shm_stages(comm->peers[q].ep, &mine, &theirs);
+    void *mine;
+    const void *theirs;
+    tnt__comm_tp_pair_area(comm, q, TNT_TP_AREA_STAGES, &mine, &theirs);
     return theirs;
 }
 

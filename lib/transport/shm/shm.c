@@ -807,6 +807,33 @@ static int shm_reachable(void *vctx, int peer, const char *peer_host,
     return 0;
 }
 
+/* The pair areas: the slots and staging areas of the pair's segment. */
+static tnt_result_t shm_pair_area(void *vctx, void *ep, int area,
+                                  void **mine, const void **theirs,
+                                  size_t *len)
+{
+    (void)vctx;
+    if (area == TNT_TP_AREA_SLOTS) {
+        tnt_slot_side_t *m;
+        const tnt_slot_side_t *t;
+        tnt__shm_slots(ep, &m, &t);
+        *mine = m;
+        *theirs = t;
+        *len = sizeof(*m);
+        return TNT_SUCCESS;
+    }
+    if (area == TNT_TP_AREA_STAGES) {
+        tnt_stage_side_t *m;
+        const tnt_stage_side_t *t;
+        tnt__shm_stages(ep, &m, &t);
+        *mine = m;
+        *theirs = t;
+        *len = sizeof(*m);
+        return TNT_SUCCESS;
+    }
+    return TNT_ERR_UNSUPPORTED;
+}
+
 const tnt_transport_t tnt__shm_transport = {
     .size = sizeof(tnt_transport_t),
     .version = TNT_TRANSPORT_VERSION,
@@ -824,4 +851,6 @@ const tnt_transport_t tnt__shm_transport = {
     .reachable = shm_reachable,
     .poll = tnt__shm_poll,
     .set_option = tnt__shm_set_option,
+    .pair_area = shm_pair_area,
+    .pair_notify = tnt__shm_slot_notify,
 };

@@ -213,6 +213,20 @@ tnt_result_t tnt__shm_send(void *vctx, void *vep, const void *hdr,
  * unarmed calls): ask for the eventfd again and take what came
  * meanwhile. Returns 1 if a message arrived. */
 int tnt__shm_poll(void *vctx, unsigned flags);
+/* The slot areas of endpoint `ep` (shm_slot.h): this rank's side, which
+ * it writes, and the peer's, which it reads. */
+void tnt__shm_slots(void *ep, tnt_slot_side_t **mine,
+                    const tnt_slot_side_t **theirs);
+/* The staging areas of endpoint `ep` (shm_stage.h), likewise. */
+void tnt__shm_stages(void *ep, tnt_stage_side_t **mine,
+                     const tnt_stage_side_t **theirs);
+/* The pair_notify entry: after publishing in a pair area, wake the peer
+ * if it sleeps (it armed its eventfd, shm_ring.c's protocol) -- one
+ * fence, and a system call only when the peer sleeps. The publisher may
+ * wait with it until it would sleep itself, finishes the operation or
+ * returns to its caller: by then the fence no longer waits for the
+ * stores to leave. */
+void tnt__shm_slot_notify(void *ctx, void *ep);
 /* The option entry: TNT_TP_OPT_RNDV_MIN sets cma_min. */
 tnt_result_t tnt__shm_set_option(void *vctx, int option, const void *value,
                                  size_t len);

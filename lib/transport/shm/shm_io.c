@@ -79,9 +79,10 @@ tnt_result_t tnt__shm_set_option(void *vctx, int option, const void *value,
     return TNT_SUCCESS;
 }
 
-void tnt__shm_slot_notify(void *vep)
+void tnt__shm_slot_notify(void *vctx, void *vep)
 {
     shm_ep_t *ep = vep;
+    (void)vctx;
     if (!ep->closed && tnt__shm_ring_wake_consumer(ep->tx))
         wake_peer(ep);
 }

@@ -55,16 +55,7 @@ typedef struct tnt_slot_side {
 _Static_assert(offsetof(tnt_slot_t, data) == 32,
                "a small input shares the line of the slot's header");
 
-/** The slot areas of shared-memory endpoint `ep` (a connected peer whose
- *  transport is shm): this rank's side, which it writes, and the peer's,
- *  which it reads. */
-void tnt__shm_slots(void *ep, tnt_slot_side_t **mine,
-                    const tnt_slot_side_t **theirs);
-/** After publishing in a slot: wake the peer if it sleeps (it armed its
- *  eventfd, shm_ring.c's protocol) -- one fence, and a system call only
- *  when the peer sleeps. The publisher may wait with it until it would
- *  sleep itself, finishes the operation or returns to its caller: by
- *  then the fence no longer waits for the stores to leave. */
-void tnt__shm_slot_notify(void *ep);
+/* The core reaches a pair's slots through the transport's pair_area
+ * (TNT_TP_AREA_SLOTS) and pair_notify entries. */
 
 #endif /* TNT_TRANSPORT_SHM_SHM_SLOT_H */

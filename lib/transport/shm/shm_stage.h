@@ -58,9 +58,7 @@ typedef struct tnt_stage_side {
     unsigned char out[2][TNT_STAGE_BYTES];
 } tnt_stage_side_t;
 
-/** The staging areas of shared-memory endpoint `ep`: this rank's side,
- *  which it writes, and the peer's, which it reads. */
-void tnt__shm_stages(void *ep, tnt_stage_side_t **mine,
-                     const tnt_stage_side_t **theirs);
+/* The core reaches a pair's staging areas through the transport's
+ * pair_area entry (TNT_TP_AREA_STAGES). */
 
 #endif /* TNT_TRANSPORT_SHM_SHM_STAGE_H */
