@@ -42,7 +42,10 @@ static const tnt_transport_t *find_table(void *h, const char *path)
         if (t)
             return t;
     }
-    const char *why = dlerror();
+    /* Copied: the next dlsym frees dlerror's string. */
+    const char *e = dlerror();
+    char why[512];
+    snprintf(why, sizeof(why), "%s", e ? e : "not found");
     char sym[64];
     for (int v = PROBE_NEWER_MAX; v > TNT_TRANSPORT_VERSION; v--) {
         snprintf(sym, sizeof(sym), "tnt_transport_plugin_v%d", v);
@@ -56,7 +59,7 @@ static const tnt_transport_t *find_table(void *h, const char *path)
     }
     tnt__error(TNT_ERR_CONFIG, "TNT_TRANSPORT_PLUGIN=%s has no symbol %s "
                "(nor %s): %s", path, TNT_TRANSPORT_PLUGIN_SYMBOL,
-               TNT_TRANSPORT_PLUGIN_SYMBOL_V1, why ? why : "not found");
+               TNT_TRANSPORT_PLUGIN_SYMBOL_V1, why);
     return NULL;
 }
 
