@@ -18,9 +18,9 @@
  * Versions: both tables start with `size` and `version`; fields are only
  * ever appended, and a side reads a field only when the other side's
  * `size` covers it (TNT_TRANSPORT_HAS). A table of version 1 (size up to
- * `finalize`) still loads and works: the core then polls it through epoll
- * only, gives it no options, and lets it reach any peer that publishes an
- * address, at the lowest preference.
+ * `finalize`) still loads and works: the core then waits for it in epoll
+ * only, gives it no options and asks it for no pair areas, and lets it
+ * reach any peer that publishes an address, at the lowest preference.
  *
  * Plugins: a shared object exports one symbol, `tnt_transport_plugin_v2`
  * (a tnt_transport_t of version 2; `tnt_transport_plugin_v1` is accepted
