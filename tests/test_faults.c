@@ -377,9 +377,151 @@ static void test_free_after_early_loss(void)
     }
 }
 
+/* ---- start-up kills -------------------------------------------------
+ *
+ * A rank killed between its registration at the bootstrap and its first
+ * collective: its connections to the others are still in their
+ * handshake (or not even opened), so the others learn nothing from a
+ * message. Each trial starts a p=2 or p=3 job over one transport; one rank,
+ * chosen at random, kills itself with SIGKILL at a random moment within
+ * STARTUP_MAX_DELAY_S after tnt_comm_init returned (half of the trials
+ * at once), while the others call one allreduce. Every survivor
+ * must fail with TNT_ERR_PEER_LOST naming the dead rank, long before its
+ * TNT_TIMEOUT (which is set short, so that a regression fails the trial
+ * rather than hanging CI), and a later allreduce must fail at once. */
+
+#define STARTUP_RANKS 3
+#define STARTUP_TRIALS 30
+#define STARTUP_MAX_DELAY_S 0.003
+#define STARTUP_TIMEOUT "TNT_TIMEOUT=8"
+/* Well under TNT_TIMEOUT: the error must come from the death. */
+#define STARTUP_BOUND_S 5.0
+
+typedef struct startup_shared {
+    int victim;
+    double delay_s;
+    fault_seen_t seen[STARTUP_RANKS];
+} startup_shared_t;
+
+static int startup_rank(tnt_comm_t comm, int rank, int p, void *arg,
+                        th_report_t *rep)
+{
+    startup_shared_t *sh = arg;
+    fault_seen_t *me = &sh->seen[rank];
+    if (rank == sh->victim) {
+        if (sh->delay_s > 0)
+            sleep_s(sh->delay_s);
+        raise(SIGKILL);
+    }
+    enum { COUNT = 1000 };
+    float send[COUNT], recv[COUNT];
+    tnt_gen_fill(send, COUNT, TNT_F32, TNT_SUM, 77, rank);
+    double t0 = th_now();
+    tnt_result_t rc = tnt_allreduce(comm, send, recv, COUNT, TNT_F32,
+                                    TNT_SUM);
+    me->err_t = th_now() - t0;
+    me->rc = rc;
+    me->ncoll = rc == TNT_SUCCESS;
+    snprintf(me->msg, sizeof me->msg, "%s", tnt_last_error());
+    t0 = th_now();
+    me->later_rc = tnt_allreduce(comm, send, recv, COUNT, TNT_F32, TNT_SUM);
+    me->later_s = th_now() - t0;
+    (void)p;
+    th_report_expect(rep, "peer_lost", rc == TNT_ERR_PEER_LOST, rc,
+                     "rank %d: %d (%s): %s", rank, rc, tnt_strerror(rc),
+                     me->msg);
+    return 0;
+}
+
+static void startup_kills(const char *transport)
+{
+    int trials = (int)env_u64("TNT_FAULT_TRIALS", STARTUP_TRIALS);
+    uint64_t seed = env_u64("TNT_FAULT_SEED", 20261124);
+    startup_shared_t *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
+                                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    TH_CHECK(sh != MAP_FAILED, "mmap of the shared trial record failed");
+    if (sh == MAP_FAILED)
+        return;
+    char tp[64];
+    snprintf(tp, sizeof tp, "TNT_TRANSPORT=%s", transport);
+    const char *env[] = {tp, STARTUP_TIMEOUT, NULL};
+    double bound = STARTUP_BOUND_S * th_timeout_mult();
+    th_rng_t rng = {seed};
+    double worst = 0;
+    int failed = 0;
+    printf("\n  [start-up kills over %s: seed %llu, %d trials]\n",
+           transport, (unsigned long long)seed, trials);
+    for (int t = 0; t < trials; t++) {
+        memset(sh, 0, sizeof *sh);
+        /* p=2 half the time: the one survivor must see the death itself
+         * (at p=3 a survivor that saw it tells the other). */
+        int nranks = 2 + (int)th_rnd_below(&rng, STARTUP_RANKS - 1);
+        sh->victim = (int)th_rnd_below(&rng, (size_t)nranks);
+        if (th_rnd_below(&rng, 2) != 0)
+            sh->delay_s = (double)th_rnd_below(&rng, 1000000) * 1e-6 *
+                          STARTUP_MAX_DELAY_S;
+        char name[96];
+        snprintf(name, sizeof name, "%s: kill -9 rank %d of %d %.6f s after "
+                 "init (trial %d)", transport, sh->victim, nranks,
+                 sh->delay_s, t);
+        th_job_t job = {name, nranks, env, startup_rank, sh, 40, 0, 2};
+        th_result_t res;
+        th_run_job(&job, &res);
+        int v = sh->victim;
+        char phrase[48];
+        snprintf(phrase, sizeof phrase, "rank %d (host ", v);
+        int before = CU_get_number_of_failures();
+        TH_CHECK(!res.timed_out, "%s: the job hit its deadline: a survivor "
+                 "hung (%s)", name, res.first_problem);
+        TH_CHECK(res.ranks[v].signo == SIGKILL, "%s: the victim was not "
+                 "killed (signal %d, exit status %d)", name,
+                 res.ranks[v].signo, res.ranks[v].exit_status);
+        for (int r = 0; r < nranks; r++) {
+            if (r == v)
+                continue;
+            const fault_seen_t *s = &sh->seen[r];
+            const th_rank_result_t *rr = &res.ranks[r];
+            TH_CHECK(rr->finished && !rr->signo && rr->exit_status == 0,
+                     "%s: survivor %d did not finish cleanly (signal %d, "
+                     "exit status %d): %s", name, r, rr->signo,
+                     rr->exit_status, res.first_problem);
+            TH_CHECK(s->rc == TNT_ERR_PEER_LOST && strstr(s->msg, phrase) &&
+                         strstr(s->msg, "lost"),
+                     "%s: survivor %d returned %d (%s) after %.3f s, "
+                     "expected TNT_ERR_PEER_LOST naming rank %d: '%s'",
+                     name, r, s->rc, tnt_strerror((tnt_result_t)s->rc),
+                     s->err_t, v, s->msg);
+            TH_CHECK(s->err_t <= bound, "%s: survivor %d saw the error "
+                     "after %.3f s (bound %.1f s)", name, r, s->err_t,
+                     bound);
+            TH_CHECK(s->later_rc < 0 && s->later_s < bound,
+                     "%s: survivor %d's allreduce after the failure "
+                     "returned %d after %.3f s", name, r, s->later_rc,
+                     s->later_s);
+            if (s->err_t > worst)
+                worst = s->err_t;
+        }
+        failed += CU_get_number_of_failures() != (unsigned)before;
+        printf("  [trial %2d: victim %d of %d killed %.6f s after init; "
+               "job %.2f s%s]\n", t, v, nranks, sh->delay_s, res.elapsed_s,
+               CU_get_number_of_failures() != (unsigned)before ? "; FAILED"
+                                                                : "");
+        th_result_free(&res);
+    }
+    printf("  [start-up kills over %s: %d of %d trials failed; slowest "
+           "survivor error %.3f s after its allreduce began]\n", transport,
+           failed, trials, worst);
+    munmap(sh, sizeof *sh);
+}
+
+static void test_startup_tcp(void) { startup_kills("tcp"); }
+static void test_startup_shm(void) { startup_kills("shm"); }
+
 static const th_test_def_t k_tests[] = {
     {"faults", "kill_one_of_four", test_kill_one_of_four},
     {"faults", "free_after_early_loss", test_free_after_early_loss},
+    {"startup", "tcp", test_startup_tcp},
+    {"startup", "shm", test_startup_shm},
     {NULL, NULL, NULL}};
 
 int main(int argc, char **argv)

@@ -136,7 +136,16 @@ typedef struct tnt_transport_env {
      *  upcall that failed, on_header say, left there). `core` may be
      *  NULL. */
     const char *(*last_error)(void *core);
+    /** The address `peer` published for this transport at the bootstrap
+     *  (what connect would be given): copies it into buf and returns its
+     *  length, or 0 when the peer has none for this transport or is not
+     *  known yet. For proving that a peer which has not connected yet is
+     *  gone (see docs/security.md, "Deaths during the handshake"). */
+    size_t (*peer_addr)(void *core, int peer, void *buf, size_t cap);
 } tnt_transport_env_t;
+/** Whether env (of env->size bytes) has the field `f`. */
+#define TNT_ENV_HAS(env, f)                                                  \
+    ((env)->size >= offsetof(tnt_transport_env_t, f) + sizeof((env)->f))
 /** Bytes of a version-1 env (every field up to random_bytes). */
 #define TNT_TRANSPORT_ENV_V1_SIZE offsetof(tnt_transport_env_t, host)
 

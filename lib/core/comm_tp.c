@@ -23,8 +23,47 @@
 
 _Static_assert(TNT_TP_COUNT <= TNT_TP_MAX, "engine.h: raise TNT_TP_MAX");
 
+/* The peer_addr service: a transport may look up the bootstrap address
+ * of a peer it has not connected to (to prove that peer gone). Only the
+ * address of the transport the pair uses; nothing before the table. */
+static size_t peer_addr(struct tnt_comm *comm, int tpi, int peer, void *buf,
+                        size_t cap)
+{
+    if (!comm->peers || peer < 0 || peer >= comm->nranks ||
+        peer == comm->rank)
+        return 0;
+    const tnt_peer_t *p = &comm->peers[peer];
+    if (!p->tp || p->tpi != tpi || !p->addr_len || p->addr_len > cap)
+        return 0;
+    memcpy(buf, p->addr, p->addr_len);
+    return p->addr_len;
+}
+
+static size_t peer_addr0(void *core, int peer, void *buf, size_t cap)
+{
+    return peer_addr(core, 0, peer, buf, cap);
+}
+
+static size_t peer_addr1(void *core, int peer, void *buf, size_t cap)
+{
+    return peer_addr(core, 1, peer, buf, cap);
+}
+
+static size_t peer_addr2(void *core, int peer, void *buf, size_t cap)
+{
+    return peer_addr(core, 2, peer, buf, cap);
+}
+
+static size_t peer_addr3(void *core, int peer, void *buf, size_t cap)
+{
+    return peer_addr(core, 3, peer, buf, cap);
+}
+
 tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
 {
+    static size_t (*const addr_fn[TNT_TP_MAX])(void *, int, void *,
+                                               size_t) = {
+        peer_addr0, peer_addr1, peer_addr2, peer_addr3};
     const char *plugin = getenv("TNT_TRANSPORT_PLUGIN");
     if (plugin)
         TNT_CHECK(tnt__transport_plugin_load(plugin));
@@ -35,6 +74,7 @@ tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
             continue;
         comm->tp[i] = tnt__transport_get(i);
         tnt__engine_fill_env(comm, i);
+        comm->tp_env[i].peer_addr = addr_fn[i];
         comm->tp_env[i].bind_ip = comm->bind_ip;
         TNT_CHECK(comm->tp[i]->init(&comm->tp_env[i], &comm->tp_ctx[i]));
     }

@@ -25,8 +25,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tcp_hello_t h;
         if (tnt__tcp_hello_parse(m, len, &e, &h))
             return 0;
-        /* tcp.c indexes accepting[] by from and conns[] by index. */
+        /* tcp.c indexes accepting[] by from and conns[] by index; a
+         * probe (answered, never assembled) only comes from above. */
         FUZZ_ASSERT(len == sizeof(h));
+        if (h.magic == TCP_PROBE_MAGIC) {
+            FUZZ_ASSERT(h.from > rank && h.to == rank && h.index == 0);
+            return 0;
+        }
         FUZZ_ASSERT(h.from >= 0 && h.from < rank && h.to == rank);
         FUZZ_ASSERT(h.index < h.count && h.count == e.nsock);
         FUZZ_ASSERT(h.count <= TCP_MAX_SOCKETS);

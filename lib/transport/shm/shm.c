@@ -42,13 +42,6 @@
 volatile uint64_t tnt__shm_probe_word = SHM_PROBE_VALUE;
 static atomic_uint next_instance;
 
-/* The address blob: where the socket is. */
-typedef struct shm_addr {
-    uint32_t magic;
-    int32_t pid;
-    uint32_t instance;
-} shm_addr_t;
-
 /* The job id in the name keeps jobs apart whose pids may coincide (PID
  * namespaces sharing one network namespace). */
 static socklen_t sock_name(struct sockaddr_un *sa, uint64_t job, pid_t pid,
@@ -256,7 +249,12 @@ static void hello_peer_left(shm_ep_t *ep, const char *what)
                  "closed its shared-memory connection during the handshake "
                  "(%s): it has left", ctx->env.rank, (int)ep->hello.from,
                  (int)ep->pid, what);
+    pid_t pid = ep->pid;
     ep_close(ctx, ep);
+    /* Left, or died in its handshake: once its process has exited the
+     * core hears of it, and fails only what still needed it
+     * (shm_death.c). */
+    tnt__shm_suspect(ctx, pid);
 }
 
 static void announce(shm_ep_t *ep)
@@ -354,7 +352,10 @@ static void hello_in(shm_ep_t *ep)
     if (!why)
         why = tnt__shm_hello_parse(buf, (size_t)n, &e, &ep->hello);
     if (why) {
+        pid_t pid = ep->pid;
         tnt__shm_fail(ep, why);
+        if (n <= 0) /* a rank dying in its handshake? (shm_death.c) */
+            tnt__shm_suspect(ctx, pid);
         return;
     }
     shm_challenge_t *c = &ep->chal;
@@ -749,6 +750,7 @@ static void shm_finalize(void *vctx)
     shm_ctx_t *ctx = vctx;
     if (!ctx)
         return;
+    tnt__shm_watch_finalize(ctx);
     while (ctx->eps)
         ep_close(ctx, ctx->eps);
     if (ctx->listen_fd >= 0) {

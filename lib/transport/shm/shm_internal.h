@@ -104,6 +104,13 @@ typedef struct shm_proof {
     unsigned char mac[TNT_AUTH_MAC_BYTES];
 } shm_proof_t;
 
+/* The address blob: where the socket is (and whose process holds it). */
+typedef struct shm_addr {
+    uint32_t magic;
+    int32_t pid;
+    uint32_t instance;
+} shm_addr_t;
+
 /* A send in progress (or an acknowledgement waiting for ring space). */
 typedef struct shm_sreq {
     struct shm_sreq *next;
@@ -169,6 +176,7 @@ struct shm_ctx {
     shm_ep_t *eps;
     shm_ep_t *graveyard;
     shm_sreq_t *free_sreqs;
+    struct shm_watch *watches; /* by rank (shm_death.c), made when needed */
 };
 
 /* shm_wire.c: pure checks of what arrives on the socket. */
@@ -197,6 +205,12 @@ const char *tnt__shm_fds_check(const int *fds, int nfds, size_t seg_bytes);
 void tnt__shm_fail(shm_ep_t *ep, const char *what);
 void tnt__shm_free_graveyard(shm_ctx_t *ctx);
 extern volatile uint64_t tnt__shm_probe_word;
+
+/* shm_death.c: an unproven connection from process `pid` closed; if that
+ * is a rank's registered process, fail the rank once the process has
+ * exited. From fd callbacks only (it may make upcalls). */
+void tnt__shm_suspect(shm_ctx_t *ctx, pid_t pid);
+void tnt__shm_watch_finalize(shm_ctx_t *ctx);
 
 /* shm_io.c */
 void tnt__shm_ep_cb(void *arg, uint32_t events);

@@ -128,13 +128,29 @@ void tnt__tcp_fail(tcp_conn_t *c, tnt_result_t err, const char *what)
     /* The core knows an endpoint it asked for (connect) or was given
      * (announced); anything else is a stranger and is only logged. */
     if (!ep || !ep->known) {
+        if (c->probe) { /* a peer asked whether this rank lives: it does */
+            conn_close(ctx, c);
+            return;
+        }
         ctx->env.log(ctx->env.core, TNT_LOG_WARNING | TNT_LOG_EVERY_RANK,
                      "rank %d: dropped connection from %s: %s",
                      ctx->env.rank, c->name, what);
+        /* A close before the proof may be a rank dying in its handshake:
+         * ask that rank's port (tcp_probe.c). Garbage suspects nobody. */
+        int suspect = err != TNT_ERR_PEER_LOST ? -2
+                      : ep                     ? ep->peer
+                      : c->state == TCP_PROOF_IN ? c->hello.from
+                                                 : -1;
+        char ip[sizeof(c->ip)];
+        memcpy(ip, c->ip, sizeof(ip));
         if (ep)
             ep_close(ctx, ep);
         else
             conn_close(ctx, c);
+        if (suspect >= 0)
+            tnt__tcp_suspect(ctx, suspect);
+        else if (suspect == -1)
+            tnt__tcp_suspect_ip(ctx, ip);
         return;
     }
     int peer = ep->peer;
@@ -235,6 +251,7 @@ int tnt__tcp_hello_in(tcp_conn_t *c)
     const char *why = tnt__tcp_hello_parse(c->rbuf + c->rstart,
                                            sizeof(tcp_hello_t), &e,
                                            &c->hello);
+    int gone = 0;
     c->rstart += sizeof(tcp_hello_t);
     if (!why) {
         tcp_challenge_t ch;
@@ -246,13 +263,19 @@ int tnt__tcp_hello_in(tcp_conn_t *c)
         unsigned char in[TCP_AUTH_INPUT_MAX];
         size_t n = tnt__tcp_auth_input(0, &c->hello, c->nonce, in);
         ctx->env.auth_mac(ctx->env.core, in, n, ch.mac);
-        if (hs_send(c, &ch, sizeof(ch)) != 0)
+        if (hs_send(c, &ch, sizeof(ch)) != 0) {
             why = "could not send the challenge";
+            gone = c->hello.magic == TCP_HELLO_MAGIC;
+        }
     }
     if (why) {
+        int from = c->hello.from;
         drop_stranger(c, why);
+        if (gone) /* closed after its hello: see tnt__tcp_fail */
+            tnt__tcp_suspect(ctx, from);
         return -1;
     }
+    c->probe = c->hello.magic == TCP_PROBE_MAGIC;
     c->state = TCP_PROOF_IN;
     return 0;
 }
@@ -262,6 +285,10 @@ int tnt__tcp_hello_in(tcp_conn_t *c)
 int tnt__tcp_proof_in(tcp_conn_t *c)
 {
     tcp_ctx_t *ctx = c->ctx;
+    if (c->probe) { /* a probe sends nothing after its hello */
+        conn_close(ctx, c);
+        return -1;
+    }
     tcp_proof_t pr;
     const char *why = tnt__tcp_proof_parse(c->rbuf + c->rstart,
                                            sizeof(pr), &pr);
@@ -413,6 +440,7 @@ static void timer_cb(void *arg, uint32_t events)
     if (read(ctx->timer_fd, &ticks, sizeof(ticks)) < 0)
         return;
     free_graveyards(ctx);
+    tnt__tcp_probe_tick(ctx);
     double now = tnt__now();
     tcp_conn_t *c = ctx->incoming;
     while (c) {
@@ -462,6 +490,7 @@ static void accept_cb(void *arg, uint32_t events)
             continue;
         }
         snprintf(c->name, sizeof(c->name), "%s", who);
+        tnt__sockaddr_ip((struct sockaddr *)&ss, c->ip, sizeof(c->ip));
         c->born = tnt__now();
         c->next = ctx->incoming;
         ctx->incoming = c;
@@ -642,6 +671,7 @@ static void tcp_finalize(void *vctx)
     if (!ctx)
         return;
     finish_handshakes(ctx, 0.2);
+    tnt__tcp_probe_finalize(ctx);
     while (ctx->eps)
         ep_close(ctx, ctx->eps);
     for (int i = 0; ctx->accepting && i < ctx->env.nranks; i++)

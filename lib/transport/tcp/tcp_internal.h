@@ -70,7 +70,9 @@ typedef struct tcp_conn {
     tcp_hello_t hello;   /* the handshake's, either side */
     unsigned char nonce[TCP_NONCE_BYTES]; /* the acceptor's */
     double born;         /* accepted at (tnt__now), for the time limit */
+    int probe;           /* acceptor: a probe's hello (tcp_probe.c) */
     char name[64];    /* remote address, for messages */
+    char ip[48];      /* acceptor: the remote IP (which ranks it may be) */
     struct tcp_conn *next; /* ctx's list of unidentified incoming conns */
 } tcp_conn_t;
 
@@ -101,9 +103,26 @@ struct tcp_ctx {
     tcp_ep_t *graveyard;  /* closed endpoints, freed at the next callback */
     tcp_conn_t *conn_graveyard;
     tcp_sreq_t *free_sreqs;
+    struct tcp_probe *probes; /* by rank, made at the first suspicion */
+    int sweep_next;       /* round-robin start of the next sweep */
+    int sweep_wanted;     /* a sweep waits for its gap */
+    char sweep_ip[48];    /* of the last connection that set it */
+    double sweep_last;
     unsigned closes;      /* conn_close and ep_close calls: the lists may
                              have changed (tnt__tcp_poll's guard) */
 };
+
+/* tcp_probe.c: proving that a rank which has not connected yet is gone.
+ * Called from fd callbacks only (they may make upcalls). */
+/* A connection that claimed to be from `rank` closed before its proof. */
+void tnt__tcp_suspect(tcp_ctx_t *ctx, int rank);
+/* A connection from `ip` closed before it said who it was. */
+void tnt__tcp_suspect_ip(tcp_ctx_t *ctx, const char *ip);
+/* Once a second (timer_cb): start the probes that waited for their gap. */
+void tnt__tcp_probe_tick(tcp_ctx_t *ctx);
+void tnt__tcp_probe_finalize(tcp_ctx_t *ctx);
+/* Whether the pair with `rank` is connected or being assembled. */
+int tnt__tcp_has_ep(const tcp_ctx_t *ctx, int rank);
 
 /* tcp.c */
 void tnt__tcp_fail(tcp_conn_t *c, tnt_result_t err, const char *what);

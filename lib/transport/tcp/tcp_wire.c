@@ -14,7 +14,7 @@ const char *tnt__tcp_hello_parse(const void *buf, size_t len,
     if (len != sizeof(*out))
         return "not a libtntcomm hello (wrong length)";
     memcpy(out, buf, sizeof(*out));
-    if (out->magic != TCP_HELLO_MAGIC)
+    if (out->magic != TCP_HELLO_MAGIC && out->magic != TCP_PROBE_MAGIC)
         return "not a libtntcomm hello";
     if (out->version != TCP_PROTO_VERSION)
         return "another protocol version";
@@ -22,6 +22,11 @@ const char *tnt__tcp_hello_parse(const void *buf, size_t len,
         return "hello from another job (another job key)";
     if (out->comm_id != e->comm_id || out->to != e->rank)
         return "hello for another communicator or rank";
+    /* A probe comes from a higher rank, which never connects here. */
+    if (out->magic == TCP_PROBE_MAGIC)
+        return out->from > e->rank && out->index == 0
+                   ? NULL
+                   : "probe from a rank that may not probe here";
     if (out->from < 0 || out->from >= e->rank)
         return "hello from a rank that may not connect here";
     if (out->count != e->nsock || out->index >= out->count)

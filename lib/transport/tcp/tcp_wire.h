@@ -28,6 +28,9 @@
 #define TCP_HELLO_MAGIC 0x48544e54u /* "TNTH" */
 #define TCP_CHAL_MAGIC 0x43544e54u  /* "TNTC" */
 #define TCP_PROOF_MAGIC 0x50544e54u /* "TNTP" */
+/* A hello that asks only "are you there?" (tcp_probe.c): the acceptor
+ * answers with its challenge, proving the key, and the prober closes. */
+#define TCP_PROBE_MAGIC 0x51544e54u /* "TNTQ" */
 #define TCP_PROTO_VERSION 3u
 #define TCP_NONCE_BYTES 16
 #define TCP_HDR_MAX 256
