@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -586,6 +587,213 @@ static void test_intruders(void)
     }
 }
 
+/* ---- a flood of held connections -------------------------------------- */
+
+/* 5000 silent connections held on every data port of a p=3 TCP job while
+ * its ranks connect to each other. Ranks 0 and 2 start and listen; rank 1
+ * waits until the intruder holds the connections, so that every pair
+ * connects through the flood (ranks accept nothing while they bootstrap:
+ * the flood is queued in front of the peers' connections). A rank keeps
+ * at most TCP_INCOMING_MAX unproven connections; the job's own ranks must
+ * still get in (once, the 1025th stranger had turned a peer away and the
+ * job failed blaming a live rank). The strangers are held by helper
+ * processes of FL_CHUNK connections each, so no process needs more
+ * descriptors than a default limit of 1024 allows. */
+#define FL_HOLD 5000
+#define FL_CHUNK 1000
+#define FL_ITERS 200
+
+/* A helper: open n connections to port, wait (bounded) until they are
+ * established, write how many are to `out`, then hold them until killed. */
+static void fl_helper(int port, int n, int out)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int *fds = malloc((size_t)n * sizeof(int));
+    struct pollfd *pf = malloc((size_t)n * sizeof(*pf));
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < n; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        if (fds[i] >= 0 &&
+            connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)) != 0 &&
+            errno != EINPROGRESS) {
+            close(fds[i]);
+            fds[i] = -1;
+        }
+    }
+    /* Established, or still trying (beyond the listen queue the kernel
+     * retries the SYN); counted after a bounded wait. */
+    int up = 0;
+    double end = th_now() + 1.5;
+    while (th_now() < end) {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (fds[i] >= 0)
+                pf[m++] = (struct pollfd){fds[i], POLLOUT, 0};
+        poll(pf, (nfds_t)m, 100);
+        up = 0;
+        for (int i = 0; i < m; i++)
+            up += (pf[i].revents & POLLOUT) != 0;
+        if (up == n)
+            break;
+    }
+    if (write(out, &up, sizeof(up)) != (ssize_t)sizeof(up))
+        _exit(1);
+    close(out);
+    for (;;)
+        pause();
+}
+
+static int fl_main(ix_ctx_t *x, pid_t *helpers, int maxh)
+{
+    double end = th_now() + 60.0 * th_timeout_mult();
+    int ports[8], np = 0;
+    /* Ranks 0 and 2 listen (rank 1 waits for "go"). */
+    while ((np = ix_find_ports(x->root_port, ports, 8)) < 2 &&
+           th_now() < end)
+        usleep(20000);
+    int nh = 0, fails = 0;
+    for (int i = 0; i < np; i++) {
+        int up = 0;
+        for (int off = 0; off < FL_HOLD && nh < maxh; off += FL_CHUNK) {
+            int pfd[2];
+            if (pipe(pfd) != 0)
+                break;
+            pid_t pid = fork();
+            if (pid == 0) {
+                close(pfd[0]);
+                fl_helper(ports[i], FL_CHUNK, pfd[1]);
+            }
+            close(pfd[1]);
+            int k = 0;
+            if (pid > 0) {
+                helpers[nh++] = pid;
+                if (read(pfd[0], &k, sizeof(k)) != (ssize_t)sizeof(k))
+                    k = 0;
+            }
+            close(pfd[0]);
+            up += k;
+        }
+        fprintf(stderr, "intruder: holding %d of %d connections to port "
+                "%d\n", up, FL_HOLD, ports[i]);
+        /* More than a rank admits at once: beyond the old refusal. */
+        if (up <= 1024) {
+            fprintf(stderr, "intruder: FAIL: only %d connections to port "
+                    "%d established\n", up, ports[i]);
+            fails++;
+        }
+    }
+    if (np != 2) {
+        fprintf(stderr, "intruder: FAIL: found %d data ports, expected 2\n",
+                np);
+        fails++;
+    }
+    th_flag_set(x->dir, "go");
+    return fails;
+}
+
+static int flood_rank(tnt_comm_t unused, int rank, int nranks, void *arg,
+                      th_report_t *rep)
+{
+    (void)unused;
+    ix_ctx_t *x = arg;
+    double end = th_now() + 120.0 * th_timeout_mult();
+    if (rank == 1)
+        while (!th_flag_isset(x->dir, "go") && th_now() < end)
+            usleep(10000);
+    tnt_comm_t comm;
+    tnt_result_t rc = tnt_comm_init_from_env(&comm);
+    th_report_check(rep, "init", rc, 0, 0, NULL, 0);
+    if (rc != TNT_SUCCESS)
+        return 1;
+    int32_t buf[IX_COUNT];
+    size_t wrong = 0, first = 0;
+    int it;
+    for (it = 0; it < FL_ITERS && rc == TNT_SUCCESS; it++) {
+        for (int j = 0; j < IX_COUNT; j++)
+            buf[j] = (int32_t)((rank + 1) * ((it + j) % 1000));
+        rc = tnt_allreduce(comm, TNT_IN_PLACE, buf, IX_COUNT, TNT_I32,
+                           TNT_SUM);
+        int32_t tri = (int32_t)(nranks * (nranks + 1) / 2);
+        for (int j = 0; rc == TNT_SUCCESS && j < IX_COUNT; j++)
+            if (buf[j] != tri * (int32_t)((it + j) % 1000) && !wrong++)
+                first = (size_t)it * IX_COUNT + (size_t)j;
+    }
+    th_report_check(rep, "allreduces", rc, wrong, first, NULL, 0);
+    tnt_comm_free(comm);
+    return 0;
+}
+
+static void test_flood(void)
+{
+    ix_ctx_t x;
+    memset(&x, 0, sizeof(x));
+    snprintf(x.dir, sizeof(x.dir), "/tmp/tnt-flood-XXXXXX");
+    if (!mkdtemp(x.dir)) {
+        TH_CHECK(0, "mkdtemp: %s", strerror(errno));
+        return;
+    }
+    x.root_port = th_free_port();
+    char log[256], root[64];
+    ix_path(&x, "stderr.log", log, sizeof(log));
+    snprintf(root, sizeof(root), "TNT_ROOT_ADDR=127.0.0.1:%d", x.root_port);
+    fflush(stderr);
+    int saved = dup(2);
+    int lfd = open(log, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+    dup2(lfd, 2);
+    close(lfd);
+    enum { MAXH = 2 * FL_HOLD / FL_CHUNK };
+    pid_t *helpers = mmap(NULL, sizeof(pid_t) * (MAXH + 1),
+                          PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    pid_t ipid = fork();
+    if (ipid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int fails = fl_main(&x, helpers, MAXH);
+        /* Hold until the test is over (killed with the helpers). */
+        helpers[MAXH] = fails ? 1 : 2;
+        for (;;)
+            pause();
+    }
+    const char *env[] = {root, "TNT_JOB_KEY=" IX_KEY, "TNT_TRANSPORT=tcp",
+                         "TNT_LOG_LEVEL=WARNING", "TNT_LOG_ALL_RANKS=1",
+                         "TNT_TIMEOUT=20", NULL};
+    th_job_t job = {.name = "flood", .nranks = 3, .env = env,
+                    .fn = flood_rank, .arg = &x, .deadline_s = 150,
+                    .no_init = 1};
+    th_result_t res;
+    th_run_job(&job, &res);
+    for (int i = 0; i < MAXH; i++)
+        if (helpers[i] > 0)
+            kill(helpers[i], SIGKILL);
+    int intruder_ok = helpers[MAXH] == 2;
+    kill(ipid, SIGKILL);
+    waitpid(ipid, NULL, 0);
+    for (int i = 0; i < MAXH; i++)
+        if (helpers[i] > 0)
+            waitpid(helpers[i], NULL, WNOHANG);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    TH_CHECK(intruder_ok, "the intruder could not hold its connections "
+             "(see its FAIL lines in %s)", log);
+    TH_CHECK(res.failures == 0, "the job failed under the flood: %s (the "
+             "ranks' stderr is in %s)", res.first_problem, log);
+    int ev = th_count_lines(log, "dropped connection from", "evicted");
+    int refused = th_count_lines(log, "refused connection from", NULL);
+    printf("\n  [flood: %d strangers evicted, %d refused]\n", ev, refused);
+    th_result_free(&res);
+    munmap(helpers, sizeof(pid_t) * (MAXH + 1));
+    if (CU_get_number_of_failures() == 0 && !getenv("TNT_TEST_KEEP")) {
+        unlink(log);
+        char p[256];
+        ix_path(&x, "go", p, sizeof(p));
+        unlink(p);
+        rmdir(x.dir);
+    }
+}
+
 /* ---- the early-message budget ------------------------------------------ */
 
 /* Rank 2 arrives late to a barrier, so messages to it (and, depending on
@@ -672,6 +880,7 @@ static void test_no_key(void)
 static const th_test_def_t k_tests[] = {
     {"keys", "no_key_warns", test_no_key},
     {"intruder", "all_ports", test_intruders},
+    {"intruder", "flood_5000", test_flood},
     {"budget", "empty_early_messages", test_early_budget},
     {NULL, NULL, NULL},
 };

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -451,18 +452,61 @@ static void timer_cb(void *arg, uint32_t events)
     }
 }
 
+/* Make room for a new connection: close the oldest unproven one that
+ * has not said who it is yet, else the oldest that has (a peer's own
+ * connection says so within a round trip and proves the key within the
+ * next; refusing the newcomer instead had let a flood of silent
+ * connections hold a port shut to the job's own ranks). 0: none. */
+static int evict_stranger(tcp_ctx_t *ctx, const char *why)
+{
+    tcp_conn_t *silent = NULL, *named = NULL;
+    for (tcp_conn_t *c = ctx->incoming; c; c = c->next) {
+        /* The list is newest first: the last match is the oldest. */
+        if (c->closed)
+            continue;
+        if (c->state == TCP_HELLO_IN)
+            silent = c;
+        else
+            named = c;
+    }
+    tcp_conn_t *victim = silent ? silent : named;
+    if (!victim)
+        return 0;
+    drop_stranger(victim, why);
+    return 1;
+}
+
+/* Unproven connections one rank keeps: TCP_INCOMING_MAX, and no more
+ * than half of its descriptor limit, so that accepting never fails
+ * for want of a descriptor while strangers hold them. */
+static int incoming_cap(void)
+{
+    struct rlimit rl;
+    int cap = TCP_INCOMING_MAX;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur / 2 < (rlim_t)cap)
+        cap = rl.rlim_cur / 2 > 16 ? (int)(rl.rlim_cur / 2) : 16;
+    return cap;
+}
+
 static void accept_cb(void *arg, uint32_t events)
 {
     tcp_ctx_t *ctx = arg;
     (void)events;
     free_graveyards(ctx);
-    for (;;) {
+    /* A bounded batch, so that the connections accepted get read (their
+     * hellos) before a flood behind them pushes them out. */
+    for (int batch = 0; batch < TCP_ACCEPT_BATCH; batch++) {
         struct sockaddr_storage ss;
         socklen_t len = sizeof(ss);
         int fd = accept4(ctx->listen_fd, (struct sockaddr *)&ss, &len,
                          SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if ((errno == EMFILE || errno == ENFILE) &&
+                evict_stranger(ctx, "evicted: this process is out of file "
+                               "descriptors"))
                 continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
                 ctx->env.log(ctx->env.core, TNT_LOG_WARNING, "rank %d: "
@@ -471,17 +515,11 @@ static void accept_cb(void *arg, uint32_t events)
         }
         char who[64];
         tnt__sockaddr_str((struct sockaddr *)&ss, who, sizeof(who));
-        if (ctx->nincoming >= TCP_INCOMING_MAX) {
-            /* The legitimate peers already wait in line; the newest
-             * stranger is turned away rather than anyone evicted. */
-            ctx->env.log(ctx->env.core,
-                         TNT_LOG_WARNING | TNT_LOG_EVERY_RANK, "rank %d: "
-                         "refused connection from %s: %d connections are "
-                         "already "
-                         "in their handshake", ctx->env.rank, who,
-                         ctx->nincoming);
-            close(fd);
-            continue;
+        if (ctx->nincoming >= ctx->incoming_cap) {
+            char why[128];
+            snprintf(why, sizeof(why), "evicted: %d connections were in "
+                     "their handshake", ctx->nincoming);
+            evict_stranger(ctx, why);
         }
         tune_socket(ctx, fd);
         tcp_conn_t *c = conn_new(ctx, fd, TCP_HELLO_IN, NULL);
@@ -495,6 +533,8 @@ static void accept_cb(void *arg, uint32_t events)
         c->next = ctx->incoming;
         ctx->incoming = c;
         ctx->nincoming++;
+        /* A peer's hello is often here already: read it now. */
+        tnt__tcp_read(c);
     }
 }
 
@@ -612,6 +652,7 @@ static tnt_result_t tcp_init(const tnt_transport_env_t *env, void **out)
     ctx->listen_fd = -1;
     ctx->timer_fd = -1;
     ctx->nsock = 1;
+    ctx->incoming_cap = incoming_cap();
     ctx->accepting = calloc((size_t)env->nranks, sizeof(*ctx->accepting));
     tnt_result_t rc = ctx->accepting ? TNT_SUCCESS
                                      : tnt__error(TNT_ERR_NO_MEMORY,

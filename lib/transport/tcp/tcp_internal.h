@@ -19,9 +19,12 @@
 #include "tnt/transport.h"
 
 /* Unauthenticated incoming sockets one rank keeps at once (each holds a
- * staging buffer), and how long each may take to prove the job key. */
+ * staging buffer; beyond it the oldest silent one is evicted), how long
+ * each may take to prove the job key, and connections accepted per
+ * callback. */
 #define TCP_INCOMING_MAX 1024
 #define TCP_HANDSHAKE_WAIT_S 10.0
+#define TCP_ACCEPT_BATCH 64
 #define TCP_RBUF_SIZE (64 * 1024)
 /* Remaining payloads at least this large skip the staging buffer. */
 #define TCP_DIRECT_MIN (16 * 1024)
@@ -99,6 +102,7 @@ struct tcp_ctx {
     tcp_ep_t **accepting; /* by rank: endpoints being assembled */
     tcp_conn_t *incoming; /* accepted, handshake not finished */
     int nincoming;
+    int incoming_cap;     /* TCP_INCOMING_MAX or less (incoming_cap()) */
     int timer_fd;         /* expires slow handshakes */
     tcp_ep_t *graveyard;  /* closed endpoints, freed at the next callback */
     tcp_conn_t *conn_graveyard;
