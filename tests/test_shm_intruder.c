@@ -573,8 +573,205 @@ static void test_shm_intruders(void)
     }
 }
 
+/* ---- a flood of held connections ------------------------------------ */
+
+/* 5000 silent connections made to each rank's socket, and held, while the
+ * ranks of a p=3 job connect to each other: ranks 0 and 2 start and
+ * listen, rank 1 waits until the flood runs, so that every pair connects
+ * through it. A rank keeps at most SHM_PENDING_MAX connections in their
+ * handshake; its own peers' must still get in (once, the flood evicted a
+ * peer's connection before its hello was read, and the job failed
+ * blaming a live rank). The strangers come from helper processes of
+ * FLOOD_CHUNK connections each (within a default descriptor limit); the
+ * job runs FLOOD_ITERS verified allreduces and, once every helper has
+ * made its connections, one more. */
+#define FLOOD_HOLD 5000
+#define FLOOD_CHUNK 1000
+#define FLOOD_ITERS 200
+
+static void flood_helper(const char *name, int n, int out)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    size_t len = strlen(name);
+    memcpy(sa.sun_path + 1, name, len);
+    socklen_t sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+                               len);
+    int made = 0;
+    double end = th_now() + 10.0;
+    /* The listen queue is short: retry while it is full (the rank
+     * drains it), bounded in time. */
+    while (made < n && th_now() < end) {
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+            break;
+        if (connect(fd, (struct sockaddr *)&sa, sl) == 0) {
+            made++;
+            continue; /* held: never closed */
+        }
+        close(fd);
+        if (errno != EAGAIN)
+            break;
+        usleep(200);
+    }
+    if (write(out, &made, sizeof(made)) != (ssize_t)sizeof(made))
+        _exit(1);
+    close(out);
+    for (;;)
+        pause();
+}
+
+static int flood_rank(tnt_comm_t unused, int rank, int nranks, void *arg,
+                      th_report_t *rep)
+{
+    (void)unused;
+    sx_ctx_t *x = arg;
+    double end = th_now() + 120.0 * th_timeout_mult();
+    if (rank == 1)
+        while (!th_flag_isset(x->dir, "go") && th_now() < end)
+            usleep(1000);
+    tnt_comm_t comm;
+    tnt_result_t rc = tnt_comm_init_from_env(&comm);
+    th_report_check(rep, "init", rc, 0, 0, NULL, 0);
+    if (rc != TNT_SUCCESS)
+        return 1;
+    int32_t buf[SX_COUNT];
+    size_t wrong = 0, first = 0;
+    for (int it = 0; it < FLOOD_ITERS && rc == TNT_SUCCESS; it++) {
+        for (int j = 0; j < SX_COUNT; j++)
+            buf[j] = (int32_t)((rank + 1) * ((it + j) % 1000));
+        rc = tnt_allreduce(comm, TNT_IN_PLACE, buf, SX_COUNT, TNT_I32,
+                           TNT_SUM);
+        int32_t tri = (int32_t)(nranks * (nranks + 1) / 2);
+        for (int j = 0; rc == TNT_SUCCESS && j < SX_COUNT; j++)
+            if (buf[j] != tri * (int32_t)((it + j) % 1000) && !wrong++)
+                first = (size_t)it * SX_COUNT + (size_t)j;
+    }
+    /* The whole flood meets a live job: wait for its end, then one
+     * more. */
+    while (rc == TNT_SUCCESS && !th_flag_isset(x->dir, "flooded") &&
+           th_now() < end)
+        usleep(10000);
+    for (int j = 0; rc == TNT_SUCCESS && j < SX_COUNT; j++)
+        buf[j] = rank + 1;
+    if (rc == TNT_SUCCESS)
+        rc = tnt_allreduce(comm, TNT_IN_PLACE, buf, SX_COUNT, TNT_I32,
+                           TNT_SUM);
+    for (int j = 0; rc == TNT_SUCCESS && j < SX_COUNT; j++)
+        if (buf[j] != nranks * (nranks + 1) / 2 && !wrong++)
+            first = (size_t)FLOOD_ITERS * SX_COUNT + (size_t)j;
+    th_report_check(rep, "allreduces", rc, wrong, first, NULL, 0);
+    tnt_comm_free(comm);
+    return 0;
+}
+
+static void test_shm_flood(void)
+{
+    sx_ctx_t x;
+    memset(&x, 0, sizeof(x));
+    snprintf(x.dir, sizeof(x.dir), "/tmp/tnt-shm-flood-XXXXXX");
+    if (!mkdtemp(x.dir)) {
+        TH_CHECK(0, "mkdtemp: %s", strerror(errno));
+        return;
+    }
+    x.job_id = tnt__auth_job_id(SX_KEY);
+    char log[256];
+    sx_path(&x, "stderr.log", log, sizeof(log));
+    fflush(stderr);
+    int saved = dup(2);
+    int lfd = open(log, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+    dup2(lfd, 2);
+    close(lfd);
+    enum { MAXH = 2 * FLOOD_HOLD / FLOOD_CHUNK };
+    /* helpers, then the connections each made, then the verdict. */
+    int *sh = mmap(NULL, sizeof(int) * (2 * MAXH + 1),
+                   PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+                   0);
+    pid_t ipid = fork();
+    if (ipid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        double end = th_now() + 60.0 * th_timeout_mult();
+        while (sx_find(&x) < 2 && th_now() < end)
+            usleep(5000);
+        int nh = 0, pipes[MAXH];
+        for (int i = 0; i < x.nsock && i < 2; i++)
+            for (int off = 0; off < FLOOD_HOLD; off += FLOOD_CHUNK) {
+                int pfd[2];
+                if (pipe(pfd) != 0)
+                    break;
+                pid_t pid = fork();
+                if (pid == 0) {
+                    close(pfd[0]);
+                    flood_helper(x.names[i], FLOOD_CHUNK, pfd[1]);
+                }
+                close(pfd[1]);
+                sh[nh] = pid;
+                pipes[nh++] = pfd[0];
+            }
+        /* Rank 1 joins while the flood runs. */
+        usleep(20000);
+        th_flag_set(x.dir, "go");
+        int total = 0;
+        for (int h = 0; h < nh; h++) {
+            int k = 0;
+            if (read(pipes[h], &k, sizeof(k)) != (ssize_t)sizeof(k))
+                k = 0;
+            sh[MAXH + h] = k;
+            total += k;
+        }
+        fprintf(stderr, "intruder: made %d connections to %d sockets\n",
+                total, x.nsock < 2 ? x.nsock : 2);
+        sh[2 * MAXH] = x.nsock == 2 && total > 2 * SHM_PENDING_MAX ? 2 : 1;
+        th_flag_set(x.dir, "flooded");
+        for (;;)
+            pause();
+    }
+    const char *env[] = {"TNT_JOB_KEY=" SX_KEY, "TNT_TRANSPORT=shm",
+                         "TNT_LOG_LEVEL=WARNING", "TNT_TIMEOUT=20", NULL};
+    th_job_t job = {.name = "shm flood", .nranks = 3, .env = env,
+                    .fn = flood_rank, .arg = &x, .deadline_s = 150,
+                    .no_init = 1};
+    th_result_t res;
+    th_run_job(&job, &res);
+    /* Wait for the helpers' counts (bounded), then end them all. */
+    double end = th_now() + 20.0 * th_timeout_mult();
+    while (!sh[2 * MAXH] && th_now() < end)
+        usleep(10000);
+    for (int i = 0; i < MAXH; i++)
+        if (sh[i] > 0)
+            kill(sh[i], SIGKILL);
+    kill(ipid, SIGKILL);
+    waitpid(ipid, NULL, 0);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    int made = 0;
+    for (int i = 0; i < MAXH; i++)
+        made += sh[MAXH + i];
+    printf("\n  [shm flood: %d connections made; %d strangers dropped]\n",
+           made, th_count_lines(log, "dropped shared-memory", NULL));
+    TH_CHECK(sh[2 * MAXH] == 2, "the intruder could not flood the sockets "
+             "(%d connections; see %s)", made, log);
+    TH_CHECK(res.failures == 0, "the job failed under the flood: %s (the "
+             "ranks' stderr is in %s)", res.first_problem, log);
+    th_result_free(&res);
+    munmap(sh, sizeof(int) * (2 * MAXH + 1));
+    if (CU_get_number_of_failures() == 0 && !getenv("TNT_TEST_KEEP")) {
+        unlink(log);
+        char p[256];
+        sx_path(&x, "go", p, sizeof(p));
+        unlink(p);
+        sx_path(&x, "flooded", p, sizeof(p));
+        unlink(p);
+        rmdir(x.dir);
+    }
+}
+
 static const th_test_def_t k_tests[] = {
     {"shm_intruder", "abstract_socket", test_shm_intruders},
+    {"shm_intruder", "flood_5000", test_shm_flood},
     {NULL, NULL, NULL},
 };
 

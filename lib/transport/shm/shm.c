@@ -534,9 +534,27 @@ static void sock_cb(void *arg, uint32_t events)
     tnt__shm_fail(ep, what);
 }
 
+/* Which pending connection gives way when room is needed: never one
+ * from a rank's own process (its pid, which the kernel vouches for, is
+ * one the bootstrap registered), else the oldest that has not sent its
+ * hello yet, else the oldest that has. */
+static shm_ep_t *evictable(shm_ctx_t *ctx)
+{
+    shm_ep_t *silent = NULL, *named = NULL;
+    for (shm_ep_t *e = ctx->eps; e; e = e->next) {
+        if (!e->pending || e->member)
+            continue;
+        shm_ep_t **pick = e->challenged ? &named : &silent;
+        if (!*pick || e->born < (*pick)->born)
+            *pick = e;
+    }
+    return silent ? silent : named;
+}
+
 /* Close the strangers that have not proved the key in time and, when
- * too many are still at it, the oldest: silent connections must not pile
- * up. Checked at each new connection, which is when room is needed. */
+ * too many are still at it, one more (evictable()): silent connections
+ * must not pile up, nor shut the job's own ranks out. Checked at each new
+ * connection, which is when room is needed. */
 static void expire_strangers(shm_ctx_t *ctx, double now)
 {
     shm_ep_t *oldest;
@@ -547,7 +565,8 @@ static void expire_strangers(shm_ctx_t *ctx, double now)
                 oldest = e;
         if (oldest && now - oldest->born > SHM_HANDSHAKE_WAIT_S)
             tnt__shm_fail(oldest, "no authenticated handshake in time");
-        else if (oldest && ctx->npending >= SHM_PENDING_MAX)
+        else if (oldest && ctx->npending >= SHM_PENDING_MAX &&
+                 (oldest = evictable(ctx)) != NULL)
             tnt__shm_fail(oldest, "too many connections in their "
                           "handshake");
         else
@@ -560,7 +579,9 @@ static void accept_cb(void *arg, uint32_t events)
     (void)events;
     shm_ctx_t *ctx = arg;
     tnt__shm_free_graveyard(ctx);
-    for (;;) {
+    /* A bounded batch, so that the connections accepted get read (their
+     * hellos) before a flood behind them pushes them out. */
+    for (int batch = 0; batch < SHM_ACCEPT_BATCH; batch++) {
         int fd = accept4(ctx->listen_fd, NULL, NULL,
                          SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
@@ -589,11 +610,14 @@ static void accept_cb(void *arg, uint32_t events)
         ep->uid = uid;
         ep->born = now;
         ep->pending = 1;
+        ep->member = tnt__shm_rank_of_pid(ctx, pid) >= 0;
         ctx->npending++;
         ep->sock_watched = ctx->env.watch_fd(ctx->env.core, fd, TNT_FD_READ,
                                              sock_cb, ep) == TNT_SUCCESS;
         if (!ep->sock_watched)
             ep_close(ctx, ep);
+        else /* a peer's hello is usually here already */
+            hello_in(ep);
     }
 }
 

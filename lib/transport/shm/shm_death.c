@@ -54,8 +54,7 @@ static int has_ep(const shm_ctx_t *ctx, int rank)
     return 0;
 }
 
-/* Which rank registered process `pid` for this transport; -1: none. */
-static int rank_of_pid(shm_ctx_t *ctx, pid_t pid)
+int tnt__shm_rank_of_pid(shm_ctx_t *ctx, pid_t pid)
 {
     if (!TNT_ENV_HAS(&ctx->env, peer_addr) || !ctx->env.peer_addr)
         return -1;
@@ -99,7 +98,7 @@ static void exited_cb(void *arg, uint32_t events)
 
 void tnt__shm_suspect(shm_ctx_t *ctx, pid_t pid)
 {
-    int r = rank_of_pid(ctx, pid);
+    int r = tnt__shm_rank_of_pid(ctx, pid);
     if (r < 0 || has_ep(ctx, r))
         return;
     if (!ctx->watches) {

@@ -42,6 +42,8 @@
  * may take to prove it. */
 #define SHM_PENDING_MAX 64
 #define SHM_HANDSHAKE_WAIT_S 10.0
+/* Connections accepted per callback. */
+#define SHM_ACCEPT_BATCH 64
 #define SHM_RING_BYTES ((size_t)1 << 20)
 #define SHM_HDR_MAX 256
 /* Payloads at least this large are pulled by the receiver with
@@ -138,6 +140,7 @@ typedef struct shm_ep {
     int memfd;            /* connector: the segment until the proof */
     int challenged;       /* acceptor: the challenge is out */
     int pending;          /* acceptor: counted in ctx->npending */
+    int member;           /* acceptor: the pid is a rank's (SO_PEERCRED) */
     shm_hello_t hello;    /* the connector's hello (both sides) */
     shm_challenge_t chal; /* the acceptor's challenge (both sides) */
     shm_seg_t *seg;
@@ -210,6 +213,8 @@ extern volatile uint64_t tnt__shm_probe_word;
  * is a rank's registered process, fail the rank once the process has
  * exited. From fd callbacks only (it may make upcalls). */
 void tnt__shm_suspect(shm_ctx_t *ctx, pid_t pid);
+/* Which rank registered process `pid` for this transport; -1: none. */
+int tnt__shm_rank_of_pid(shm_ctx_t *ctx, pid_t pid);
 void tnt__shm_watch_finalize(shm_ctx_t *ctx);
 
 /* shm_io.c */
