@@ -125,8 +125,13 @@ static void finish(tcp_probe_t *pr, int outcome)
                                "connections: the process is gone");
         return;
     }
-    if (outcome == PROBE_ALIVE)
+    if (outcome == PROBE_ALIVE) {
         pr->tries = 0;
+        ctx->env.log(ctx->env.core, TNT_LOG_INFO, "rank %d: rank %d "
+                     "answers on its port: the connection that closed in "
+                     "its handshake was not its death", ctx->env.rank,
+                     pr->rank);
+    }
     else if (++pr->tries < TCP_PROBE_TRIES)
         pr->wanted = 1;
     /* A repeat waits for its gap (tnt__tcp_probe_tick). */
