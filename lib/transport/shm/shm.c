@@ -579,9 +579,7 @@ static void accept_cb(void *arg, uint32_t events)
     (void)events;
     shm_ctx_t *ctx = arg;
     tnt__shm_free_graveyard(ctx);
-    /* A bounded batch, so that the connections accepted get read (their
-     * hellos) before a flood behind them pushes them out. */
-    for (int batch = 0; batch < SHM_ACCEPT_BATCH; batch++) {
+    for (;;) {
         int fd = accept4(ctx->listen_fd, NULL, NULL,
                          SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)

@@ -42,8 +42,6 @@
  * may take to prove it. */
 #define SHM_PENDING_MAX 64
 #define SHM_HANDSHAKE_WAIT_S 10.0
-/* Connections accepted per callback. */
-#define SHM_ACCEPT_BATCH 64
 #define SHM_RING_BYTES ((size_t)1 << 20)
 #define SHM_HDR_MAX 256
 /* Payloads at least this large are pulled by the receiver with

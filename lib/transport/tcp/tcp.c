@@ -494,9 +494,10 @@ static void accept_cb(void *arg, uint32_t events)
     tcp_ctx_t *ctx = arg;
     (void)events;
     free_graveyards(ctx);
-    /* A bounded batch, so that the connections accepted get read (their
-     * hellos) before a flood behind them pushes them out. */
-    for (int batch = 0; batch < TCP_ACCEPT_BATCH; batch++) {
+    /* At most half the cap per callback: a connection accepted whose
+     * hello was not there yet is read in the next round, before a flood
+     * queued behind it could make it the oldest silent one. */
+    for (int batch = 0; batch < ctx->incoming_cap / 2; batch++) {
         struct sockaddr_storage ss;
         socklen_t len = sizeof(ss);
         int fd = accept4(ctx->listen_fd, (struct sockaddr *)&ss, &len,

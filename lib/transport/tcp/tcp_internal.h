@@ -19,12 +19,10 @@
 #include "tnt/transport.h"
 
 /* Unauthenticated incoming sockets one rank keeps at once (each holds a
- * staging buffer; beyond it the oldest silent one is evicted), how long
- * each may take to prove the job key, and connections accepted per
- * callback. */
+ * staging buffer; beyond it the oldest silent one is evicted), and how
+ * long each may take to prove the job key. */
 #define TCP_INCOMING_MAX 1024
 #define TCP_HANDSHAKE_WAIT_S 10.0
-#define TCP_ACCEPT_BATCH 64
 #define TCP_RBUF_SIZE (64 * 1024)
 /* Remaining payloads at least this large skip the staging buffer. */
 #define TCP_DIRECT_MIN (16 * 1024)
