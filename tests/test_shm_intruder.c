@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -438,7 +439,27 @@ static int sx_main(sx_ctx_t *x)
     for (int i = 0; i < 3; i++)
         for (int k = 0; k < SX_HOLD; k++)
             held[i][k] = sx_connect(x->names[i]);
-    usleep(300000);
+    /* Until every rank has closed the ones beyond its bound (a rank
+     * polls its socket rarely while it runs back-to-back collectives on
+     * a loaded machine: a fixed 300 ms was sometimes too short). */
+    int evicted = 0;
+    double until = th_now() + 20.0 * th_timeout_mult();
+    do {
+        usleep(50000);
+        evicted = 0;
+        for (int i = 0; i < 3; i++) {
+            int n = 0;
+            for (int k = 0; k < SX_HOLD; k++) {
+                struct pollfd p = {held[i][k], POLLIN, 0};
+                n += held[i][k] >= 0 && poll(&p, 1, 0) == 1 &&
+                     (p.revents & (POLLHUP | POLLIN));
+            }
+            evicted += n >= SX_HOLD - SHM_PENDING_MAX;
+        }
+    } while (evicted < 3 && th_now() < until);
+    if (evicted < 3)
+        SX_FAIL(x, "only %d of 3 ranks closed the connections beyond "
+                "their bound of %d", evicted, SHM_PENDING_MAX);
     if (sx_leaked(x))
         SX_FAIL(x, "a rank maps or holds a descriptor the intruder sent");
     for (int i = 0; i < 3; i++)
