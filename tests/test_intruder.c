@@ -449,9 +449,24 @@ static int ix_main(ix_ctx_t *x)
     if (np == 3 && challenged != 2)
         IX_FAIL(x, "%d data ports answered a hello with a challenge, "
                 "expected 2 (the ports of ranks 1 and 2)", challenged);
-    /* Hold them past the transport's handshake limit (10 s), so that the
-     * ranks expire them, then let the job end. */
-    usleep((useconds_t)(11.5 * 1e6));
+    /* Hold them past the transport's handshake limit (10 s), until the
+     * ranks have expired them all (a rank that accepted them late, on a
+     * loaded machine, expires them late), then let the job end. */
+    usleep((useconds_t)(10.5 * 1e6));
+    end = th_now() + 30.0 * mult;
+    int open_left;
+    do {
+        open_left = 0;
+        for (int i = 0; i < np && i < 3; i++)
+            for (int k = 0; k < IX_HOLD; k++) {
+                struct pollfd p = {held[1 + i][k], POLLIN, 0};
+                open_left += held[1 + i][k] >= 0 && poll(&p, 1, 0) == 0;
+            }
+        if (open_left)
+            usleep(100000);
+    } while (open_left && th_now() < end);
+    if (open_left)
+        IX_FAIL(x, "%d held connections were never expired", open_left);
     for (int i = 0; i < np && i < 3; i++)
         ix_release(held[1 + i], IX_HOLD);
     th_flag_set(x->dir, "done");
