@@ -102,10 +102,31 @@ static void test_out_of_order(void)
              c.err == TNT_ERR_INTERNAL, "unknown event accepted");
 }
 
+/* The retry budget fits the heartbeat and is never 7 (infinite on rxe). */
+static void test_retry_budget(void)
+{
+    static const double hbs[] = {10, 1, 0.3, 0.05, 0.001, 100};
+    for (size_t i = 0; i < sizeof(hbs) / sizeof(hbs[0]); i++) {
+        int t = 14, r = -1;
+        tnt__vb_retry_budget(hbs[i], &t, &r);
+        double total = (r + 1) * 4.096e-6 * (double)(1ull << t);
+        TH_CHECK(r >= 0 && r <= 6 && t >= 1 && t <= 14 &&
+                 (total <= hbs[i] || (t == 1 && r == 0)),
+                 "heartbeat %g s: timeout %d retry %d (%.3f s)", hbs[i], t,
+                 r, total);
+    }
+    int t = 14, r = -1;
+    tnt__vb_retry_budget(10, &t, &r);
+    TH_CHECK(t == 14 && r == 6, "10 s: timeout %d retry %d", t, r);
+    tnt__vb_retry_budget(0, &t, &r);
+    TH_CHECK(r == 7, "heartbeat off: retry %d", r);
+}
+
 static const th_test_def_t k_tests[] = {
     {"verbs_conn", "bring_up_and_close", test_bring_up_and_close},
     {"verbs_conn", "failures_name_the_peer", test_failures_name_the_peer},
     {"verbs_conn", "out_of_order", test_out_of_order},
+    {"verbs_conn", "retry_budget", test_retry_budget},
     {NULL, NULL, NULL}};
 
 int main(int argc, char **argv)

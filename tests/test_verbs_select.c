@@ -125,7 +125,34 @@ static void test_gid(void)
              strstr(why, "no RDMA device"), "no devices: %s", why);
 }
 
+/* TNT_IB_HCA_MAP=local_rank: local rank k takes the k-th usable port,
+ * round robin, in TNT_IB_HCA's order when it lists devices. */
+static void test_pick_round_robin(void)
+{
+    vb_choice_t c = {0};
+    char why[256];
+    static const int want_dev[] = {0, 1, 0, 1};
+    for (int k = 0; k < 4; k++)
+        TH_CHECK(tnt__vb_select_nth(devs, 3, NULL, NULL, k, &c, why,
+                                    sizeof(why)) == 0 &&
+                 c.dev == want_dev[k],
+                 "pick %d: dev %d, want %d", k, c.dev, want_dev[k]);
+    TH_CHECK(tnt__vb_select_nth(devs, 3, "mlx5_1,mlx5_0", NULL, 0, &c, why,
+                                sizeof(why)) == 0 && c.dev == 1,
+             "pick 0 of mlx5_1,mlx5_0: dev %d", c.dev);
+    TH_CHECK(tnt__vb_select_nth(devs, 3, "mlx5_1,mlx5_0", NULL, 3, &c, why,
+                                sizeof(why)) == 0 && c.dev == 0,
+             "pick 3 of mlx5_1,mlx5_0: dev %d", c.dev);
+    TH_CHECK(tnt__vb_select_nth(devs, 3, "mlx5_0:1,mlx5_2", NULL, 1, &c, why,
+                                sizeof(why)) == -1,
+             "inactive ports only: no pick");
+    TH_CHECK(tnt__vb_select_nth(devs, 3, "^mlx5_0", NULL, 5, &c, why,
+                                sizeof(why)) == 0 && c.dev == 1,
+             "one usable port: every pick is it (dev %d)", c.dev);
+}
+
 static const th_test_def_t k_tests[] = {
+    {"verbs_select", "pick_round_robin", test_pick_round_robin},
     {"verbs_select", "default_first_active", test_default_first_active},
     {"verbs_select", "hca_lists", test_hca_lists},
     {"verbs_select", "hca_malformed", test_hca_malformed},

@@ -528,10 +528,25 @@ static void sock_cb(void *arg, uint32_t events)
         sock_read(ep);
 }
 
-static void tune_socket(int fd)
+/* The side channel stays open for liveness: a peer host that goes silent
+ * without closing it is found by kernel keep-alive probes within about
+ * TNT_HEARTBEAT seconds (the TCP transport's rule; 0 turns it off). */
+static void tune_socket(const vb_ctx_t *ctx, int fd)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (ctx->heartbeat_s > 0) {
+        int hb = ctx->heartbeat_s < 2 ? 2 : (int)ctx->heartbeat_s;
+        int idle = hb / 2, cnt = 3;
+        int intvl = (hb - idle) / cnt > 0 ? (hb - idle) / cnt : 1;
+        unsigned user_ms = (unsigned)(ctx->heartbeat_s * 1000.0);
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+        setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms,
+                   sizeof(user_ms));
+    }
 }
 
 /* Connections that have not proved the job key: at most this many at a
@@ -592,7 +607,7 @@ static void accept_cb(void *arg, uint32_t events)
                              strerror(errno));
             return;
         }
-        tune_socket(fd);
+        tune_socket(ctx, fd);
         double now = mono_now();
         expire_strangers(ctx, now);
         vb_ep_t *ep = ep_new(ctx, -1, fd);
@@ -640,7 +655,7 @@ static tnt_result_t vb_connect(void *vctx, int peer, const void *addr,
             rc = tnt__error(TNT_ERR_SYSTEM, "socket: %s", strerror(errno));
     }
     if (rc == TNT_SUCCESS) {
-        tune_socket(fd);
+        tune_socket(ctx, fd);
         if (connect(fd, (struct sockaddr *)&ss, sslen) != 0 &&
             errno != EINPROGRESS)
             rc = tnt__error(TNT_ERR_CONNECT, "verbs: connect to rank %d "
@@ -774,6 +789,34 @@ static int have_odp(struct ibv_context *ib)
            (a.odp_caps.per_transport_caps.rc_odp_caps & need) == need;
 }
 
+/* TNT_IB_HCA_MAP: `first` (default) gives every rank the first usable
+ * port; `local_rank` spreads a host's ranks over the usable ports round
+ * robin by local rank, taken from the launcher (tnt-run, Open MPI, Slurm,
+ * torchrun) or, when none says, from the communicator rank (right when all
+ * ranks share one host, as the tests' ranks do). */
+static tnt_result_t hca_pick(const tnt_transport_env_v1_t *env, int *pick)
+{
+    static const char *const local_vars[] = {
+        "TNT_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+        "LOCAL_RANK"};
+    const char *s = getenv("TNT_IB_HCA_MAP");
+    *pick = 0;
+    if (!s || !*s || strcmp(s, "first") == 0)
+        return TNT_SUCCESS;
+    if (strcmp(s, "local_rank") != 0)
+        return tnt__error(TNT_ERR_INVALID_ARG, "TNT_IB_HCA_MAP='%s': "
+                          "expected first or local_rank", s);
+    *pick = env->rank;
+    for (size_t i = 0; i < sizeof(local_vars) / sizeof(local_vars[0]); i++)
+        if ((s = getenv(local_vars[i])) && *s) {
+            long v;
+            TNT_CHECK(tnt__parse_long(local_vars[i], s, 0, 1 << 20, &v));
+            *pick = (int)v;
+            break;
+        }
+    return TNT_SUCCESS;
+}
+
 static tnt_result_t read_knobs(vb_ctx_t *ctx, int *cache, size_t *limit)
 {
     long depth = VB_DEPTH_DEFAULT, timeout = 14, retry = 7, c = -1;
@@ -782,6 +825,17 @@ static tnt_result_t read_knobs(vb_ctx_t *ctx, int *cache, size_t *limit)
         TNT_CHECK(tnt__parse_long("TNT_IB_RECV_DEPTH", s, 4, 4096, &depth));
     if ((s = getenv("TNT_IB_TIMEOUT")) && *s)
         TNT_CHECK(tnt__parse_long("TNT_IB_TIMEOUT", s, 1, 31, &timeout));
+    /* Without TNT_IB_RETRY_CNT the retry budget follows TNT_HEARTBEAT
+     * (default 10 s, as TCP's keep-alive): a path lost under a queue
+     * pair with data in flight then fails it within the heartbeat. */
+    double hb = 10.0;
+    if ((s = getenv("TNT_HEARTBEAT")) && *s)
+        TNT_CHECK(tnt__parse_seconds("TNT_HEARTBEAT", s, &hb));
+    ctx->heartbeat_s = hb;
+    int t = (int)timeout, r = 7;
+    tnt__vb_retry_budget(hb, &t, &r);
+    timeout = t;
+    retry = r;
     if ((s = getenv("TNT_IB_RETRY_CNT")) && *s)
         TNT_CHECK(tnt__parse_long("TNT_IB_RETRY_CNT", s, 0, 7, &retry));
     if ((s = getenv("TNT_IB_REG_CACHE")) && *s && strcmp(s, "auto") != 0)
@@ -817,8 +871,11 @@ static tnt_result_t vb_init(const tnt_transport_env_t *env, void **out)
         env->log(env->core, TNT_LOG_WARNING, "rank %d: ibv_fork_init "
                  "failed: a child process must not touch registered "
                  "memory", env->rank);
+    int pick = 0;
     if (rc == TNT_SUCCESS)
-        rc = tnt__vb_open(&o);
+        rc = hca_pick(env, &pick);
+    if (rc == TNT_SUCCESS)
+        rc = tnt__vb_open(&o, pick);
     if (rc == TNT_SUCCESS) {
         ctx->ib = o.ib;
         snprintf(ctx->dev_name, sizeof(ctx->dev_name), "%s", o.name);

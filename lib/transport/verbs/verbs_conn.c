@@ -114,3 +114,18 @@ int tnt__vb_conn_event(vb_conn_t *c, int ev, const char *detail)
     c->state = next;
     return 0;
 }
+
+void tnt__vb_retry_budget(double heartbeat_s, int *timeout, int *retry)
+{
+    if (heartbeat_s <= 0) {
+        *retry = 7;
+        return;
+    }
+    while (*timeout > 1 && 4.096e-6 * (double)(1ull << *timeout) > heartbeat_s)
+        (*timeout)--;
+    double one = 4.096e-6 * (double)(1ull << *timeout);
+    int r = 6;
+    while (r > 0 && (double)(r + 1) * one > heartbeat_s)
+        r--;
+    *retry = r;
+}

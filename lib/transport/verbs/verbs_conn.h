@@ -77,4 +77,15 @@ int tnt__vb_conn_ready(const vb_conn_t *c);
 
 const char *tnt__vb_state_name(int state);
 
+/**
+ * The queue pair's retry budget for a heartbeat of `heartbeat_s` seconds
+ * (0: off): a lost path must fail the connection within the heartbeat on
+ * every provider. The ACK timeout `*timeout` (4.096 us * 2^t, given: the
+ * user's or 14) is kept unless even one try would outlast the heartbeat;
+ * the retry count is the most, at most 6, whose (retries + 1) timeouts fit.
+ * 7 is never chosen: some providers (rxe) read it as "retry forever".
+ * With the heartbeat off, 7 as before.
+ */
+void tnt__vb_retry_budget(double heartbeat_s, int *timeout, int *retry);
+
 #endif /* TNT_TRANSPORT_VERBS_VERBS_CONN_H */

@@ -150,7 +150,7 @@ int tnt__verbs_probe(char *why, size_t why_len)
     return rc == 0;
 }
 
-tnt_result_t tnt__vb_open(vb_opened_t *o)
+tnt_result_t tnt__vb_open(vb_opened_t *o, int pick)
 {
     char why[256];
     vb_scan_t s;
@@ -159,9 +159,9 @@ tnt_result_t tnt__vb_open(vb_opened_t *o)
         return tnt__error(TNT_ERR_UNSUPPORTED, "TNT_TRANSPORT=verbs: %s; "
                           "use TNT_TRANSPORT=auto or tcp here", why);
     vb_choice_t c;
-    if (tnt__vb_select(s.devs, s.n, getenv("TNT_IB_HCA"),
-                       getenv("TNT_IB_GID_INDEX"), &c, why,
-                       sizeof(why)) != 0) {
+    if (tnt__vb_select_nth(s.devs, s.n, getenv("TNT_IB_HCA"),
+                           getenv("TNT_IB_GID_INDEX"), pick, &c, why,
+                           sizeof(why)) != 0) {
         scan_free(&s);
         return tnt__error(TNT_ERR_UNSUPPORTED, "TNT_TRANSPORT=verbs: %s; "
                           "use TNT_TRANSPORT=auto or tcp here", why);

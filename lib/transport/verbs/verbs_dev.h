@@ -26,8 +26,9 @@ int tnt__vb_fork_init(void);
  *  (`why` then names it), else 0 with the reason in `why`. Quiet. */
 int tnt__verbs_probe(char *why, size_t why_len);
 
-/** Select and open the device (TNT_ERR_UNSUPPORTED when none fits). */
-tnt_result_t tnt__vb_open(vb_opened_t *o);
+/** Select and open the device (TNT_ERR_UNSUPPORTED when none fits);
+ *  `pick`: which usable port, round robin (tnt__vb_select_nth). */
+tnt_result_t tnt__vb_open(vb_opened_t *o, int pick);
 
 double tnt__vb_port_gbps(const struct ibv_port_attr *pa);
 

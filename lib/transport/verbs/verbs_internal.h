@@ -125,7 +125,8 @@ struct vb_ctx {
     enum ibv_mtu mtu;
     uint32_t depth;      /* TNT_IB_RECV_DEPTH */
     int timeout;         /* TNT_IB_TIMEOUT: 4.096 us * 2^timeout */
-    int retry;           /* TNT_IB_RETRY_CNT */
+    int retry;           /* TNT_IB_RETRY_CNT, else from the heartbeat */
+    double heartbeat_s;  /* TNT_HEARTBEAT (default 10 s); 0: off */
     int odp;             /* registrations use on-demand paging */
     vb_rcache_t rcache;
     int listen_fd;

@@ -168,8 +168,21 @@ int tnt__vb_select(const vb_dev_desc_t *devs, int ndevs, const char *hca,
                    const char *gid_index, vb_choice_t *out, char *why,
                    size_t why_len)
 {
+    return tnt__vb_select_nth(devs, ndevs, hca, gid_index, 0, out, why,
+                              why_len);
+}
+
+/* The candidates are the active ports in the order the user would read
+ * them: TNT_IB_HCA's order when it lists devices, else the devices' own
+ * order (each device's ports in turn); `pick` takes the pick-th of them,
+ * round robin, so that local ranks spread over a host's NICs. */
+int tnt__vb_select_nth(const vb_dev_desc_t *devs, int ndevs, const char *hca,
+                       const char *gid_index, int pick, vb_choice_t *out,
+                       char *why, size_t why_len)
+{
     hca_entry_t e[VB_HCA_MAX];
     int n = 0, exclude = 1;
+    int cd[VB_HCA_MAX], cp[VB_HCA_MAX], nc = 0;
     memset(out, 0, sizeof(*out));
     if (hca && *hca &&
         parse_hca(hca, e, &n, &exclude, why, why_len) != 0)
@@ -180,23 +193,34 @@ int tnt__vb_select(const vb_dev_desc_t *devs, int ndevs, const char *hca,
     }
     if (exclude) {
         for (int d = 0; d < ndevs; d++)
-            for (int i = 0; i < devs[d].nports; i++)
+            for (int i = 0; i < devs[d].nports && nc < VB_HCA_MAX; i++)
                 if (devs[d].ports[i].active &&
-                    !excluded(e, n, devs[d].name, devs[d].ports[i].num))
-                    return finish(devs, d, i, gid_index, out, why, why_len);
-        snprintf(why, why_len, "no active port on any RDMA device%s%s",
-                 n ? " outside TNT_IB_HCA=" : "", n ? hca : "");
-        return -1;
-    }
-    for (int k = 0; k < n; k++)
-        for (int d = 0; d < ndevs; d++) {
-            if (strcmp(devs[d].name, e[k].name) != 0)
-                continue;
-            int pi = active_port(&devs[d], e[k].port);
-            if (pi >= 0)
-                return finish(devs, d, pi, gid_index, out, why, why_len);
+                    !excluded(e, n, devs[d].name, devs[d].ports[i].num)) {
+                    cd[nc] = d;
+                    cp[nc++] = i;
+                }
+        if (nc == 0) {
+            snprintf(why, why_len, "no active port on any RDMA device%s%s",
+                     n ? " outside TNT_IB_HCA=" : "", n ? hca : "");
+            return -1;
         }
-    snprintf(why, why_len, "no active port on the devices in TNT_IB_HCA=%s",
-             hca);
-    return -1;
+    } else {
+        for (int k = 0; k < n; k++)
+            for (int d = 0; d < ndevs && nc < VB_HCA_MAX; d++) {
+                if (strcmp(devs[d].name, e[k].name) != 0)
+                    continue;
+                int pi = active_port(&devs[d], e[k].port);
+                if (pi >= 0) {
+                    cd[nc] = d;
+                    cp[nc++] = pi;
+                }
+            }
+        if (nc == 0) {
+            snprintf(why, why_len, "no active port on the devices in "
+                     "TNT_IB_HCA=%s", hca);
+            return -1;
+        }
+    }
+    int k = pick < 0 ? 0 : pick % nc;
+    return finish(devs, cd[k], cp[k], gid_index, out, why, why_len);
 }

@@ -58,6 +58,16 @@ int tnt__vb_select(const vb_dev_desc_t *devs, int ndevs, const char *hca,
                    const char *gid_index, vb_choice_t *out, char *why,
                    size_t why_len);
 
+/**
+ * As tnt__vb_select, but the pick-th usable port (round robin over the
+ * active ports that TNT_IB_HCA allows, in its order, else in the
+ * devices' order): pick 0 is tnt__vb_select's choice. For
+ * TNT_IB_HCA_MAP=local_rank, where pick is the rank's local rank.
+ */
+int tnt__vb_select_nth(const vb_dev_desc_t *devs, int ndevs, const char *hca,
+                       const char *gid_index, int pick, vb_choice_t *out,
+                       char *why, size_t why_len);
+
 /** The GID selection alone (for a chosen port); -1 if none is usable. */
 int tnt__vb_pick_gid(const vb_port_desc_t *port);
 
