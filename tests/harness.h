@@ -112,10 +112,10 @@ void th_sleep(double s);
 
 /** TNT_TEST_TIMEOUT_MULT (default 1): scale for every deadline. */
 double th_timeout_mult(void);
-/** TNT_TEST_QUICK (0, 1 or 2; default 0): how much a suite may trim for
+/** TNT_TEST_QUICK (0 to 3; default 0): how much a suite may trim for
  *  time. 1 (the shm pass of the collective suite): no 16 MiB cases at
  *  large rank counts, no p = 7; 2 (the sanitizer passes): p = 1, 2, 3, 5
- *  only. The TCP pass of the normal build runs everything. */
+ *  only; 3 (the emulated verbs guest, tests/rdma-guest): p = 2 and 3. The TCP pass of the normal build runs everything. */
 int th_quick(void);
 
 /** malloc that aborts with a message when out of memory (size 0 gives

@@ -23,6 +23,10 @@
 #include "transport/transport.h"
 #include "transport/verbs/verbs_internal.h"
 
+/* The fake port's max_msg_sz: below the largest rendezvous (3 MiB) and
+ * not a power of two, so that WRITEs are cut by it. */
+#define FAKE_MAX_MSG (((uint32_t)1 << 20) + 4096)
+
 /* ---- the fake HCA -------------------------------------------------- */
 
 #define FQ_MAX 4096
@@ -135,6 +139,13 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
                        wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
         if (wr->opcode != IBV_WR_SEND) {
             q->writes++;
+            /* The port's max_msg_sz (FAKE_MAX_MSG): a longer WRITE fails
+             * as a real HCA fails it. */
+            if (sg->length > FAKE_MAX_MSG) {
+                done.status = IBV_WC_LOC_LEN_ERR;
+                cq_push(q->cq, done);
+                continue;
+            }
             if (!mr_covers(wr->wr.rdma.rkey, wr->wr.rdma.remote_addr,
                            sg->length, 1)) {
                 done.status = IBV_WC_REM_ACCESS_ERR;
@@ -394,6 +405,7 @@ static void pair_init(pair_t *p, uint32_t depth, int keep_cache)
             .on_peer_error = f_peer_error};
         c->depth = depth;
         c->listen_fd = -1;
+        c->seg_max = FAKE_MAX_MSG;
         vb_rcache_ops_t ops = {fake_rc_reg, fake_rc_dereg, NULL};
         tnt__vb_rcache_init(&c->rcache, &ops, (size_t)1 << 30, keep_cache);
         vb_ep_t *ep = calloc(1, sizeof(*ep));

@@ -76,7 +76,21 @@ tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
         tnt__engine_fill_env(comm, i);
         comm->tp_env[i].peer_addr = addr_fn[i];
         comm->tp_env[i].bind_ip = comm->bind_ip;
-        TNT_CHECK(comm->tp[i]->init(&comm->tp_env[i], &comm->tp_ctx[i]));
+        tnt_result_t rc = comm->tp[i]->init(&comm->tp_env[i],
+                                            &comm->tp_ctx[i]);
+        /* auto proved only that an active port exists: a device that
+         * then cannot be opened (or has no usable GID for this rank's
+         * choice) leaves TCP between hosts, said once, with the reason. */
+        if (rc != TNT_SUCCESS && i == TNT_TP_VERBS &&
+            (mask & (1u << TNT_TP_TCP))) {
+            TNT_LOG_WARN("rank %d: TNT_TRANSPORT=auto: RDMA verbs unusable "
+                         "here, TCP between hosts instead: %s", comm->rank,
+                         tnt_last_error());
+            comm->tp[i] = NULL;
+            comm->tp_ctx[i] = NULL;
+            continue;
+        }
+        TNT_CHECK(rc);
     }
     return TNT_SUCCESS;
 }
@@ -179,6 +193,16 @@ tnt_result_t tnt__comm_tp_assign(struct tnt_comm *comm, tnt_peer_t *p,
             continue;
         if (pick < 0 || t->preference > comm->tp[pick]->preference)
             pick = i;
+    }
+    /* This rank runs verbs but the peer does not (no device there, or it
+     * fell back): TCP, with one WARNING per process naming the first. */
+    static int warned_no_verbs;
+    if (pick == TNT_TP_TCP && comm->tp[TNT_TP_VERBS] &&
+        !alen[TNT_TP_VERBS] && !warned_no_verbs) {
+        warned_no_verbs = 1;
+        TNT_LOG_WARN("rank %d: rank %d (host %s) has no RDMA verbs; TCP "
+                     "with it (and any other such peer)", comm->rank,
+                     p->rank, p->host);
     }
     if (pick < 0 && running) {
         char all[TNT_TP_COUNT * 200] = "";

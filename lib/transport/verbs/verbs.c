@@ -697,6 +697,11 @@ static void async_cb(void *arg, uint32_t events)
     vb_ctx_t *ctx = arg;
     (void)events;
     tnt__vb_free_graveyard(ctx);
+    tnt__vb_async_drain(ctx);
+}
+
+void tnt__vb_async_drain(vb_ctx_t *ctx)
+{
     struct ibv_async_event e;
     while (ibv_get_async_event(ctx->ib, &e) == 0) {
         const char *what = ibv_event_type_str(e.event_type);
@@ -885,6 +890,10 @@ static tnt_result_t vb_init(const tnt_transport_env_t *env, void **out)
         ctx->gid = o.gid;
         ctx->lid = o.pa.lid;
         ctx->mtu = o.pa.active_mtu;
+        /* A WRITE longer than the port's max_msg_sz fails: segment by
+         * it (a port that reports 0 gets the transport's own limit). */
+        ctx->seg_max = o.pa.max_msg_sz && o.pa.max_msg_sz < VB_SEG_MAX
+                           ? o.pa.max_msg_sz : VB_SEG_MAX;
         ctx->pd = ibv_alloc_pd(ctx->ib);
         ctx->chan = ctx->pd ? ibv_create_comp_channel(ctx->ib) : NULL;
         if (!ctx->chan)

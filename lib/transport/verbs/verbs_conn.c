@@ -56,12 +56,19 @@ static int fail_event(vb_conn_t *c, int ev, const char *detail)
     case VB_EV_WC_OTHER:
         return fail(c, TNT_ERR_PEER_LOST, "work request failed", detail);
     case VB_EV_WC_FLUSH:
-        return fail(c, TNT_ERR_PEER_LOST, "queue pair flushed", detail);
+        return fail(c, TNT_ERR_PEER_LOST, "queue pair flushed (no error "
+                    "completion or event named the cause)", detail);
     case VB_EV_ASYNC_FATAL:
         return fail(c, TNT_ERR_PEER_LOST, "queue pair entered the error "
                     "state", detail);
+    /* Local failures are this rank's, not the peer's: a system error,
+     * worded so that nobody goes looking for a dead peer. */
+    case VB_EV_LOCAL:
+        return fail(c, TNT_ERR_SYSTEM, "local failure on this rank, the "
+                    "peer may be fine", detail);
     case VB_EV_PORT_DOWN:
-        return fail(c, TNT_ERR_PEER_LOST, "local port went down", detail);
+        return fail(c, TNT_ERR_SYSTEM, "this rank's own port went down, "
+                    "the peer may be fine", detail);
     case VB_EV_DEVICE_FATAL:
         return fail(c, TNT_ERR_SYSTEM, "the RDMA device failed", detail);
     case VB_EV_SIDE_CLOSED:

@@ -43,6 +43,8 @@ enum vb_event {
     VB_EV_WC_RNR,       /* receiver-not-ready retries exceeded */
     VB_EV_WC_REMOTE,    /* remote access / operation / invalid request */
     VB_EV_WC_OTHER,     /* any other completion error */
+    VB_EV_LOCAL,        /* a local failure: registration (locked-memory
+                         * limit), posting, a local completion error */
     VB_EV_ASYNC_FATAL,  /* QP fatal / request / access error event */
     VB_EV_PORT_DOWN,    /* the local port went down */
     VB_EV_DEVICE_FATAL, /* the HCA failed */

@@ -127,6 +127,8 @@ struct vb_ctx {
     int timeout;         /* TNT_IB_TIMEOUT: 4.096 us * 2^timeout */
     int retry;           /* TNT_IB_RETRY_CNT, else from the heartbeat */
     double heartbeat_s;  /* TNT_HEARTBEAT (default 10 s); 0: off */
+    size_t seg_max;      /* one WRITE's bytes: VB_SEG_MAX or the port's
+                          * max_msg_sz, whichever is less */
     int odp;             /* registrations use on-demand paging */
     vb_rcache_t rcache;
     int listen_fd;
@@ -138,6 +140,8 @@ struct vb_ctx {
 
 /* verbs.c */
 void tnt__vb_fail(vb_ep_t *ep, int ev, const char *detail);
+/** Handle every async event waiting now (port, queue pair, device). */
+void tnt__vb_async_drain(vb_ctx_t *ctx);
 void tnt__vb_free_graveyard(vb_ctx_t *ctx);
 
 /* verbs_io.c */

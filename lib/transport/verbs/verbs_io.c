@@ -191,7 +191,7 @@ static int post_send(vb_ep_t *ep, uint32_t slot, size_t len)
     int e = ibv_post_send(ep->qp, &wr, &bad);
     if (e) {
         ep->free_send[ep->nfree_send++] = slot;
-        tnt__vb_fail(ep, VB_EV_WC_OTHER, strerror(e));
+        tnt__vb_fail(ep, VB_EV_LOCAL, strerror(e));
         return -1;
     }
     ep->sq_used++;
@@ -222,8 +222,8 @@ static int post_writes(vb_ep_t *ep, vb_op_t *op)
 {
     while (op->off < op->len) {
         size_t seg = op->len - op->off;
-        if (seg > VB_SEG_MAX)
-            seg = VB_SEG_MAX;
+        if (seg > ep->ctx->seg_max)
+            seg = ep->ctx->seg_max;
         int last = op->off + seg == op->len;
         if (ep->sq_used >= ep->sq_depth)
             return 0;
@@ -249,7 +249,7 @@ static int post_writes(vb_ep_t *ep, vb_op_t *op)
         wr.wr.rdma.rkey = op->rkey;
         int e = ibv_post_send(ep->qp, &wr, &bad);
         if (e) {
-            tnt__vb_fail(ep, VB_EV_WC_OTHER, strerror(e));
+            tnt__vb_fail(ep, VB_EV_LOCAL, strerror(e));
             return -1;
         }
         ep->sq_used++;
@@ -433,7 +433,7 @@ static int account(vb_ep_t *ep, uint32_t slot, uint32_t data_ret,
     if (tnt__vb_credit_returned(&ep->cr, data_ret, ctrl_ret) != 0)
         return protocol_error(ep, "peer returned credits it never had");
     if (tnt__vb_post_recv(ep, slot) != TNT_SUCCESS) {
-        tnt__vb_fail(ep, VB_EV_WC_OTHER, tnt_last_error());
+        tnt__vb_fail(ep, VB_EV_LOCAL, tnt_last_error());
         return -1;
     }
     if (tnt__vb_credit_consumed(&ep->cr, ctrl) != 0)
@@ -488,7 +488,7 @@ static void recv_rts(vb_ep_t *ep, const vb_msg_t *m, const unsigned char *b)
     if (!reg) {
         if (op)
             op_put(ctx, op);
-        tnt__vb_fail(ep, VB_EV_WC_OTHER, "cannot register the receive "
+        tnt__vb_fail(ep, VB_EV_LOCAL, "cannot register the receive "
                      "buffer (out of memory or locked-memory limit)");
         return;
     }
@@ -511,7 +511,7 @@ static void recv_cts(vb_ep_t *ep, const vb_msg_t *m)
     }
     op->reg = tnt__vb_rcache_get(&ctx->rcache, op->payload, op->len);
     if (!op->reg) {
-        tnt__vb_fail(ep, VB_EV_WC_OTHER, "cannot register the send buffer "
+        tnt__vb_fail(ep, VB_EV_LOCAL, "cannot register the send buffer "
                      "(out of memory or locked-memory limit)");
         return;
     }
@@ -601,6 +601,12 @@ static int wc_event(enum ibv_wc_status s)
         return VB_EV_WC_REMOTE;
     case IBV_WC_WR_FLUSH_ERR:
         return VB_EV_WC_FLUSH;
+    case IBV_WC_LOC_LEN_ERR:
+    case IBV_WC_LOC_QP_OP_ERR:
+    case IBV_WC_LOC_PROT_ERR:
+    case IBV_WC_LOC_ACCESS_ERR:
+    case IBV_WC_MW_BIND_ERR:
+        return VB_EV_LOCAL;
     default:
         return VB_EV_WC_OTHER;
     }
@@ -611,6 +617,11 @@ static void handle_wc(vb_ep_t *ep, const struct ibv_wc *wc)
     uint32_t kind = (uint32_t)(wc->wr_id >> 56);
     uint32_t idx = (uint32_t)(wc->wr_id & 0xffffffffu);
     if (wc->status != IBV_WC_SUCCESS) {
+        /* A flush is a consequence: the cause (a port or queue pair
+         * event) may still wait on the async queue. Take it first, so
+         * that the report names it and not the flush. */
+        if (wc->status == IBV_WC_WR_FLUSH_ERR && ep->conn.state != VB_ERROR)
+            tnt__vb_async_drain(ep->ctx);
         tnt__vb_fail(ep, wc_event(wc->status), ibv_wc_status_str(wc->status));
         return;
     }
