@@ -799,7 +799,7 @@ static int have_odp(struct ibv_context *ib)
  * robin by local rank, taken from the launcher (tnt-run, Open MPI, Slurm,
  * torchrun) or, when none says, from the communicator rank (right when all
  * ranks share one host, as the tests' ranks do). */
-static tnt_result_t hca_pick(const tnt_transport_env_v1_t *env, int *pick)
+static tnt_result_t hca_pick(const tnt_transport_env_t *env, int *pick)
 {
     static const char *const local_vars[] = {
         "TNT_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
