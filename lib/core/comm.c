@@ -250,6 +250,7 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
     comm->first_lost = -1;
     /* Keep at most this much free memory cached between collectives. */
     tnt__bufpool_init(&comm->pool, (size_t)256 << 20);
+    comm->ctl_rx_cookie = TNT_COOKIE_CTL;
     tnt__sched_cache_init(&comm->sched_cache);
     comm->max_free_reqs = 256;
     pthread_mutex_init(&comm->lock, NULL);

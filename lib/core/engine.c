@@ -20,6 +20,7 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "core/engine_internal.h"
+#include "core/engine_flow.h"
 #include "core/progress.h"
 #include "core/report.h"
 
@@ -369,7 +370,9 @@ void tnt__engine_free_requests(struct tnt_comm *comm)
             tnt__free_unexp(comm, u);
         }
         p->unexp_tail = NULL;
+        tnt__flow_reset_peer(comm, p);
     }
+    tnt__flow_free(comm);
     while (comm->unexp_slabs) {
         tnt_unexp_slab_t *slab = comm->unexp_slabs;
         comm->unexp_slabs = slab->next;
@@ -449,6 +452,7 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
         p->pending_head = p->pending_tail = NULL;
         p->posted = NULL;
         free_unexpected(comm, p);
+        tnt__flow_reset_peer(comm, p);
     }
     /* A higher rank may be waiting for a connection from this one that
      * will now never come. Connect to each such rank and close again right
@@ -537,7 +541,13 @@ void tnt__engine_connect_all(struct tnt_comm *comm)
 }
 
 void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
-                       uint32_t op)
+                     uint32_t op)
+{
+    tnt__flow_send(comm, req, op);
+}
+
+void tnt__send_data(struct tnt_comm *comm, struct tnt_request *req,
+                    uint32_t op)
 {
     const tnt_sop_t *sop = &req->sched->ops[op];
     tnt_opstate_t *os = &req->ops[op];
@@ -606,10 +616,7 @@ static int matches(const tnt_msg_hdr_t *h, const struct tnt_request *req,
     return h->seq == req->seq && h->step == step;
 }
 
-/* Hand a fully arrived early message to its receive: unlink it from the
- * peer's list, copy it into place, free it, complete the receive. */
-void tnt__deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
-                               tnt_unexp_t *u, tnt_opstate_t *os)
+static void unlink_unexp(tnt_peer_t *p, tnt_unexp_t *u)
 {
     tnt_unexp_t *prev = NULL;
     for (tnt_unexp_t *it = p->unexp_head; it && it != u; it = it->next)
@@ -621,6 +628,15 @@ void tnt__deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
     if (p->unexp_tail == u)
         p->unexp_tail = prev;
     u->next = NULL;
+}
+
+/* Hand a fully arrived early message to its receive: unlink it from the
+ * peer's list, copy it into place, free it, complete the receive. */
+void tnt__deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
+                               tnt_unexp_t *u, tnt_opstate_t *os)
+{
+    unlink_unexp(p, u);
+    tnt__flow_consumed(comm, p, u->len);
     if (u->len && u->len >= comm->params.unlocked_bytes) {
         /* Off the peer's list, so a failure meanwhile does not free it:
          * the copy owns it until tnt__engine_run_heavy frees it. */
@@ -641,7 +657,16 @@ static void post_recv(struct tnt_comm *comm, struct tnt_request *req,
     const tnt_sop_t *sop = &req->sched->ops[op];
     tnt_opstate_t *os = &req->ops[op];
     tnt_peer_t *p = &comm->peers[sop->peer];
+    int rts = 0;
     for (tnt_unexp_t *u = p->unexp_head; u; u = u->next) {
+        if (tnt__flow_is_rts(u) && u->hdr.seq == req->seq &&
+            (u->hdr.step & ~TNT_STEP_CTL) == sop->step) {
+            /* The sender waits for this receive: no data can be here. */
+            unlink_unexp(p, u);
+            tnt__free_unexp(comm, u);
+            rts = 1;
+            break;
+        }
         if (!matches(&u->hdr, req, sop->step) || u->claimed)
             continue;
         if (u->len != sop->bytes) {
@@ -666,6 +691,7 @@ static void post_recv(struct tnt_comm *comm, struct tnt_request *req,
     os->next = p->posted;
     p->posted = os;
     tnt__ensure_connect(comm, p);
+    tnt__flow_recv_posted(comm, p, os, rts);
 }
 
 static void start_op(struct tnt_comm *comm, struct tnt_request *req,
@@ -910,6 +936,7 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
         os->coll = req;
         os->op = i;
         os->deps_left = req->sched->ops[i].ndeps;
+        os->cts_sent = os->cts_due = os->parked = 0;
         if (req->sched->ops[i].kind == TNT_SOP_SEND) {
             os->hdr = *sig;
             os->hdr.step = req->sched->ops[i].step;

@@ -50,8 +50,23 @@ typedef struct tnt_msg_hdr {
 
 enum tnt_cookie_type {
     TNT_COOKIE_OP = 1, TNT_COOKIE_UNEXP = 2, TNT_COOKIE_NOTICE = 3,
-    TNT_COOKIE_PROGRESS = 4
+    TNT_COOKIE_PROGRESS = 4,
+    TNT_COOKIE_CTL = 5 /* a flow-control message (engine_flow.c) */
 };
+
+/* Flow control (engine_flow.c). A collective's message above the eager
+ * limit, or one that would overrun the peer's eager window, leaves only
+ * once the receiver has said its receive is posted: the sender sends an
+ * RTS (the message's header alone, step | TNT_STEP_RTS) unless a CTS
+ * (the receiver's signature, step | TNT_STEP_CTS) is already here; a
+ * receiver sends the CTS when it posts a receive above the eager limit, or
+ * one whose RTS has come. Both carry no payload. A CREDIT (kind
+ * TNT_MSG_CREDIT, count = bytes of eager messages consumed so far from
+ * that peer) reopens the sender's window. */
+#define TNT_STEP_RTS 0x80000000u
+#define TNT_STEP_CTS 0x40000000u
+#define TNT_STEP_CTL (TNT_STEP_RTS | TNT_STEP_CTS)
+#define TNT_MSG_CREDIT 0x7e
 
 /* A failure notice: the header's kind is TNT_MSG_NOTICE, its count the
  * result code, the payload the failing rank's message. A rank that fails
@@ -108,6 +123,9 @@ typedef struct tnt_opstate {
     tnt_msg_hdr_t hdr;         /* sends: lives until the send completes */
     struct tnt_unexp *src;     /* a receive queued to copy this early
                                   message without the lock; else NULL */
+    /* Flow control (engine_flow.c). Receives: a CTS went to the peer, or
+     * is owed once the connection is up. Sends: parked for the CTS. */
+    uint8_t cts_sent, cts_due, parked;
     /* The staged allreduce (onhost/staged.c), ops[q] for peer q: rounds
      * published to q and results read back from q. */
     uint64_t stage_put, stage_got;
@@ -165,6 +183,13 @@ typedef struct tnt_peer {
     tnt_notice_rx_t notice;    /* a failure notice arriving from it */
     tnt_progress_tx_t progress_tx; /* this rank's progress note to it */
     tnt_progress_rx_t progress;    /* its last progress note */
+    /* Flow control (engine_flow.c): sends parked until their CTS; CTSs
+     * that came before their send started; eager bytes sent to it and
+     * the most it said it consumed; eager bytes consumed here from it
+     * and the most reported back. */
+    tnt_opstate_t *parked_head;
+    tnt_unexp_t *cts_head;
+    uint64_t tx_eager, tx_acked, rx_consumed, rx_reported;
     /* Slot operations (onhost/slots.c): the most this peer said it had
      * finished, and whether it may sleep unwoken on a publication here. */
     uint64_t slot_completed;
@@ -318,6 +343,9 @@ struct tnt_comm {
     int nfree_reqs;
     size_t max_free_reqs;      /* raised by tnt__engine_prepare */
     tnt_unexp_t *free_unexp;   /* early-message descriptors for reuse */
+    struct tnt_ctl_tx *ctl_free, *ctl_all; /* flow-control sends */
+    int ctl_rx_cookie;         /* TNT_COOKIE_CTL: payload of a control
+                                  message (none) */
     struct tnt_unexp_slab *unexp_slabs;
     int state;                 /* enum tnt_comm_state */
     tnt_result_t fail_rc;

@@ -19,8 +19,13 @@ void tnt__free_unexp(struct tnt_comm *comm, tnt_unexp_t *u);
 void tnt__op_complete(struct tnt_request *req, uint32_t op);
 /** Run every ready operation of req; finish it when nothing is left. */
 void tnt__run_ready(struct tnt_comm *comm, struct tnt_request *req);
+/** Start send `op` to its connected peer, under flow control. */
 void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
                      uint32_t op);
+/** Hand send `op`'s message to the transport now (flow control has let
+ *  it go). */
+void tnt__send_data(struct tnt_comm *comm, struct tnt_request *req,
+                    uint32_t op);
 /** Copy a fully arrived early message into its receive and complete it. */
 void tnt__deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
                              tnt_unexp_t *u, tnt_opstate_t *os);

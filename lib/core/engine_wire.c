@@ -11,6 +11,7 @@
 
 #include "core/engine.h"
 #include "core/engine_internal.h"
+#include "core/engine_flow.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "core/msg_hdr.h"
@@ -57,6 +58,7 @@ static void up_connected(struct tnt_comm *comm, int tpi, int peer, void *ep)
         tnt__start_send(comm, req, os->op);
         tnt__run_ready(comm, req);
     }
+    tnt__flow_connected(comm, p);
 }
 
 /* A failure notice from a peer: take its text into the peer's notice
@@ -156,6 +158,18 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
         if (h.magic == TNT_MSG_MAGIC && h.comm_id == comm->comm_id &&
             h.kind == TNT_MSG_NOTICE)
             return notice_header(comm, peer, &h, payload_len, dest, cookie);
+        if (h.magic == TNT_MSG_MAGIC && h.comm_id == comm->comm_id &&
+            h.kind == TNT_MSG_CREDIT) {
+            if (payload_len || h.nranks != comm->nranks)
+                return tnt__error(TNT_ERR_PROTOCOL, "malformed credit from "
+                                  "rank %d", peer);
+            if (comm->state != TNT_COMM_OK)
+                return tnt__error_str(comm->fail_rc, comm->fail_msg);
+            tnt__flow_credit(comm, peer, h.count);
+            *dest = NULL;
+            *cookie = &comm->ctl_rx_cookie;
+            return TNT_SUCCESS;
+        }
     }
     const char *why = tnt__msg_hdr_parse(hdr, hdr_len, payload_len,
                                          comm->comm_id, comm->nranks, &h);
@@ -169,11 +183,24 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
     struct tnt_request *req = comm->active_head;
     while (req && req->seq != h.seq)
         req = req->next;
-    if (req) {
-        if (!tnt__sig_equal(&h, &req->sig)) {
-            tnt__report_mismatch(comm, req, &h, peer);
-            return TNT_ERR_MISMATCH;
+    int cts_late = !req && h.seq < comm->next_seq &&
+                   (h.step & TNT_STEP_CTS);
+    if (req && !tnt__sig_equal(&h, &req->sig)) {
+        tnt__report_mismatch(comm, req, &h, peer);
+        return TNT_ERR_MISMATCH;
+    }
+    if ((h.step & TNT_STEP_CTL) && (req || h.seq >= comm->next_seq ||
+                                    cts_late)) {
+        int r = tnt__flow_header(comm, peer, &h, req);
+        if (r < 0 || comm->state != TNT_COMM_OK)
+            return tnt__error_str(comm->fail_rc, comm->fail_msg);
+        if (r == 1) {
+            *dest = NULL;
+            *cookie = &comm->ctl_rx_cookie;
+            return TNT_SUCCESS;
         }
+        /* An RTS before its receive: an early record (below). */
+    } else if (req) {
         tnt_opstate_t **pp = &p->posted;
         for (; *pp; pp = &(*pp)->next) {
             tnt_opstate_t *os = *pp;
@@ -189,6 +216,8 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
                 return TNT_ERR_MISMATCH;
             }
             *pp = os->next;
+            if (!os->cts_sent)
+                tnt__flow_consumed(comm, p, payload_len);
             *dest = tnt__ref_ptr(req, sop->dst);
             *cookie = os;
             return TNT_SUCCESS;
@@ -202,15 +231,8 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
         return TNT_ERR_PROTOCOL;
     }
     /* Early: keep it until its receive is posted, within the budget. */
-    size_t room = comm->params.max_unexpected_bytes - comm->unexp_bytes;
-    if (room < TNT_UNEXP_COST(0) || payload_len > room - TNT_UNEXP_COST(0)) {
-        tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: more than "
-                         "TNT_MAX_UNEXPECTED_BYTES=%zu bytes of early "
-                         "messages (rank %d sent %zu more)", comm->rank,
-                         comm->params.max_unexpected_bytes, peer,
-                         payload_len);
+    if (!tnt__flow_budget(comm, peer, payload_len))
         return TNT_ERR_NO_MEMORY;
-    }
     tnt_unexp_t *u = tnt__alloc_unexp(comm);
     unsigned char *data = NULL;
     size_t cap = 0;
@@ -255,6 +277,8 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
 static void up_payload(void *core, int peer, void *cookie)
 {
     struct tnt_comm *comm = core;
+    if (*(int *)cookie == TNT_COOKIE_CTL)
+        return; /* a control message has no payload */
     if (*(int *)cookie == TNT_COOKIE_NOTICE) {
         notice_arrived(comm, peer, cookie);
         return;
@@ -278,6 +302,12 @@ static void up_payload(void *core, int peer, void *cookie)
 static void up_send_done(void *core, void *cookie)
 {
     struct tnt_comm *comm = core;
+    if (!cookie)
+        return; /* a failure notice */
+    if (*(int *)cookie == TNT_COOKIE_CTL) {
+        tnt__flow_ctl_done(comm, cookie);
+        return;
+    }
     if (*(int *)cookie == TNT_COOKIE_PROGRESS) {
         tnt__progress_sent(comm, cookie);
         return;
@@ -339,6 +369,7 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
     }
     p->sends_inflight = 0;
     p->dead = err ? err : TNT_ERR_PEER_LOST;
+    tnt__flow_reset_peer(comm, p);
     /* Partial early messages from it can never complete. */
     tnt_unexp_t **pp = &p->unexp_head;
     p->unexp_tail = NULL;

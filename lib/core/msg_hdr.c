@@ -29,6 +29,10 @@ const char *tnt__msg_hdr_parse(const void *hdr, size_t hdr_len,
         return "unknown reduction";
     if (out->algo >= TNT_ALGO_END)
         return "unknown algorithm";
+    if ((out->step & TNT_STEP_CTL) == TNT_STEP_CTL)
+        return "both flow-control flags in the step";
+    if ((out->step & TNT_STEP_CTL) && payload_len)
+        return "flow-control message with a payload";
     if (out->root < 0 || out->root >= nranks)
         return "root outside the job";
     /* No collective moves more than count elements per rank. */

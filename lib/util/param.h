@@ -55,6 +55,10 @@
       "auto|binomial|pipeline|flat")                                        \
     X(max_unexpected_bytes, "TNT_MAX_UNEXPECTED_BYTES", SIZE, "1G",         \
       "memory for messages that arrive before their receive is posted")  \
+    X(eager_bytes, "TNT_EAGER_BYTES", SIZE, "64k",                         \
+      "larger messages wait until the receiver has posted its receive")  \
+    X(eager_window, "TNT_EAGER_WINDOW", SIZE, "1M",                        \
+      "eager bytes per peer sent and not yet consumed by its receives")  \
     X(unlocked_bytes, "TNT_UNLOCKED_BYTES", SIZE, "16k",                   \
       "reductions and copies this large run with the engine lock free")   \
     X(spin_s, "TNT_SPIN_US", MICROS, "100",                                 \
@@ -71,6 +75,8 @@ typedef struct tnt_params {
     int bcast_algo;
     int topology;       /* enum tnt_topology */
     size_t max_unexpected_bytes;
+    size_t eager_bytes;
+    size_t eager_window;
     size_t unlocked_bytes;
     double spin_s;
 } tnt_params_t;

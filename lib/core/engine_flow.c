@@ -1,0 +1,255 @@
+/*
+ * Flow control (see engine_flow.h for the protocol and its bounds).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/engine_flow.h"
+#include "core/engine_internal.h"
+#include "util/error.h"
+
+size_t tnt__flow_window(const struct tnt_comm *comm)
+{
+    size_t w = comm->params.eager_window;
+    size_t share = comm->params.max_unexpected_bytes /
+                   (size_t)(comm->nranks > 1 ? comm->nranks - 1 : 1);
+    return w < share ? w : share;
+}
+
+size_t tnt__flow_eager(const struct tnt_comm *comm)
+{
+    size_t e = comm->params.eager_bytes, half = tnt__flow_window(comm) / 2;
+    return e < half ? e : half;
+}
+
+int tnt__flow_budget(struct tnt_comm *comm, int peer, size_t payload_len)
+{
+    size_t room = comm->params.max_unexpected_bytes - comm->unexp_bytes;
+    if (room >= TNT_UNEXP_COST(0) && payload_len <= room - TNT_UNEXP_COST(0))
+        return 1;
+    tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: more than "
+                     "TNT_MAX_UNEXPECTED_BYTES=%zu bytes of early "
+                     "messages (rank %d sent %zu more)", comm->rank,
+                     comm->params.max_unexpected_bytes, peer, payload_len);
+    return 0;
+}
+
+/* Send a header-only control message to p. */
+static void send_ctl(struct tnt_comm *comm, tnt_peer_t *p,
+                     const tnt_msg_hdr_t *h)
+{
+    tnt_ctl_tx_t *c = comm->ctl_free;
+    if (c) {
+        comm->ctl_free = c->next;
+    } else {
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+            tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: out of "
+                             "memory for a flow-control message",
+                             comm->rank);
+            return;
+        }
+        c->type = TNT_COOKIE_CTL;
+        c->all_next = comm->ctl_all;
+        comm->ctl_all = c;
+    }
+    c->peer = p->rank;
+    c->hdr = *h;
+    tnt_result_t rc = p->tp->send(p->tp_ctx, p->ep, &c->hdr, sizeof(c->hdr),
+                                  NULL, 0, c);
+    if (rc == TNT_INPROGRESS) {
+        p->sends_inflight++;
+        return;
+    }
+    c->next = comm->ctl_free;
+    comm->ctl_free = c;
+    if (rc < 0) {
+        char what[300];
+        snprintf(what, sizeof(what), "sending a flow-control message "
+                 "failed: %s", tnt_last_error());
+        tnt__fail_peer_lost(comm, p->rank, what);
+    }
+}
+
+void tnt__flow_ctl_done(struct tnt_comm *comm, void *cookie)
+{
+    tnt_ctl_tx_t *c = cookie;
+    comm->peers[c->peer].sends_inflight--;
+    c->next = comm->ctl_free;
+    comm->ctl_free = c;
+}
+
+static void send_cts(struct tnt_comm *comm, tnt_peer_t *p, tnt_opstate_t *os)
+{
+    if (os->cts_sent)
+        return;
+    if (!p->ep) {
+        os->cts_due = 1; /* tnt__flow_connected sends it */
+        return;
+    }
+    struct tnt_request *req = os->coll;
+    tnt_msg_hdr_t h = req->sig;
+    h.seq = req->seq;
+    h.step = req->sched->ops[os->op].step | TNT_STEP_CTS;
+    os->cts_sent = 1;
+    os->cts_due = 0;
+    send_ctl(comm, p, &h);
+}
+
+void tnt__flow_send(struct tnt_comm *comm, struct tnt_request *req,
+                    uint32_t op)
+{
+    const tnt_sop_t *sop = &req->sched->ops[op];
+    tnt_opstate_t *os = &req->ops[op];
+    tnt_peer_t *p = &comm->peers[sop->peer];
+    /* A CTS that came before the send: the receive is posted. */
+    for (tnt_unexp_t **pp = &p->cts_head; *pp; pp = &(*pp)->next) {
+        tnt_unexp_t *u = *pp;
+        if (u->hdr.seq == req->seq &&
+            (u->hdr.step & ~TNT_STEP_CTL) == sop->step) {
+            *pp = u->next;
+            tnt__free_unexp(comm, u);
+            tnt__send_data(comm, req, op);
+            return;
+        }
+    }
+    size_t cost = TNT_UNEXP_COST(sop->bytes);
+    if (sop->bytes <= tnt__flow_eager(comm) &&
+        p->tx_eager - p->tx_acked + cost <= tnt__flow_window(comm)) {
+        p->tx_eager += cost;
+        tnt__send_data(comm, req, op);
+        return;
+    }
+    /* Wait for the receiver; say so, with the signature. */
+    os->parked = 1;
+    os->next = p->parked_head;
+    p->parked_head = os;
+    tnt_msg_hdr_t h = os->hdr;
+    h.step |= TNT_STEP_RTS;
+    send_ctl(comm, p, &h);
+}
+
+void tnt__flow_recv_posted(struct tnt_comm *comm, tnt_peer_t *p,
+                           tnt_opstate_t *os, int rts)
+{
+    const tnt_sop_t *sop = &os->coll->sched->ops[os->op];
+    if (rts || sop->bytes > tnt__flow_eager(comm))
+        send_cts(comm, p, os);
+}
+
+void tnt__flow_consumed(struct tnt_comm *comm, tnt_peer_t *p, size_t len)
+{
+    p->rx_consumed += TNT_UNEXP_COST(len);
+    if (p->rx_consumed - p->rx_reported < tnt__flow_window(comm) / 4 ||
+        !p->ep)
+        return;
+    tnt_msg_hdr_t h = {0};
+    h.magic = TNT_MSG_MAGIC;
+    h.comm_id = comm->comm_id;
+    h.kind = TNT_MSG_CREDIT;
+    h.count = p->rx_consumed;
+    h.nranks = comm->nranks;
+    p->rx_reported = p->rx_consumed;
+    send_ctl(comm, p, &h);
+}
+
+void tnt__flow_credit(struct tnt_comm *comm, int peer, uint64_t consumed)
+{
+    tnt_peer_t *p = &comm->peers[peer];
+    /* Cumulative, so credits overtaking each other on parallel sockets
+     * do no harm; never more than was sent. */
+    if (consumed > p->tx_acked && consumed <= p->tx_eager)
+        p->tx_acked = consumed;
+}
+
+void tnt__flow_connected(struct tnt_comm *comm, tnt_peer_t *p)
+{
+    for (tnt_opstate_t *os = p->posted; os && comm->state == TNT_COMM_OK;
+         os = os->next)
+        if (os->cts_due)
+            send_cts(comm, p, os);
+}
+
+/* A CTS for a send of req: send it if parked, else keep it for the send
+ * (it has not started here yet). */
+static int cts_arrived(struct tnt_comm *comm, tnt_peer_t *p,
+                       const tnt_msg_hdr_t *h, struct tnt_request *req)
+{
+    uint32_t step = h->step & ~TNT_STEP_CTL;
+    for (tnt_opstate_t **pp = &p->parked_head; *pp; pp = &(*pp)->next) {
+        tnt_opstate_t *os = *pp;
+        if (os->coll != req || req->sched->ops[os->op].step != step)
+            continue;
+        *pp = os->next;
+        os->parked = 0;
+        tnt__send_data(comm, req, os->op);
+        tnt__run_ready(comm, req);
+        return 1;
+    }
+    if (!tnt__flow_budget(comm, p->rank, 0))
+        return -1;
+    tnt_unexp_t *u = tnt__alloc_unexp(comm);
+    if (!u) {
+        tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: out of memory "
+                         "for a flow-control record", comm->rank);
+        return -1;
+    }
+    u->type = TNT_COOKIE_UNEXP;
+    u->hdr = *h;
+    u->len = 0;
+    u->data = NULL;
+    u->cap = 0;
+    u->complete = 1;
+    u->claimed = NULL;
+    comm->unexp_bytes += TNT_UNEXP_COST(0);
+    u->next = p->cts_head;
+    p->cts_head = u;
+    return 1;
+}
+
+int tnt__flow_header(struct tnt_comm *comm, int peer, const tnt_msg_hdr_t *h,
+                     struct tnt_request *req)
+{
+    tnt_peer_t *p = &comm->peers[peer];
+    if (h->step & TNT_STEP_CTS) {
+        /* A CTS for a collective that finished here answers an RTS this
+         * rank never needed to send: nothing to do. */
+        if (!req && h->seq < comm->next_seq)
+            return 1;
+        return cts_arrived(comm, p, h, req);
+    }
+    /* An RTS: the receive may be posted already (its CTS went or goes
+     * now); else the caller keeps it as an early record for post_recv. */
+    if (!req)
+        return 0;
+    uint32_t step = h->step & ~TNT_STEP_CTL;
+    for (tnt_opstate_t *os = p->posted; os; os = os->next)
+        if (os->coll == req && req->sched->ops[os->op].step == step) {
+            send_cts(comm, p, os);
+            return 1;
+        }
+    return 0;
+}
+
+void tnt__flow_reset_peer(struct tnt_comm *comm, tnt_peer_t *p)
+{
+    while (p->cts_head) {
+        tnt_unexp_t *u = p->cts_head;
+        p->cts_head = u->next;
+        tnt__free_unexp(comm, u);
+    }
+    for (tnt_opstate_t *os = p->parked_head; os; os = os->next)
+        os->parked = 0;
+    p->parked_head = NULL;
+}
+
+void tnt__flow_free(struct tnt_comm *comm)
+{
+    while (comm->ctl_all) {
+        tnt_ctl_tx_t *c = comm->ctl_all;
+        comm->ctl_all = c->all_next;
+        free(c);
+    }
+    comm->ctl_free = NULL;
+}
