@@ -240,6 +240,20 @@ static void test_msg_hdr(void)
         TH_CHECK(tnt__msg_hdr_parse(&b, sizeof(b), 0, 1, 4, &out) != NULL,
                  "bad header (field %d) accepted", f);
     }
+    /* Flow control: RTS and CTS carry no payload, and never both flags. */
+    h.step = 3 | TNT_STEP_RTS;
+    TH_CHECK(!tnt__msg_hdr_parse(&h, sizeof(h), 0, 1, 4, &out),
+             "RTS refused");
+    TH_CHECK(tnt__msg_hdr_parse(&h, sizeof(h), 1, 1, 4, &out) != NULL,
+             "RTS with a payload accepted");
+    h.step = 3 | TNT_STEP_CTS;
+    TH_CHECK(!tnt__msg_hdr_parse(&h, sizeof(h), 0, 1, 4, &out),
+             "CTS refused");
+    TH_CHECK(tnt__msg_hdr_parse(&h, sizeof(h), 400, 1, 4, &out) != NULL,
+             "CTS with a payload accepted");
+    h.step = 3 | TNT_STEP_CTL;
+    TH_CHECK(tnt__msg_hdr_parse(&h, sizeof(h), 0, 1, 4, &out) != NULL,
+             "both flow-control flags accepted");
 }
 
 /* ---- the MACs ---------------------------------------------------------- */

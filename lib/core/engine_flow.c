@@ -64,7 +64,9 @@ static void send_ctl(struct tnt_comm *comm, tnt_peer_t *p,
     }
     c->next = comm->ctl_free;
     comm->ctl_free = c;
-    if (rc < 0) {
+    /* A credit nobody waits for yet (the peer may have finished and
+     * closed) is no reason to fail; an RTS or CTS is awaited. */
+    if (rc < 0 && h->kind != TNT_MSG_CREDIT) {
         char what[300];
         snprintf(what, sizeof(what), "sending a flow-control message "
                  "failed: %s", tnt_last_error());
@@ -219,17 +221,28 @@ int tnt__flow_header(struct tnt_comm *comm, int peer, const tnt_msg_hdr_t *h,
             return 1;
         return cts_arrived(comm, p, h, req);
     }
-    /* An RTS: the receive may be posted already (its CTS went or goes
-     * now); else the caller keeps it as an early record for post_recv. */
-    if (!req)
-        return 0;
+    /* An RTS. Over parallel sockets the data it announced can overtake
+     * it: once the receive has sent its CTS, a late RTS is stale, also
+     * when its collective has finished here. */
+    if (!req) {
+        if (h->seq >= comm->next_seq)
+            return 0; /* before its collective: an early record */
+        return tnt__mismatch_past(comm, h, peer) ? -1 : 1;
+    }
     uint32_t step = h->step & ~TNT_STEP_CTL;
     for (tnt_opstate_t *os = p->posted; os; os = os->next)
         if (os->coll == req && req->sched->ops[os->op].step == step) {
             send_cts(comm, p, os);
             return 1;
         }
-    return 0;
+    for (uint32_t i = 0; i < req->sched->nops; i++) {
+        const tnt_sop_t *sop = &req->sched->ops[i];
+        if (sop->kind == TNT_SOP_RECV && sop->peer == peer &&
+            sop->step == step)
+            return req->ops[i].cts_sent ? 1 : 0;
+    }
+    return 0; /* no such receive: post_recv never claims it, and the
+                 early-message check names the mismatch */
 }
 
 void tnt__flow_reset_peer(struct tnt_comm *comm, tnt_peer_t *p)

@@ -53,7 +53,8 @@ void tnt__flow_recv_posted(struct tnt_comm *comm, tnt_peer_t *p,
 void tnt__flow_consumed(struct tnt_comm *comm, tnt_peer_t *p, size_t len);
 /** p is connected: send the CTSs owed to it. */
 void tnt__flow_connected(struct tnt_comm *comm, tnt_peer_t *p);
-/** A control header from `peer` (RTS, CTS or CREDIT, already parsed).
+/** A control header from `peer` (RTS or CTS, already parsed; req: its
+ *  collective, if active here).
  *  Returns 1 if consumed (nothing to store), 0 if the caller keeps it as
  *  an early record (an RTS before its receive), < 0 on failure. */
 int tnt__flow_header(struct tnt_comm *comm, int peer, const tnt_msg_hdr_t *h,

@@ -183,14 +183,11 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
     struct tnt_request *req = comm->active_head;
     while (req && req->seq != h.seq)
         req = req->next;
-    int cts_late = !req && h.seq < comm->next_seq &&
-                   (h.step & TNT_STEP_CTS);
     if (req && !tnt__sig_equal(&h, &req->sig)) {
         tnt__report_mismatch(comm, req, &h, peer);
         return TNT_ERR_MISMATCH;
     }
-    if ((h.step & TNT_STEP_CTL) && (req || h.seq >= comm->next_seq ||
-                                    cts_late)) {
+    if (h.step & TNT_STEP_CTL) {
         int r = tnt__flow_header(comm, peer, &h, req);
         if (r < 0 || comm->state != TNT_COMM_OK)
             return tnt__error_str(comm->fail_rc, comm->fail_msg);

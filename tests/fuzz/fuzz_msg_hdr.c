@@ -3,7 +3,8 @@
  * (lib/core/msg_hdr.c). Input: one byte for the communicator size, eight
  * for the announced payload length, then the header bytes. An accepted
  * header must name a known collective, type, op and algorithm, a root in
- * the job, and a payload no larger than count * type size * size.
+ * the job, a payload no larger than count * type size * size, and none
+ * at all on a flow-control message (RTS or CTS).
  */
 #include <stdint.h>
 #include <string.h>
@@ -31,5 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* No overflow in the bound the engine's buffers are sized by. */
     FUZZ_ASSERT(h.count <= SIZE_MAX / es / (size_t)nranks);
     FUZZ_ASSERT(payload <= h.count * es * (size_t)nranks);
+    /* A flow-control message (RTS or CTS, never both) has no payload. */
+    FUZZ_ASSERT((h.step & TNT_STEP_CTL) != TNT_STEP_CTL);
+    FUZZ_ASSERT(!(h.step & TNT_STEP_CTL) || payload == 0);
     return 0;
 }

@@ -75,6 +75,15 @@ int main(int argc, char **argv)
     m.root = 2;
     memcpy(buf + 8, &m, sizeof(m));
     put("msg_hdr", "last_kind", 3, 0, 0, buf, 8 + sizeof(m));
+    /* Flow control: an RTS and a CTS are headers with no payload. */
+    payload = 0;
+    memcpy(buf, &payload, 8);
+    m.step = 1 | TNT_STEP_RTS;
+    memcpy(buf + 8, &m, sizeof(m));
+    put("msg_hdr", "rts", 3, 0, 0, buf, 8 + sizeof(m));
+    m.step = 1 | TNT_STEP_CTS;
+    memcpy(buf + 8, &m, sizeof(m));
+    put("msg_hdr", "cts", 3, 0, 0, buf, 8 + sizeof(m));
 
     /* Verbs: byte 0 = decoder (0 message, 1 immediate, 2 hello,
      * 3 challenge, 4 proof). */
