@@ -125,4 +125,9 @@ tnt_result_t tnt__reduce_scatter_ring(const tnt_coll_args_t *a,
                                       tnt_sched_t *s);
 tnt_result_t tnt__local_copy(const tnt_coll_args_t *a, tnt_sched_t *s);
 
+/** First step of a broadcast's signature check (select.c): above every
+ *  step a schedule's data uses, and below bits 30 and 31, which the
+ *  core's flow control sets on a step to mark an RTS or CTS. */
+#define TNT_SIG_CHECK_STEP 0x3f000000u
+
 #endif /* TNT_COLLECTIVES_ALGORITHMS_H */

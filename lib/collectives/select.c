@@ -233,7 +233,6 @@ tnt_result_t tnt__local_copy(const tnt_coll_args_t *a, tnt_sched_t *s)
  * mismatch fails the call on every rank. It runs beside the data, so it
  * adds about log2(p) small-message latencies at most, not a round
  * trip per step. */
-#define TNT_SIG_CHECK_STEP 0xf0000000u
 
 static void add_signature_check(const tnt_coll_args_t *a, tnt_sched_t *s)
 {

@@ -9,6 +9,11 @@
 #include "core/engine_internal.h"
 #include "util/error.h"
 
+/* The broadcast signature check's steps must not carry the RTS/CTS bits,
+ * even after as many rounds as a 2^32-rank job would need. */
+_Static_assert(((TNT_SIG_CHECK_STEP + 32u) & TNT_STEP_CTL) == 0,
+               "TNT_SIG_CHECK_STEP overlaps the flow-control step bits");
+
 size_t tnt__flow_window(const struct tnt_comm *comm)
 {
     size_t w = comm->params.eager_window;
