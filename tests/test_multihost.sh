@@ -113,7 +113,7 @@ for dt_op in "f32 sum" "i64 max" "f64 avg"; do
     begin "allreduce over the veth network, 4 hosts x 2 ranks, $1 $2"
     start=$(date +%s)
     run -x TNT_SOCKET_IFNAME=veth0 --timeout 90 "$BENCH" allreduce \
-        -b 4 -e 4M -f 16 -n 2 -w 1 -d "$1" -o "$2"
+        -b 8 -e 4M -f 16 -n 2 -w 1 -d "$1" -o "$2"
     expect_rc 0
     rows=$(grep -cE '^\[0\] +[0-9]+ ' "$OUT")
     [ "$rows" -ge 5 ] || fail "expected at least 5 sizes, got $rows: $(cat "$OUT" "$ERR")"
