@@ -136,6 +136,9 @@ int main(int argc, char **argv)
     rp.nranks = 4;
     snprintf(rp.msg, sizeof(rp.msg), "ok");
     put("bootstrap", "reply", 3, 1, 3, &rp, sizeof(rp));
+    rp.status = TNT_BOOT_WAITING;
+    snprintf(rp.msg, sizeof(rp.msg), "3 of 4 ranks registered; waiting");
+    put("bootstrap", "reply_waiting", 3, 1, 3, &rp, sizeof(rp));
     tnt_boot_entry_t t[2];
     memset(t, 0, sizeof(t));
     for (int i = 0; i < 2; i++) {
