@@ -40,6 +40,7 @@
 #include "util/error.h"
 #include "util/ifname.h"
 #include "util/log.h"
+#include "util/param_table.h"
 #include "util/sockaddr.h"
 
 /* A connection must register within this time, so a silent stranger
@@ -675,7 +676,7 @@ static tnt_result_t pick_interface(const tnt_boot_args_t *a,
                                    struct sockaddr_storage *ss,
                                    socklen_t *sl, char *if_ip, size_t len)
 {
-    const char *spec = getenv("TNT_SOCKET_IFNAME");
+    const char *spec = tnt__env(TNT_VAR_SOCKET_IFNAME);
     if (spec == NULL || *spec == '\0')
         return TNT_SUCCESS;
     char err[768], name[64];

@@ -18,9 +18,11 @@
 #include "util/hostlist.h"
 #include "boot/launch_env.h"
 #include "util/log.h"
+#include "util/launcher_env.h"
 #include "util/param.h"
+#include "util/param_table.h"
 
-#define MAX_RANKS (1L << 20)
+#define MAX_RANKS TNT_ENV_MAX_RANKS
 
 static const char *const k_names[TNT_LAUNCHER_COUNT] = {
     "tnt", "pmix", "ompi", "slurm", "torchrun", "single"};
@@ -30,10 +32,12 @@ const char *tnt__launcher_name(tnt_launcher_t kind)
     return (unsigned)kind < TNT_LAUNCHER_COUNT ? k_names[kind] : "unknown";
 }
 
+/* A variable by name, NULL when unset or empty: ours through the table
+ * of variables, the launchers' own through their accessor. */
 static const char *env(const char *name)
 {
-    const char *v = getenv(name);
-    return (v && *v) ? v : NULL;
+    return strncmp(name, "TNT_", 4) == 0 ? tnt__env_named(name)
+                                         : tnt__launcher_env(name);
 }
 
 /* A required integer variable in [min, max]. */
@@ -151,8 +155,8 @@ static tnt_result_t derive_root(tnt_launch_t *l, const char *list_var,
 
 static tnt_result_t detect_tnt(tnt_launch_t *l)
 {
-    const char *r = getenv("TNT_RANK"), *s = getenv("TNT_SIZE");
-    const char *root = getenv("TNT_ROOT_ADDR");
+    const char *r = tnt__env(TNT_VAR_RANK), *s = tnt__env(TNT_VAR_SIZE);
+    const char *root = tnt__env(TNT_VAR_ROOT_ADDR);
     long size, rank;
     if (!s)
         return tnt__error(TNT_ERR_CONFIG, "TNT_RANK or TNT_ROOT_ADDR is set "
@@ -173,7 +177,7 @@ static tnt_result_t detect_tnt(tnt_launch_t *l)
     if (root)
         TNT_CHECK(copy_str("TNT_ROOT_ADDR", root, l->root_addr,
                            sizeof(l->root_addr)));
-    const char *key = getenv("TNT_JOB_KEY");
+    const char *key = tnt__env(TNT_VAR_JOB_KEY);
     return copy_str("TNT_JOB_KEY", key ? key : "", l->job_key,
                     sizeof(l->job_key));
 }

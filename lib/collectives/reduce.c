@@ -19,6 +19,7 @@
 #include <cpuid.h>
 #endif
 #include "util/log.h"
+#include "util/param_table.h"
 
 /* ---- IEEE half and bfloat16 conversions ------------------------------ */
 
@@ -328,7 +329,7 @@ static pthread_once_t active_once = PTHREAD_ONCE_INIT;
  * warning, rather than dying of SIGILL in the middle of a collective. */
 static void choose_level(void)
 {
-    const char *env = getenv("TNT_SIMD");
+    const char *env = tnt__env(TNT_VAR_SIMD);
     int want = TNT__SIMD_COUNT - 1;
 
     if (env != NULL && *env != '\0' && strcmp(env, "auto") != 0) {

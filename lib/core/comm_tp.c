@@ -19,6 +19,7 @@
 #include "core/comm_tp.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/param_table.h"
 #include "transport/transport.h"
 
 _Static_assert(TNT_TP_COUNT <= TNT_TP_MAX, "engine.h: raise TNT_TP_MAX");
@@ -64,11 +65,11 @@ tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
     static size_t (*const addr_fn[TNT_TP_MAX])(void *, int, void *,
                                                size_t) = {
         peer_addr0, peer_addr1, peer_addr2, peer_addr3};
-    const char *plugin = getenv("TNT_TRANSPORT_PLUGIN");
+    const char *plugin = tnt__env(TNT_VAR_TRANSPORT_PLUGIN);
     if (plugin)
         TNT_CHECK(tnt__transport_plugin_load(plugin));
     unsigned mask;
-    TNT_CHECK(tnt__transport_mask(getenv("TNT_TRANSPORT"), &mask));
+    TNT_CHECK(tnt__transport_mask(tnt__env(TNT_VAR_TRANSPORT), &mask));
     for (int i = 0; i < TNT_TP_COUNT; i++) {
         if (!(mask & (1u << i)) || !tnt__transport_get(i))
             continue;
@@ -211,7 +212,7 @@ tnt_result_t tnt__comm_tp_assign(struct tnt_comm *comm, tnt_peer_t *p,
             if (why[i][0])
                 n += (size_t)snprintf(all + n, sizeof(all) - n, "; %s: %s",
                                       comm->tp[i]->name, why[i]);
-        const char *asked = getenv("TNT_TRANSPORT");
+        const char *asked = tnt__env(TNT_VAR_TRANSPORT);
         return tnt__error(TNT_ERR_CONFIG, "rank %d (host %s): "
                           "TNT_TRANSPORT=%s runs no transport that reaches "
                           "rank %d (host %s)%s (use auto or tcp)",

@@ -26,6 +26,7 @@
 #include "core/engine_internal.h"
 #include "util/error.h"
 #include "core/report.h"
+#include "util/param_table.h"
 
 static volatile sig_atomic_t report_gen;
 static int report_fd = -1;
@@ -42,7 +43,7 @@ static void on_report_signal(int sig)
 
 static void report_setup(void)
 {
-    const char *e = getenv("TNT_REPORT_SIGNAL");
+    const char *e = tnt__env(TNT_VAR_REPORT_SIGNAL);
     if (e && strcmp(e, "0") == 0)
         return;
     report_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -10,7 +10,6 @@
 #include "fusion/plan.h"
 
 #define FUSION_MAGIC 0x46534e54u /* "TNSF" */
-#define DEFAULT_THRESHOLD ((size_t)32 << 10)
 
 /* The argument of pack_bucket (fusion.c), one per bucket. */
 struct tnt_fusion_pack {

@@ -12,7 +12,7 @@
 
 #include "core/comm.h"
 #include "util/error.h"
-#include "util/param.h"
+#include "util/param_table.h"
 #include "fusion/fusion_internal.h"
 
 void tnt__fusion_destroy(tnt_fusion_t f)
@@ -58,13 +58,8 @@ static tnt_result_t read_options(const tnt_fusion_config_t *c, tnt_fusion_t f)
                           (int)d.op);
     f->op = d.op;
     f->min_bytes = d.min_bucket_bytes;
-    if (f->min_bytes == TNT_FUSION_DEFAULT) {
-        const char *env = getenv("TNT_FUSION_THRESHOLD");
-        f->min_bytes = DEFAULT_THRESHOLD;
-        if (env && *env)
-            TNT_CHECK(tnt__parse_size("TNT_FUSION_THRESHOLD", env,
-                                      &f->min_bytes));
-    }
+    if (f->min_bytes == TNT_FUSION_DEFAULT)
+        TNT_CHECK(tnt__env_size(TNT_VAR_FUSION_THRESHOLD, &f->min_bytes));
     f->max_bytes = d.max_bucket_bytes == TNT_FUSION_DEFAULT
                        ? SIZE_MAX : d.max_bucket_bytes;
     f->first_bytes = d.first_bucket_bytes == TNT_FUSION_DEFAULT

@@ -29,6 +29,7 @@
 
 #include "util/error.h"
 #include "util/hostid.h"
+#include "util/param_table.h"
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
@@ -56,7 +57,7 @@ static uint64_t hash_ns(uint64_t h, const char *path)
 
 tnt_result_t tnt__host_id(char *out, size_t n)
 {
-    const char *env = getenv("TNT_HOST_ID");
+    const char *env = tnt__env(TNT_VAR_HOST_ID);
     if (env) {
         size_t len = strlen(env);
         int ok = len > 0 && len < n;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/param_table.h"
 
 static int log_level = TNT_LOG_WARNING;
 static int log_rank = 0;
@@ -23,8 +24,8 @@ static const char *level_names[] = {"ERROR", "WARNING", "INFO", "DEBUG"};
 
 void tnt__log_init(int rank)
 {
-    const char *lv = getenv("TNT_LOG_LEVEL");
-    const char *all = getenv("TNT_LOG_ALL_RANKS");
+    const char *lv = tnt__env(TNT_VAR_LOG_LEVEL);
+    const char *all = tnt__env(TNT_VAR_LOG_ALL_RANKS);
     log_rank = rank;
     log_level = TNT_LOG_WARNING;
     if (lv) {

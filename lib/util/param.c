@@ -13,6 +13,7 @@
 #include "collectives/algorithms.h"
 #include "util/error.h"
 #include "util/param.h"
+#include "util/param_table.h"
 
 tnt_result_t tnt__parse_size(const char *what, const char *s, size_t *out)
 {
@@ -161,10 +162,12 @@ static tnt_result_t parse_kind_TOPOLOGY(const char *n, const char *s,
 tnt_result_t tnt__params_load(tnt_params_t *p)
 {
     memset(p, 0, sizeof(*p));
-#define TNT_PARAM_LOAD_(field, env, kind, def, help)                        \
+#define TNT_PARAM_LOAD_(field, id, kind)                                    \
     {                                                                       \
-        const char *v = getenv(env);                                        \
-        TNT_CHECK(parse_kind_##kind(env, (v && *v) ? v : def, &p->field));  \
+        const tnt_env_def_t *d = tnt__env_def(TNT_VAR_##id);                \
+        const char *v = tnt__env(TNT_VAR_##id);                             \
+        TNT_CHECK(parse_kind_##kind(d->name, (v && *v) ? v : d->def,        \
+                                    &p->field));                            \
     }
     TNT_PARAM_LIST(TNT_PARAM_LOAD_)
 #undef TNT_PARAM_LOAD_

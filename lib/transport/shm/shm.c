@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
-#include "util/param.h"
+#include "util/param_table.h"
 #include "transport/shm/shm_internal.h"
 #include "transport/transport.h"
 
@@ -799,10 +799,7 @@ static tnt_result_t shm_init(const tnt_transport_env_t *env, void **out)
         return tnt__error(TNT_ERR_INTERNAL, "shm: no authentication "
                           "services in the environment");
     long any = 0;
-    const char *s = getenv("TNT_SHM_ANY_UID");
-    if (s && *s)
-        TNT_CHECK(tnt__parse_long("TNT_SHM_ANY_UID (0 or 1)", s, 0, 1,
-                                  &any));
+    TNT_CHECK(tnt__env_long(TNT_VAR_SHM_ANY_UID, &any));
     shm_ctx_t *ctx = calloc(1, sizeof(*ctx));
     if (!ctx)
         return tnt__error(TNT_ERR_NO_MEMORY, "shm: out of memory");

@@ -29,10 +29,14 @@
 
 #include "util/clock.h"
 #include "util/error.h"
-#include "util/param.h"
+#include "util/param_table.h"
 #include "util/sockaddr.h"
 #include "transport/tcp/tcp_internal.h"
 #include "transport/transport.h"
+
+/* TNT_SOCKETS_PER_PEER's range in the table of variables is 1..16. */
+_Static_assert(TCP_MAX_SOCKETS == 16,
+               "update TNT_SOCKETS_PER_PEER's range in util/param_table.h");
 
 /* ---- freeing and closing ------------------------------------------ */
 
@@ -659,18 +663,13 @@ static tnt_result_t tcp_init(const tnt_transport_env_t *env, void **out)
                                      : tnt__error(TNT_ERR_NO_MEMORY,
                                                   "tcp: out of memory");
     /* Transport knobs are the transport's own, as a plugin's would be. */
-    const char *b = getenv("TNT_SOCKET_BUFFER");
-    if (rc == TNT_SUCCESS && b && *b)
-        rc = tnt__parse_size("TNT_SOCKET_BUFFER", b, &ctx->sockbuf);
-    const char *hb = getenv("TNT_HEARTBEAT");
-    ctx->heartbeat_s = 10.0;
-    if (rc == TNT_SUCCESS && hb && *hb)
-        rc = tnt__parse_seconds("TNT_HEARTBEAT", hb, &ctx->heartbeat_s);
-    const char *n = getenv("TNT_SOCKETS_PER_PEER");
+    if (rc == TNT_SUCCESS)
+        rc = tnt__env_size(TNT_VAR_SOCKET_BUFFER, &ctx->sockbuf);
+    if (rc == TNT_SUCCESS)
+        rc = tnt__env_seconds(TNT_VAR_HEARTBEAT, &ctx->heartbeat_s);
     long nsock = 1;
-    if (rc == TNT_SUCCESS && n && *n)
-        rc = tnt__parse_long("TNT_SOCKETS_PER_PEER", n, 1, TCP_MAX_SOCKETS,
-                             &nsock);
+    if (rc == TNT_SUCCESS)
+        rc = tnt__env_long(TNT_VAR_SOCKETS_PER_PEER, &nsock);
     ctx->nsock = (int)nsock;
     if (rc != TNT_SUCCESS) {
         tcp_finalize(ctx);

@@ -35,7 +35,9 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "util/launcher_env.h"
 #include "util/param.h"
+#include "util/param_table.h"
 #include "util/sockaddr.h"
 #include "transport/transport.h"
 #include "transport/verbs/verbs_dev.h"
@@ -802,9 +804,8 @@ static int have_odp(struct ibv_context *ib)
 static tnt_result_t hca_pick(const tnt_transport_env_t *env, int *pick)
 {
     static const char *const local_vars[] = {
-        "TNT_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-        "LOCAL_RANK"};
-    const char *s = getenv("TNT_IB_HCA_MAP");
+        "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"};
+    const char *s = tnt__env(TNT_VAR_IB_HCA_MAP);
     *pick = 0;
     if (!s || !*s || strcmp(s, "first") == 0)
         return TNT_SUCCESS;
@@ -812,43 +813,39 @@ static tnt_result_t hca_pick(const tnt_transport_env_t *env, int *pick)
         return tnt__error(TNT_ERR_INVALID_ARG, "TNT_IB_HCA_MAP='%s': "
                           "expected first or local_rank", s);
     *pick = env->rank;
-    for (size_t i = 0; i < sizeof(local_vars) / sizeof(local_vars[0]); i++)
-        if ((s = getenv(local_vars[i])) && *s) {
-            long v;
+    long v = -1;
+    TNT_CHECK(tnt__env_long(TNT_VAR_LOCAL_RANK, &v));
+    for (size_t i = 0; v < 0 && i < sizeof(local_vars) /
+                                        sizeof(local_vars[0]); i++)
+        if ((s = tnt__launcher_env(local_vars[i])))
             TNT_CHECK(tnt__parse_long(local_vars[i], s, 0, 1 << 20, &v));
-            *pick = (int)v;
-            break;
-        }
+    if (v >= 0)
+        *pick = (int)v;
     return TNT_SUCCESS;
 }
 
 static tnt_result_t read_knobs(vb_ctx_t *ctx, int *cache, size_t *limit)
 {
-    long depth = VB_DEPTH_DEFAULT, timeout = 14, retry = 7, c = -1;
-    const char *s;
-    if ((s = getenv("TNT_IB_RECV_DEPTH")) && *s)
-        TNT_CHECK(tnt__parse_long("TNT_IB_RECV_DEPTH", s, 4, 4096, &depth));
-    if ((s = getenv("TNT_IB_TIMEOUT")) && *s)
-        TNT_CHECK(tnt__parse_long("TNT_IB_TIMEOUT", s, 1, 31, &timeout));
+    /* depth, timeout and hb always get a value: the table has defaults. */
+    long depth = 0, timeout = 0, retry = 7, c = -1;
+    TNT_CHECK(tnt__env_long(TNT_VAR_IB_RECV_DEPTH, &depth));
+    TNT_CHECK(tnt__env_long(TNT_VAR_IB_TIMEOUT, &timeout));
     /* Without TNT_IB_RETRY_CNT the retry budget follows TNT_HEARTBEAT
      * (default 10 s, as TCP's keep-alive): a path lost under a queue
      * pair with data in flight then fails it within the heartbeat. */
-    double hb = 10.0;
-    if ((s = getenv("TNT_HEARTBEAT")) && *s)
-        TNT_CHECK(tnt__parse_seconds("TNT_HEARTBEAT", s, &hb));
+    double hb = 0;
+    TNT_CHECK(tnt__env_seconds(TNT_VAR_HEARTBEAT, &hb));
     ctx->heartbeat_s = hb;
     int t = (int)timeout, r = 7;
     tnt__vb_retry_budget(hb, &t, &r);
     timeout = t;
     retry = r;
-    if ((s = getenv("TNT_IB_RETRY_CNT")) && *s)
-        TNT_CHECK(tnt__parse_long("TNT_IB_RETRY_CNT", s, 0, 7, &retry));
-    if ((s = getenv("TNT_IB_REG_CACHE")) && *s && strcmp(s, "auto") != 0)
+    TNT_CHECK(tnt__env_long(TNT_VAR_IB_RETRY_CNT, &retry));
+    const char *s = tnt__env(TNT_VAR_IB_REG_CACHE);
+    if (s && *s && strcmp(s, "auto") != 0)
         TNT_CHECK(tnt__parse_long("TNT_IB_REG_CACHE (auto, 0 or 1)", s, 0,
                                   1, &c));
-    *limit = (size_t)1 << 30;
-    if ((s = getenv("TNT_IB_REG_CACHE_LIMIT")) && *s)
-        TNT_CHECK(tnt__parse_size("TNT_IB_REG_CACHE_LIMIT", s, limit));
+    TNT_CHECK(tnt__env_size(TNT_VAR_IB_REG_CACHE_LIMIT, limit));
     ctx->depth = (uint32_t)depth;
     ctx->timeout = (int)timeout;
     ctx->retry = (int)retry;

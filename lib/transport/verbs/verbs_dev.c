@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/param_table.h"
 #include "transport/verbs/verbs_dev.h"
 #include "transport/verbs/verbs_select.h"
 
@@ -140,8 +141,8 @@ int tnt__verbs_probe(char *why, size_t why_len)
     if (scan(&s, why, why_len) != 0)
         return 0;
     vb_choice_t c;
-    int rc = tnt__vb_select(s.devs, s.n, getenv("TNT_IB_HCA"),
-                            getenv("TNT_IB_GID_INDEX"), &c, why, why_len);
+    int rc = tnt__vb_select(s.devs, s.n, tnt__env(TNT_VAR_IB_HCA),
+                            tnt__env(TNT_VAR_IB_GID_INDEX), &c, why, why_len);
     if (rc == 0)
         snprintf(why, why_len, "%s port %d (%s, GID index %d)",
                  s.devs[c.dev].name, c.port,
@@ -159,8 +160,8 @@ tnt_result_t tnt__vb_open(vb_opened_t *o, int pick)
         return tnt__error(TNT_ERR_UNSUPPORTED, "TNT_TRANSPORT=verbs: %s; "
                           "use TNT_TRANSPORT=auto or tcp here", why);
     vb_choice_t c;
-    if (tnt__vb_select_nth(s.devs, s.n, getenv("TNT_IB_HCA"),
-                           getenv("TNT_IB_GID_INDEX"), pick, &c, why,
+    if (tnt__vb_select_nth(s.devs, s.n, tnt__env(TNT_VAR_IB_HCA),
+                           tnt__env(TNT_VAR_IB_GID_INDEX), pick, &c, why,
                            sizeof(why)) != 0) {
         scan_free(&s);
         return tnt__error(TNT_ERR_UNSUPPORTED, "TNT_TRANSPORT=verbs: %s; "

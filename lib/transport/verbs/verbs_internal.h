@@ -27,7 +27,6 @@
 /* Bytes of one bounce buffer; a message whose header and payload fit is
  * sent eagerly (copied), larger ones by rendezvous (RDMA WRITE). */
 #define VB_BOUNCE 8192u
-#define VB_DEPTH_DEFAULT 64u
 #define VB_CTRL_DEPTH 2u
 /* Largest single RDMA WRITE; larger payloads are split into segments. */
 #define VB_SEG_MAX ((size_t)1 << 30)
