@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh build
 # Layers point down only (docs/design.md): includes and symbols.
 bash scripts/check-layers.sh build
+# The environment is read only through the table of variables, and every
+# TNT_* name in lib/ is one of its entries (docs/design.md).
+bash scripts/check-env.sh
 # The builds that users and packagers make (docs/install.md): a release
 # build, clang, and Debian's packaging flags, each warning-clean under
 # -Werror (compile only: library, tools, benchmark, examples; no tests).

@@ -2,9 +2,10 @@
  * The one table of every environment variable the library reads. Nothing
  * in lib/ calls getenv() except param_table.c (the TNT_* variables, by
  * their id here) and launcher_env.c (other programs' variables, such as
- * Open MPI's or Slurm's). docs/environment.md lists exactly these
- * variables (test_param_table compares them), and every default parses
- * with its entry's type.
+ * Open MPI's or Slurm's); scripts/check-env.sh fails the tests when
+ * another getenv() or a "TNT_..." string naming no entry appears in lib/.
+ * docs/environment.md lists exactly these variables (test_param_table
+ * compares them), and every default parses with its entry's type.
  *
  * Where and when a variable is read, and whether a malformed value is an
  * error, stays the reader's business: strict variables are a
