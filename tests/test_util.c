@@ -1,20 +1,25 @@
 /*
  * Unit tests of the small helpers: Tarantella's micro-batch split, dtype
  * and op names and sizes, and the parsers behind every environment knob
- * (lib/util/param.h). Also tests the test harness itself: a suite whose
+ * (lib/util/param.h), the heartbeat settings of a TCP socket
+ * (lib/util/sockaddr.h). Also tests the test harness itself: a suite whose
  * harness cannot see a crash, a hang or a wrong result would pass with a
  * broken library, so those are provoked here on purpose.
  */
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "util/param.h"
+#include "util/sockaddr.h"
 #include "datagen.h"
 #include "harness.h"
 
@@ -392,6 +397,35 @@ static void test_datagen_reference(void)
              "datagen accepts poisoned data as a correct result");
 }
 
+/* ---- tnt__sock_heartbeat ---------------------------------------------------- */
+
+static int sockopt(int fd, int level, int name)
+{
+    int v = -1;
+    socklen_t len = sizeof(v);
+    return getsockopt(fd, level, name, &v, &len) == 0 ? v : -1;
+}
+
+static void test_sock_heartbeat(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CU_ASSERT_FATAL(fd >= 0);
+    tnt__sock_heartbeat(fd, 0); /* off: the socket is left as it is */
+    CU_ASSERT_EQUAL(sockopt(fd, SOL_SOCKET, SO_KEEPALIVE), 0);
+    /* 10 s: idle 5 s, then 3 probes 1 s apart; user timeout 10000 ms. */
+    tnt__sock_heartbeat(fd, 10);
+    CU_ASSERT(sockopt(fd, SOL_SOCKET, SO_KEEPALIVE) != 0);
+    CU_ASSERT_EQUAL(sockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE), 5);
+    CU_ASSERT_EQUAL(sockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL), 1);
+    CU_ASSERT_EQUAL(sockopt(fd, IPPROTO_TCP, TCP_KEEPCNT), 3);
+    CU_ASSERT_EQUAL(sockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 10000);
+    /* Below 2 s the probes still take 2 s; the user timeout does not. */
+    tnt__sock_heartbeat(fd, 0.5);
+    CU_ASSERT_EQUAL(sockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE), 1);
+    CU_ASSERT_EQUAL(sockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 500);
+    close(fd);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -405,6 +439,7 @@ int main(void)
         !CU_add_test(s, "parse_size", test_parse_size) ||
         !CU_add_test(s, "parse_long_and_seconds",
                      test_parse_long_and_seconds) ||
+        !CU_add_test(s, "sock_heartbeat", test_sock_heartbeat) ||
         !CU_add_test(s, "datagen_reference", test_datagen_reference) ||
         !CU_add_test(s, "harness_detects_failures",
                      test_harness_detects_failures))

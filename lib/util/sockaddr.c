@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -267,4 +268,23 @@ tnt_result_t tnt__listen_blob(const char *ip, int rank, const char *who,
     }
     *fd_out = fd;
     return TNT_SUCCESS;
+}
+
+/* Probes start after half the heartbeat idle, three of them share the
+ * other half (at least 2 s in all, whole seconds as the kernel takes
+ * them); TCP_USER_TIMEOUT takes the heartbeat in milliseconds. */
+void tnt__sock_heartbeat(int fd, double heartbeat_s)
+{
+    if (!(heartbeat_s > 0))
+        return;
+    int one = 1;
+    int hb = heartbeat_s < 2 ? 2 : (int)heartbeat_s;
+    int idle = hb / 2, cnt = 3;
+    int intvl = (hb - idle) / cnt > 0 ? (hb - idle) / cnt : 1;
+    unsigned user_ms = (unsigned)(heartbeat_s * 1000.0);
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms));
 }

@@ -1,7 +1,8 @@
 /*
  * Socket address parsing and formatting, the address blob published
- * through the bootstrap, and blocking I/O with a deadline (bootstrap only;
- * the data path is nonblocking).
+ * through the bootstrap, blocking I/O with a deadline (bootstrap only;
+ * the data path is nonblocking), and the liveness settings of a
+ * connected TCP socket.
  */
 #ifndef TNT_UTIL_SOCKADDR_H
 #define TNT_UTIL_SOCKADDR_H
@@ -45,5 +46,13 @@ tnt_result_t tnt__io_write_all(int fd, const void *buf, size_t len,
                                double deadline);
 tnt_result_t tnt__io_read_all(int fd, void *buf, size_t len,
                               double deadline);
+
+/** TNT_HEARTBEAT on a connected TCP socket: a peer that goes silent
+ *  without closing (link down, host gone) is found within about
+ *  `heartbeat_s` seconds, by keep-alive probes while the connection is
+ *  idle and TCP_USER_TIMEOUT while data waits for an acknowledgement;
+ *  the socket then fails with ETIMEDOUT. 0 leaves the socket as it is.
+ *  Used by the TCP transport and the verbs side channel alike. */
+void tnt__sock_heartbeat(int fd, double heartbeat_s);
 
 #endif /* TNT_UTIL_SOCKADDR_H */

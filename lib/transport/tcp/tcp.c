@@ -177,22 +177,9 @@ static void tune_socket(tcp_ctx_t *ctx, int fd)
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &b, sizeof(b));
     }
     /* A peer that goes silent without closing (link down, host gone) would
-     * otherwise only show at TNT_TIMEOUT. Kernel keep-alive probes find it
-     * while the connection is idle, TCP_USER_TIMEOUT while data waits for
-     * an acknowledgement: either way within about TNT_HEARTBEAT seconds,
-     * at no CPU cost here, and the socket then fails with ETIMEDOUT. */
-    if (ctx->heartbeat_s > 0) {
-        int hb = ctx->heartbeat_s < 2 ? 2 : (int)ctx->heartbeat_s;
-        int idle = hb / 2, cnt = 3;
-        int intvl = (hb - idle) / cnt > 0 ? (hb - idle) / cnt : 1;
-        unsigned user_ms = (unsigned)(ctx->heartbeat_s * 1000.0);
-        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-        setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms,
-                   sizeof(user_ms));
-    }
+     * otherwise only show at TNT_TIMEOUT: the kernel finds it, at no CPU
+     * cost here. */
+    tnt__sock_heartbeat(fd, ctx->heartbeat_s);
 }
 
 static tcp_conn_t *conn_new(tcp_ctx_t *ctx, int fd, int state, tcp_ep_t *ep)

@@ -532,23 +532,13 @@ static void sock_cb(void *arg, uint32_t events)
 
 /* The side channel stays open for liveness: a peer host that goes silent
  * without closing it is found by kernel keep-alive probes within about
- * TNT_HEARTBEAT seconds (the TCP transport's rule; 0 turns it off). */
+ * TNT_HEARTBEAT seconds (tnt__sock_heartbeat, the TCP transport's rule;
+ * 0 turns it off). */
 static void tune_socket(const vb_ctx_t *ctx, int fd)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (ctx->heartbeat_s > 0) {
-        int hb = ctx->heartbeat_s < 2 ? 2 : (int)ctx->heartbeat_s;
-        int idle = hb / 2, cnt = 3;
-        int intvl = (hb - idle) / cnt > 0 ? (hb - idle) / cnt : 1;
-        unsigned user_ms = (unsigned)(ctx->heartbeat_s * 1000.0);
-        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-        setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms,
-                   sizeof(user_ms));
-    }
+    tnt__sock_heartbeat(fd, ctx->heartbeat_s);
 }
 
 /* Connections that have not proved the job key: at most this many at a
