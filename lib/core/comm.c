@@ -252,7 +252,7 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
     tnt__bufpool_init(&comm->pool, (size_t)256 << 20);
     comm->ctl_rx_cookie = TNT_COOKIE_CTL;
     tnt__sched_cache_init(&comm->sched_cache);
-    comm->max_free_reqs = 256;
+    tnt__engine_init_requests(comm);
     pthread_mutex_init(&comm->lock, NULL);
     tnt__mem_table_init(&comm->mem);
     pthread_condattr_t ca;

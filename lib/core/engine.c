@@ -96,9 +96,20 @@ static void put_scratch(struct tnt_comm *comm, struct tnt_request *req)
     req->bufs[TNT_BUF_SCRATCH] = NULL;
 }
 
-/* Fusion keeps one request per bucket in flight: hundreds for a large
- * model. */
+/* Finished requests kept for reuse: fusion keeps one request per bucket
+ * in flight, hundreds for a large model. tnt__engine_prepare raises the
+ * bound by the number it prepares for. */
 #define MAX_FREE_REQUESTS 256
+
+void tnt__engine_init_requests(struct tnt_comm *comm)
+{
+    tnt__list_init(&comm->active);
+    tnt__list_init(&comm->all);
+    tnt__list_init(&comm->deferred);
+    tnt__list_init(&comm->heavy);
+    tnt__list_init(&comm->free_reqs);
+    comm->max_free_reqs = MAX_FREE_REQUESTS;
+}
 
 /* Release what a finished request holds. With its communicator alive the
  * request and its arrays are kept for the next collective (no allocation
@@ -110,8 +121,7 @@ static void free_request(struct tnt_comm *comm, struct tnt_request *req)
     release_sched(comm, req->sched);
     req->sched = NULL;
     if (comm && (size_t)comm->nfree_reqs < comm->max_free_reqs) {
-        req->next = comm->free_reqs;
-        comm->free_reqs = req;
+        tnt__list_push_front(&comm->free_reqs, &req->active_link);
         comm->nfree_reqs++;
         return;
     }
@@ -142,22 +152,26 @@ static struct tnt_request *alloc_request(struct tnt_comm *comm, uint32_t nops)
 {
     /* Prefer a recycled request whose arrays are large enough, so that
      * mixed sizes do not keep regrowing them. */
-    struct tnt_request **pp = &comm->free_reqs, **best = NULL;
-    for (; *pp; pp = &(*pp)->next)
-        if ((*pp)->ops_cap >= nops &&
-            (!best || (*pp)->ops_cap < (*best)->ops_cap)) {
-            best = pp;
-            if ((*pp)->ops_cap == nops)
+    struct tnt_request *best = NULL;
+    tnt_list_node_t *it, *nx;
+    TNT_LIST_FOREACH_SAFE(&comm->free_reqs, it, nx) {
+        struct tnt_request *r =
+            TNT_LIST_ENTRY(it, struct tnt_request, active_link);
+        if (r->ops_cap >= nops && (!best || r->ops_cap < best->ops_cap)) {
+            best = r;
+            if (r->ops_cap == nops)
                 break;
         }
-    if (!best && comm->free_reqs)
-        best = &comm->free_reqs;
-    struct tnt_request *req = best ? *best : NULL;
+    }
+    if (!best && !tnt__list_empty(&comm->free_reqs))
+        best = TNT_LIST_ENTRY(tnt__list_first(&comm->free_reqs),
+                              struct tnt_request, active_link);
+    struct tnt_request *req = best;
     tnt_opstate_t *ops = NULL;
     uint32_t *ready = NULL;
     uint32_t cap = 0;
     if (req) {
-        *best = req->next;
+        tnt__list_unlink(&req->active_link);
         comm->nfree_reqs--;
         ops = req->ops;
         ready = req->ready;
@@ -215,34 +229,18 @@ void tnt__free_unexp(struct tnt_comm *comm, tnt_unexp_t *u)
     comm->free_unexp = u;
 }
 
-static void unlink_all(struct tnt_comm *comm, struct tnt_request *req)
+static void unlink_all(struct tnt_request *req)
 {
-    if (req->all_prev)
-        req->all_prev->all_next = req->all_next;
-    else if (comm->all_head == req)
-        comm->all_head = req->all_next;
-    if (req->all_next)
-        req->all_next->all_prev = req->all_prev;
-    req->all_next = req->all_prev = NULL;
+    if (tnt__list_linked(&req->all_link))
+        tnt__list_unlink(&req->all_link);
 }
 
-static void undefer(struct tnt_comm *comm, struct tnt_request *req)
+/* Off the deferred list, if on it (not while its prepare runs). */
+static void undefer(struct tnt_request *req)
 {
-    struct tnt_request *prev = NULL;
-    for (struct tnt_request *r = comm->deferred_head; r;
-         prev = r, r = r->defer_next) {
-        if (r != req)
-            continue;
-        if (prev)
-            prev->defer_next = r->defer_next;
-        else
-            comm->deferred_head = r->defer_next;
-        if (comm->deferred_tail == r)
-            comm->deferred_tail = prev;
-        break;
-    }
+    if (tnt__list_linked(&req->defer_link))
+        tnt__list_unlink(&req->defer_link);
     req->deferred = 0;
-    req->defer_next = NULL;
 }
 
 /* Run req's prepare with the lock released, as a large computation runs
@@ -275,12 +273,11 @@ static int run_prepare(struct tnt_comm *comm, struct tnt_request *req)
 
 void tnt__engine_run_deferred(struct tnt_comm *comm)
 {
-    while (comm->deferred_head) {
-        struct tnt_request *req = comm->deferred_head;
-        comm->deferred_head = req->defer_next;
-        if (!comm->deferred_head)
-            comm->deferred_tail = NULL;
-        req->defer_next = NULL;
+    while (!tnt__list_empty(&comm->deferred)) {
+        struct tnt_request *req =
+            TNT_LIST_ENTRY(tnt__list_first(&comm->deferred),
+                           struct tnt_request, defer_link);
+        tnt__list_unlink(&req->defer_link);
         int start = run_prepare(comm, req);
         req->deferred = 0;
         if (!start)
@@ -300,7 +297,7 @@ static void publish(struct tnt_comm *comm, struct tnt_request *req,
     req->result = rc;
     if (req->detached) {
         /* Freed at a safe point: the caller may still be walking it. */
-        unlink_all(comm, req);
+        unlink_all(req);
         req->reap_next = comm->reap_head;
         comm->reap_head = req;
     }
@@ -314,21 +311,13 @@ static void finish(struct tnt_request *req, tnt_result_t rc)
     if (req->result != TNT_INPROGRESS || req->finish_late)
         return;
     if (req->deferred) /* it may be freed once finished */
-        undefer(comm, req);
+        undefer(req);
     if (req->heavy_queued)
         tnt__unqueue_heavy(comm, req);
     if (req->slot_queued)
         tnt__slot_unqueue(comm, req);
     if (req->active) {
-        if (req->prev)
-            req->prev->next = req->next;
-        else
-            comm->active_head = req->next;
-        if (req->next)
-            req->next->prev = req->prev;
-        else
-            comm->active_tail = req->prev;
-        req->next = req->prev = NULL;
+        tnt__list_unlink(&req->active_link);
         req->active = 0;
         comm->active_msgs -= !tnt__algo_in_memory(req->algo);
     }
@@ -379,9 +368,11 @@ void tnt__engine_free_requests(struct tnt_comm *comm)
         free(slab);
     }
     comm->free_unexp = NULL;
-    while (comm->free_reqs) {
-        struct tnt_request *r = comm->free_reqs;
-        comm->free_reqs = r->next;
+    while (!tnt__list_empty(&comm->free_reqs)) {
+        struct tnt_request *r =
+            TNT_LIST_ENTRY(tnt__list_first(&comm->free_reqs),
+                           struct tnt_request, active_link);
+        tnt__list_unlink(&r->active_link);
         free(r->ops);
         free(r->ready);
         free(r);
@@ -464,8 +455,8 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
             p->tp->connect(p->tp_ctx, i, p->addr, p->addr_len) == 0)
             p->connecting = 1;
     }
-    while (comm->active_head)
-        finish(comm->active_head, rc);
+    while (!tnt__list_empty(&comm->active))
+        finish(tnt__active_first(comm), rc);
 }
 
 /* ---- executing operations ------------------------------------------- */
@@ -803,7 +794,8 @@ tnt_result_t tnt__engine_prepare(struct tnt_comm *comm,
      * scratch buffers in the pool. */
     if (comm->max_free_reqs < MAX_FREE_REQUESTS + n)
         comm->max_free_reqs = MAX_FREE_REQUESTS + n;
-    struct tnt_request *got = NULL;
+    tnt_list_t got; /* allocated here, to be put back on the free list */
+    tnt__list_init(&got);
     for (size_t i = 0; rc == TNT_SUCCESS && i < n; i++) {
         struct tnt_request *r =
             alloc_request(comm, request_ops(comm, sched[i]));
@@ -811,15 +803,15 @@ tnt_result_t tnt__engine_prepare(struct tnt_comm *comm,
             rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
             break;
         }
-        r->next = got;
-        got = r;
+        tnt__list_push_front(&got, &r->active_link);
         if (sched[i]->scratch_bytes)
             scratch[i] = tnt__bufpool_get(&comm->pool,
                                           sched[i]->scratch_bytes, &cap[i]);
     }
-    while (got) {
-        struct tnt_request *r = got;
-        got = r->next;
+    while (!tnt__list_empty(&got)) {
+        struct tnt_request *r = TNT_LIST_ENTRY(tnt__list_first(&got),
+                                               struct tnt_request, active_link);
+        tnt__list_unlink(&r->active_link);
         free_request(comm, r);
     }
     for (size_t i = 0; i < n; i++)
@@ -921,7 +913,7 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
      * blocking slots allreduce"). What does not finish soon goes on as
      * any other request. */
     if ((flags & TNT_POST_BLOCK) && algo == TNT_ALGO_SLOTS &&
-        !comm->active_head && !comm->polling) {
+        tnt__list_empty(&comm->active) && !comm->polling) {
         if (early_mismatch(comm, req) || tnt__slot_lean(comm, req)) {
             if (req->result == TNT_INPROGRESS) /* failed meanwhile */
                 req->result = comm->fail_rc;
@@ -946,16 +938,8 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     }
     req->active = 1;
     comm->active_msgs += !tnt__algo_in_memory(algo);
-    req->prev = comm->active_tail;
-    if (comm->active_tail)
-        comm->active_tail->next = req;
-    else
-        comm->active_head = req;
-    comm->active_tail = req;
-    req->all_next = comm->all_head;
-    if (comm->all_head)
-        comm->all_head->all_prev = req;
-    comm->all_head = req;
+    tnt__list_push_back(&comm->active, &req->active_link);
+    tnt__list_push_front(&comm->all, &req->all_link);
     comm->last_activity = now;
 
     /* A lean run that goes on queued has looked already, and nothing
@@ -967,11 +951,7 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     if (flags & TNT_POST_DEFER) {
         if (req->result == TNT_INPROGRESS) {
             req->deferred = 1;
-            if (comm->deferred_tail)
-                comm->deferred_tail->defer_next = req;
-            else
-                comm->deferred_head = req;
-            comm->deferred_tail = req;
+            tnt__list_push_back(&comm->deferred, &req->defer_link);
             /* The poller starts it: get it out of epoll_wait. */
             if (comm->polling)
                 tnt__progress_wake(comm);
@@ -982,7 +962,7 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
         tnt__run_ready(comm, req);
         /* The poller runs queued large operations: get it out of
          * epoll_wait. */
-        if (comm->heavy_head && comm->polling)
+        if (!tnt__list_empty(&comm->heavy) && comm->polling)
             tnt__progress_wake(comm);
     }
     tnt__engine_reap(comm);
@@ -1122,7 +1102,7 @@ static int drive_until(struct tnt_comm *comm,
     }
     comm->user_waiters--;
     /* Collectives nobody waits for need the progress thread again. */
-    if (comm->user_waiters == 0 && comm->active_head)
+    if (comm->user_waiters == 0 && !tnt__list_empty(&comm->active))
         tnt__progress_unpark(comm);
     return done(comm, arg);
 }
@@ -1189,7 +1169,7 @@ static void release_locked(struct tnt_comm *comm, struct tnt_request *req)
     if (req->result == TNT_INPROGRESS) {
         req->detached = 1;
     } else {
-        unlink_all(comm, req);
+        unlink_all(req);
         free_request(comm, req);
     }
 }
@@ -1221,7 +1201,7 @@ int tnt__engine_try_release(struct tnt_request *req, tnt_result_t *rc)
         *rc = req->result;
         if (*rc != TNT_SUCCESS)
             tnt__error_str(*rc, comm->fail_msg);
-        unlink_all(comm, req);
+        unlink_all(req);
         free_request(comm, req);
     }
     pthread_mutex_unlock(&comm->lock);
@@ -1264,7 +1244,7 @@ static void linger_for_notices(struct tnt_comm *comm)
 
 void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
 {
-    if (comm->active_head)
+    if (!tnt__list_empty(&comm->active))
         tnt__engine_fail(comm, rc, "rank %d: communicator freed with "
                          "collectives in flight", comm->rank);
     linger_for_notices(comm);
@@ -1274,10 +1254,11 @@ void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
         pthread_cond_wait(&comm->cond, &comm->lock);
     tnt__engine_reap(comm);
     /* Requests the user still holds outlive the communicator. */
-    while (comm->all_head) {
-        struct tnt_request *r = comm->all_head;
-        comm->all_head = r->all_next;
-        r->all_next = r->all_prev = NULL;
+    while (!tnt__list_empty(&comm->all)) {
+        struct tnt_request *r =
+            TNT_LIST_ENTRY(tnt__list_first(&comm->all), struct tnt_request,
+                           all_link);
+        tnt__list_unlink(&r->all_link);
         put_scratch(comm, r);
         r->comm = NULL;
     }
@@ -1294,7 +1275,8 @@ void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
 
 void tnt__engine_check_deadlines(struct tnt_comm *comm, double now)
 {
-    for (struct tnt_request *r = comm->active_head; r; r = r->next) {
+    for (struct tnt_request *r = tnt__active_first(comm); r;
+         r = tnt__active_next(comm, r)) {
         if (now < r->deadline)
             continue;
         if (!r->probed) {

@@ -23,6 +23,7 @@
 #include "util/auth.h"
 #include "util/clock.h"
 #include "util/hostid.h"
+#include "util/list.h"
 #include "util/bufpool.h"
 #include "core/mem.h"
 #include "core/sched_cache.h"
@@ -204,8 +205,9 @@ typedef struct tnt_peer {
 /* A collective in flight; the request handle users hold. */
 struct tnt_request {
     struct tnt_comm *comm;     /* NULL once the communicator is freed */
-    struct tnt_request *next, *prev; /* comm's active list */
-    struct tnt_request *all_next, *all_prev; /* every unreleased request */
+    tnt_list_node_t active_link; /* comm's active list; its free list
+                                    once finished and kept for reuse */
+    tnt_list_node_t all_link;  /* comm's list of unreleased requests */
     struct tnt_request *reap_next;   /* detached and finished: to free */
     uint64_t seq;
     tnt_coll_args_t args;
@@ -228,7 +230,7 @@ struct tnt_request {
     int active;                /* on the comm's active list */
     int deferred;              /* on the comm's deferred list, or being
                                   prepared: not started yet */
-    struct tnt_request *defer_next;
+    tnt_list_node_t defer_link; /* comm's deferred list */
     /* Run by the poller before a deferred request starts, comm->lock
      * released (tnt__engine_post_prepared); NULL once run. */
     void (*prepare)(void *arg);
@@ -241,7 +243,7 @@ struct tnt_request {
      * when the last computation returns. Its buffers stay the caller's
      * until then. */
     tnt_opstate_t *heavy;      /* ready large operations (linked by next) */
-    struct tnt_request *heavy_next; /* comm's list of such requests */
+    tnt_list_node_t heavy_link; /* comm's list of such requests */
     int heavy_queued;          /* on that list */
     uint32_t busy;             /* computations running without the lock */
     int finish_late;           /* finished while busy: late_rc is it */
@@ -328,18 +330,18 @@ struct tnt_comm {
     int nspin_tp, nspin_cheap;
     tnt_peer_t *peers;
     uint64_t next_seq;
-    struct tnt_request *active_head, *active_tail;
-    struct tnt_request *all_head;
+    tnt_list_t active;         /* in flight, in posting order */
+    tnt_list_t all;            /* every unreleased request */
     struct tnt_request *reap_head;
-    struct tnt_request *deferred_head, *deferred_tail; /* to start */
-    struct tnt_request *heavy_head, *heavy_tail; /* large ops to run */
+    tnt_list_t deferred;       /* to start, in posting order */
+    tnt_list_t heavy;          /* with large ops to run, in queuing order */
     int busy;                  /* computations running without the lock */
     tnt_watch_t **watches;     /* by fd */
     int watches_cap;
     size_t unexp_bytes;
     tnt_bufpool_t pool;        /* scratch and early-message buffers */
     tnt_sched_cache_t sched_cache;
-    struct tnt_request *free_reqs; /* finished requests kept for reuse */
+    tnt_list_t free_reqs;      /* finished requests kept for reuse */
     int nfree_reqs;
     size_t max_free_reqs;      /* raised by tnt__engine_prepare */
     tnt_unexp_t *free_unexp;   /* early-message descriptors for reuse */
@@ -385,6 +387,10 @@ struct tnt_comm {
 /** Transport services and upcalls for transport `tpi`, filled into
  *  comm->tp_env[tpi]. */
 void tnt__engine_fill_env(struct tnt_comm *comm, int tpi);
+
+/** Empty request lists and the default bound of the free list; at
+ *  communicator creation. */
+void tnt__engine_init_requests(struct tnt_comm *comm);
 
 /** Flags of tnt__engine_post. */
 enum {

@@ -48,29 +48,13 @@ void tnt__queue_heavy(struct tnt_comm *comm, struct tnt_request *req,
     if (req->heavy_queued)
         return;
     req->heavy_queued = 1;
-    req->heavy_next = NULL;
-    if (comm->heavy_tail)
-        comm->heavy_tail->heavy_next = req;
-    else
-        comm->heavy_head = req;
-    comm->heavy_tail = req;
+    tnt__list_push_back(&comm->heavy, &req->heavy_link);
 }
 
 void tnt__unqueue_heavy(struct tnt_comm *comm, struct tnt_request *req)
 {
-    struct tnt_request *prev = NULL;
-    for (struct tnt_request *r = comm->heavy_head; r;
-         prev = r, r = r->heavy_next) {
-        if (r != req)
-            continue;
-        if (prev)
-            prev->heavy_next = r->heavy_next;
-        else
-            comm->heavy_head = r->heavy_next;
-        if (comm->heavy_tail == r)
-            comm->heavy_tail = prev;
-        break;
-    }
+    if (tnt__list_linked(&req->heavy_link))
+        tnt__list_unlink(&req->heavy_link);
     /* Early messages taken off their peer's list for a copy that will
      * not happen now. */
     for (tnt_opstate_t *os = req->heavy; os; os = os->next)
@@ -80,7 +64,6 @@ void tnt__unqueue_heavy(struct tnt_comm *comm, struct tnt_request *req)
         }
     req->heavy = NULL;
     req->heavy_queued = 0;
-    req->heavy_next = NULL;
 }
 
 void tnt__run_compute(const struct tnt_request *req, uint32_t op)
@@ -112,18 +95,17 @@ void tnt__run_compute(const struct tnt_request *req, uint32_t op)
 /* Take the next queued operation, or NULL. */
 static tnt_opstate_t *next_heavy(struct tnt_comm *comm)
 {
-    struct tnt_request *req = comm->heavy_head;
-    if (!req)
+    tnt_list_node_t *first = tnt__list_first(&comm->heavy);
+    if (!first)
         return NULL;
+    struct tnt_request *req =
+        TNT_LIST_ENTRY(first, struct tnt_request, heavy_link);
     tnt_opstate_t *os = req->heavy;
     req->heavy = os->next;
     os->next = NULL;
     if (!req->heavy) {
-        comm->heavy_head = req->heavy_next;
-        if (!comm->heavy_head)
-            comm->heavy_tail = NULL;
+        tnt__list_unlink(&req->heavy_link);
         req->heavy_queued = 0;
-        req->heavy_next = NULL;
     }
     return os;
 }

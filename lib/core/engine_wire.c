@@ -180,9 +180,9 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
         return tnt__error_str(comm->fail_rc, comm->fail_msg);
     tnt_peer_t *p = &comm->peers[peer];
 
-    struct tnt_request *req = comm->active_head;
+    struct tnt_request *req = tnt__active_first(comm);
     while (req && req->seq != h.seq)
-        req = req->next;
+        req = tnt__active_next(comm, req);
     if (req && !tnt__sig_equal(&h, &req->sig)) {
         tnt__report_mismatch(comm, req, &h, peer);
         return TNT_ERR_MISMATCH;
@@ -330,7 +330,8 @@ static int arrived_early(const tnt_peer_t *p, uint64_t seq, uint32_t step)
 static int peer_needed(struct tnt_comm *comm, int peer)
 {
     const tnt_peer_t *p = &comm->peers[peer];
-    for (struct tnt_request *r = comm->active_head; r; r = r->next) {
+    for (struct tnt_request *r = tnt__active_first(comm); r;
+         r = tnt__active_next(comm, r)) {
         if (tnt__algo_in_memory(r->algo) && tnt__slot_needs(r, peer))
             return 1;
         for (uint32_t i = 0; i < r->sched->nops; i++) {
@@ -382,7 +383,7 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
     }
     if (comm->state == TNT_COMM_OK && peer_needed(comm, peer))
         tnt__fail_peer_lost(comm, peer, what ? what : "connection closed");
-    else if (comm->state == TNT_COMM_OK && comm->active_head)
+    else if (comm->state == TNT_COMM_OK && !tnt__list_empty(&comm->active))
         tnt__note_lost(comm, peer, what); /* not needed yet */
     else
         TNT_LOG_DEBUG("rank %d: connection to rank %d closed: %s",

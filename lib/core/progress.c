@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "core/engine.h"
+#include "core/engine_internal.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "core/progress.h"
@@ -181,13 +182,15 @@ static void free_graveyard(struct tnt_comm *comm)
 
 int tnt__progress_timeout_ms(struct tnt_comm *comm, double now)
 {
-    if (!comm->active_head) {
+    struct tnt_request *first = tnt__active_first(comm);
+    if (!first) {
         if (now - comm->last_activity > IDLE_GRACE_S)
             return -1;
         return 1000;
     }
-    double left = comm->active_head->deadline - now;
-    for (struct tnt_request *r = comm->active_head; r; r = r->next)
+    double left = first->deadline - now;
+    for (struct tnt_request *r = tnt__active_first(comm); r;
+         r = tnt__active_next(comm, r))
         if (r->deadline - now < left)
             left = r->deadline - now;
     if (left < 0)
@@ -235,7 +238,7 @@ static void dispatch(struct tnt_comm *comm, int timeout_ms)
             timeout_ms = 0; /* callbacks ran: let the caller look */
         }
     }
-    if (comm->deferred_head) {
+    if (!tnt__list_empty(&comm->deferred)) {
         tnt__engine_run_deferred(comm);
         timeout_ms = 0; /* what they started may need more at once */
     }
@@ -378,7 +381,8 @@ static double park_until(struct tnt_comm *comm, double now)
 {
     if (comm->user_waiters > 0 || comm->polling)
         return now + 1.0;
-    if (!comm->active_head && now - comm->user_polled_at < PARK_GRACE_S)
+    if (tnt__list_empty(&comm->active) &&
+        now - comm->user_polled_at < PARK_GRACE_S)
         return comm->user_polled_at + PARK_GRACE_S;
     return 0.0;
 }

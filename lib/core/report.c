@@ -130,7 +130,8 @@ static void my_progress(struct tnt_comm *comm, uint64_t *seq,
                         uint32_t *step, int32_t *waits)
 {
     const struct tnt_request *old = NULL;
-    for (const struct tnt_request *r = comm->active_head; r; r = r->next)
+    for (const struct tnt_request *r = tnt__active_first(comm); r;
+         r = tnt__active_next(comm, r))
         if (!old || r->seq < old->seq)
             old = r;
     *seq = old ? old->seq : comm->next_seq;
@@ -251,7 +252,8 @@ void tnt__report_behind(struct tnt_comm *comm, const struct tnt_request *req,
 static void describe(struct tnt_comm *comm, char *buf, size_t len)
 {
     int inflight = 0;
-    for (struct tnt_request *r = comm->active_head; r; r = r->next)
+    for (struct tnt_request *r = tnt__active_first(comm); r;
+         r = tnt__active_next(comm, r))
         inflight++;
     size_t n = append(buf, len, 0, "rank %d (host %s): ", comm->rank,
                       comm->host);
@@ -263,7 +265,8 @@ static void describe(struct tnt_comm *comm, char *buf, size_t len)
     else
         n = append(buf, len, n, "%d collective%s in flight", inflight,
                    inflight == 1 ? "" : "s");
-    for (struct tnt_request *r = comm->active_head; r; r = r->next) {
+    for (struct tnt_request *r = tnt__active_first(comm); r;
+         r = tnt__active_next(comm, r)) {
         char sig[160], what[400];
         tnt__describe_sig(&r->sig, sig, sizeof(sig));
         tnt__report_waits(r, what, sizeof(what));
