@@ -221,41 +221,63 @@ static void let_posters_in(struct tnt_comm *comm)
     pthread_mutex_lock(&comm->lock);
 }
 
-/* One epoll_wait and its callbacks; the poller role is held. */
-static void dispatch(struct tnt_comm *comm, int timeout_ms)
+/* Each step before the epoll_wait of dispatch takes the timeout it was
+ * given and returns it, 0 where it left work that must not wait for an
+ * event. */
+
+/* A spin left transports unarmed, so peers do not write the fds they
+ * would wake this rank by: look at them, and arm them before sleeping. */
+static int poll_unarmed(struct tnt_comm *comm, int timeout_ms)
 {
-    struct epoll_event evs[MAX_EVENTS];
-    if (comm->tp_unarmed) {
-        /* A spin left transports unarmed, so peers do not write the fds
-         * they would wake this rank by: look at them, and arm them
-         * before sleeping. */
-        unsigned flags = timeout_ms == 0 ? 0 : TNT_POLL_ARM;
-        for (int i = 0; i < comm->nspin_tp; i++)
-            if (comm->spin_tp[i].caps & TNT_TP_POLL_UNARMS)
-                comm->spin_tp[i].poll(comm->spin_tp[i].ctx, flags);
-        if (timeout_ms != 0) {
-            comm->tp_unarmed = 0;
-            timeout_ms = 0; /* callbacks ran: let the caller look */
-        }
+    if (!comm->tp_unarmed)
+        return timeout_ms;
+    unsigned flags = timeout_ms == 0 ? 0 : TNT_POLL_ARM;
+    for (int i = 0; i < comm->nspin_tp; i++)
+        if (comm->spin_tp[i].caps & TNT_TP_POLL_UNARMS)
+            comm->spin_tp[i].poll(comm->spin_tp[i].ctx, flags);
+    if (timeout_ms != 0) {
+        comm->tp_unarmed = 0;
+        timeout_ms = 0; /* callbacks ran: let the caller look */
     }
+    return timeout_ms;
+}
+
+/* Work other threads queued for the poller: deferred collectives to
+ * start, large reductions posted by another thread (lock released while
+ * they run; nobody else polls meanwhile), a mapped allreduce with more
+ * of its slice to reduce. */
+static int run_queued_work(struct tnt_comm *comm, int timeout_ms)
+{
     if (!tnt__list_empty(&comm->deferred)) {
         tnt__engine_run_deferred(comm);
         timeout_ms = 0; /* what they started may need more at once */
     }
-    /* Large reductions queued by another thread's post (lock released
-     * while they run; nobody else polls meanwhile). */
     if (tnt__engine_run_heavy(comm) || comm->stage_more)
         timeout_ms = 0;
-    if (timeout_ms != 0) {
-        /* About to sleep: nothing wakes this rank for a mismatch that
-         * meets in no shared memory, and peers may wait for it. */
-        if (comm->intra_host) {
-            tnt__slot_before_sleep(comm);
-            if (comm->state != TNT_COMM_OK)
-                timeout_ms = 0;
-        }
-        tnt__slot_notify(comm);
+    return timeout_ms;
+}
+
+/* About to sleep: nothing wakes this rank for a mismatch that meets in
+ * no shared memory, and peers may wait for it; peers that sleep on this
+ * rank's slot publications are woken. */
+static int before_sleep(struct tnt_comm *comm, int timeout_ms)
+{
+    if (timeout_ms == 0)
+        return 0;
+    if (comm->intra_host) {
+        tnt__slot_before_sleep(comm);
+        if (comm->state != TNT_COMM_OK)
+            timeout_ms = 0;
     }
+    tnt__slot_notify(comm);
+    return timeout_ms;
+}
+
+/* epoll_wait with the lock released, then each ready fd's callback with
+ * it held, letting posting threads in between two callbacks. */
+static void wait_and_dispatch_events(struct tnt_comm *comm, int timeout_ms)
+{
+    struct epoll_event evs[MAX_EVENTS];
     pthread_mutex_unlock(&comm->lock);
     int n = epoll_wait(comm->epfd, evs, MAX_EVENTS, timeout_ms);
     int err = errno;
@@ -270,23 +292,44 @@ static void dispatch(struct tnt_comm *comm, int timeout_ms)
         if (i + 1 < n)
             let_posters_in(comm);
     }
-    /* Slot operations are not messages: look at them after every batch
-     * (and after the arming above, so that an input published before the
-     * peer saw the flag is seen before this rank sleeps), and at peers'
-     * slots that no call here matches. */
-    if (comm->intra_host)
-        tnt__slot_progress(comm);
-    /* What the callbacks made ready, now that no transport is inside a
-     * call: the lock may be released. The batch is done, and watches
-     * removed meanwhile go to the graveyard, freed below. */
-    tnt__engine_run_heavy(comm);
-    tnt__engine_check_deadlines(comm, tnt__now());
+}
+
+/* A SIGUSR1 since the last look: log the hang report. */
+static void serve_report_request(struct tnt_comm *comm)
+{
     unsigned gen = tnt__report_generation();
-    if (gen != comm->report_seen) { /* SIGUSR1 */
+    if (gen != comm->report_seen) {
         comm->report_seen = gen;
         tnt__report_log(comm);
     }
+}
+
+/* What a batch of events leaves to do, in this order: slot operations
+ * are not messages, so look at them after every batch (and after the
+ * arming before it, so that an input published before the peer saw the
+ * flag is seen before this rank sleeps), and at peers' slots that no
+ * call here matches; then what the callbacks made ready, now that no
+ * transport is inside a call (the lock may be released); then the
+ * deadlines and a report request. The batch is done: watches removed
+ * meanwhile went to the graveyard and are freed last. */
+static void after_batch(struct tnt_comm *comm)
+{
+    if (comm->intra_host)
+        tnt__slot_progress(comm);
+    tnt__engine_run_heavy(comm);
+    tnt__engine_check_deadlines(comm, tnt__now());
+    serve_report_request(comm);
     free_graveyard(comm);
+}
+
+/* One epoll_wait and its callbacks; the poller role is held. */
+static void dispatch(struct tnt_comm *comm, int timeout_ms)
+{
+    timeout_ms = poll_unarmed(comm, timeout_ms);
+    timeout_ms = run_queued_work(comm, timeout_ms);
+    timeout_ms = before_sleep(comm, timeout_ms);
+    wait_and_dispatch_events(comm, timeout_ms);
+    after_batch(comm);
 }
 
 void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
