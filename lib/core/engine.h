@@ -171,7 +171,7 @@ typedef struct tnt_peer {
     char host[TNT_HOST_MAX];
     const tnt_transport_t *tp; /* this peer's transport (comm_tp.c) */
     void *tp_ctx;
-    int tpi;                   /* its index in comm->tp */
+    int tpi;                   /* its index in comm->net.tp */
     void *ep;                  /* transport endpoint once connected */
     int connecting;
     int ever_connected;
@@ -276,13 +276,35 @@ typedef struct tnt_watch {
 
 enum tnt_comm_state { TNT_COMM_OK = 0, TNT_COMM_FAILED, TNT_COMM_ABORTED };
 
-struct tnt_comm {
-    int rank, nranks;
-    uint32_t comm_id;
-    uint64_t job_id;
-    tnt_auth_key_t auth_key;   /* from the job key; never leaves the core */
-    tnt_params_t params;
-    pthread_mutex_t lock;
+/* The parts of a communicator, one concern each. Unless a field says
+ * otherwise, comm->lock guards it. */
+
+/* The transports this communicator uses and what the poller spins on.
+ * tp, tp_ctx and tp_env are set while the communicator is created, before
+ * the progress thread starts, and only read afterwards; tp_serves and the
+ * spin table are set by tnt__comm_tp_assign (comm_tp.c). */
+struct tnt_comm_net {
+    char bind_ip[64];          /* where the transports listen */
+    /* Transports by position in the transport list; NULL where unused. */
+    const tnt_transport_t *tp[TNT_TP_MAX];
+    void *tp_ctx[TNT_TP_MAX];
+    tnt_transport_env_t tp_env[TNT_TP_MAX];
+    int tp_serves[TNT_TP_MAX]; /* some peer got this transport */
+    /* What a spinning waiter polls (progress.c): the transports with a
+     * poll entry that serve some peer, those whose look costs no system
+     * call first (the first nspin_cheap: polled even where ranks share
+     * CPUs). Built by tnt__comm_tp_assign. */
+    struct tnt_spin_tp {
+        int (*poll)(void *ctx, unsigned flags);
+        void *ctx;
+        uint32_t caps;
+    } spin_tp[TNT_TP_MAX];
+    int nspin_tp, nspin_cheap;
+};
+
+/* The progress thread, the poller role and the threads waiting
+ * (progress.c). The condition variables go with comm->lock. */
+struct tnt_comm_progress {
     pthread_cond_t cond;       /* broadcast on every completion and
                                   whenever the poller role is free */
     pthread_cond_t park;       /* the progress thread sleeps here while
@@ -301,80 +323,109 @@ struct tnt_comm {
                                   (TNT_TP_POLL_UNARMS): the next poll
                                   must look at them or arm them
                                   (progress.c) */
-    int lock_wanted;           /* atomic: threads blocked to post; the
-                                  poller lets them in between callbacks */
     int thread_polling;        /* ... and it is the progress thread */
     int thread_parked;
     int user_waiters;          /* threads inside tnt__engine_wait */
     double user_polled_at;     /* when a waiting thread last polled */
+    double last_activity;      /* when a collective last began or ended:
+                                  an idle poller sleeps longer after a
+                                  while */
     int epfd, wakefd;
     tnt_watch_t wake_watch;
-    tnt_watch_t report_watch;  /* SIGUSR1's eventfd (report.c) */
-    unsigned report_seen;      /* report generation last handled */
-    tnt_watch_t *graveyard;
-    double last_activity;
-    /* Transports by position in the transport list; NULL where unused. */
-    const tnt_transport_t *tp[TNT_TP_MAX];
-    void *tp_ctx[TNT_TP_MAX];
-    tnt_transport_env_t tp_env[TNT_TP_MAX];
-    int tp_serves[TNT_TP_MAX]; /* some peer got this transport */
-    /* What a spinning waiter polls (progress.c): the transports with a
-     * poll entry that serve some peer, those whose look costs no system
-     * call first (the first nspin_cheap: polled even where ranks share
-     * CPUs). Built by tnt__comm_tp_assign. */
-    struct tnt_spin_tp {
-        int (*poll)(void *ctx, unsigned flags);
-        void *ctx;
-        uint32_t caps;
-    } spin_tp[TNT_TP_MAX];
-    int nspin_tp, nspin_cheap;
-    tnt_peer_t *peers;
-    uint64_t next_seq;
+    tnt_watch_t **watches;     /* by fd */
+    int watches_cap;
+    tnt_watch_t *graveyard;    /* removed during a batch: freed after it */
+};
+
+/* The requests of this communicator besides the collectives' sequence
+ * numbers (engine.c): the lists they are on, the recycled ones, and the
+ * signatures of the last ones posted. */
+struct tnt_comm_requests {
     tnt_list_t active;         /* in flight, in posting order */
     tnt_list_t all;            /* every unreleased request */
-    struct tnt_request *reap_head;
+    struct tnt_request *reap_head; /* detached and finished: to free */
     tnt_list_t deferred;       /* to start, in posting order */
     tnt_list_t heavy;          /* with large ops to run, in queuing order */
     int busy;                  /* computations running without the lock */
-    tnt_watch_t **watches;     /* by fd */
-    int watches_cap;
-    size_t unexp_bytes;
-    tnt_bufpool_t pool;        /* scratch and early-message buffers */
-    tnt_sched_cache_t sched_cache;
     tnt_list_t free_reqs;      /* finished requests kept for reuse */
     int nfree_reqs;
     size_t max_free_reqs;      /* raised by tnt__engine_prepare */
-    tnt_unexp_t *free_unexp;   /* early-message descriptors for reuse */
-    struct tnt_ctl_tx *ctl_free, *ctl_all; /* flow-control sends */
-    int ctl_rx_cookie;         /* TNT_COOKIE_CTL: payload of a control
-                                  message (none) */
-    struct tnt_unexp_slab *unexp_slabs;
-    int state;                 /* enum tnt_comm_state */
-    tnt_result_t fail_rc;
-    char fail_msg[512];
-    int first_lost;            /* first peer lost while all was well */
-    char first_lost_what[160];
-    tnt_msg_hdr_t notice_hdr;  /* the failure notice this rank sends */
-    uint64_t progress_sent;    /* 1 + the seq of its last progress note */
-    double probe_at;           /* when this rank last asked for progress */
     /* Signatures of the last collectives posted, by seq: a message for one
      * that already finished here (a broadcast root finishes at once) is
      * still checked against what this rank called. */
 #define TNT_RECENT_SIGS 64
     tnt_msg_hdr_t recent_sigs[TNT_RECENT_SIGS];
+};
+
+/* Early messages and flow control (engine_wire.c, engine_flow.c): the
+ * storage of early-message descriptors and of the flow-control sends.
+ * What early messages cost in all is comm->unexp_bytes. */
+struct tnt_comm_flow {
+    tnt_unexp_t *free_unexp;   /* early-message descriptors for reuse */
+    struct tnt_unexp_slab *unexp_slabs; /* where they all live */
+    struct tnt_ctl_tx *ctl_free, *ctl_all; /* flow-control sends */
+    int ctl_rx_cookie;         /* TNT_COOKIE_CTL: payload of a control
+                                  message (none) */
+};
+
+/* What this rank tells and asks about failures and hangs (engine.c,
+ * engine_wire.c, report.c), besides the outcome itself (comm->state,
+ * fail_rc, fail_msg). */
+struct tnt_comm_fault {
+    int first_lost;            /* first peer lost while all was well */
+    char first_lost_what[160];
+    tnt_msg_hdr_t notice_hdr;  /* the failure notice this rank sends */
+    uint64_t progress_sent;    /* 1 + the seq of its last progress note */
+    double probe_at;           /* when this rank last asked for progress */
+    tnt_watch_t report_watch;  /* SIGUSR1's eventfd (report.c) */
+    unsigned report_seen;      /* report generation last handled */
+};
+
+struct tnt_comm {
+    /* Who this rank is, in which job, and how it was configured: set at
+     * creation, read-only afterwards. */
+    int rank, nranks;
+    uint32_t comm_id;
+    uint64_t job_id;
+    tnt_auth_key_t auth_key;   /* from the job key; never leaves the core */
+    tnt_params_t params;
     char host[TNT_HOST_MAX];
     tnt_topo_t topo;           /* host layout from peers' hosts (comm.c) */
-    char bind_ip[64];          /* where the transport listens */
     int intra_host;            /* all ranks on this host, all pairs shm */
     int host_cpus;             /* online CPUs of this host */
     int host_ranks;            /* ranks of this communicator on this host */
     size_t ready_min_bytes;    /* tnt_coll_args_t's; 0: the default */
+
+    pthread_mutex_t lock;      /* guards everything below unless a field
+                                  says otherwise */
+    int lock_wanted;           /* atomic: threads blocked to post; the
+                                  poller lets them in between callbacks */
+
+    tnt_peer_t *peers;
+    struct tnt_comm_net net;
+    struct tnt_comm_progress progress;
+    uint64_t next_seq;         /* of the next collective posted */
+    int active_msgs;           /* active requests that are not slot ones */
+    struct tnt_comm_requests reqs;
+    tnt_bufpool_t pool;        /* scratch and early-message buffers */
+    tnt_sched_cache_t sched_cache;
+    size_t unexp_bytes;        /* early messages held, TNT_UNEXP_COST */
+    struct tnt_comm_flow flow;
+
+    /* The outcome: once state is not TNT_COMM_OK every call fails with
+     * fail_rc and fail_msg. */
+    int state;                 /* enum tnt_comm_state */
+    tnt_result_t fail_rc;
+    char fail_msg[512];
+    struct tnt_comm_fault fault;
+
+    /* The on-host algorithms (lib/core/onhost/) and the shared
+     * allocations they use. */
     /* Slot operations (onhost/slots.c): numbered in posting order, finished
      * in that order; the unfinished ones, oldest first. */
     uint64_t slot_next;
     uint64_t slot_completed;   /* number + 1 of the last one finished */
     struct tnt_request *slot_head, *slot_tail;
-    int active_msgs;           /* active requests that are not slot ones */
     uint64_t stage_next;       /* next round of staged allreduces */
     int slot_notify;           /* some peer's slot_notify is set */
     /* A mapped allreduce has more of its slice to reduce (it does a
@@ -385,7 +436,7 @@ struct tnt_comm {
 };
 
 /** Transport services and upcalls for transport `tpi`, filled into
- *  comm->tp_env[tpi]. */
+ *  comm->net.tp_env[tpi]. */
 void tnt__engine_fill_env(struct tnt_comm *comm, int tpi);
 
 /** Empty request lists and the default bound of the free list; at

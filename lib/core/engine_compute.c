@@ -19,7 +19,7 @@
  *   finish() sees req->busy and leaves the result unset, so no waiter
  *   returns and no detached request is freed while its buffers are in
  *   use; the computation's return publishes the result (late finish);
- * - the communicator is freed: tnt__engine_drain waits until comm->busy
+ * - the communicator is freed: tnt__engine_drain waits until comm->reqs.busy
  *   is 0 before it hands the scratch buffers back.
  * The order of arithmetic is fixed by the schedule, so running a
  * reduction later, on another thread, gives the same bits.
@@ -48,7 +48,7 @@ void tnt__queue_heavy(struct tnt_comm *comm, struct tnt_request *req,
     if (req->heavy_queued)
         return;
     req->heavy_queued = 1;
-    tnt__list_push_back(&comm->heavy, &req->heavy_link);
+    tnt__list_push_back(&comm->reqs.heavy, &req->heavy_link);
 }
 
 void tnt__unqueue_heavy(struct tnt_comm *comm, struct tnt_request *req)
@@ -95,7 +95,7 @@ void tnt__run_compute(const struct tnt_request *req, uint32_t op)
 /* Take the next queued operation, or NULL. */
 static tnt_opstate_t *next_heavy(struct tnt_comm *comm)
 {
-    tnt_list_node_t *first = tnt__list_first(&comm->heavy);
+    tnt_list_node_t *first = tnt__list_first(&comm->reqs.heavy);
     if (!first)
         return NULL;
     struct tnt_request *req =
@@ -125,7 +125,7 @@ int tnt__engine_run_heavy(struct tnt_comm *comm)
                                  req->sched->ops[os->op].dst.off
                                : NULL;
         req->busy++;
-        comm->busy++;
+        comm->reqs.busy++;
         pthread_mutex_unlock(&comm->lock);
         if (u) {
             if (u->len)
@@ -135,7 +135,7 @@ int tnt__engine_run_heavy(struct tnt_comm *comm)
         }
         pthread_mutex_lock(&comm->lock);
         ran = 1;
-        comm->busy--;
+        comm->reqs.busy--;
         req->busy--;
         if (u) {
             os->src = NULL;
@@ -149,8 +149,8 @@ int tnt__engine_run_heavy(struct tnt_comm *comm)
             tnt__run_ready(comm, req);
         }
         /* tnt__engine_drain waits for the last computation. */
-        if (comm->busy == 0 && comm->state != TNT_COMM_OK)
-            pthread_cond_broadcast(&comm->cond);
+        if (comm->reqs.busy == 0 && comm->state != TNT_COMM_OK)
+            pthread_cond_broadcast(&comm->progress.cond);
     }
     return ran;
 }

@@ -13,14 +13,14 @@
 static inline struct tnt_request *
 tnt__active_first(const struct tnt_comm *comm)
 {
-    tnt_list_node_t *n = tnt__list_first(&comm->active);
+    tnt_list_node_t *n = tnt__list_first(&comm->reqs.active);
     return n ? TNT_LIST_ENTRY(n, struct tnt_request, active_link) : NULL;
 }
 
 static inline struct tnt_request *
 tnt__active_next(const struct tnt_comm *comm, const struct tnt_request *r)
 {
-    tnt_list_node_t *n = tnt__list_next(&comm->active, &r->active_link);
+    tnt_list_node_t *n = tnt__list_next(&comm->reqs.active, &r->active_link);
     return n ? TNT_LIST_ENTRY(n, struct tnt_request, active_link) : NULL;
 }
 

@@ -156,7 +156,7 @@ void tnt__progress_send(struct tnt_comm *comm)
     uint32_t step;
     int32_t waits;
     my_progress(comm, &seq, &step, &waits);
-    comm->progress_sent = seq + 1;
+    comm->fault.progress_sent = seq + 1;
     for (int i = 0; i < comm->nranks; i++) {
         tnt_peer_t *p = &comm->peers[i];
         tnt_progress_tx_t *t = &p->progress_tx;
@@ -202,7 +202,7 @@ void tnt__progress_arrived(struct tnt_comm *comm, int peer,
     uint32_t step;
     int32_t waits;
     my_progress(comm, &seq, &step, &waits);
-    if (comm->progress_sent != seq + 1)
+    if (comm->fault.progress_sent != seq + 1)
         tnt__progress_send(comm);
 }
 
@@ -220,7 +220,7 @@ void tnt__report_behind(struct tnt_comm *comm, const struct tnt_request *req,
     buf[0] = '\0';
     if (w < 0 || seq != req->seq)
         return;
-    double since = comm->probe_at - comm->params.timeout_s;
+    double since = comm->fault.probe_at - comm->params.timeout_s;
     char chain[160];
     size_t n = append(chain, sizeof(chain), 0, "%d", comm->rank);
     for (int hops = 0; w >= 0 && hops < comm->nranks; hops++) {
