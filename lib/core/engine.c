@@ -244,7 +244,7 @@ static void undefer(struct tnt_request *req)
 }
 
 /* Run req's prepare with the lock released, as a large computation runs
- * (engine_compute.c: req->busy holds its result and buffers while a
+ * (engine_compute.c: req->compute.busy holds its result and buffers while a
  * failure strikes meanwhile). req stays marked deferred, so nothing
  * starts it: slot operations behind it wait (onhost/slots.c). 1 if req
  * may start now. */
@@ -254,17 +254,17 @@ static int run_prepare(struct tnt_comm *comm, struct tnt_request *req)
     req->prepare = NULL;
     if (!fn || req->result != TNT_INPROGRESS || comm->state != TNT_COMM_OK)
         return req->result == TNT_INPROGRESS;
-    req->busy++;
+    req->compute.busy++;
     comm->reqs.busy++;
     pthread_mutex_unlock(&comm->lock);
     fn(req->prepare_arg);
     pthread_mutex_lock(&comm->lock);
     comm->reqs.busy--;
-    req->busy--;
+    req->compute.busy--;
     if (comm->reqs.busy == 0 && comm->state != TNT_COMM_OK)
         pthread_cond_broadcast(&comm->progress.cond); /* tnt__engine_drain */
-    if (req->finish_late) {
-        if (req->busy == 0)
+    if (req->compute.finish_late) {
+        if (req->compute.busy == 0)
             tnt__finish_late(req);
         return 0;
     }
@@ -308,11 +308,11 @@ static void publish(struct tnt_comm *comm, struct tnt_request *req,
 static void finish(struct tnt_request *req, tnt_result_t rc)
 {
     struct tnt_comm *comm = req->comm;
-    if (req->result != TNT_INPROGRESS || req->finish_late)
+    if (req->result != TNT_INPROGRESS || req->compute.finish_late)
         return;
     if (req->deferred) /* it may be freed once finished */
         undefer(req);
-    if (req->heavy_queued)
+    if (req->compute.heavy_queued)
         tnt__unqueue_heavy(comm, req);
     if (req->slot_queued)
         tnt__slot_unqueue(comm, req);
@@ -321,11 +321,11 @@ static void finish(struct tnt_request *req, tnt_result_t rc)
         req->active = 0;
         comm->active_msgs -= !tnt__algo_in_memory(req->algo);
     }
-    if (req->busy) {
+    if (req->compute.busy) {
         /* A computation still writes into its buffers: the result waits
          * for it (tnt__engine_run_heavy calls tnt__finish_late). */
-        req->finish_late = 1;
-        req->late_rc = rc;
+        req->compute.finish_late = 1;
+        req->compute.late_rc = rc;
         return;
     }
     publish(comm, req, rc);
@@ -333,8 +333,8 @@ static void finish(struct tnt_request *req, tnt_result_t rc)
 
 void tnt__finish_late(struct tnt_request *req)
 {
-    req->finish_late = 0;
-    publish(req->comm, req, req->late_rc);
+    req->compute.finish_late = 0;
+    publish(req->comm, req, req->compute.late_rc);
 }
 
 void tnt__engine_reap(struct tnt_comm *comm)
@@ -908,7 +908,7 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     sig->seq = req->seq;
     comm->reqs.recent_sigs[req->seq % TNT_RECENT_SIGS] = *sig;
     double now = tnt__now_coarse();
-    req->deadline = now + comm->params.timeout_s;
+    req->timeout.deadline = now + comm->params.timeout_s;
     /* A blocking small allreduce among ranks of this host, nothing else
      * in flight: run it here, without the queues, the lists and the
      * poller's round over the rings (docs/performance.md, "The lean
@@ -1279,14 +1279,14 @@ void tnt__engine_check_deadlines(struct tnt_comm *comm, double now)
 {
     for (struct tnt_request *r = tnt__active_first(comm); r;
          r = tnt__active_next(comm, r)) {
-        if (now < r->deadline)
+        if (now < r->timeout.deadline)
             continue;
-        if (!r->probed) {
+        if (!r->timeout.probed) {
             double grace = comm->params.timeout_s / 4 < TNT_PROBE_GRACE_S
                                ? comm->params.timeout_s / 4
                                : TNT_PROBE_GRACE_S;
-            r->probed = 1;
-            r->deadline = now + grace;
+            r->timeout.probed = 1;
+            r->timeout.deadline = now + grace;
             comm->fault.probe_at = now;
             tnt__progress_send(comm);
             return;

@@ -224,9 +224,12 @@ struct tnt_request {
     tnt_reduce_fn_t reduce;
     tnt_msg_hdr_t sig;
     tnt_result_t result;       /* TNT_INPROGRESS until done */
-    double deadline;
-    int probed;                /* its deadline passed once: progress was
+    /* Its deadline (tnt__engine_check_deadlines, engine.c). */
+    struct tnt_req_timeout {
+        double deadline;
+        int probed;            /* its deadline passed once: progress was
                                   asked for, the deadline is the grace */
+    } timeout;
     int active;                /* on the comm's active list */
     int deferred;              /* on the comm's deferred list, or being
                                   prepared: not started yet */
@@ -241,13 +244,15 @@ struct tnt_request {
      * finished: a failure meanwhile only takes it off the active list and
      * records late_rc; the result is set, and a detached request freed,
      * when the last computation returns. Its buffers stay the caller's
-     * until then. */
-    tnt_opstate_t *heavy;      /* ready large operations (linked by next) */
-    tnt_list_node_t heavy_link; /* comm's list of such requests */
-    int heavy_queued;          /* on that list */
-    uint32_t busy;             /* computations running without the lock */
-    int finish_late;           /* finished while busy: late_rc is it */
-    tnt_result_t late_rc;
+     * until then. Guarded by comm->lock like the rest. */
+    struct tnt_req_compute {
+        tnt_opstate_t *heavy;  /* ready large operations (linked by next) */
+        tnt_list_node_t heavy_link; /* comm's list of such requests */
+        int heavy_queued;      /* on that list */
+        uint32_t busy;         /* computations running without the lock */
+        int finish_late;       /* finished while busy: late_rc is it */
+        tnt_result_t late_rc;
+    } compute;
     /* The slots allreduce (onhost/slots.c): its number among the
      * communicator's slot operations, and their queue. */
     uint64_t slot_no;

@@ -16,7 +16,7 @@
  *   operation that touches the buffer this one writes after it;
  * - only the poller runs the queue, so one computation at a time;
  * - the request fails (tnt__engine_fail, a deadline, tnt_comm_abort):
- *   finish() sees req->busy and leaves the result unset, so no waiter
+ *   finish() sees req->compute.busy and leaves the result unset, so no waiter
  *   returns and no detached request is freed while its buffers are in
  *   use; the computation's return publishes the result (late finish);
  * - the communicator is freed: tnt__engine_drain waits until comm->reqs.busy
@@ -43,27 +43,27 @@ void tnt__queue_heavy(struct tnt_comm *comm, struct tnt_request *req,
                       uint32_t op)
 {
     tnt_opstate_t *os = &req->ops[op];
-    os->next = req->heavy;
-    req->heavy = os;
-    if (req->heavy_queued)
+    os->next = req->compute.heavy;
+    req->compute.heavy = os;
+    if (req->compute.heavy_queued)
         return;
-    req->heavy_queued = 1;
-    tnt__list_push_back(&comm->reqs.heavy, &req->heavy_link);
+    req->compute.heavy_queued = 1;
+    tnt__list_push_back(&comm->reqs.heavy, &req->compute.heavy_link);
 }
 
 void tnt__unqueue_heavy(struct tnt_comm *comm, struct tnt_request *req)
 {
-    if (tnt__list_linked(&req->heavy_link))
-        tnt__list_unlink(&req->heavy_link);
+    if (tnt__list_linked(&req->compute.heavy_link))
+        tnt__list_unlink(&req->compute.heavy_link);
     /* Early messages taken off their peer's list for a copy that will
      * not happen now. */
-    for (tnt_opstate_t *os = req->heavy; os; os = os->next)
+    for (tnt_opstate_t *os = req->compute.heavy; os; os = os->next)
         if (os->src) {
             tnt__free_unexp(comm, os->src);
             os->src = NULL;
         }
-    req->heavy = NULL;
-    req->heavy_queued = 0;
+    req->compute.heavy = NULL;
+    req->compute.heavy_queued = 0;
 }
 
 void tnt__run_compute(const struct tnt_request *req, uint32_t op)
@@ -99,13 +99,13 @@ static tnt_opstate_t *next_heavy(struct tnt_comm *comm)
     if (!first)
         return NULL;
     struct tnt_request *req =
-        TNT_LIST_ENTRY(first, struct tnt_request, heavy_link);
-    tnt_opstate_t *os = req->heavy;
-    req->heavy = os->next;
+        TNT_LIST_ENTRY(first, struct tnt_request, compute.heavy_link);
+    tnt_opstate_t *os = req->compute.heavy;
+    req->compute.heavy = os->next;
     os->next = NULL;
-    if (!req->heavy) {
-        tnt__list_unlink(&req->heavy_link);
-        req->heavy_queued = 0;
+    if (!req->compute.heavy) {
+        tnt__list_unlink(&req->compute.heavy_link);
+        req->compute.heavy_queued = 0;
     }
     return os;
 }
@@ -124,7 +124,7 @@ int tnt__engine_run_heavy(struct tnt_comm *comm)
         unsigned char *dst = u ? req->bufs[req->sched->ops[os->op].dst.buf] +
                                  req->sched->ops[os->op].dst.off
                                : NULL;
-        req->busy++;
+        req->compute.busy++;
         comm->reqs.busy++;
         pthread_mutex_unlock(&comm->lock);
         if (u) {
@@ -136,13 +136,13 @@ int tnt__engine_run_heavy(struct tnt_comm *comm)
         pthread_mutex_lock(&comm->lock);
         ran = 1;
         comm->reqs.busy--;
-        req->busy--;
+        req->compute.busy--;
         if (u) {
             os->src = NULL;
             tnt__free_unexp(comm, u);
         }
-        if (req->finish_late) {
-            if (req->busy == 0)
+        if (req->compute.finish_late) {
+            if (req->compute.busy == 0)
                 tnt__finish_late(req);
         } else if (req->result == TNT_INPROGRESS) {
             tnt__op_complete(req, os->op);

@@ -192,11 +192,11 @@ int tnt__progress_timeout_ms(struct tnt_comm *comm, double now)
             return -1;
         return 1000;
     }
-    double left = first->deadline - now;
+    double left = first->timeout.deadline - now;
     for (struct tnt_request *r = tnt__active_first(comm); r;
          r = tnt__active_next(comm, r))
-        if (r->deadline - now < left)
-            left = r->deadline - now;
+        if (r->timeout.deadline - now < left)
+            left = r->timeout.deadline - now;
     if (left < 0)
         return 0;
     if (left > 1.0)

@@ -273,7 +273,7 @@ static void describe(struct tnt_comm *comm, char *buf, size_t len)
         n = append(buf, len, n, "\n  #%" PRIu64 " %s: %u of %u operations "
                    "left, %.1f s to its deadline; waiting for: %s", r->seq,
                    sig, r->ops_left, tnt__request_nops(r),
-                   r->deadline - tnt__now(),
+                   r->timeout.deadline - tnt__now(),
                    what);
     }
 }
