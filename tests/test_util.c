@@ -2,7 +2,8 @@
  * Unit tests of the small helpers: Tarantella's micro-batch split, dtype
  * and op names and sizes, and the parsers behind every environment knob
  * (lib/util/param.h), the heartbeat settings of a TCP socket
- * (lib/util/sockaddr.h). Also tests the test harness itself: a suite whose
+ * (lib/util/sockaddr.h), the intrusive list (lib/util/list.h). Also tests
+ * the test harness itself: a suite whose
  * harness cannot see a crash, a hang or a wrong result would pass with a
  * broken library, so those are provoked here on purpose.
  */
@@ -18,10 +19,99 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "util/list.h"
 #include "util/param.h"
 #include "util/sockaddr.h"
 #include "datagen.h"
 #include "harness.h"
+
+/* ---- intrusive list (lib/util/list.h) ------------------------------------ */
+
+typedef struct item {
+    int v;
+    tnt_list_node_t link;
+} item_t;
+
+/* The values of list l in order, into out (at most n); returns how many,
+ * after checking that the backward links mirror the forward ones. */
+static int list_values(const tnt_list_t *l, int *out, int n)
+{
+    int k = 0;
+    const tnt_list_node_t *prev = &l->head;
+    for (const tnt_list_node_t *it = tnt__list_first(l); it;
+         it = tnt__list_next(l, it)) {
+        CU_ASSERT_PTR_EQUAL(it->prev, prev);
+        if (k < n)
+            out[k] = TNT_LIST_ENTRY(it, item_t, link)->v;
+        k++;
+        prev = it;
+    }
+    CU_ASSERT_PTR_EQUAL(l->head.prev, prev);
+    return k;
+}
+
+static void test_list(void)
+{
+    tnt_list_t l;
+    tnt__list_init(&l);
+    CU_ASSERT(tnt__list_empty(&l));
+    CU_ASSERT_PTR_NULL(tnt__list_first(&l));
+
+    item_t it[6];
+    memset(it, 0, sizeof(it)); /* zeroed: on no list */
+    for (int i = 0; i < 6; i++) {
+        it[i].v = i;
+        CU_ASSERT(!tnt__list_linked(&it[i].link));
+    }
+    tnt__list_push_back(&l, &it[2].link);
+    tnt__list_push_back(&l, &it[3].link);
+    tnt__list_push_front(&l, &it[1].link);
+    tnt__list_push_front(&l, &it[0].link);
+    tnt__list_insert_after(&it[3].link, &it[5].link);
+    tnt__list_insert_after(&it[3].link, &it[4].link);
+    CU_ASSERT(!tnt__list_empty(&l));
+    int v[8], n = list_values(&l, v, 8);
+    CU_ASSERT_EQUAL_FATAL(n, 6);
+    for (int i = 0; i < 6; i++) {
+        CU_ASSERT_EQUAL(v[i], i);
+        CU_ASSERT(tnt__list_linked(&it[i].link));
+    }
+
+    /* Unlink the first, a middle and the last element. */
+    tnt__list_unlink(&it[0].link);
+    tnt__list_unlink(&it[3].link);
+    tnt__list_unlink(&it[5].link);
+    CU_ASSERT(!tnt__list_linked(&it[3].link));
+    n = list_values(&l, v, 8);
+    CU_ASSERT_EQUAL_FATAL(n, 3);
+    CU_ASSERT(v[0] == 1 && v[1] == 2 && v[2] == 4);
+
+    /* An unlinked element may join again. */
+    tnt__list_push_back(&l, &it[3].link);
+    n = list_values(&l, v, 8);
+    CU_ASSERT_EQUAL_FATAL(n, 4);
+    CU_ASSERT_EQUAL(v[3], 3);
+
+    /* The safe walk survives unlinking the element it stands on. */
+    tnt_list_node_t *cur, *nx;
+    int seen = 0;
+    TNT_LIST_FOREACH_SAFE(&l, cur, nx) {
+        item_t *e = TNT_LIST_ENTRY(cur, item_t, link);
+        seen++;
+        if (e->v % 2 == 0)
+            tnt__list_unlink(cur);
+    }
+    CU_ASSERT_EQUAL(seen, 4);
+    n = list_values(&l, v, 8);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT(v[0] == 1 && v[1] == 3);
+
+    TNT_LIST_FOREACH_SAFE(&l, cur, nx)
+        tnt__list_unlink(cur);
+    CU_ASSERT(tnt__list_empty(&l));
+    CU_ASSERT_PTR_NULL(tnt__list_first(&l));
+    CU_ASSERT_EQUAL(list_values(&l, v, 8), 0);
+}
 
 /* ---- tnt_micro_batch -------------------------------------------------------- */
 
@@ -437,6 +527,7 @@ int main(void)
         !CU_add_test(s, "micro_batch_bad", test_micro_batch_bad) ||
         !CU_add_test(s, "dtype_and_op_names", test_dtype_and_op_names) ||
         !CU_add_test(s, "parse_size", test_parse_size) ||
+        !CU_add_test(s, "list", test_list) ||
         !CU_add_test(s, "parse_long_and_seconds",
                      test_parse_long_and_seconds) ||
         !CU_add_test(s, "sock_heartbeat", test_sock_heartbeat) ||

@@ -100,7 +100,7 @@ static tnt_result_t boot_listen(void *arg, const char *local_ip,
                                 tnt_boot_entry_t *entry)
 {
     struct tnt_comm *comm = arg;
-    snprintf(comm->bind_ip, sizeof(comm->bind_ip), "%s", local_ip);
+    snprintf(comm->net.bind_ip, sizeof(comm->net.bind_ip), "%s", local_ip);
     size_t len = sizeof(entry->addr);
     tnt_result_t rc = tnt__comm_tp_listen(comm, entry->addr, &len);
     entry->addr_len = (uint32_t)len;
@@ -182,9 +182,9 @@ static void choose_copies(struct tnt_comm *comm)
     /* Every transport with a single-copy rendezvous; the others say
      * TNT_ERR_UNSUPPORTED, which is no failure. */
     for (int i = 0; i < TNT_TP_COUNT; i++)
-        if (comm->tp[i] && comm->tp[i]->set_option)
-            comm->tp[i]->set_option(comm->tp_ctx[i], TNT_TP_OPT_RNDV_MIN,
-                                    &min, sizeof(min));
+        if (comm->net.tp[i] && comm->net.tp[i]->set_option)
+            comm->net.tp[i]->set_option(
+                comm->net.tp_ctx[i], TNT_TP_OPT_RNDV_MIN, &min, sizeof(min));
 }
 
 /* The host layout, from the host identities of the bootstrap table: every
@@ -224,8 +224,8 @@ static void comm_destroy(struct tnt_comm *comm)
     free(comm->peers);
     tnt__topo_fini(&comm->topo);
     tnt__auth_key_wipe(&comm->auth_key);
-    pthread_cond_destroy(&comm->cond);
-    pthread_cond_destroy(&comm->park);
+    pthread_cond_destroy(&comm->progress.cond);
+    pthread_cond_destroy(&comm->progress.park);
     pthread_mutex_destroy(&comm->lock);
     free(comm);
 }
@@ -246,20 +246,20 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
     comm->comm_id = 1;
     comm->job_id = tnt__auth_job_id(config->job_key);
     tnt__auth_key_derive(config->job_key, &comm->auth_key);
-    comm->epfd = comm->wakefd = -1;
-    comm->first_lost = -1;
+    comm->progress.epfd = comm->progress.wakefd = -1;
+    comm->fault.first_lost = -1;
     /* Keep at most this much free memory cached between collectives. */
     tnt__bufpool_init(&comm->pool, (size_t)256 << 20);
-    comm->ctl_rx_cookie = TNT_COOKIE_CTL;
+    comm->flow.ctl_rx_cookie = TNT_COOKIE_CTL;
     tnt__sched_cache_init(&comm->sched_cache);
-    comm->max_free_reqs = 256;
+    tnt__engine_init_requests(comm);
     pthread_mutex_init(&comm->lock, NULL);
     tnt__mem_table_init(&comm->mem);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&comm->cond, &ca);
-    pthread_cond_init(&comm->park, &ca);
+    pthread_cond_init(&comm->progress.cond, &ca);
+    pthread_cond_init(&comm->progress.park, &ca);
     pthread_condattr_destroy(&ca);
     tnt__log_init(comm->rank);
 

@@ -73,12 +73,12 @@ tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
     for (int i = 0; i < TNT_TP_COUNT; i++) {
         if (!(mask & (1u << i)) || !tnt__transport_get(i))
             continue;
-        comm->tp[i] = tnt__transport_get(i);
+        comm->net.tp[i] = tnt__transport_get(i);
         tnt__engine_fill_env(comm, i);
-        comm->tp_env[i].peer_addr = addr_fn[i];
-        comm->tp_env[i].bind_ip = comm->bind_ip;
-        tnt_result_t rc = comm->tp[i]->init(&comm->tp_env[i],
-                                            &comm->tp_ctx[i]);
+        comm->net.tp_env[i].peer_addr = addr_fn[i];
+        comm->net.tp_env[i].bind_ip = comm->net.bind_ip;
+        tnt_result_t rc =
+            comm->net.tp[i]->init(&comm->net.tp_env[i], &comm->net.tp_ctx[i]);
         /* auto proved only that an active port exists: a device that
          * then cannot be opened (or has no usable GID for this rank's
          * choice) leaves TCP between hosts, said once, with the reason. */
@@ -87,8 +87,8 @@ tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
             TNT_LOG_WARN("rank %d: TNT_TRANSPORT=auto: RDMA verbs unusable "
                          "here, TCP between hosts instead: %s", comm->rank,
                          tnt_last_error());
-            comm->tp[i] = NULL;
-            comm->tp_ctx[i] = NULL;
+            comm->net.tp[i] = NULL;
+            comm->net.tp_ctx[i] = NULL;
             continue;
         }
         TNT_CHECK(rc);
@@ -104,14 +104,14 @@ static tnt_result_t drop_or_fail(struct tnt_comm *comm, int i,
 {
     int others = 0;
     for (int j = 0; j < TNT_TP_COUNT; j++)
-        others += j != i && comm->tp[j] != NULL;
+        others += j != i && comm->net.tp[j] != NULL;
     if (!others || i == TNT_TP_TCP)
         return rc;
     TNT_LOG_WARN("rank %d: transport %s unavailable, using the others: %s",
-                 comm->rank, comm->tp[i]->name, tnt_last_error());
-    comm->tp[i]->finalize(comm->tp_ctx[i]);
-    comm->tp[i] = NULL;
-    comm->tp_ctx[i] = NULL;
+                 comm->rank, comm->net.tp[i]->name, tnt_last_error());
+    comm->net.tp[i]->finalize(comm->net.tp_ctx[i]);
+    comm->net.tp[i] = NULL;
+    comm->net.tp_ctx[i] = NULL;
     return TNT_SUCCESS;
 }
 
@@ -123,10 +123,10 @@ tnt_result_t tnt__comm_tp_listen(struct tnt_comm *comm, void *blob,
     for (int i = 0; i < TNT_TP_COUNT; i++) {
         unsigned char addr[TNT_TRANSPORT_ADDR_MAX];
         size_t alen = 0;
-        if (comm->tp[i]) {
+        if (comm->net.tp[i]) {
             alen = sizeof(addr);
-            tnt_result_t rc = comm->tp[i]->listen(comm->tp_ctx[i], addr,
-                                                  &alen);
+            tnt_result_t rc =
+                comm->net.tp[i]->listen(comm->net.tp_ctx[i], addr, &alen);
             if (rc != TNT_SUCCESS) {
                 TNT_CHECK(drop_or_fail(comm, i, rc));
                 alen = 0;
@@ -151,19 +151,19 @@ static void spin_list(struct tnt_comm *comm)
     int n = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < TNT_TP_COUNT; i++) {
-            const tnt_transport_t *t = comm->tp[i];
-            if (!t || !t->poll || !comm->tp_serves[i] ||
+            const tnt_transport_t *t = comm->net.tp[i];
+            if (!t || !t->poll || !comm->net.tp_serves[i] ||
                 !!(t->caps & TNT_TP_POLL_SYSCALLS) != pass)
                 continue;
-            comm->spin_tp[n].poll = t->poll;
-            comm->spin_tp[n].ctx = comm->tp_ctx[i];
-            comm->spin_tp[n].caps = t->caps;
+            comm->net.spin_tp[n].poll = t->poll;
+            comm->net.spin_tp[n].ctx = comm->net.tp_ctx[i];
+            comm->net.spin_tp[n].caps = t->caps;
             n++;
         }
         if (pass == 0)
-            comm->nspin_cheap = n;
+            comm->net.nspin_cheap = n;
     }
-    comm->nspin_tp = n;
+    comm->net.nspin_tp = n;
 }
 
 tnt_result_t tnt__comm_tp_assign(struct tnt_comm *comm, tnt_peer_t *p,
@@ -183,22 +183,22 @@ tnt_result_t tnt__comm_tp_assign(struct tnt_comm *comm, tnt_peer_t *p,
     int pick = -1, running = 0;
     char why[TNT_TP_COUNT][160];
     for (int i = 0; i < TNT_TP_COUNT; i++) {
-        const tnt_transport_t *t = comm->tp[i];
+        const tnt_transport_t *t = comm->net.tp[i];
         why[i][0] = '\0';
         if (!t || !alen[i])
             continue;
         running++;
-        if (t->reachable && !t->reachable(comm->tp_ctx[i], p->rank, p->host,
-                                          addr[i], alen[i], why[i],
-                                          sizeof(why[i])))
+        if (t->reachable &&
+            !t->reachable(comm->net.tp_ctx[i], p->rank, p->host, addr[i],
+                          alen[i], why[i], sizeof(why[i])))
             continue;
-        if (pick < 0 || t->preference > comm->tp[pick]->preference)
+        if (pick < 0 || t->preference > comm->net.tp[pick]->preference)
             pick = i;
     }
     /* This rank runs verbs but the peer does not (no device there, or it
      * fell back): TCP, with one WARNING per process naming the first. */
     static int warned_no_verbs;
-    if (pick == TNT_TP_TCP && comm->tp[TNT_TP_VERBS] &&
+    if (pick == TNT_TP_TCP && comm->net.tp[TNT_TP_VERBS] &&
         !alen[TNT_TP_VERBS] && !warned_no_verbs) {
         warned_no_verbs = 1;
         TNT_LOG_WARN("rank %d: rank %d (host %s) has no RDMA verbs; TCP "
@@ -211,7 +211,7 @@ tnt_result_t tnt__comm_tp_assign(struct tnt_comm *comm, tnt_peer_t *p,
         for (int i = 0; i < TNT_TP_COUNT && n < sizeof(all); i++)
             if (why[i][0])
                 n += (size_t)snprintf(all + n, sizeof(all) - n, "; %s: %s",
-                                      comm->tp[i]->name, why[i]);
+                                      comm->net.tp[i]->name, why[i]);
         const char *asked = tnt__env(TNT_VAR_TRANSPORT);
         return tnt__error(TNT_ERR_CONFIG, "rank %d (host %s): "
                           "TNT_TRANSPORT=%s runs no transport that reaches "
@@ -225,13 +225,13 @@ tnt_result_t tnt__comm_tp_assign(struct tnt_comm *comm, tnt_peer_t *p,
                           "common with rank %d (host %s); is TNT_TRANSPORT "
                           "the same on every rank?", comm->rank, p->rank,
                           p->host);
-    if (!comm->tp_serves[pick]) {
-        comm->tp_serves[pick] = 1;
+    if (!comm->net.tp_serves[pick]) {
+        comm->net.tp_serves[pick] = 1;
         spin_list(comm);
     }
     p->tpi = pick;
-    p->tp = comm->tp[pick];
-    p->tp_ctx = comm->tp_ctx[pick];
+    p->tp = comm->net.tp[pick];
+    p->tp_ctx = comm->net.tp_ctx[pick];
     p->addr_len = alen[pick];
     memcpy(p->addr, addr[pick], alen[pick]);
     return TNT_SUCCESS;
@@ -265,8 +265,8 @@ void tnt__comm_tp_pair_area(struct tnt_comm *comm, int q, int area,
 void tnt__comm_tp_finalize(struct tnt_comm *comm)
 {
     for (int i = 0; i < TNT_TP_COUNT; i++)
-        if (comm->tp_ctx[i])
-            comm->tp[i]->finalize(comm->tp_ctx[i]);
+        if (comm->net.tp_ctx[i])
+            comm->net.tp[i]->finalize(comm->net.tp_ctx[i]);
 }
 
 void tnt__comm_tp_describe(const struct tnt_comm *comm, char *out,
@@ -278,8 +278,8 @@ void tnt__comm_tp_describe(const struct tnt_comm *comm, char *out,
             count[comm->peers[i].tpi]++;
     size_t len = (size_t)snprintf(out, n, "transport");
     for (int i = 0; i < TNT_TP_COUNT && len < n; i++)
-        if (comm->tp[i])
+        if (comm->net.tp[i])
             len += (size_t)snprintf(out + len, n - len, " %s (%d peer%s)",
-                                    comm->tp[i]->name, count[i],
+                                    comm->net.tp[i]->name, count[i],
                                     count[i] == 1 ? "" : "s");
 }

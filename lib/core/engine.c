@@ -96,9 +96,20 @@ static void put_scratch(struct tnt_comm *comm, struct tnt_request *req)
     req->bufs[TNT_BUF_SCRATCH] = NULL;
 }
 
-/* Fusion keeps one request per bucket in flight: hundreds for a large
- * model. */
+/* Finished requests kept for reuse: fusion keeps one request per bucket
+ * in flight, hundreds for a large model. tnt__engine_prepare raises the
+ * bound by the number it prepares for. */
 #define MAX_FREE_REQUESTS 256
+
+void tnt__engine_init_requests(struct tnt_comm *comm)
+{
+    tnt__list_init(&comm->reqs.active);
+    tnt__list_init(&comm->reqs.all);
+    tnt__list_init(&comm->reqs.deferred);
+    tnt__list_init(&comm->reqs.heavy);
+    tnt__list_init(&comm->reqs.free_reqs);
+    comm->reqs.max_free_reqs = MAX_FREE_REQUESTS;
+}
 
 /* Release what a finished request holds. With its communicator alive the
  * request and its arrays are kept for the next collective (no allocation
@@ -109,10 +120,9 @@ static void free_request(struct tnt_comm *comm, struct tnt_request *req)
         put_scratch(comm, req);
     release_sched(comm, req->sched);
     req->sched = NULL;
-    if (comm && (size_t)comm->nfree_reqs < comm->max_free_reqs) {
-        req->next = comm->free_reqs;
-        comm->free_reqs = req;
-        comm->nfree_reqs++;
+    if (comm && (size_t)comm->reqs.nfree_reqs < comm->reqs.max_free_reqs) {
+        tnt__list_push_front(&comm->reqs.free_reqs, &req->active_link);
+        comm->reqs.nfree_reqs++;
         return;
     }
     free(req->ops);
@@ -142,23 +152,27 @@ static struct tnt_request *alloc_request(struct tnt_comm *comm, uint32_t nops)
 {
     /* Prefer a recycled request whose arrays are large enough, so that
      * mixed sizes do not keep regrowing them. */
-    struct tnt_request **pp = &comm->free_reqs, **best = NULL;
-    for (; *pp; pp = &(*pp)->next)
-        if ((*pp)->ops_cap >= nops &&
-            (!best || (*pp)->ops_cap < (*best)->ops_cap)) {
-            best = pp;
-            if ((*pp)->ops_cap == nops)
+    struct tnt_request *best = NULL;
+    tnt_list_node_t *it, *nx;
+    TNT_LIST_FOREACH_SAFE(&comm->reqs.free_reqs, it, nx) {
+        struct tnt_request *r =
+            TNT_LIST_ENTRY(it, struct tnt_request, active_link);
+        if (r->ops_cap >= nops && (!best || r->ops_cap < best->ops_cap)) {
+            best = r;
+            if (r->ops_cap == nops)
                 break;
         }
-    if (!best && comm->free_reqs)
-        best = &comm->free_reqs;
-    struct tnt_request *req = best ? *best : NULL;
+    }
+    if (!best && !tnt__list_empty(&comm->reqs.free_reqs))
+        best = TNT_LIST_ENTRY(tnt__list_first(&comm->reqs.free_reqs),
+                              struct tnt_request, active_link);
+    struct tnt_request *req = best;
     tnt_opstate_t *ops = NULL;
     uint32_t *ready = NULL;
     uint32_t cap = 0;
     if (req) {
-        *best = req->next;
-        comm->nfree_reqs--;
+        tnt__list_unlink(&req->active_link);
+        comm->reqs.nfree_reqs--;
         ops = req->ops;
         ready = req->ready;
         cap = req->ops_cap;
@@ -189,21 +203,21 @@ static struct tnt_request *alloc_request(struct tnt_comm *comm, uint32_t nops)
 
 tnt_unexp_t *tnt__alloc_unexp(struct tnt_comm *comm)
 {
-    if (!comm->free_unexp) {
+    if (!comm->flow.free_unexp) {
         /* Grow by a slab: the number of early messages in flight at once
          * settles after a few iterations, and then nothing is allocated. */
         tnt_unexp_slab_t *slab = malloc(sizeof(*slab));
         if (!slab)
             return NULL;
-        slab->next = comm->unexp_slabs;
-        comm->unexp_slabs = slab;
+        slab->next = comm->flow.unexp_slabs;
+        comm->flow.unexp_slabs = slab;
         for (int i = 0; i < TNT_UNEXP_SLAB; i++) {
-            slab->u[i].next = comm->free_unexp;
-            comm->free_unexp = &slab->u[i];
+            slab->u[i].next = comm->flow.free_unexp;
+            comm->flow.free_unexp = &slab->u[i];
         }
     }
-    tnt_unexp_t *u = comm->free_unexp;
-    comm->free_unexp = u->next;
+    tnt_unexp_t *u = comm->flow.free_unexp;
+    comm->flow.free_unexp = u->next;
     return u;
 }
 
@@ -211,42 +225,26 @@ void tnt__free_unexp(struct tnt_comm *comm, tnt_unexp_t *u)
 {
     comm->unexp_bytes -= TNT_UNEXP_COST(u->len);
     tnt__bufpool_put(&comm->pool, u->data, u->cap);
-    u->next = comm->free_unexp;
-    comm->free_unexp = u;
+    u->next = comm->flow.free_unexp;
+    comm->flow.free_unexp = u;
 }
 
-static void unlink_all(struct tnt_comm *comm, struct tnt_request *req)
+static void unlink_all(struct tnt_request *req)
 {
-    if (req->all_prev)
-        req->all_prev->all_next = req->all_next;
-    else if (comm->all_head == req)
-        comm->all_head = req->all_next;
-    if (req->all_next)
-        req->all_next->all_prev = req->all_prev;
-    req->all_next = req->all_prev = NULL;
+    if (tnt__list_linked(&req->all_link))
+        tnt__list_unlink(&req->all_link);
 }
 
-static void undefer(struct tnt_comm *comm, struct tnt_request *req)
+/* Off the deferred list, if on it (not while its prepare runs). */
+static void undefer(struct tnt_request *req)
 {
-    struct tnt_request *prev = NULL;
-    for (struct tnt_request *r = comm->deferred_head; r;
-         prev = r, r = r->defer_next) {
-        if (r != req)
-            continue;
-        if (prev)
-            prev->defer_next = r->defer_next;
-        else
-            comm->deferred_head = r->defer_next;
-        if (comm->deferred_tail == r)
-            comm->deferred_tail = prev;
-        break;
-    }
+    if (tnt__list_linked(&req->defer_link))
+        tnt__list_unlink(&req->defer_link);
     req->deferred = 0;
-    req->defer_next = NULL;
 }
 
 /* Run req's prepare with the lock released, as a large computation runs
- * (engine_compute.c: req->busy holds its result and buffers while a
+ * (engine_compute.c: req->compute.busy holds its result and buffers while a
  * failure strikes meanwhile). req stays marked deferred, so nothing
  * starts it: slot operations behind it wait (onhost/slots.c). 1 if req
  * may start now. */
@@ -256,17 +254,17 @@ static int run_prepare(struct tnt_comm *comm, struct tnt_request *req)
     req->prepare = NULL;
     if (!fn || req->result != TNT_INPROGRESS || comm->state != TNT_COMM_OK)
         return req->result == TNT_INPROGRESS;
-    req->busy++;
-    comm->busy++;
+    req->compute.busy++;
+    comm->reqs.busy++;
     pthread_mutex_unlock(&comm->lock);
     fn(req->prepare_arg);
     pthread_mutex_lock(&comm->lock);
-    comm->busy--;
-    req->busy--;
-    if (comm->busy == 0 && comm->state != TNT_COMM_OK)
-        pthread_cond_broadcast(&comm->cond); /* tnt__engine_drain */
-    if (req->finish_late) {
-        if (req->busy == 0)
+    comm->reqs.busy--;
+    req->compute.busy--;
+    if (comm->reqs.busy == 0 && comm->state != TNT_COMM_OK)
+        pthread_cond_broadcast(&comm->progress.cond); /* tnt__engine_drain */
+    if (req->compute.finish_late) {
+        if (req->compute.busy == 0)
             tnt__finish_late(req);
         return 0;
     }
@@ -275,12 +273,11 @@ static int run_prepare(struct tnt_comm *comm, struct tnt_request *req)
 
 void tnt__engine_run_deferred(struct tnt_comm *comm)
 {
-    while (comm->deferred_head) {
-        struct tnt_request *req = comm->deferred_head;
-        comm->deferred_head = req->defer_next;
-        if (!comm->deferred_head)
-            comm->deferred_tail = NULL;
-        req->defer_next = NULL;
+    while (!tnt__list_empty(&comm->reqs.deferred)) {
+        struct tnt_request *req =
+            TNT_LIST_ENTRY(tnt__list_first(&comm->reqs.deferred),
+                           struct tnt_request, defer_link);
+        tnt__list_unlink(&req->defer_link);
         int start = run_prepare(comm, req);
         req->deferred = 0;
         if (!start)
@@ -300,43 +297,35 @@ static void publish(struct tnt_comm *comm, struct tnt_request *req,
     req->result = rc;
     if (req->detached) {
         /* Freed at a safe point: the caller may still be walking it. */
-        unlink_all(comm, req);
-        req->reap_next = comm->reap_head;
-        comm->reap_head = req;
+        unlink_all(req);
+        req->reap_next = comm->reqs.reap_head;
+        comm->reqs.reap_head = req;
     }
-    comm->last_activity = tnt__now_coarse();
-    pthread_cond_broadcast(&comm->cond);
+    comm->progress.last_activity = tnt__now_coarse();
+    pthread_cond_broadcast(&comm->progress.cond);
 }
 
 static void finish(struct tnt_request *req, tnt_result_t rc)
 {
     struct tnt_comm *comm = req->comm;
-    if (req->result != TNT_INPROGRESS || req->finish_late)
+    if (req->result != TNT_INPROGRESS || req->compute.finish_late)
         return;
     if (req->deferred) /* it may be freed once finished */
-        undefer(comm, req);
-    if (req->heavy_queued)
+        undefer(req);
+    if (req->compute.heavy_queued)
         tnt__unqueue_heavy(comm, req);
     if (req->slot_queued)
         tnt__slot_unqueue(comm, req);
     if (req->active) {
-        if (req->prev)
-            req->prev->next = req->next;
-        else
-            comm->active_head = req->next;
-        if (req->next)
-            req->next->prev = req->prev;
-        else
-            comm->active_tail = req->prev;
-        req->next = req->prev = NULL;
+        tnt__list_unlink(&req->active_link);
         req->active = 0;
         comm->active_msgs -= !tnt__algo_in_memory(req->algo);
     }
-    if (req->busy) {
+    if (req->compute.busy) {
         /* A computation still writes into its buffers: the result waits
          * for it (tnt__engine_run_heavy calls tnt__finish_late). */
-        req->finish_late = 1;
-        req->late_rc = rc;
+        req->compute.finish_late = 1;
+        req->compute.late_rc = rc;
         return;
     }
     publish(comm, req, rc);
@@ -344,15 +333,15 @@ static void finish(struct tnt_request *req, tnt_result_t rc)
 
 void tnt__finish_late(struct tnt_request *req)
 {
-    req->finish_late = 0;
-    publish(req->comm, req, req->late_rc);
+    req->compute.finish_late = 0;
+    publish(req->comm, req, req->compute.late_rc);
 }
 
 void tnt__engine_reap(struct tnt_comm *comm)
 {
-    while (comm->reap_head) {
-        struct tnt_request *r = comm->reap_head;
-        comm->reap_head = r->reap_next;
+    while (comm->reqs.reap_head) {
+        struct tnt_request *r = comm->reqs.reap_head;
+        comm->reqs.reap_head = r->reap_next;
         free_request(comm, r);
     }
 }
@@ -373,20 +362,22 @@ void tnt__engine_free_requests(struct tnt_comm *comm)
         tnt__flow_reset_peer(comm, p);
     }
     tnt__flow_free(comm);
-    while (comm->unexp_slabs) {
-        tnt_unexp_slab_t *slab = comm->unexp_slabs;
-        comm->unexp_slabs = slab->next;
+    while (comm->flow.unexp_slabs) {
+        tnt_unexp_slab_t *slab = comm->flow.unexp_slabs;
+        comm->flow.unexp_slabs = slab->next;
         free(slab);
     }
-    comm->free_unexp = NULL;
-    while (comm->free_reqs) {
-        struct tnt_request *r = comm->free_reqs;
-        comm->free_reqs = r->next;
+    comm->flow.free_unexp = NULL;
+    while (!tnt__list_empty(&comm->reqs.free_reqs)) {
+        struct tnt_request *r =
+            TNT_LIST_ENTRY(tnt__list_first(&comm->reqs.free_reqs),
+                           struct tnt_request, active_link);
+        tnt__list_unlink(&r->active_link);
         free(r->ops);
         free(r->ready);
         free(r);
     }
-    comm->nfree_reqs = 0;
+    comm->reqs.nfree_reqs = 0;
 }
 
 static void free_unexpected(struct tnt_comm *comm, tnt_peer_t *p)
@@ -405,11 +396,13 @@ static void free_unexpected(struct tnt_comm *comm, tnt_peer_t *p)
  * connection close instead, as before. */
 void tnt__send_notice(struct tnt_comm *comm, int tpi, void *ep)
 {
-    if (!ep || comm->state == TNT_COMM_OK || !comm->tp[tpi])
+    if (!ep || comm->state == TNT_COMM_OK || !comm->net.tp[tpi])
         return;
     size_t len = strnlen(comm->fail_msg, TNT_NOTICE_MAX);
-    comm->tp[tpi]->send(comm->tp_ctx[tpi], ep, &comm->notice_hdr,
-                   sizeof(comm->notice_hdr), comm->fail_msg, len, NULL);
+    comm->net.tp[tpi]->send(comm->net.tp_ctx[tpi], ep,
+                            &comm->fault.notice_hdr,
+                            sizeof(comm->fault.notice_hdr), comm->fail_msg,
+                            len, NULL);
 }
 
 void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
@@ -424,7 +417,7 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
     va_start(ap, fmt);
     vsnprintf(comm->fail_msg, sizeof(comm->fail_msg), fmt, ap);
     va_end(ap);
-    tnt_msg_hdr_t *n = &comm->notice_hdr;
+    tnt_msg_hdr_t *n = &comm->fault.notice_hdr;
     memset(n, 0, sizeof(*n));
     n->magic = TNT_MSG_MAGIC;
     n->comm_id = comm->comm_id;
@@ -464,8 +457,8 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
             p->tp->connect(p->tp_ctx, i, p->addr, p->addr_len) == 0)
             p->connecting = 1;
     }
-    while (comm->active_head)
-        finish(comm->active_head, rc);
+    while (!tnt__list_empty(&comm->reqs.active))
+        finish(tnt__active_first(comm), rc);
 }
 
 /* ---- executing operations ------------------------------------------- */
@@ -570,14 +563,14 @@ void tnt__send_data(struct tnt_comm *comm, struct tnt_request *req,
 
 void tnt__note_lost(struct tnt_comm *comm, int peer, const char *what)
 {
-    if (comm->first_lost >= 0 || comm->state != TNT_COMM_OK)
+    if (comm->fault.first_lost >= 0 || comm->state != TNT_COMM_OK)
         return;
-    comm->first_lost = peer;
+    comm->fault.first_lost = peer;
     /* Kept for the error message: a longer cause is cut to the field
      * (the precision says so to the compiler, whose -O3 inlining sees
      * callers' longer buffers). */
-    snprintf(comm->first_lost_what, sizeof(comm->first_lost_what), "%.*s",
-             (int)sizeof(comm->first_lost_what) - 1,
+    snprintf(comm->fault.first_lost_what, sizeof(comm->fault.first_lost_what),
+             "%.*s", (int)sizeof(comm->fault.first_lost_what) - 1,
              what ? what : "connection closed");
 }
 
@@ -588,12 +581,12 @@ void tnt__note_lost(struct tnt_comm *comm, int peer, const char *what)
 void tnt__fail_peer_lost(struct tnt_comm *comm, int peer, const char *what)
 {
     tnt__note_lost(comm, peer, what);
-    int first = comm->first_lost;
+    int first = comm->fault.first_lost;
     if (first != peer)
         tnt__engine_fail(comm, TNT_ERR_PEER_LOST, "rank %d lost rank %d "
                          "(host %s) first (%s), then rank %d (host %s): %s",
                          comm->rank, first, comm->peers[first].host,
-                         comm->first_lost_what, peer,
+                         comm->fault.first_lost_what, peer,
                          comm->peers[peer].host, what);
     else
         tnt__engine_fail(comm, TNT_ERR_PEER_LOST, "rank %d lost rank %d "
@@ -801,9 +794,10 @@ tnt_result_t tnt__engine_prepare(struct tnt_comm *comm,
     pthread_mutex_lock(&comm->lock);
     /* All of them in flight at once: that many requests, and that many
      * scratch buffers in the pool. */
-    if (comm->max_free_reqs < MAX_FREE_REQUESTS + n)
-        comm->max_free_reqs = MAX_FREE_REQUESTS + n;
-    struct tnt_request *got = NULL;
+    if (comm->reqs.max_free_reqs < MAX_FREE_REQUESTS + n)
+        comm->reqs.max_free_reqs = MAX_FREE_REQUESTS + n;
+    tnt_list_t got; /* allocated here, to be put back on the free list */
+    tnt__list_init(&got);
     for (size_t i = 0; rc == TNT_SUCCESS && i < n; i++) {
         struct tnt_request *r =
             alloc_request(comm, request_ops(comm, sched[i]));
@@ -811,15 +805,15 @@ tnt_result_t tnt__engine_prepare(struct tnt_comm *comm,
             rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
             break;
         }
-        r->next = got;
-        got = r;
+        tnt__list_push_front(&got, &r->active_link);
         if (sched[i]->scratch_bytes)
             scratch[i] = tnt__bufpool_get(&comm->pool,
                                           sched[i]->scratch_bytes, &cap[i]);
     }
-    while (got) {
-        struct tnt_request *r = got;
-        got = r->next;
+    while (!tnt__list_empty(&got)) {
+        struct tnt_request *r = TNT_LIST_ENTRY(tnt__list_first(&got),
+                                               struct tnt_request, active_link);
+        tnt__list_unlink(&r->active_link);
         free_request(comm, r);
     }
     for (size_t i = 0; i < n; i++)
@@ -912,20 +906,20 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     req->comm = comm;
     req->seq = comm->next_seq++;
     sig->seq = req->seq;
-    comm->recent_sigs[req->seq % TNT_RECENT_SIGS] = *sig;
+    comm->reqs.recent_sigs[req->seq % TNT_RECENT_SIGS] = *sig;
     double now = tnt__now_coarse();
-    req->deadline = now + comm->params.timeout_s;
+    req->timeout.deadline = now + comm->params.timeout_s;
     /* A blocking small allreduce among ranks of this host, nothing else
      * in flight: run it here, without the queues, the lists and the
      * poller's round over the rings (docs/performance.md, "The lean
      * blocking slots allreduce"). What does not finish soon goes on as
      * any other request. */
     if ((flags & TNT_POST_BLOCK) && algo == TNT_ALGO_SLOTS &&
-        !comm->active_head && !comm->polling) {
+        tnt__list_empty(&comm->reqs.active) && !comm->progress.polling) {
         if (early_mismatch(comm, req) || tnt__slot_lean(comm, req)) {
             if (req->result == TNT_INPROGRESS) /* failed meanwhile */
                 req->result = comm->fail_rc;
-            comm->last_activity = now;
+            comm->progress.last_activity = now;
             *out = req;
             return TNT_SUCCESS;
         }
@@ -946,17 +940,9 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     }
     req->active = 1;
     comm->active_msgs += !tnt__algo_in_memory(algo);
-    req->prev = comm->active_tail;
-    if (comm->active_tail)
-        comm->active_tail->next = req;
-    else
-        comm->active_head = req;
-    comm->active_tail = req;
-    req->all_next = comm->all_head;
-    if (comm->all_head)
-        comm->all_head->all_prev = req;
-    comm->all_head = req;
-    comm->last_activity = now;
+    tnt__list_push_back(&comm->reqs.active, &req->active_link);
+    tnt__list_push_front(&comm->reqs.all, &req->all_link);
+    comm->progress.last_activity = now;
 
     /* A lean run that goes on queued has looked already, and nothing
      * has arrived since: it read no rings. */
@@ -967,13 +953,9 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     if (flags & TNT_POST_DEFER) {
         if (req->result == TNT_INPROGRESS) {
             req->deferred = 1;
-            if (comm->deferred_tail)
-                comm->deferred_tail->defer_next = req;
-            else
-                comm->deferred_head = req;
-            comm->deferred_tail = req;
+            tnt__list_push_back(&comm->reqs.deferred, &req->defer_link);
             /* The poller starts it: get it out of epoll_wait. */
-            if (comm->polling)
+            if (comm->progress.polling)
                 tnt__progress_wake(comm);
         }
     } else if (tnt__algo_in_memory(algo)) {
@@ -982,7 +964,7 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
         tnt__run_ready(comm, req);
         /* The poller runs queued large operations: get it out of
          * epoll_wait. */
-        if (comm->heavy_head && comm->polling)
+        if (!tnt__list_empty(&comm->reqs.heavy) && comm->progress.polling)
             tnt__progress_wake(comm);
     }
     tnt__engine_reap(comm);
@@ -1059,8 +1041,8 @@ tnt_result_t tnt__engine_post_prepared(struct tnt_comm *comm,
 static int cond_wait_until(struct tnt_comm *comm, const struct timespec *abs)
 {
     if (!abs)
-        return pthread_cond_wait(&comm->cond, &comm->lock);
-    return pthread_cond_timedwait(&comm->cond, &comm->lock, abs);
+        return pthread_cond_wait(&comm->progress.cond, &comm->lock);
+    return pthread_cond_timedwait(&comm->progress.cond, &comm->lock, abs);
 }
 
 /* Poll without sleeping for up to TNT_SPIN_US before the first sleep of
@@ -1089,17 +1071,17 @@ static int drive_until(struct tnt_comm *comm,
                        double end, const struct timespec *abs)
 {
     int woke_thread = 0, spun = comm->params.spin_s <= 0.0;
-    comm->user_waiters++;
+    comm->progress.user_waiters++;
     while (!done(comm, arg)) {
         double now = tnt__now();
         if (abs && now >= end)
             break;
-        if (!comm->polling && !spun) {
+        if (!comm->progress.polling && !spun) {
             spun = 1;
             spin(comm, done, arg, now, abs ? end : now + 1.0);
             continue;
         }
-        if (!comm->polling) {
+        if (!comm->progress.polling) {
             int ms = tnt__progress_timeout_ms(comm, now);
             if (abs) {
                 int left = (int)((end - now) * 1000.0) + 1;
@@ -1107,22 +1089,23 @@ static int drive_until(struct tnt_comm *comm,
                     ms = left;
             }
             tnt__progress_poll(comm, ms, 0);
-            comm->user_polled_at = tnt__now();
+            comm->progress.user_polled_at = tnt__now();
             continue;
         }
         /* The progress thread sits in epoll_wait: get it out once; it
          * parks and frees the role. Another waiting thread holding the
          * role broadcasts when it lets go. */
-        if (comm->thread_polling && !woke_thread) {
+        if (comm->progress.thread_polling && !woke_thread) {
             tnt__progress_wake(comm);
             woke_thread = 1;
         }
         if (cond_wait_until(comm, abs) == ETIMEDOUT)
             break;
     }
-    comm->user_waiters--;
+    comm->progress.user_waiters--;
     /* Collectives nobody waits for need the progress thread again. */
-    if (comm->user_waiters == 0 && comm->active_head)
+    if (comm->progress.user_waiters == 0 &&
+        !tnt__list_empty(&comm->reqs.active))
         tnt__progress_unpark(comm);
     return done(comm, arg);
 }
@@ -1148,7 +1131,7 @@ static tnt_result_t wait_locked(struct tnt_request *req, double timeout_s,
      * if nobody else is polling (progress, as MPI_Test makes), and no
      * error message for "not yet". */
     if (timeout_s == 0 && req->result == TNT_INPROGRESS) {
-        if (!comm->polling)
+        if (!comm->progress.polling)
             tnt__progress_poll(comm, 0, 0);
         if (req->result == TNT_INPROGRESS) {
             tnt__slot_notify(comm);
@@ -1189,7 +1172,7 @@ static void release_locked(struct tnt_comm *comm, struct tnt_request *req)
     if (req->result == TNT_INPROGRESS) {
         req->detached = 1;
     } else {
-        unlink_all(comm, req);
+        unlink_all(req);
         free_request(comm, req);
     }
 }
@@ -1221,7 +1204,7 @@ int tnt__engine_try_release(struct tnt_request *req, tnt_result_t *rc)
         *rc = req->result;
         if (*rc != TNT_SUCCESS)
             tnt__error_str(*rc, comm->fail_msg);
-        unlink_all(comm, req);
+        unlink_all(req);
         free_request(comm, req);
     }
     pthread_mutex_unlock(&comm->lock);
@@ -1264,20 +1247,20 @@ static void linger_for_notices(struct tnt_comm *comm)
 
 void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
 {
-    if (comm->active_head)
+    if (!tnt__list_empty(&comm->reqs.active))
         tnt__engine_fail(comm, rc, "rank %d: communicator freed with "
                          "collectives in flight", comm->rank);
     linger_for_notices(comm);
     /* A computation running without the lock (progress thread) still
      * uses its request's scratch: let it return first. */
-    while (comm->busy)
-        pthread_cond_wait(&comm->cond, &comm->lock);
+    while (comm->reqs.busy)
+        pthread_cond_wait(&comm->progress.cond, &comm->lock);
     tnt__engine_reap(comm);
     /* Requests the user still holds outlive the communicator. */
-    while (comm->all_head) {
-        struct tnt_request *r = comm->all_head;
-        comm->all_head = r->all_next;
-        r->all_next = r->all_prev = NULL;
+    while (!tnt__list_empty(&comm->reqs.all)) {
+        struct tnt_request *r = TNT_LIST_ENTRY(
+            tnt__list_first(&comm->reqs.all), struct tnt_request, all_link);
+        tnt__list_unlink(&r->all_link);
         put_scratch(comm, r);
         r->comm = NULL;
     }
@@ -1294,16 +1277,17 @@ void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
 
 void tnt__engine_check_deadlines(struct tnt_comm *comm, double now)
 {
-    for (struct tnt_request *r = comm->active_head; r; r = r->next) {
-        if (now < r->deadline)
+    for (struct tnt_request *r = tnt__active_first(comm); r;
+         r = tnt__active_next(comm, r)) {
+        if (now < r->timeout.deadline)
             continue;
-        if (!r->probed) {
+        if (!r->timeout.probed) {
             double grace = comm->params.timeout_s / 4 < TNT_PROBE_GRACE_S
                                ? comm->params.timeout_s / 4
                                : TNT_PROBE_GRACE_S;
-            r->probed = 1;
-            r->deadline = now + grace;
-            comm->probe_at = now;
+            r->timeout.probed = 1;
+            r->timeout.deadline = now + grace;
+            comm->fault.probe_at = now;
             tnt__progress_send(comm);
             return;
         }

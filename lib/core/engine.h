@@ -23,6 +23,7 @@
 #include "util/auth.h"
 #include "util/clock.h"
 #include "util/hostid.h"
+#include "util/list.h"
 #include "util/bufpool.h"
 #include "core/mem.h"
 #include "core/sched_cache.h"
@@ -170,7 +171,7 @@ typedef struct tnt_peer {
     char host[TNT_HOST_MAX];
     const tnt_transport_t *tp; /* this peer's transport (comm_tp.c) */
     void *tp_ctx;
-    int tpi;                   /* its index in comm->tp */
+    int tpi;                   /* its index in comm->net.tp */
     void *ep;                  /* transport endpoint once connected */
     int connecting;
     int ever_connected;
@@ -204,8 +205,9 @@ typedef struct tnt_peer {
 /* A collective in flight; the request handle users hold. */
 struct tnt_request {
     struct tnt_comm *comm;     /* NULL once the communicator is freed */
-    struct tnt_request *next, *prev; /* comm's active list */
-    struct tnt_request *all_next, *all_prev; /* every unreleased request */
+    tnt_list_node_t active_link; /* comm's active list; its free list
+                                    once finished and kept for reuse */
+    tnt_list_node_t all_link;  /* comm's list of unreleased requests */
     struct tnt_request *reap_next;   /* detached and finished: to free */
     uint64_t seq;
     tnt_coll_args_t args;
@@ -222,13 +224,16 @@ struct tnt_request {
     tnt_reduce_fn_t reduce;
     tnt_msg_hdr_t sig;
     tnt_result_t result;       /* TNT_INPROGRESS until done */
-    double deadline;
-    int probed;                /* its deadline passed once: progress was
+    /* Its deadline (tnt__engine_check_deadlines, engine.c). */
+    struct tnt_req_timeout {
+        double deadline;
+        int probed;            /* its deadline passed once: progress was
                                   asked for, the deadline is the grace */
+    } timeout;
     int active;                /* on the comm's active list */
     int deferred;              /* on the comm's deferred list, or being
                                   prepared: not started yet */
-    struct tnt_request *defer_next;
+    tnt_list_node_t defer_link; /* comm's deferred list */
     /* Run by the poller before a deferred request starts, comm->lock
      * released (tnt__engine_post_prepared); NULL once run. */
     void (*prepare)(void *arg);
@@ -239,13 +244,15 @@ struct tnt_request {
      * finished: a failure meanwhile only takes it off the active list and
      * records late_rc; the result is set, and a detached request freed,
      * when the last computation returns. Its buffers stay the caller's
-     * until then. */
-    tnt_opstate_t *heavy;      /* ready large operations (linked by next) */
-    struct tnt_request *heavy_next; /* comm's list of such requests */
-    int heavy_queued;          /* on that list */
-    uint32_t busy;             /* computations running without the lock */
-    int finish_late;           /* finished while busy: late_rc is it */
-    tnt_result_t late_rc;
+     * until then. Guarded by comm->lock like the rest. */
+    struct tnt_req_compute {
+        tnt_opstate_t *heavy;  /* ready large operations (linked by next) */
+        tnt_list_node_t heavy_link; /* comm's list of such requests */
+        int heavy_queued;      /* on that list */
+        uint32_t busy;         /* computations running without the lock */
+        int finish_late;       /* finished while busy: late_rc is it */
+        tnt_result_t late_rc;
+    } compute;
     /* The slots allreduce (onhost/slots.c): its number among the
      * communicator's slot operations, and their queue. */
     uint64_t slot_no;
@@ -274,13 +281,35 @@ typedef struct tnt_watch {
 
 enum tnt_comm_state { TNT_COMM_OK = 0, TNT_COMM_FAILED, TNT_COMM_ABORTED };
 
-struct tnt_comm {
-    int rank, nranks;
-    uint32_t comm_id;
-    uint64_t job_id;
-    tnt_auth_key_t auth_key;   /* from the job key; never leaves the core */
-    tnt_params_t params;
-    pthread_mutex_t lock;
+/* The parts of a communicator, one concern each. Unless a field says
+ * otherwise, comm->lock guards it. */
+
+/* The transports this communicator uses and what the poller spins on.
+ * tp, tp_ctx and tp_env are set while the communicator is created, before
+ * the progress thread starts, and only read afterwards; tp_serves and the
+ * spin table are set by tnt__comm_tp_assign (comm_tp.c). */
+struct tnt_comm_net {
+    char bind_ip[64];          /* where the transports listen */
+    /* Transports by position in the transport list; NULL where unused. */
+    const tnt_transport_t *tp[TNT_TP_MAX];
+    void *tp_ctx[TNT_TP_MAX];
+    tnt_transport_env_t tp_env[TNT_TP_MAX];
+    int tp_serves[TNT_TP_MAX]; /* some peer got this transport */
+    /* What a spinning waiter polls (progress.c): the transports with a
+     * poll entry that serve some peer, those whose look costs no system
+     * call first (the first nspin_cheap: polled even where ranks share
+     * CPUs). Built by tnt__comm_tp_assign. */
+    struct tnt_spin_tp {
+        int (*poll)(void *ctx, unsigned flags);
+        void *ctx;
+        uint32_t caps;
+    } spin_tp[TNT_TP_MAX];
+    int nspin_tp, nspin_cheap;
+};
+
+/* The progress thread, the poller role and the threads waiting
+ * (progress.c). The condition variables go with comm->lock. */
+struct tnt_comm_progress {
     pthread_cond_t cond;       /* broadcast on every completion and
                                   whenever the poller role is free */
     pthread_cond_t park;       /* the progress thread sleeps here while
@@ -299,80 +328,109 @@ struct tnt_comm {
                                   (TNT_TP_POLL_UNARMS): the next poll
                                   must look at them or arm them
                                   (progress.c) */
-    int lock_wanted;           /* atomic: threads blocked to post; the
-                                  poller lets them in between callbacks */
     int thread_polling;        /* ... and it is the progress thread */
     int thread_parked;
     int user_waiters;          /* threads inside tnt__engine_wait */
     double user_polled_at;     /* when a waiting thread last polled */
+    double last_activity;      /* when a collective last began or ended:
+                                  an idle poller sleeps longer after a
+                                  while */
     int epfd, wakefd;
     tnt_watch_t wake_watch;
-    tnt_watch_t report_watch;  /* SIGUSR1's eventfd (report.c) */
-    unsigned report_seen;      /* report generation last handled */
-    tnt_watch_t *graveyard;
-    double last_activity;
-    /* Transports by position in the transport list; NULL where unused. */
-    const tnt_transport_t *tp[TNT_TP_MAX];
-    void *tp_ctx[TNT_TP_MAX];
-    tnt_transport_env_t tp_env[TNT_TP_MAX];
-    int tp_serves[TNT_TP_MAX]; /* some peer got this transport */
-    /* What a spinning waiter polls (progress.c): the transports with a
-     * poll entry that serve some peer, those whose look costs no system
-     * call first (the first nspin_cheap: polled even where ranks share
-     * CPUs). Built by tnt__comm_tp_assign. */
-    struct tnt_spin_tp {
-        int (*poll)(void *ctx, unsigned flags);
-        void *ctx;
-        uint32_t caps;
-    } spin_tp[TNT_TP_MAX];
-    int nspin_tp, nspin_cheap;
-    tnt_peer_t *peers;
-    uint64_t next_seq;
-    struct tnt_request *active_head, *active_tail;
-    struct tnt_request *all_head;
-    struct tnt_request *reap_head;
-    struct tnt_request *deferred_head, *deferred_tail; /* to start */
-    struct tnt_request *heavy_head, *heavy_tail; /* large ops to run */
-    int busy;                  /* computations running without the lock */
     tnt_watch_t **watches;     /* by fd */
     int watches_cap;
-    size_t unexp_bytes;
-    tnt_bufpool_t pool;        /* scratch and early-message buffers */
-    tnt_sched_cache_t sched_cache;
-    struct tnt_request *free_reqs; /* finished requests kept for reuse */
+    tnt_watch_t *graveyard;    /* removed during a batch: freed after it */
+};
+
+/* The requests of this communicator besides the collectives' sequence
+ * numbers (engine.c): the lists they are on, the recycled ones, and the
+ * signatures of the last ones posted. */
+struct tnt_comm_requests {
+    tnt_list_t active;         /* in flight, in posting order */
+    tnt_list_t all;            /* every unreleased request */
+    struct tnt_request *reap_head; /* detached and finished: to free */
+    tnt_list_t deferred;       /* to start, in posting order */
+    tnt_list_t heavy;          /* with large ops to run, in queuing order */
+    int busy;                  /* computations running without the lock */
+    tnt_list_t free_reqs;      /* finished requests kept for reuse */
     int nfree_reqs;
     size_t max_free_reqs;      /* raised by tnt__engine_prepare */
-    tnt_unexp_t *free_unexp;   /* early-message descriptors for reuse */
-    struct tnt_ctl_tx *ctl_free, *ctl_all; /* flow-control sends */
-    int ctl_rx_cookie;         /* TNT_COOKIE_CTL: payload of a control
-                                  message (none) */
-    struct tnt_unexp_slab *unexp_slabs;
-    int state;                 /* enum tnt_comm_state */
-    tnt_result_t fail_rc;
-    char fail_msg[512];
-    int first_lost;            /* first peer lost while all was well */
-    char first_lost_what[160];
-    tnt_msg_hdr_t notice_hdr;  /* the failure notice this rank sends */
-    uint64_t progress_sent;    /* 1 + the seq of its last progress note */
-    double probe_at;           /* when this rank last asked for progress */
     /* Signatures of the last collectives posted, by seq: a message for one
      * that already finished here (a broadcast root finishes at once) is
      * still checked against what this rank called. */
 #define TNT_RECENT_SIGS 64
     tnt_msg_hdr_t recent_sigs[TNT_RECENT_SIGS];
+};
+
+/* Early messages and flow control (engine_wire.c, engine_flow.c): the
+ * storage of early-message descriptors and of the flow-control sends.
+ * What early messages cost in all is comm->unexp_bytes. */
+struct tnt_comm_flow {
+    tnt_unexp_t *free_unexp;   /* early-message descriptors for reuse */
+    struct tnt_unexp_slab *unexp_slabs; /* where they all live */
+    struct tnt_ctl_tx *ctl_free, *ctl_all; /* flow-control sends */
+    int ctl_rx_cookie;         /* TNT_COOKIE_CTL: payload of a control
+                                  message (none) */
+};
+
+/* What this rank tells and asks about failures and hangs (engine.c,
+ * engine_wire.c, report.c), besides the outcome itself (comm->state,
+ * fail_rc, fail_msg). */
+struct tnt_comm_fault {
+    int first_lost;            /* first peer lost while all was well */
+    char first_lost_what[160];
+    tnt_msg_hdr_t notice_hdr;  /* the failure notice this rank sends */
+    uint64_t progress_sent;    /* 1 + the seq of its last progress note */
+    double probe_at;           /* when this rank last asked for progress */
+    tnt_watch_t report_watch;  /* SIGUSR1's eventfd (report.c) */
+    unsigned report_seen;      /* report generation last handled */
+};
+
+struct tnt_comm {
+    /* Who this rank is, in which job, and how it was configured: set at
+     * creation, read-only afterwards. */
+    int rank, nranks;
+    uint32_t comm_id;
+    uint64_t job_id;
+    tnt_auth_key_t auth_key;   /* from the job key; never leaves the core */
+    tnt_params_t params;
     char host[TNT_HOST_MAX];
     tnt_topo_t topo;           /* host layout from peers' hosts (comm.c) */
-    char bind_ip[64];          /* where the transport listens */
     int intra_host;            /* all ranks on this host, all pairs shm */
     int host_cpus;             /* online CPUs of this host */
     int host_ranks;            /* ranks of this communicator on this host */
     size_t ready_min_bytes;    /* tnt_coll_args_t's; 0: the default */
+
+    pthread_mutex_t lock;      /* guards everything below unless a field
+                                  says otherwise */
+    int lock_wanted;           /* atomic: threads blocked to post; the
+                                  poller lets them in between callbacks */
+
+    tnt_peer_t *peers;
+    struct tnt_comm_net net;
+    struct tnt_comm_progress progress;
+    uint64_t next_seq;         /* of the next collective posted */
+    int active_msgs;           /* active requests that are not slot ones */
+    struct tnt_comm_requests reqs;
+    tnt_bufpool_t pool;        /* scratch and early-message buffers */
+    tnt_sched_cache_t sched_cache;
+    size_t unexp_bytes;        /* early messages held, TNT_UNEXP_COST */
+    struct tnt_comm_flow flow;
+
+    /* The outcome: once state is not TNT_COMM_OK every call fails with
+     * fail_rc and fail_msg. */
+    int state;                 /* enum tnt_comm_state */
+    tnt_result_t fail_rc;
+    char fail_msg[512];
+    struct tnt_comm_fault fault;
+
+    /* The on-host algorithms (lib/core/onhost/) and the shared
+     * allocations they use. */
     /* Slot operations (onhost/slots.c): numbered in posting order, finished
      * in that order; the unfinished ones, oldest first. */
     uint64_t slot_next;
     uint64_t slot_completed;   /* number + 1 of the last one finished */
     struct tnt_request *slot_head, *slot_tail;
-    int active_msgs;           /* active requests that are not slot ones */
     uint64_t stage_next;       /* next round of staged allreduces */
     int slot_notify;           /* some peer's slot_notify is set */
     /* A mapped allreduce has more of its slice to reduce (it does a
@@ -383,8 +441,12 @@ struct tnt_comm {
 };
 
 /** Transport services and upcalls for transport `tpi`, filled into
- *  comm->tp_env[tpi]. */
+ *  comm->net.tp_env[tpi]. */
 void tnt__engine_fill_env(struct tnt_comm *comm, int tpi);
+
+/** Empty request lists and the default bound of the free list; at
+ *  communicator creation. */
+void tnt__engine_init_requests(struct tnt_comm *comm);
 
 /** Flags of tnt__engine_post. */
 enum {

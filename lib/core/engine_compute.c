@@ -16,10 +16,10 @@
  *   operation that touches the buffer this one writes after it;
  * - only the poller runs the queue, so one computation at a time;
  * - the request fails (tnt__engine_fail, a deadline, tnt_comm_abort):
- *   finish() sees req->busy and leaves the result unset, so no waiter
+ *   finish() sees req->compute.busy and leaves the result unset, so no waiter
  *   returns and no detached request is freed while its buffers are in
  *   use; the computation's return publishes the result (late finish);
- * - the communicator is freed: tnt__engine_drain waits until comm->busy
+ * - the communicator is freed: tnt__engine_drain waits until comm->reqs.busy
  *   is 0 before it hands the scratch buffers back.
  * The order of arithmetic is fixed by the schedule, so running a
  * reduction later, on another thread, gives the same bits.
@@ -43,44 +43,27 @@ void tnt__queue_heavy(struct tnt_comm *comm, struct tnt_request *req,
                       uint32_t op)
 {
     tnt_opstate_t *os = &req->ops[op];
-    os->next = req->heavy;
-    req->heavy = os;
-    if (req->heavy_queued)
+    os->next = req->compute.heavy;
+    req->compute.heavy = os;
+    if (req->compute.heavy_queued)
         return;
-    req->heavy_queued = 1;
-    req->heavy_next = NULL;
-    if (comm->heavy_tail)
-        comm->heavy_tail->heavy_next = req;
-    else
-        comm->heavy_head = req;
-    comm->heavy_tail = req;
+    req->compute.heavy_queued = 1;
+    tnt__list_push_back(&comm->reqs.heavy, &req->compute.heavy_link);
 }
 
 void tnt__unqueue_heavy(struct tnt_comm *comm, struct tnt_request *req)
 {
-    struct tnt_request *prev = NULL;
-    for (struct tnt_request *r = comm->heavy_head; r;
-         prev = r, r = r->heavy_next) {
-        if (r != req)
-            continue;
-        if (prev)
-            prev->heavy_next = r->heavy_next;
-        else
-            comm->heavy_head = r->heavy_next;
-        if (comm->heavy_tail == r)
-            comm->heavy_tail = prev;
-        break;
-    }
+    if (tnt__list_linked(&req->compute.heavy_link))
+        tnt__list_unlink(&req->compute.heavy_link);
     /* Early messages taken off their peer's list for a copy that will
      * not happen now. */
-    for (tnt_opstate_t *os = req->heavy; os; os = os->next)
+    for (tnt_opstate_t *os = req->compute.heavy; os; os = os->next)
         if (os->src) {
             tnt__free_unexp(comm, os->src);
             os->src = NULL;
         }
-    req->heavy = NULL;
-    req->heavy_queued = 0;
-    req->heavy_next = NULL;
+    req->compute.heavy = NULL;
+    req->compute.heavy_queued = 0;
 }
 
 void tnt__run_compute(const struct tnt_request *req, uint32_t op)
@@ -112,18 +95,17 @@ void tnt__run_compute(const struct tnt_request *req, uint32_t op)
 /* Take the next queued operation, or NULL. */
 static tnt_opstate_t *next_heavy(struct tnt_comm *comm)
 {
-    struct tnt_request *req = comm->heavy_head;
-    if (!req)
+    tnt_list_node_t *first = tnt__list_first(&comm->reqs.heavy);
+    if (!first)
         return NULL;
-    tnt_opstate_t *os = req->heavy;
-    req->heavy = os->next;
+    struct tnt_request *req =
+        TNT_LIST_ENTRY(first, struct tnt_request, compute.heavy_link);
+    tnt_opstate_t *os = req->compute.heavy;
+    req->compute.heavy = os->next;
     os->next = NULL;
-    if (!req->heavy) {
-        comm->heavy_head = req->heavy_next;
-        if (!comm->heavy_head)
-            comm->heavy_tail = NULL;
-        req->heavy_queued = 0;
-        req->heavy_next = NULL;
+    if (!req->compute.heavy) {
+        tnt__list_unlink(&req->compute.heavy_link);
+        req->compute.heavy_queued = 0;
     }
     return os;
 }
@@ -142,8 +124,8 @@ int tnt__engine_run_heavy(struct tnt_comm *comm)
         unsigned char *dst = u ? req->bufs[req->sched->ops[os->op].dst.buf] +
                                  req->sched->ops[os->op].dst.off
                                : NULL;
-        req->busy++;
-        comm->busy++;
+        req->compute.busy++;
+        comm->reqs.busy++;
         pthread_mutex_unlock(&comm->lock);
         if (u) {
             if (u->len)
@@ -153,22 +135,22 @@ int tnt__engine_run_heavy(struct tnt_comm *comm)
         }
         pthread_mutex_lock(&comm->lock);
         ran = 1;
-        comm->busy--;
-        req->busy--;
+        comm->reqs.busy--;
+        req->compute.busy--;
         if (u) {
             os->src = NULL;
             tnt__free_unexp(comm, u);
         }
-        if (req->finish_late) {
-            if (req->busy == 0)
+        if (req->compute.finish_late) {
+            if (req->compute.busy == 0)
                 tnt__finish_late(req);
         } else if (req->result == TNT_INPROGRESS) {
             tnt__op_complete(req, os->op);
             tnt__run_ready(comm, req);
         }
         /* tnt__engine_drain waits for the last computation. */
-        if (comm->busy == 0 && comm->state != TNT_COMM_OK)
-            pthread_cond_broadcast(&comm->cond);
+        if (comm->reqs.busy == 0 && comm->state != TNT_COMM_OK)
+            pthread_cond_broadcast(&comm->progress.cond);
     }
     return ran;
 }

@@ -44,9 +44,9 @@ int tnt__flow_budget(struct tnt_comm *comm, int peer, size_t payload_len)
 static void send_ctl(struct tnt_comm *comm, tnt_peer_t *p,
                      const tnt_msg_hdr_t *h)
 {
-    tnt_ctl_tx_t *c = comm->ctl_free;
+    tnt_ctl_tx_t *c = comm->flow.ctl_free;
     if (c) {
-        comm->ctl_free = c->next;
+        comm->flow.ctl_free = c->next;
     } else {
         c = calloc(1, sizeof(*c));
         if (!c) {
@@ -56,8 +56,8 @@ static void send_ctl(struct tnt_comm *comm, tnt_peer_t *p,
             return;
         }
         c->type = TNT_COOKIE_CTL;
-        c->all_next = comm->ctl_all;
-        comm->ctl_all = c;
+        c->all_next = comm->flow.ctl_all;
+        comm->flow.ctl_all = c;
     }
     c->peer = p->rank;
     c->hdr = *h;
@@ -67,8 +67,8 @@ static void send_ctl(struct tnt_comm *comm, tnt_peer_t *p,
         p->sends_inflight++;
         return;
     }
-    c->next = comm->ctl_free;
-    comm->ctl_free = c;
+    c->next = comm->flow.ctl_free;
+    comm->flow.ctl_free = c;
     /* A credit nobody waits for yet (the peer may have finished and
      * closed) is no reason to fail; an RTS or CTS is awaited. */
     if (rc < 0 && h->kind != TNT_MSG_CREDIT) {
@@ -83,8 +83,8 @@ void tnt__flow_ctl_done(struct tnt_comm *comm, void *cookie)
 {
     tnt_ctl_tx_t *c = cookie;
     comm->peers[c->peer].sends_inflight--;
-    c->next = comm->ctl_free;
-    comm->ctl_free = c;
+    c->next = comm->flow.ctl_free;
+    comm->flow.ctl_free = c;
 }
 
 static void send_cts(struct tnt_comm *comm, tnt_peer_t *p, tnt_opstate_t *os)
@@ -264,10 +264,10 @@ void tnt__flow_reset_peer(struct tnt_comm *comm, tnt_peer_t *p)
 
 void tnt__flow_free(struct tnt_comm *comm)
 {
-    while (comm->ctl_all) {
-        tnt_ctl_tx_t *c = comm->ctl_all;
-        comm->ctl_all = c->all_next;
+    while (comm->flow.ctl_all) {
+        tnt_ctl_tx_t *c = comm->flow.ctl_all;
+        comm->flow.ctl_all = c->all_next;
         free(c);
     }
-    comm->ctl_free = NULL;
+    comm->flow.ctl_free = NULL;
 }

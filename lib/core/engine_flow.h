@@ -32,8 +32,8 @@ typedef struct tnt_ctl_tx {
     int type;                  /* TNT_COOKIE_CTL */
     int peer;
     tnt_msg_hdr_t hdr;
-    struct tnt_ctl_tx *next;   /* comm->ctl_free */
-    struct tnt_ctl_tx *all_next; /* comm->ctl_all: freed at teardown */
+    struct tnt_ctl_tx *next;   /* comm->flow.ctl_free */
+    struct tnt_ctl_tx *all_next; /* comm->flow.ctl_all: freed at teardown */
 } tnt_ctl_tx_t;
 
 /** The eager window W and eager limit E of this communicator. */

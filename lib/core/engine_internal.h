@@ -8,6 +8,22 @@
 
 #include "core/engine.h"
 
+/* The requests in flight, in posting order:
+ * for (r = tnt__active_first(comm); r; r = tnt__active_next(comm, r)). */
+static inline struct tnt_request *
+tnt__active_first(const struct tnt_comm *comm)
+{
+    tnt_list_node_t *n = tnt__list_first(&comm->reqs.active);
+    return n ? TNT_LIST_ENTRY(n, struct tnt_request, active_link) : NULL;
+}
+
+static inline struct tnt_request *
+tnt__active_next(const struct tnt_comm *comm, const struct tnt_request *r)
+{
+    tnt_list_node_t *n = tnt__list_next(&comm->reqs.active, &r->active_link);
+    return n ? TNT_LIST_ENTRY(n, struct tnt_request, active_link) : NULL;
+}
+
 const char *tnt__coll_kind_name(int kind);
 /** "allreduce(count=.., dtype=.., op=.., root=.., algo=..)" */
 void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len);

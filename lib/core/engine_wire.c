@@ -32,9 +32,9 @@ static void up_connected(struct tnt_comm *comm, int tpi, int peer, void *ep)
             tnt__send_notice(comm, tpi, ep);
             /* tnt__engine_drain may be lingering for this one. */
             comm->peers[peer].connecting = 0;
-            pthread_cond_broadcast(&comm->cond);
+            pthread_cond_broadcast(&comm->progress.cond);
         }
-        comm->tp[tpi]->close(comm->tp_ctx[tpi], ep);
+        comm->net.tp[tpi]->close(comm->net.tp_ctx[tpi], ep);
         return;
     }
     tnt_peer_t *p = &comm->peers[peer];
@@ -130,7 +130,8 @@ static void up_connected3(void *core, int peer, void *ep)
 int tnt__mismatch_past(struct tnt_comm *comm, const tnt_msg_hdr_t *h,
                        int peer)
 {
-    const tnt_msg_hdr_t *mine = &comm->recent_sigs[h->seq % TNT_RECENT_SIGS];
+    const tnt_msg_hdr_t *mine =
+        &comm->reqs.recent_sigs[h->seq % TNT_RECENT_SIGS];
     if (mine->magic != TNT_MSG_MAGIC || mine->seq != h->seq ||
         tnt__sig_equal(h, mine))
         return 0;
@@ -167,7 +168,7 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
                 return tnt__error_str(comm->fail_rc, comm->fail_msg);
             tnt__flow_credit(comm, peer, h.count);
             *dest = NULL;
-            *cookie = &comm->ctl_rx_cookie;
+            *cookie = &comm->flow.ctl_rx_cookie;
             return TNT_SUCCESS;
         }
     }
@@ -180,9 +181,9 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
         return tnt__error_str(comm->fail_rc, comm->fail_msg);
     tnt_peer_t *p = &comm->peers[peer];
 
-    struct tnt_request *req = comm->active_head;
+    struct tnt_request *req = tnt__active_first(comm);
     while (req && req->seq != h.seq)
-        req = req->next;
+        req = tnt__active_next(comm, req);
     if (req && !tnt__sig_equal(&h, &req->sig)) {
         tnt__report_mismatch(comm, req, &h, peer);
         return TNT_ERR_MISMATCH;
@@ -193,7 +194,7 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
             return tnt__error_str(comm->fail_rc, comm->fail_msg);
         if (r == 1) {
             *dest = NULL;
-            *cookie = &comm->ctl_rx_cookie;
+            *cookie = &comm->flow.ctl_rx_cookie;
             return TNT_SUCCESS;
         }
         /* An RTS before its receive: an early record (below). */
@@ -330,7 +331,8 @@ static int arrived_early(const tnt_peer_t *p, uint64_t seq, uint32_t step)
 static int peer_needed(struct tnt_comm *comm, int peer)
 {
     const tnt_peer_t *p = &comm->peers[peer];
-    for (struct tnt_request *r = comm->active_head; r; r = r->next) {
+    for (struct tnt_request *r = tnt__active_first(comm); r;
+         r = tnt__active_next(comm, r)) {
         if (tnt__algo_in_memory(r->algo) && tnt__slot_needs(r, peer))
             return 1;
         for (uint32_t i = 0; i < r->sched->nops; i++) {
@@ -362,7 +364,7 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
     p->ep = NULL; /* the transport has closed it */
     if (p->connecting) {
         p->connecting = 0;
-        pthread_cond_broadcast(&comm->cond); /* see up_connected */
+        pthread_cond_broadcast(&comm->progress.cond); /* see up_connected */
     }
     p->sends_inflight = 0;
     p->dead = err ? err : TNT_ERR_PEER_LOST;
@@ -382,7 +384,8 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
     }
     if (comm->state == TNT_COMM_OK && peer_needed(comm, peer))
         tnt__fail_peer_lost(comm, peer, what ? what : "connection closed");
-    else if (comm->state == TNT_COMM_OK && comm->active_head)
+    else if (comm->state == TNT_COMM_OK &&
+             !tnt__list_empty(&comm->reqs.active))
         tnt__note_lost(comm, peer, what); /* not needed yet */
     else
         TNT_LOG_DEBUG("rank %d: connection to rank %d closed: %s",
@@ -426,7 +429,7 @@ static const char *sv_last_error(void *core)
 
 void tnt__engine_fill_env(struct tnt_comm *comm, int tpi)
 {
-    tnt_transport_env_t *env = &comm->tp_env[tpi];
+    tnt_transport_env_t *env = &comm->net.tp_env[tpi];
     memset(env, 0, sizeof(*env));
     env->size = sizeof(*env);
     env->version = TNT_TRANSPORT_VERSION;

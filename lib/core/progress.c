@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "core/engine.h"
+#include "core/engine_internal.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "core/progress.h"
@@ -65,18 +66,20 @@ static tnt_result_t svc_watch_fd(void *core, int fd, uint32_t events,
     struct tnt_comm *comm = core;
     if (fd < 0)
         return tnt__error(TNT_ERR_INVALID_ARG, "watch of fd %d", fd);
-    if (fd >= comm->watches_cap) {
-        int cap = comm->watches_cap ? comm->watches_cap : 64;
+    if (fd >= comm->progress.watches_cap) {
+        int cap =
+            comm->progress.watches_cap ? comm->progress.watches_cap : 64;
         while (cap <= fd)
             cap *= 2;
-        tnt_watch_t **n = realloc(comm->watches, (size_t)cap * sizeof(*n));
+        tnt_watch_t **n =
+            realloc(comm->progress.watches, (size_t)cap * sizeof(*n));
         if (!n)
             return tnt__error(TNT_ERR_NO_MEMORY, "out of memory watching "
                               "fd %d", fd);
-        memset(n + comm->watches_cap, 0,
-               (size_t)(cap - comm->watches_cap) * sizeof(*n));
-        comm->watches = n;
-        comm->watches_cap = cap;
+        memset(n + comm->progress.watches_cap, 0,
+               (size_t)(cap - comm->progress.watches_cap) * sizeof(*n));
+        comm->progress.watches = n;
+        comm->progress.watches_cap = cap;
     }
     tnt_watch_t *w = calloc(1, sizeof(*w));
     if (!w)
@@ -85,13 +88,13 @@ static tnt_result_t svc_watch_fd(void *core, int fd, uint32_t events,
     w->cb = cb;
     w->arg = arg;
     struct epoll_event ev = {.events = to_epoll(events), .data.ptr = w};
-    if (epoll_ctl(comm->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    if (epoll_ctl(comm->progress.epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
         int e = errno;
         free(w);
         return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(ADD, fd %d): %s", fd,
                           strerror(e));
     }
-    comm->watches[fd] = w;
+    comm->progress.watches[fd] = w;
     return TNT_SUCCESS;
 }
 
@@ -99,13 +102,14 @@ static tnt_result_t svc_modify_fd(void *core, int fd, uint32_t events,
                                   tnt_fd_cb_t cb, void *arg)
 {
     struct tnt_comm *comm = core;
-    if (fd < 0 || fd >= comm->watches_cap || !comm->watches[fd])
+    if (fd < 0 || fd >= comm->progress.watches_cap ||
+        !comm->progress.watches[fd])
         return tnt__error(TNT_ERR_INVALID_ARG, "fd %d is not watched", fd);
-    tnt_watch_t *w = comm->watches[fd];
+    tnt_watch_t *w = comm->progress.watches[fd];
     w->cb = cb;
     w->arg = arg;
     struct epoll_event ev = {.events = to_epoll(events), .data.ptr = w};
-    if (epoll_ctl(comm->epfd, EPOLL_CTL_MOD, fd, &ev) != 0)
+    if (epoll_ctl(comm->progress.epfd, EPOLL_CTL_MOD, fd, &ev) != 0)
         return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(MOD, fd %d): %s", fd,
                           strerror(errno));
     return TNT_SUCCESS;
@@ -114,17 +118,18 @@ static tnt_result_t svc_modify_fd(void *core, int fd, uint32_t events,
 static void svc_unwatch_fd(void *core, int fd)
 {
     struct tnt_comm *comm = core;
-    if (fd < 0 || fd >= comm->watches_cap || !comm->watches[fd])
+    if (fd < 0 || fd >= comm->progress.watches_cap ||
+        !comm->progress.watches[fd])
         return;
-    tnt_watch_t *w = comm->watches[fd];
-    epoll_ctl(comm->epfd, EPOLL_CTL_DEL, fd, NULL);
-    comm->watches[fd] = NULL;
+    tnt_watch_t *w = comm->progress.watches[fd];
+    epoll_ctl(comm->progress.epfd, EPOLL_CTL_DEL, fd, NULL);
+    comm->progress.watches[fd] = NULL;
     /* An event for it may already sit in the batch being dispatched or
      * in one collected while the lock was free: free it only after the
      * next batch has been handled. */
     w->dead = 1;
-    w->next = comm->graveyard;
-    comm->graveyard = w;
+    w->next = comm->progress.graveyard;
+    comm->progress.graveyard = w;
 }
 
 static void svc_log(void *core, int level, const char *fmt, ...)
@@ -155,7 +160,7 @@ static void wake_cb(void *arg, uint32_t events)
     struct tnt_comm *comm = arg;
     (void)events;
     uint64_t v;
-    ssize_t r = read(comm->wakefd, &v, sizeof(v));
+    ssize_t r = read(comm->progress.wakefd, &v, sizeof(v));
     (void)r;
 }
 
@@ -172,24 +177,26 @@ static void report_cb(void *arg, uint32_t events)
  * entry in the graveyard can go now. */
 static void free_graveyard(struct tnt_comm *comm)
 {
-    while (comm->graveyard) {
-        tnt_watch_t *w = comm->graveyard;
-        comm->graveyard = w->next;
+    while (comm->progress.graveyard) {
+        tnt_watch_t *w = comm->progress.graveyard;
+        comm->progress.graveyard = w->next;
         free(w);
     }
 }
 
 int tnt__progress_timeout_ms(struct tnt_comm *comm, double now)
 {
-    if (!comm->active_head) {
-        if (now - comm->last_activity > IDLE_GRACE_S)
+    struct tnt_request *first = tnt__active_first(comm);
+    if (!first) {
+        if (now - comm->progress.last_activity > IDLE_GRACE_S)
             return -1;
         return 1000;
     }
-    double left = comm->active_head->deadline - now;
-    for (struct tnt_request *r = comm->active_head; r; r = r->next)
-        if (r->deadline - now < left)
-            left = r->deadline - now;
+    double left = first->timeout.deadline - now;
+    for (struct tnt_request *r = tnt__active_first(comm); r;
+         r = tnt__active_next(comm, r))
+        if (r->timeout.deadline - now < left)
+            left = r->timeout.deadline - now;
     if (left < 0)
         return 0;
     if (left > 1.0)
@@ -218,84 +225,127 @@ static void let_posters_in(struct tnt_comm *comm)
     pthread_mutex_lock(&comm->lock);
 }
 
-/* One epoll_wait and its callbacks; the poller role is held. */
-static void dispatch(struct tnt_comm *comm, int timeout_ms)
+/* Each step before the epoll_wait of dispatch takes the timeout it was
+ * given and returns it, 0 where it left work that must not wait for an
+ * event. */
+
+/* A spin left transports unarmed, so peers do not write the fds they
+ * would wake this rank by: look at them, and arm them before sleeping. */
+static int poll_unarmed(struct tnt_comm *comm, int timeout_ms)
 {
-    struct epoll_event evs[MAX_EVENTS];
-    if (comm->tp_unarmed) {
-        /* A spin left transports unarmed, so peers do not write the fds
-         * they would wake this rank by: look at them, and arm them
-         * before sleeping. */
-        unsigned flags = timeout_ms == 0 ? 0 : TNT_POLL_ARM;
-        for (int i = 0; i < comm->nspin_tp; i++)
-            if (comm->spin_tp[i].caps & TNT_TP_POLL_UNARMS)
-                comm->spin_tp[i].poll(comm->spin_tp[i].ctx, flags);
-        if (timeout_ms != 0) {
-            comm->tp_unarmed = 0;
-            timeout_ms = 0; /* callbacks ran: let the caller look */
-        }
+    if (!comm->progress.tp_unarmed)
+        return timeout_ms;
+    unsigned flags = timeout_ms == 0 ? 0 : TNT_POLL_ARM;
+    for (int i = 0; i < comm->net.nspin_tp; i++)
+        if (comm->net.spin_tp[i].caps & TNT_TP_POLL_UNARMS)
+            comm->net.spin_tp[i].poll(comm->net.spin_tp[i].ctx, flags);
+    if (timeout_ms != 0) {
+        comm->progress.tp_unarmed = 0;
+        timeout_ms = 0; /* callbacks ran: let the caller look */
     }
-    if (comm->deferred_head) {
+    return timeout_ms;
+}
+
+/* Work other threads queued for the poller: deferred collectives to
+ * start, large reductions posted by another thread (lock released while
+ * they run; nobody else polls meanwhile), a mapped allreduce with more
+ * of its slice to reduce. */
+static int run_queued_work(struct tnt_comm *comm, int timeout_ms)
+{
+    if (!tnt__list_empty(&comm->reqs.deferred)) {
         tnt__engine_run_deferred(comm);
         timeout_ms = 0; /* what they started may need more at once */
     }
-    /* Large reductions queued by another thread's post (lock released
-     * while they run; nobody else polls meanwhile). */
     if (tnt__engine_run_heavy(comm) || comm->stage_more)
         timeout_ms = 0;
-    if (timeout_ms != 0) {
-        /* About to sleep: nothing wakes this rank for a mismatch that
-         * meets in no shared memory, and peers may wait for it. */
-        if (comm->intra_host) {
-            tnt__slot_before_sleep(comm);
-            if (comm->state != TNT_COMM_OK)
-                timeout_ms = 0;
-        }
-        tnt__slot_notify(comm);
+    return timeout_ms;
+}
+
+/* About to sleep: nothing wakes this rank for a mismatch that meets in
+ * no shared memory, and peers may wait for it; peers that sleep on this
+ * rank's slot publications are woken. */
+static int before_sleep(struct tnt_comm *comm, int timeout_ms)
+{
+    if (timeout_ms == 0)
+        return 0;
+    if (comm->intra_host) {
+        tnt__slot_before_sleep(comm);
+        if (comm->state != TNT_COMM_OK)
+            timeout_ms = 0;
     }
+    tnt__slot_notify(comm);
+    return timeout_ms;
+}
+
+/* epoll_wait with the lock released, then each ready fd's callback with
+ * it held, letting posting threads in between two callbacks. */
+static void wait_and_dispatch_events(struct tnt_comm *comm, int timeout_ms)
+{
+    struct epoll_event evs[MAX_EVENTS];
     pthread_mutex_unlock(&comm->lock);
-    int n = epoll_wait(comm->epfd, evs, MAX_EVENTS, timeout_ms);
+    int n = epoll_wait(comm->progress.epfd, evs, MAX_EVENTS, timeout_ms);
     int err = errno;
     pthread_mutex_lock(&comm->lock);
     if (n < 0 && err != EINTR)
         tnt__engine_fail(comm, TNT_ERR_SYSTEM, "rank %d: epoll_wait: %s",
                          comm->rank, strerror(err));
-    for (int i = 0; i < n && !comm->stop; i++) {
+    for (int i = 0; i < n && !comm->progress.stop; i++) {
         tnt_watch_t *w = evs[i].data.ptr;
         if (!w->dead)
             w->cb(w->arg, from_epoll(evs[i].events));
         if (i + 1 < n)
             let_posters_in(comm);
     }
-    /* Slot operations are not messages: look at them after every batch
-     * (and after the arming above, so that an input published before the
-     * peer saw the flag is seen before this rank sleeps), and at peers'
-     * slots that no call here matches. */
-    if (comm->intra_host)
-        tnt__slot_progress(comm);
-    /* What the callbacks made ready, now that no transport is inside a
-     * call: the lock may be released. The batch is done, and watches
-     * removed meanwhile go to the graveyard, freed below. */
-    tnt__engine_run_heavy(comm);
-    tnt__engine_check_deadlines(comm, tnt__now());
+}
+
+/* A SIGUSR1 since the last look: log the hang report. */
+static void serve_report_request(struct tnt_comm *comm)
+{
     unsigned gen = tnt__report_generation();
-    if (gen != comm->report_seen) { /* SIGUSR1 */
-        comm->report_seen = gen;
+    if (gen != comm->fault.report_seen) {
+        comm->fault.report_seen = gen;
         tnt__report_log(comm);
     }
+}
+
+/* What a batch of events leaves to do, in this order: slot operations
+ * are not messages, so look at them after every batch (and after the
+ * arming before it, so that an input published before the peer saw the
+ * flag is seen before this rank sleeps), and at peers' slots that no
+ * call here matches; then what the callbacks made ready, now that no
+ * transport is inside a call (the lock may be released); then the
+ * deadlines and a report request. The batch is done: watches removed
+ * meanwhile went to the graveyard and are freed last. */
+static void after_batch(struct tnt_comm *comm)
+{
+    if (comm->intra_host)
+        tnt__slot_progress(comm);
+    tnt__engine_run_heavy(comm);
+    tnt__engine_check_deadlines(comm, tnt__now());
+    serve_report_request(comm);
     free_graveyard(comm);
+}
+
+/* One epoll_wait and its callbacks; the poller role is held. */
+static void dispatch(struct tnt_comm *comm, int timeout_ms)
+{
+    timeout_ms = poll_unarmed(comm, timeout_ms);
+    timeout_ms = run_queued_work(comm, timeout_ms);
+    timeout_ms = before_sleep(comm, timeout_ms);
+    wait_and_dispatch_events(comm, timeout_ms);
+    after_batch(comm);
 }
 
 void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
 {
-    comm->polling = 1;
-    comm->thread_polling = is_thread;
+    comm->progress.polling = 1;
+    comm->progress.thread_polling = is_thread;
     dispatch(comm, timeout_ms);
-    comm->polling = 0;
-    comm->thread_polling = 0;
+    comm->progress.polling = 0;
+    comm->progress.thread_polling = 0;
     /* Waiters that found the role taken sleep on cond: one of them may
      * take it now. */
-    pthread_cond_broadcast(&comm->cond);
+    pthread_cond_broadcast(&comm->progress.cond);
 }
 
 /* While spinning, one epoll_wait (transports without a poll entry,
@@ -310,10 +360,10 @@ void tnt__progress_spin(struct tnt_comm *comm,
                         int (*done)(struct tnt_comm *, void *), void *arg,
                         double start, double end, int yield)
 {
-    /* The transports' poll entries (comm->spin_tp): where this rank
+    /* The transports' poll entries (comm->net.spin_tp): where this rank
      * shares its CPU, only those whose look is no system call. */
-    const struct tnt_spin_tp *spin = comm->spin_tp;
-    int nspin = yield ? comm->nspin_cheap : comm->nspin_tp;
+    const struct tnt_spin_tp *spin = comm->net.spin_tp;
+    int nspin = yield ? comm->net.nspin_cheap : comm->net.nspin_tp;
     /* Even with a CPU per rank, the scheduler may put the peer on this
      * rank's CPU (after a wake-up, say): after a short while, yield
      * anyway: it bounds what a rank can take from a peer that shares
@@ -322,9 +372,9 @@ void tnt__progress_spin(struct tnt_comm *comm,
     /* The role is held for the whole spin: transports polled unarmed stay
      * so until the end, and nobody may sleep in epoll on them
      * meanwhile. */
-    comm->polling = 1;
-    comm->thread_polling = 0;
-    for (unsigned n = 0; !done(comm, arg) && !comm->stop; n++) {
+    comm->progress.polling = 1;
+    comm->progress.thread_polling = 0;
+    for (unsigned n = 0; !done(comm, arg) && !comm->progress.stop; n++) {
         int looked = 0;
         if ((n + 1) % SPIN_EPOLL_EVERY != 0) {
             /* A poll that returns negative did not look (too many
@@ -362,11 +412,11 @@ void tnt__progress_spin(struct tnt_comm *comm,
     /* Polled transports stay unarmed while blocking calls follow each
      * other: arming now would make the peer's next message write the
      * eventfd. The next poll that may sleep arms them first (dispatch). */
-    for (int i = 0; i < nspin && !comm->stop; i++)
+    for (int i = 0; i < nspin && !comm->progress.stop; i++)
         if (spin[i].caps & TNT_TP_POLL_UNARMS)
-            comm->tp_unarmed = 1;
-    comm->polling = 0;
-    pthread_cond_broadcast(&comm->cond);
+            comm->progress.tp_unarmed = 1;
+    comm->progress.polling = 0;
+    pthread_cond_broadcast(&comm->progress.cond);
 }
 
 /* The progress thread stays out of the way while the application drives
@@ -376,32 +426,33 @@ void tnt__progress_spin(struct tnt_comm *comm,
  * nonblocking post wakes it (tnt__progress_unpark). */
 static double park_until(struct tnt_comm *comm, double now)
 {
-    if (comm->user_waiters > 0 || comm->polling)
+    if (comm->progress.user_waiters > 0 || comm->progress.polling)
         return now + 1.0;
-    if (!comm->active_head && now - comm->user_polled_at < PARK_GRACE_S)
-        return comm->user_polled_at + PARK_GRACE_S;
+    if (tnt__list_empty(&comm->reqs.active) &&
+        now - comm->progress.user_polled_at < PARK_GRACE_S)
+        return comm->progress.user_polled_at + PARK_GRACE_S;
     return 0.0;
 }
 
 static void park(struct tnt_comm *comm, double until)
 {
     struct timespec abs = tnt__timespec_at(until);
-    comm->thread_parked = 1;
-    pthread_cond_timedwait(&comm->park, &comm->lock, &abs);
-    comm->thread_parked = 0;
+    comm->progress.thread_parked = 1;
+    pthread_cond_timedwait(&comm->progress.park, &comm->lock, &abs);
+    comm->progress.thread_parked = 0;
 }
 
 void tnt__progress_unpark(struct tnt_comm *comm)
 {
-    if (comm->thread_parked && comm->user_waiters == 0)
-        pthread_cond_signal(&comm->park);
+    if (comm->progress.thread_parked && comm->progress.user_waiters == 0)
+        pthread_cond_signal(&comm->progress.park);
 }
 
 static void *progress_main(void *arg)
 {
     struct tnt_comm *comm = arg;
     pthread_mutex_lock(&comm->lock);
-    while (!comm->stop) {
+    while (!comm->progress.stop) {
         tnt__engine_reap(comm);
         double now = tnt__now();
         double until = park_until(comm, now);
@@ -417,78 +468,80 @@ static void *progress_main(void *arg)
 
 tnt_result_t tnt__progress_start(struct tnt_comm *comm)
 {
-    comm->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (comm->epfd < 0)
+    comm->progress.epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (comm->progress.epfd < 0)
         return tnt__error(TNT_ERR_SYSTEM, "epoll_create1: %s",
                           strerror(errno));
-    comm->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (comm->wakefd < 0)
+    comm->progress.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (comm->progress.wakefd < 0)
         return tnt__error(TNT_ERR_SYSTEM, "eventfd: %s", strerror(errno));
-    comm->wake_watch.fd = comm->wakefd;
-    comm->wake_watch.cb = wake_cb;
-    comm->wake_watch.arg = comm;
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &comm->wake_watch};
-    if (epoll_ctl(comm->epfd, EPOLL_CTL_ADD, comm->wakefd, &ev) != 0)
+    comm->progress.wake_watch.fd = comm->progress.wakefd;
+    comm->progress.wake_watch.cb = wake_cb;
+    comm->progress.wake_watch.arg = comm;
+    struct epoll_event ev = {.events = EPOLLIN,
+                             .data.ptr = &comm->progress.wake_watch};
+    if (epoll_ctl(comm->progress.epfd, EPOLL_CTL_ADD, comm->progress.wakefd,
+                  &ev) != 0)
         return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(eventfd): %s",
                           strerror(errno));
     /* SIGUSR1 asks for a hang report: one eventfd for the whole process,
      * watched edge-triggered by every communicator (never read). */
     int rfd = tnt__report_signal_fd();
-    comm->report_seen = tnt__report_generation();
+    comm->fault.report_seen = tnt__report_generation();
     if (rfd >= 0) {
-        comm->report_watch.fd = rfd;
-        comm->report_watch.cb = report_cb;
-        comm->report_watch.arg = comm;
+        comm->fault.report_watch.fd = rfd;
+        comm->fault.report_watch.cb = report_cb;
+        comm->fault.report_watch.arg = comm;
         struct epoll_event rev = {.events = EPOLLIN | EPOLLET,
-                                  .data.ptr = &comm->report_watch};
-        if (epoll_ctl(comm->epfd, EPOLL_CTL_ADD, rfd, &rev) != 0)
+                                  .data.ptr = &comm->fault.report_watch};
+        if (epoll_ctl(comm->progress.epfd, EPOLL_CTL_ADD, rfd, &rev) != 0)
             return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(report fd): %s",
                               strerror(errno));
     }
-    comm->last_activity = tnt__now();
+    comm->progress.last_activity = tnt__now();
     return TNT_SUCCESS;
 }
 
 tnt_result_t tnt__progress_run_thread(struct tnt_comm *comm)
 {
-    int e = pthread_create(&comm->thread, NULL, progress_main, comm);
+    int e = pthread_create(&comm->progress.thread, NULL, progress_main, comm);
     if (e != 0)
         return tnt__error(TNT_ERR_SYSTEM, "pthread_create: %s", strerror(e));
-    comm->thread_started = 1;
+    comm->progress.thread_started = 1;
     return TNT_SUCCESS;
 }
 
 void tnt__progress_wake(struct tnt_comm *comm)
 {
     uint64_t one = 1;
-    ssize_t r = write(comm->wakefd, &one, sizeof(one));
+    ssize_t r = write(comm->progress.wakefd, &one, sizeof(one));
     (void)r;
 }
 
 void tnt__progress_stop(struct tnt_comm *comm)
 {
-    if (comm->thread_started) {
+    if (comm->progress.thread_started) {
         pthread_mutex_lock(&comm->lock);
-        comm->stop = 1;
-        pthread_cond_signal(&comm->park);
+        comm->progress.stop = 1;
+        pthread_cond_signal(&comm->progress.park);
         pthread_mutex_unlock(&comm->lock);
         tnt__progress_wake(comm);
-        pthread_join(comm->thread, NULL);
-        comm->thread_started = 0;
+        pthread_join(comm->progress.thread, NULL);
+        comm->progress.thread_started = 0;
     }
 }
 
 void tnt__progress_close(struct tnt_comm *comm)
 {
     free_graveyard(comm);
-    for (int fd = 0; fd < comm->watches_cap; fd++)
-        free(comm->watches[fd]);
-    free(comm->watches);
-    comm->watches = NULL;
-    comm->watches_cap = 0;
-    if (comm->epfd >= 0)
-        close(comm->epfd);
-    if (comm->wakefd >= 0)
-        close(comm->wakefd);
-    comm->epfd = comm->wakefd = -1;
+    for (int fd = 0; fd < comm->progress.watches_cap; fd++)
+        free(comm->progress.watches[fd]);
+    free(comm->progress.watches);
+    comm->progress.watches = NULL;
+    comm->progress.watches_cap = 0;
+    if (comm->progress.epfd >= 0)
+        close(comm->progress.epfd);
+    if (comm->progress.wakefd >= 0)
+        close(comm->progress.wakefd);
+    comm->progress.epfd = comm->progress.wakefd = -1;
 }

@@ -15,8 +15,8 @@ void tnt__progress_stop(struct tnt_comm *comm);
 void tnt__progress_close(struct tnt_comm *comm);
 void tnt__progress_wake(struct tnt_comm *comm);
 /** One round of polling by the calling thread: lock held and the poller
- *  role free (comm->polling == 0). Waits up to timeout_ms for events,
- *  dispatches them, enforces deadlines, then frees the role. */
+ *  role free (comm->progress.polling == 0). Waits up to timeout_ms for
+ *  events, dispatches them, enforces deadlines, then frees the role. */
 void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread);
 /** How long a poller may block: until the nearest deadline, at most 1 s;
  *  -1 once idle for a while. Lock held. */

@@ -131,7 +131,8 @@ static void my_progress(struct tnt_comm *comm, uint64_t *seq,
                         uint32_t *step, int32_t *waits)
 {
     const struct tnt_request *old = NULL;
-    for (const struct tnt_request *r = comm->active_head; r; r = r->next)
+    for (const struct tnt_request *r = tnt__active_first(comm); r;
+         r = tnt__active_next(comm, r))
         if (!old || r->seq < old->seq)
             old = r;
     *seq = old ? old->seq : comm->next_seq;
@@ -156,7 +157,7 @@ void tnt__progress_send(struct tnt_comm *comm)
     uint32_t step;
     int32_t waits;
     my_progress(comm, &seq, &step, &waits);
-    comm->progress_sent = seq + 1;
+    comm->fault.progress_sent = seq + 1;
     for (int i = 0; i < comm->nranks; i++) {
         tnt_peer_t *p = &comm->peers[i];
         tnt_progress_tx_t *t = &p->progress_tx;
@@ -202,7 +203,7 @@ void tnt__progress_arrived(struct tnt_comm *comm, int peer,
     uint32_t step;
     int32_t waits;
     my_progress(comm, &seq, &step, &waits);
-    if (comm->progress_sent != seq + 1)
+    if (comm->fault.progress_sent != seq + 1)
         tnt__progress_send(comm);
 }
 
@@ -220,7 +221,7 @@ void tnt__report_behind(struct tnt_comm *comm, const struct tnt_request *req,
     buf[0] = '\0';
     if (w < 0 || seq != req->seq)
         return;
-    double since = comm->probe_at - comm->params.timeout_s;
+    double since = comm->fault.probe_at - comm->params.timeout_s;
     char chain[160];
     size_t n = append(chain, sizeof(chain), 0, "%d", comm->rank);
     for (int hops = 0; w >= 0 && hops < comm->nranks; hops++) {
@@ -252,7 +253,8 @@ void tnt__report_behind(struct tnt_comm *comm, const struct tnt_request *req,
 static void describe(struct tnt_comm *comm, char *buf, size_t len)
 {
     int inflight = 0;
-    for (struct tnt_request *r = comm->active_head; r; r = r->next)
+    for (struct tnt_request *r = tnt__active_first(comm); r;
+         r = tnt__active_next(comm, r))
         inflight++;
     size_t n = append(buf, len, 0, "rank %d (host %s): ", comm->rank,
                       comm->host);
@@ -264,14 +266,15 @@ static void describe(struct tnt_comm *comm, char *buf, size_t len)
     else
         n = append(buf, len, n, "%d collective%s in flight", inflight,
                    inflight == 1 ? "" : "s");
-    for (struct tnt_request *r = comm->active_head; r; r = r->next) {
+    for (struct tnt_request *r = tnt__active_first(comm); r;
+         r = tnt__active_next(comm, r)) {
         char sig[160], what[400];
         tnt__describe_sig(&r->sig, sig, sizeof(sig));
         tnt__report_waits(r, what, sizeof(what));
         n = append(buf, len, n, "\n  #%" PRIu64 " %s: %u of %u operations "
                    "left, %.1f s to its deadline; waiting for: %s", r->seq,
                    sig, r->ops_left, tnt__request_nops(r),
-                   r->deadline - tnt__now(),
+                   r->timeout.deadline - tnt__now(),
                    what);
     }
 }
