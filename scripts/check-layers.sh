@@ -24,7 +24,7 @@ KNOWN_INCLUDES="
 lib/util/param.c collectives/algorithms.h
 lib/collectives/select.c transport/shm/shm_slot.h
 lib/core/onhost/slots.c transport/shm/shm_slot.h
-lib/core/onhost/staged.c transport/shm/shm_stage.h
+lib/core/onhost/stage_rounds.h transport/shm/shm_stage.h
 "
 KNOWN_SYMBOLS="
 "

@@ -36,19 +36,13 @@ enum tnt_algo {
     TNT_ALGO_END
 };
 
-/** Algorithms that run as staged collectives (core/onhost/staged.c):
- *  through the pairs' staging areas, or reading and writing the peers'
- *  shared allocations in place (core/mem.h). */
-static inline int tnt__algo_staged(int algo)
+/** On-host algorithms: the engine runs them through the pairs' shared
+ *  memory from its on-host queue (core/onhost/): no schedule, no
+ *  messages. */
+static inline int tnt__algo_onhost(int algo)
 {
-    return algo == TNT_ALGO_STAGED || algo == TNT_ALGO_MAPPED;
-}
-
-/** Algorithms the engine runs through shared memory from its slot queue
- *  (core/onhost/slots.c, onhost/staged.c): no schedule, no messages. */
-static inline int tnt__algo_in_memory(int algo)
-{
-    return algo == TNT_ALGO_SLOTS || tnt__algo_staged(algo);
+    return algo == TNT_ALGO_SLOTS || algo == TNT_ALGO_STAGED ||
+           algo == TNT_ALGO_MAPPED;
 }
 
 typedef struct tnt_coll_args {

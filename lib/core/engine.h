@@ -126,10 +126,10 @@ typedef struct tnt_opstate {
     /* Flow control (engine_flow.c). Receives: a CTS went to the peer, or
      * is owed once the connection is up. Sends: parked for the CTS. */
     uint8_t cts_sent, cts_due, parked;
-    /* The staged allreduce (onhost/staged.c), ops[q] for peer q: rounds
+    /* The staged allreduce (onhost/stage_rounds.c), ops[q] for peer q: rounds
      * published to q and results read back from q. */
     uint64_t stage_put, stage_got;
-    /* The staged broadcast's signature headers (onhost/staged.c): bit 0
+    /* The staged broadcast's signature headers (onhost/staged_bcast.c): bit 0
      * published to q, bit 1 q's read and checked. */
     int stage_sig;
     /* The mapped allreduce: q's send and receive buffers as mapped
@@ -252,7 +252,7 @@ struct tnt_request {
     struct tnt_request *slot_next;
     int slot_queued;
     int slot_lean;             /* numbered and begun by tnt__slot_lean */
-    /* The staged allreduce (onhost/staged.c): its first round among the
+    /* The staged allreduce (onhost/stage_rounds.c): its first round among the
      * communicator's, how many, how many reduced here, and progress calls
      * in a row that moved nothing. */
     uint64_t stage_g0, stage_rounds, stage_reduced;
@@ -436,17 +436,17 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
  *  full mesh of sockets would cost more than it tells). */
 #define TNT_EAGER_CONNECT_MAX 64
 void tnt__engine_connect_all(struct tnt_comm *comm);
-/** Make progress on the slots allreduces in flight (onhost/slots.c): after
- *  every batch of events and every look at the rings. Lock held. */
-void tnt__slot_progress(struct tnt_comm *comm);
-/** Wake the peers that may sleep on this rank's slot publications
- *  (before this thread sleeps or returns to the application). */
-void tnt__slot_notify(struct tnt_comm *comm);
-/** The poller is about to sleep with slot operations or staged
- *  collectives in flight: look for what the peers called instead (a
- *  mismatch that meets in neither side's shared memory), since nothing
- *  will wake this rank for it. */
-void tnt__slot_before_sleep(struct tnt_comm *comm);
+/** Make progress on the on-host collectives in flight (onhost/queue.c):
+ *  after every batch of events and every look at the rings. Lock held. */
+void tnt__onhost_progress(struct tnt_comm *comm);
+/** Wake the peers that may sleep on what this rank wrote in the pairs'
+ *  shared memory (before this thread sleeps or returns to the
+ *  application). */
+void tnt__onhost_notify(struct tnt_comm *comm);
+/** The poller is about to sleep with on-host collectives in flight: look
+ *  for what the peers called instead (a mismatch that meets in neither
+ *  side's shared memory), since nothing will wake this rank for it. */
+void tnt__onhost_before_sleep(struct tnt_comm *comm);
 /** Start the collectives posted with TNT_POST_DEFER. Lock held. */
 void tnt__engine_run_deferred(struct tnt_comm *comm);
 /** Run the queued large reductions and copies, each with the lock

@@ -247,11 +247,11 @@ static void dispatch(struct tnt_comm *comm, int timeout_ms)
         /* About to sleep: nothing wakes this rank for a mismatch that
          * meets in no shared memory, and peers may wait for it. */
         if (comm->intra_host) {
-            tnt__slot_before_sleep(comm);
+            tnt__onhost_before_sleep(comm);
             if (comm->state != TNT_COMM_OK)
                 timeout_ms = 0;
         }
-        tnt__slot_notify(comm);
+        tnt__onhost_notify(comm);
     }
     pthread_mutex_unlock(&comm->lock);
     int n = epoll_wait(comm->epfd, evs, MAX_EVENTS, timeout_ms);
@@ -272,7 +272,7 @@ static void dispatch(struct tnt_comm *comm, int timeout_ms)
      * peer saw the flag is seen before this rank sleeps), and at peers'
      * slots that no call here matches. */
     if (comm->intra_host)
-        tnt__slot_progress(comm);
+        tnt__onhost_progress(comm);
     /* What the callbacks made ready, now that no transport is inside a
      * call: the lock may be released. The batch is done, and watches
      * removed meanwhile go to the graveyard, freed below. */
@@ -334,7 +334,7 @@ void tnt__progress_spin(struct tnt_comm *comm,
                     looked = 1;
             if (looked) {
                 if (comm->intra_host)
-                    tnt__slot_progress(comm);
+                    tnt__onhost_progress(comm);
                 tnt__engine_run_heavy(comm);
             }
         }

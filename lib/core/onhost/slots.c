@@ -21,18 +21,16 @@
  * this rank's call; anything else is a mismatch, reported as for messages.
  *
  * Everything runs with comm->lock held, from the post, the blocking
- * calls' spin and the poller after each batch of events (progress.c).
- *
- * The staged allreduce of large buffers (onhost/staged.c) shares this
- * queue: it too runs without messages, finishes in order with the slot
- * operations, and needs the same care for closing peers and strays.
+ * calls' spin and the poller after each batch of events (progress.c),
+ * through the on-host queue (onhost/queue.c) that it shares with the
+ * staged and mapped algorithms.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/comm_tp.h"
-#include "core/engine_internal.h"
+#include "core/onhost/onhost.h"
 #include "transport/shm/shm_slot.h"
 
 enum { SLOT_PUT = 1, SLOT_GOT = 2, SLOT_BOTH = 3 };
@@ -83,38 +81,6 @@ static void put(struct tnt_comm *comm, struct tnt_request *req, int q)
     comm->slot_notify = 1;
 }
 
-void tnt__slot_notify(struct tnt_comm *comm)
-{
-    if (!comm->slot_notify)
-        return;
-    comm->slot_notify = 0;
-    for (int q = 0; q < comm->nranks; q++) {
-        tnt_peer_t *p = &comm->peers[q];
-        if (p->slot_notify && p->ep)
-            p->tp->pair_notify(p->tp_ctx, p->ep);
-        p->slot_notify = 0;
-    }
-}
-
-tnt_msg_hdr_t tnt__mem_sig(const struct tnt_comm *comm, uint64_t seq,
-                           uint64_t count, uint8_t kind, uint8_t dtype,
-                           uint8_t op, uint8_t algo, int32_t root)
-{
-    tnt_msg_hdr_t h;
-    memset(&h, 0, sizeof(h));
-    h.magic = TNT_MSG_MAGIC;
-    h.comm_id = comm->comm_id;
-    h.seq = seq;
-    h.count = count;
-    h.kind = kind;
-    h.dtype = dtype;
-    h.op = op;
-    h.algo = algo;
-    h.root = root;
-    h.nranks = comm->nranks;
-    return h;
-}
-
 /* The signature a peer's slot carries, as a message header. */
 static tnt_msg_hdr_t slot_sig(const struct tnt_comm *comm,
                               const tnt_slot_t *s)
@@ -158,7 +124,7 @@ static int room(struct tnt_comm *comm, struct tnt_request *req, int q)
 }
 
 /* Rank i's input of req: a copy saved when its connection closed
- * (tnt__slot_peer_closing), else the slot itself; this rank's own input
+ * (peer_closing), else the slot itself; this rank's own input
  * as published in any pair's slot (the receive buffer may be it). */
 static const unsigned char *input(struct tnt_comm *comm,
                                   const struct tnt_request *req, int i)
@@ -194,24 +160,6 @@ static int save(struct tnt_comm *comm, struct tnt_request *req, int i,
     return 1;
 }
 
-static void drop_saved(struct tnt_comm *comm, struct tnt_request *req)
-{
-    for (int i = 0; i < comm->nranks; i++)
-        if (req->ops[i].src) {
-            tnt__free_unexp(comm, req->ops[i].src);
-            req->ops[i].src = NULL;
-        }
-}
-
-/* req (slots or staged) has all it needs: off the queue, finished. */
-static void finish_queued(struct tnt_comm *comm, struct tnt_request *req)
-{
-    tnt__slot_notify(comm);
-    tnt__slot_unqueue(comm, req);
-    req->ops_left = 0;
-    tnt__run_ready(comm, req); /* nothing ready, nothing left: finishes */
-}
-
 /* Every input is there: reduce in rank order into the receive buffer,
  * tell each peer its slot is free again. */
 static void reduce_inputs(struct tnt_comm *comm, struct tnt_request *req)
@@ -235,12 +183,6 @@ static void reduce_inputs(struct tnt_comm *comm, struct tnt_request *req)
             atomic_store_explicit(&mine_of(comm, q)->done[b],
                                   req->slot_no + 1, memory_order_release);
     comm->slot_completed = req->slot_no + 1;
-}
-
-static void complete(struct tnt_comm *comm, struct tnt_request *req)
-{
-    reduce_inputs(comm, req);
-    finish_queued(comm, req);
 }
 
 /* One look at every peer for req; 1 once it has every input. */
@@ -279,84 +221,17 @@ static int step(struct tnt_comm *comm, struct tnt_request *req)
  * a sequence number where this rank called something else (a message
  * collective, say): nobody would ever send the other a message. Compared
  * as a message for an earlier collective would be. */
-static void check_strays(struct tnt_comm *comm)
+void tnt__slots_check_strays(struct tnt_comm *comm, int q)
 {
-    for (int q = 0; q < comm->nranks && comm->state == TNT_COMM_OK; q++) {
-        if (q == comm->rank || !comm->peers[q].ep)
+    for (int b = 0; b < 2 && comm->state == TNT_COMM_OK; b++) {
+        const tnt_slot_t *s = &theirs_of(comm, q)->slot[b];
+        uint64_t no = atomic_load_explicit(&s->no, memory_order_acquire);
+        if (no <= comm->slot_next || s->seq >= comm->next_seq)
             continue;
-        tnt__stage_check_strays(comm, q);
-        for (int b = 0; b < 2 && comm->state == TNT_COMM_OK; b++) {
-            const tnt_slot_t *s = &theirs_of(comm, q)->slot[b];
-            uint64_t no = atomic_load_explicit(&s->no, memory_order_acquire);
-            if (no <= comm->slot_next || s->seq >= comm->next_seq)
-                continue;
-            tnt_msg_hdr_t h = slot_sig(comm, s);
-            if (tnt__mismatch_past(comm, &h, q))
-                return;
-        }
-    }
-}
-
-void tnt__slot_progress(struct tnt_comm *comm)
-{
-    comm->stage_more = 0; /* the mapped allreduce sets it again */
-    /* A collective of messages can be stranded by a stray: two slot
-     * operations meet in the slots and compare there, as two staged ones
-     * do in the staging areas. Reading the peers' lines each round would
-     * cost a cache miss each; a staged collective and a slot operation
-     * that stand against each other are found by
-     * tnt__slot_check_mismatch, from a stalled staged collective and
-     * before sleeping. */
-    if (comm->active_msgs)
-        check_strays(comm);
-    if (comm->state != TNT_COMM_OK)
-        return;
-    /* Later operations publish (and look) while earlier ones wait; they
-     * finish in order. Only the oldest staged allreduce moves: its
-     * rounds come before a later one's. */
-    int head = 1, staged_seen = 0;
-    for (struct tnt_request *r = comm->slot_head, *next; r; r = next) {
-        next = r->slot_next;
-        if (r->deferred) /* posted by fusion; the poller starts it */
-            break;
-        int ready;
-        if (tnt__algo_staged(r->algo)) {
-            if (staged_seen)
-                break;
-            staged_seen = 1;
-            ready = tnt__stage_step(comm, r);
-        } else {
-            ready = step(comm, r);
-        }
-        if (ready && head) {
-            if (tnt__algo_staged(r->algo)) {
-                staged_seen = 0;
-                finish_queued(comm, r);
-            } else {
-                complete(comm, r);
-            }
-        } else {
-            head = 0;
-        }
-        if (comm->state != TNT_COMM_OK)
+        tnt_msg_hdr_t h = slot_sig(comm, s);
+        if (tnt__mismatch_past(comm, &h, q))
             return;
     }
-}
-
-void tnt__slot_check_mismatch(struct tnt_comm *comm, struct tnt_request *req)
-{
-    if (comm->state != TNT_COMM_OK)
-        return;
-    check_strays(comm);
-    if (tnt__algo_staged(req->algo) && comm->state == TNT_COMM_OK)
-        tnt__stage_same_seq_check(comm, req);
-}
-
-void tnt__slot_before_sleep(struct tnt_comm *comm)
-{
-    struct tnt_request *h = comm->slot_head;
-    if (h && !h->deferred)
-        tnt__slot_check_mismatch(comm, h);
 }
 
 static void number(struct tnt_comm *comm, struct tnt_request *req)
@@ -380,7 +255,7 @@ int tnt__slot_lean(struct tnt_comm *comm, struct tnt_request *req)
     for (int n = 0; n < rounds; n++) {
         if (step(comm, req)) {
             reduce_inputs(comm, req);
-            tnt__slot_notify(comm);
+            tnt__onhost_notify(comm);
             req->ops_left = 0;
             req->result = TNT_SUCCESS;
             return 1;
@@ -397,81 +272,59 @@ int tnt__slot_lean(struct tnt_comm *comm, struct tnt_request *req)
     return 0;
 }
 
-void tnt__slot_enqueue(struct tnt_comm *comm, struct tnt_request *req)
+static void start(struct tnt_comm *comm, struct tnt_request *req)
 {
-    if (tnt__algo_staged(req->algo)) {
-        tnt__stage_enqueue(comm, req);
-        req->ops_left = 1; /* until it finishes (finish_queued) */
-    } else if (!req->slot_lean) {
+    if (!req->slot_lean)
         number(comm, req);
-    }
-    req->slot_queued = 1;
-    req->slot_next = NULL;
-    if (comm->slot_tail)
-        comm->slot_tail->slot_next = req;
-    else
-        comm->slot_head = req;
-    comm->slot_tail = req;
 }
 
-void tnt__slot_unqueue(struct tnt_comm *comm, struct tnt_request *req)
+/* Give back the copies peer_closing kept. */
+static void drop_saved(struct tnt_comm *comm, struct tnt_request *req)
 {
-    struct tnt_request **pp = &comm->slot_head, *prev = NULL;
-    while (*pp && *pp != req) {
-        prev = *pp;
-        pp = &(*pp)->slot_next;
-    }
-    if (*pp) {
-        *pp = req->slot_next;
-        if (comm->slot_tail == req)
-            comm->slot_tail = prev;
-    }
-    req->slot_next = NULL;
-    req->slot_queued = 0;
-    drop_saved(comm, req);
+    for (int i = 0; i < comm->nranks; i++)
+        if (req->ops[i].src) {
+            tnt__free_unexp(comm, req->ops[i].src);
+            req->ops[i].src = NULL;
+        }
 }
 
-void tnt__slot_peer_closing(struct tnt_comm *comm, int q)
+/* Keep the inputs q's slots hold for req, and this rank's own, before
+ * q's segment goes away. */
+static int peer_closing(struct tnt_comm *comm, struct tnt_request *req,
+                        int q)
 {
     int me = comm->rank;
-    if (!comm->peers[q].ep || comm->state != TNT_COMM_OK)
-        return;
-    for (struct tnt_request *r = comm->slot_head; r; r = r->slot_next) {
-        if (tnt__algo_staged(r->algo)) {
-            tnt__stage_peer_closing(comm, r, q);
-            continue;
-        }
-        tnt_opstate_t *os = &r->ops[q];
-        if (!(os->done & SLOT_PUT))
-            continue; /* it still needs this rank's input: lost */
-        int b = (int)(r->slot_no & 1);
-        if (!r->ops[me].src &&
-            !save(comm, r, me, mine_of(comm, q)->slot[b].data))
-            return;
-        int had = os->done & SLOT_GOT;
-        if (!had && !got(comm, r, q))
-            continue; /* its input is not there: lost */
-        if (!save(comm, r, q, theirs_of(comm, q)->slot[b].data))
-            return;
-        if (!had) {
-            os->done |= SLOT_GOT;
-            r->ops_left--;
-        }
+    tnt_opstate_t *os = &req->ops[q];
+    if (!(os->done & SLOT_PUT))
+        return 1; /* it still needs this rank's input: lost */
+    int b = (int)(req->slot_no & 1);
+    if (!req->ops[me].src &&
+        !save(comm, req, me, mine_of(comm, q)->slot[b].data))
+        return 0;
+    int had = os->done & SLOT_GOT;
+    if (!had && !got(comm, req, q))
+        return 1; /* its input is not there: lost */
+    if (!save(comm, req, q, theirs_of(comm, q)->slot[b].data))
+        return 0;
+    if (!had) {
+        os->done |= SLOT_GOT;
+        req->ops_left--;
     }
+    return 1;
 }
 
-int tnt__slot_needs(const struct tnt_request *req, int q)
+static int needs(const struct tnt_request *req, int q)
 {
-    if (tnt__algo_staged(req->algo))
-        return tnt__stage_needs(req, q);
     return req->ops[q].done != SLOT_BOTH || !req->ops[q].src;
 }
 
-size_t tnt__slot_report(const struct tnt_request *req, char *buf,
-                        size_t len)
+static uint32_t nops(const struct tnt_request *req)
 {
-    if (tnt__algo_staged(req->algo))
-        return tnt__stage_report(req, buf, len);
+    return 2u * (uint32_t)(req->args.nranks - 1);
+}
+
+static size_t report(const struct tnt_request *req, char *buf, size_t len)
+{
     const struct tnt_comm *comm = req->comm;
     size_t n = 0;
     int shown = 0;
@@ -493,3 +346,15 @@ size_t tnt__slot_report(const struct tnt_request *req, char *buf,
     }
     return n;
 }
+
+const tnt_onhost_algo_t tnt__onhost_slots = {
+    .start = start,
+    .step = step,
+    .complete = reduce_inputs,
+    .dequeued = drop_saved,
+    .peer_closing = peer_closing,
+    .needs = needs,
+    .nops = nops,
+    .report = report,
+    .stage_rounds = 0,
+};

@@ -1,6 +1,7 @@
 /*
  * Staging areas: where the staged allreduce and broadcast
- * (core/onhost/staged.c) among ranks that all share this host leave their
+ * (core/onhost/staged_allreduce.c, staged_bcast.c, mapped_allreduce.c,
+ * rounds in stage_rounds.c) among ranks that all share this host leave their
  * data for a peer to read in place. Each side of a pair's segment owns
  * two input buffers (this rank's part of the slice the peer reduces) and
  * two output buffers (the slice this rank reduced, or the broadcast
