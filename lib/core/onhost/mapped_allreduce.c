@@ -30,20 +30,6 @@
  * "The mapped allreduce's block"). */
 #define TNT_MAP_BLOCK ((size_t)64 << 10)
 
-/* Rank i's n elements `in` into acc, in the chain order of the one-shot
- * allreduce, ((in0 op in1) op in2) ..., scaled after the last rank for
- * an average: called for i = 0..k-1. */
-static void chain_in(const struct tnt_request *req, unsigned char *acc,
-                     int i, const unsigned char *in, size_t n)
-{
-    if (i == 0)
-        memcpy(acc, in, n * req->args.esize);
-    else
-        req->reduce(acc, acc, in, n);
-    if (i == req->args.nranks - 1 && req->args.op == TNT_AVG)
-        tnt__scale_avg(acc, n, req->args.dtype, req->args.nranks);
-}
-
 static void start(struct tnt_comm *comm, struct tnt_request *req)
 {
     tnt__stage_number(comm, req, 1);
@@ -112,7 +98,7 @@ static int reduce_mapped(struct tnt_comm *comm, struct tnt_request *req)
     for (size_t o = from; o < to; o += blk) {
         size_t c = to - o < blk ? to - o : blk, at = (off + o) * es;
         for (int i = 0; i < k; i++)
-            chain_in(req, acc, i,
+            tnt__onhost_fold(req, acc, i,
                      (i == me ? req->bufs[TNT_BUF_SEND]
                               : req->ops[i].map_src) + at,
                      c);

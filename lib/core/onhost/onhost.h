@@ -18,6 +18,8 @@
 #ifndef TNT_CORE_ONHOST_ONHOST_H
 #define TNT_CORE_ONHOST_ONHOST_H
 
+#include "collectives/rank_order.h"
+#include "core/comm_tp.h"
 #include "core/engine_internal.h"
 
 typedef struct tnt_onhost_algo {
@@ -57,6 +59,65 @@ extern const tnt_onhost_algo_t tnt__onhost_slots;
 extern const tnt_onhost_algo_t tnt__onhost_staged_allreduce;
 extern const tnt_onhost_algo_t tnt__onhost_mapped_allreduce;
 extern const tnt_onhost_algo_t tnt__onhost_staged_bcast;
+
+/** This rank's side of the pair area `area` (TNT_TP_AREA_SLOTS,
+ *  TNT_TP_AREA_STAGES) with q, which it writes (mine), or q's side, which
+ *  it reads (theirs); q connected over shm. The slots' areas are looked
+ *  up once per endpoint (peers[q].slot_ep): the lookup is a call into the
+ *  transport, and the blocking call's spin looks at the slots all the
+ *  time. The staging areas are looked up at each use, a few times per
+ *  round of up to 256 KiB. */
+static inline const void *tnt__onhost_area(struct tnt_comm *comm, int q,
+                                           int area, int theirs)
+{
+    tnt_peer_t *p = &comm->peers[q];
+    void *m;
+    const void *t;
+    if (area != TNT_TP_AREA_SLOTS) {
+        tnt__comm_tp_pair_area(comm, q, area, &m, &t);
+        return theirs ? t : m;
+    }
+    if (p->slot_ep != p->ep) {
+        tnt__comm_tp_pair_area(comm, q, area, &m, &t);
+        p->slot_mine = m;
+        p->slot_theirs = t;
+        p->slot_ep = p->ep;
+    }
+    return theirs ? (const void *)p->slot_theirs : (const void *)p->slot_mine;
+}
+
+static inline void *tnt__onhost_mine(struct tnt_comm *comm, int q, int area)
+{
+    return (void *)(uintptr_t)tnt__onhost_area(comm, q, area, 0);
+}
+
+static inline const void *tnt__onhost_theirs(struct tnt_comm *comm, int q,
+                                             int area)
+{
+    return tnt__onhost_area(comm, q, area, 1);
+}
+
+/** Fold rank i's n elements `in` into acc in the rank order
+ *  (collectives/rank_order.h), with req's kernel: for i = 0..k-1. */
+static inline void tnt__onhost_fold(const struct tnt_request *req,
+                                    void *acc, int i, const void *in,
+                                    size_t n)
+{
+    tnt__rank_order_fold(acc, i, req->args.nranks, in, n, req->args.esize,
+                         req->reduce, req->args.dtype, req->args.op);
+}
+
+/** The report of an on-host request: up to 4 peers for which waits(req,
+ *  q) holds, each as describe writes it (snprintf-like, beginning with
+ *  sep: "" for the first, "; " after), truncated at len; returns the
+ *  length of the whole entries written. */
+size_t tnt__onhost_report_peers(const struct tnt_request *req, char *buf,
+                                size_t len,
+                                int (*waits)(const struct tnt_request *req,
+                                             int q),
+                                int (*describe)(const struct tnt_request *req,
+                                                int q, const char *sep,
+                                                char *buf, size_t len));
 
 /** The table of req's algorithm (req->algo an on-host one). */
 const tnt_onhost_algo_t *tnt__onhost_algo_of(const struct tnt_request *req);

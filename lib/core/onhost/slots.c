@@ -29,39 +29,20 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/comm_tp.h"
 #include "core/onhost/onhost.h"
 #include "transport/shm/shm_slot.h"
 
 enum { SLOT_PUT = 1, SLOT_GOT = 2, SLOT_BOTH = 3 };
 
-/* q's endpoint's slot areas, looked up once per endpoint: the lookup is
- * a call into the transport, and the blocking call's spin looks at the
- * slots all the time. */
-static tnt_peer_t *slots_of(struct tnt_comm *comm, int q)
-{
-    tnt_peer_t *p = &comm->peers[q];
-    if (p->slot_ep != p->ep) {
-        void *mine;
-        const void *theirs;
-        tnt__comm_tp_pair_area(comm, q, TNT_TP_AREA_SLOTS, &mine, &theirs);
-        p->slot_mine = mine;
-        p->slot_theirs = theirs;
-        p->slot_ep = p->ep;
-    }
-    return p;
-}
-
-/* This rank's side of the pair with q, which it writes, and q's side,
- * which it reads (q connected over shm). */
+/* The pair areas with q as slots (tnt__onhost_mine, _theirs). */
 static tnt_slot_side_t *mine_of(struct tnt_comm *comm, int q)
 {
-    return slots_of(comm, q)->slot_mine;
+    return tnt__onhost_mine(comm, q, TNT_TP_AREA_SLOTS);
 }
 
 static const tnt_slot_side_t *theirs_of(struct tnt_comm *comm, int q)
 {
-    return slots_of(comm, q)->slot_theirs;
+    return tnt__onhost_theirs(comm, q, TNT_TP_AREA_SLOTS);
 }
 
 /* Publish req's input in this rank's slot of the pair with q. */
@@ -165,19 +146,11 @@ static int save(struct tnt_comm *comm, struct tnt_request *req, int i,
 static void reduce_inputs(struct tnt_comm *comm, struct tnt_request *req)
 {
     int k = comm->nranks, me = comm->rank, b = (int)(req->slot_no & 1);
-    size_t n = req->args.count;
     unsigned char *dst = req->bufs[TNT_BUF_RECV];
     /* Every input is read from a slot (or a saved copy), never from dst:
      * in place, dst is this rank's input and is overwritten here. */
-    for (int i = 0; i < k; i++) {
-        const unsigned char *in = input(comm, req, i);
-        if (i == 0)
-            memcpy(dst, in, n * req->args.esize);
-        else
-            req->reduce(dst, dst, in, n);
-    }
-    if (req->args.op == TNT_AVG)
-        tnt__scale_avg(dst, n, req->args.dtype, k);
+    for (int i = 0; i < k; i++)
+        tnt__onhost_fold(req, dst, i, input(comm, req, i), req->args.count);
     for (int q = 0; q < k; q++)
         if (q != me && comm->peers[q].ep)
             atomic_store_explicit(&mine_of(comm, q)->done[b],
@@ -323,28 +296,25 @@ static uint32_t nops(const struct tnt_request *req)
     return 2u * (uint32_t)(req->args.nranks - 1);
 }
 
+/* For the report: q has not both had this rank's input and given its
+ * own. */
+static int waits(const struct tnt_request *req, int q)
+{
+    return req->ops[q].done != SLOT_BOTH;
+}
+
+static int describe(const struct tnt_request *req, int q, const char *sep,
+                    char *buf, size_t len)
+{
+    return snprintf(buf, len, "%sslot step 0: %s rank %d (slot operation %"
+                    PRIu64 ", %zu bytes)", sep,
+                    (req->ops[q].done & SLOT_PUT) ? "input from" : "room at",
+                    q, req->slot_no, req->args.count * req->args.esize);
+}
+
 static size_t report(const struct tnt_request *req, char *buf, size_t len)
 {
-    const struct tnt_comm *comm = req->comm;
-    size_t n = 0;
-    int shown = 0;
-    buf[0] = '\0';
-    for (int q = 0; comm && q < comm->nranks && shown < 4; q++) {
-        if (q == comm->rank || req->ops[q].done == SLOT_BOTH)
-            continue;
-        int w = snprintf(buf + n, len - n, "%sslot step 0: %s rank %d "
-                         "(slot operation %" PRIu64 ", %zu bytes)",
-                         shown ? "; " : "",
-                         (req->ops[q].done & SLOT_PUT) ? "input from"
-                                                       : "room at",
-                         q, req->slot_no,
-                         req->args.count * req->args.esize);
-        if (w < 0 || (size_t)w >= len - n)
-            break;
-        n += (size_t)w;
-        shown++;
-    }
-    return n;
+    return tnt__onhost_report_peers(req, buf, len, waits, describe);
 }
 
 const tnt_onhost_algo_t tnt__onhost_slots = {

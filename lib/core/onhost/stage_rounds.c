@@ -29,24 +29,7 @@
 #include <string.h>
 
 #include "collectives/patterns.h"
-#include "core/comm_tp.h"
 #include "core/onhost/stage_rounds.h"
-
-tnt_stage_side_t *tnt__stage_mine(struct tnt_comm *comm, int q)
-{
-    void *mine;
-    const void *theirs;
-    tnt__comm_tp_pair_area(comm, q, TNT_TP_AREA_STAGES, &mine, &theirs);
-    return mine;
-}
-
-const tnt_stage_side_t *tnt__stage_theirs(struct tnt_comm *comm, int q)
-{
-    void *mine;
-    const void *theirs;
-    tnt__comm_tp_pair_area(comm, q, TNT_TP_AREA_STAGES, &mine, &theirs);
-    return theirs;
-}
 
 static int is_bcast(const struct tnt_request *req)
 {
@@ -313,28 +296,21 @@ uint32_t tnt__stage_nops(const struct tnt_request *req)
     return 1;
 }
 
+static int describe(const struct tnt_request *req, int q, const char *sep,
+                    char *buf, size_t len)
+{
+    const tnt_opstate_t *os = &req->ops[q];
+    return snprintf(buf, len, "%sstaged round %" PRIu64 " of %" PRIu64
+                    ": rank %d (published %" PRIu64 ", reduced %" PRIu64
+                    ", results read %" PRIu64 "; %zu bytes)", sep,
+                    os->stage_got, req->stage_rounds, q, os->stage_put,
+                    req->stage_reduced, os->stage_got,
+                    req->args.count * req->args.esize);
+}
+
 size_t tnt__stage_report(const struct tnt_request *req, char *buf,
                          size_t len)
 {
-    const struct tnt_comm *comm = req->comm;
-    size_t n = 0;
-    int shown = 0;
-    buf[0] = '\0';
-    for (int q = 0; comm && q < comm->nranks && shown < 4; q++) {
-        const tnt_opstate_t *os = &req->ops[q];
-        if (q == comm->rank || !tnt__stage_needs(req, q))
-            continue;
-        int w = snprintf(buf + n, len - n, "%sstaged round %" PRIu64
-                         " of %" PRIu64 ": rank %d (published %" PRIu64
-                         ", reduced %" PRIu64 ", results read %" PRIu64
-                         "; %zu bytes)", shown ? "; " : "",
-                         os->stage_got, req->stage_rounds, q,
-                         os->stage_put, req->stage_reduced, os->stage_got,
-                         req->args.count * req->args.esize);
-        if (w < 0 || (size_t)w >= len - n)
-            break;
-        n += (size_t)w;
-        shown++;
-    }
-    return n;
+    return tnt__onhost_report_peers(req, buf, len, tnt__stage_needs,
+                                    describe);
 }

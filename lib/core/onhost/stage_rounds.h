@@ -9,10 +9,17 @@
 #include "core/onhost/onhost.h"
 #include "transport/shm/shm_stage.h"
 
-/** This rank's side of the staging areas of the pair with q, which it
- *  writes, and q's side, which it reads (q connected over shm). */
-tnt_stage_side_t *tnt__stage_mine(struct tnt_comm *comm, int q);
-const tnt_stage_side_t *tnt__stage_theirs(struct tnt_comm *comm, int q);
+/** The pair areas with q as staging areas (tnt__onhost_mine, _theirs). */
+static inline tnt_stage_side_t *tnt__stage_mine(struct tnt_comm *comm, int q)
+{
+    return tnt__onhost_mine(comm, q, TNT_TP_AREA_STAGES);
+}
+
+static inline const tnt_stage_side_t *tnt__stage_theirs(struct tnt_comm *comm,
+                                                        int q)
+{
+    return tnt__onhost_theirs(comm, q, TNT_TP_AREA_STAGES);
+}
 
 /** Give req `rounds` rounds, after those of earlier staged collectives,
  *  and zero its per-peer counts. */

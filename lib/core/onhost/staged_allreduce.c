@@ -30,20 +30,6 @@
 #include "collectives/patterns.h"
 #include "core/onhost/stage_rounds.h"
 
-/* Rank i's n elements `in` into acc, in the chain order of the one-shot
- * allreduce, ((in0 op in1) op in2) ..., scaled after the last rank for
- * an average: called for i = 0..k-1. */
-static void chain_in(const struct tnt_request *req, unsigned char *acc,
-                     int i, const unsigned char *in, size_t n)
-{
-    if (i == 0)
-        memcpy(acc, in, n * req->args.esize);
-    else
-        req->reduce(acc, acc, in, n);
-    if (i == req->args.nranks - 1 && req->args.op == TNT_AVG)
-        tnt__scale_avg(acc, n, req->args.dtype, req->args.nranks);
-}
-
 static void start(struct tnt_comm *comm, struct tnt_request *req)
 {
     size_t off0, len0;
@@ -76,7 +62,7 @@ static int reduce_rounds(struct tnt_comm *comm, struct tnt_request *req)
         const unsigned char *own = req->bufs[TNT_BUF_SEND] + off * es;
         unsigned char *acc = tnt__stage_mine(comm, first)->out[b];
         for (int i = 0; i < k; i++)
-            chain_in(req, acc, i,
+            tnt__onhost_fold(req, acc, i,
                      i == me ? own : tnt__stage_theirs(comm, i)->in[b], n);
         tnt__stage_mark_inputs_read(comm, g);
         for (int q = 0; q < k; q++) {
