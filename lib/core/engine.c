@@ -315,7 +315,7 @@ static void finish(struct tnt_request *req, tnt_result_t rc)
         undefer(comm, req);
     if (req->heavy_queued)
         tnt__unqueue_heavy(comm, req);
-    if (req->slot_queued)
+    if (req->onhost.queued)
         tnt__onhost_unqueue(comm, req);
     if (req->active) {
         if (req->prev)
@@ -871,8 +871,8 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     req->bufs[TNT_BUF_SEND] = (unsigned char *)(uintptr_t)send;
     req->bufs[TNT_BUF_RECV] = recv;
     if (algo == TNT_ALGO_MAPPED) {
-        req->map_ref[TNT_BUF_SEND] = mref[0];
-        req->map_ref[TNT_BUF_RECV] = mref[1];
+        req->onhost.map_ref[TNT_BUF_SEND] = mref[0];
+        req->onhost.map_ref[TNT_BUF_RECV] = mref[1];
     }
     req->reduce = tnt__reduce_fn(args->dtype, args->op);
     req->ops_left = nops;
@@ -958,7 +958,7 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
 
     /* A lean run that goes on queued has looked already, and nothing
      * has arrived since: it read no rings. */
-    if (!req->slot_lean)
+    if (!req->onhost.lean)
         early_mismatch(comm, req);
     if (tnt__algo_onhost(algo) && req->result == TNT_INPROGRESS)
         tnt__onhost_enqueue(comm, req);

@@ -25,6 +25,7 @@
 #include "util/hostid.h"
 #include "util/bufpool.h"
 #include "core/mem.h"
+#include "core/onhost/onhost_state.h"
 #include "core/sched_cache.h"
 #include "util/param.h"
 #include "tnt/transport.h"
@@ -126,16 +127,8 @@ typedef struct tnt_opstate {
     /* Flow control (engine_flow.c). Receives: a CTS went to the peer, or
      * is owed once the connection is up. Sends: parked for the CTS. */
     uint8_t cts_sent, cts_due, parked;
-    /* The staged allreduce (onhost/stage_rounds.c), ops[q] for peer q: rounds
-     * published to q and results read back from q. */
-    uint64_t stage_put, stage_got;
-    /* The staged broadcast's signature headers (onhost/staged_bcast.c): bit 0
-     * published to q, bit 1 q's read and checked. */
-    int stage_sig;
-    /* The mapped allreduce: q's send and receive buffers as mapped
-     * here, once q has published them. */
-    const unsigned char *map_src;
-    unsigned char *map_dst;
+    /* An on-host algorithm's (core/onhost/), ops[q] for peer q. */
+    tnt_onhost_peer_t onhost;
 } tnt_opstate_t;
 
 /* A message that arrived before its receive was posted. */
@@ -246,22 +239,7 @@ struct tnt_request {
     uint32_t busy;             /* computations running without the lock */
     int finish_late;           /* finished while busy: late_rc is it */
     tnt_result_t late_rc;
-    /* The slots allreduce (onhost/slots.c): its number among the
-     * communicator's slot operations, and their queue. */
-    uint64_t slot_no;
-    struct tnt_request *slot_next;
-    int slot_queued;
-    int slot_lean;             /* numbered and begun by tnt__slot_lean */
-    /* The staged allreduce (onhost/stage_rounds.c): its first round among the
-     * communicator's, how many, how many reduced here, and progress calls
-     * in a row that moved nothing. */
-    uint64_t stage_g0, stage_rounds, stage_reduced;
-    uint32_t stage_stalls;
-    /* The mapped allreduce: where its send and receive buffers lie in
-     * this rank's shared allocations, and elements of this rank's slice
-     * reduced so far. */
-    tnt_mem_ref_t map_ref[2];
-    uint64_t stage_map_done;
+    tnt_onhost_req_t onhost;   /* an on-host algorithm's (core/onhost/) */
 };
 
 typedef struct tnt_watch {

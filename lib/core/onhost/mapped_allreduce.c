@@ -13,10 +13,11 @@
  * rank's memory can move (docs/shm.md). The same rank order as the staged
  * allreduce: the same bits.
  *
- * Per-request state beyond the staged round's: req->ops[q].map_src and
- * .map_dst, q's buffers as mapped here; req->stage_map_done, elements of
- * this rank's slice reduced so far (a round's worth per pass:
- * comm->stage_more asks the poller to come back without sleeping).
+ * Per-request state beyond the staged round's (onhost_state.h):
+ * req->ops[q].onhost.stage.mapped, q's buffers as mapped here;
+ * req->onhost.stage.map_done, elements of this rank's slice reduced so
+ * far (a round's worth per pass: comm->stage_more asks the poller to
+ * come back without sleeping).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@
 static void start(struct tnt_comm *comm, struct tnt_request *req)
 {
     tnt__stage_number(comm, req, 1);
-    req->stage_map_done = 0;
+    req->onhost.stage.map_done = 0;
 }
 
 /* Where q's buffers lie as mapped here, from q's header h. A peer that
@@ -45,10 +46,10 @@ static int map_peer_bufs(struct tnt_comm *comm, struct tnt_request *req,
     size_t bytes = req->args.count * req->args.esize;
     tnt_mem_ref_t s = {h->send_id, h->send_off};
     tnt_mem_ref_t r = {h->recv_id, h->recv_off};
-    tnt_opstate_t *os = &req->ops[q];
-    os->map_src = tnt__mem_peer(comm, q, &s, bytes);
-    os->map_dst = tnt__mem_peer(comm, q, &r, bytes);
-    if (os->map_src && os->map_dst)
+    tnt_stage_peer_t *os = &req->ops[q].onhost.stage;
+    os->mapped.src = tnt__mem_peer(comm, q, &s, bytes);
+    os->mapped.dst = tnt__mem_peer(comm, q, &r, bytes);
+    if (os->mapped.src && os->mapped.dst)
         return 1;
     tnt__engine_fail(comm, TNT_ERR_MISMATCH, "collective #%" PRIu64
                      " (mapped allreduce of %zu bytes): rank %d names "
@@ -65,12 +66,12 @@ static int map_peer_bufs(struct tnt_comm *comm, struct tnt_request *req,
 static int reduce_mapped(struct tnt_comm *comm, struct tnt_request *req)
 {
     int k = comm->nranks, me = comm->rank;
-    uint64_t g = req->stage_g0;
-    if (req->stage_reduced || comm->state != TNT_COMM_OK)
+    uint64_t g = req->onhost.stage.g0;
+    if (req->onhost.stage.reduced || comm->state != TNT_COMM_OK)
         return 0;
     /* The headers and the peers' buffers once, before the first piece:
      * the peers keep both until this rank marks their inputs read. */
-    if (req->stage_map_done == 0) {
+    if (req->onhost.stage.map_done == 0) {
         if (!tnt__stage_inputs_there(comm, req, g))
             return 0;
         for (int q = 0; q < k; q++)
@@ -91,7 +92,7 @@ static int reduce_mapped(struct tnt_comm *comm, struct tnt_request *req)
      * held meanwhile, and a fusion ready() waits for it
      * (docs/performance.md, "The mapped allreduce: a round's worth per
      * pass"). */
-    size_t from = (size_t)req->stage_map_done;
+    size_t from = (size_t)req->onhost.stage.map_done;
     size_t to = n - from > TNT_STAGE_BYTES / es ? from + TNT_STAGE_BYTES / es
                                                 : n;
     unsigned char *acc = comm->map_acc;
@@ -99,21 +100,23 @@ static int reduce_mapped(struct tnt_comm *comm, struct tnt_request *req)
         size_t c = to - o < blk ? to - o : blk, at = (off + o) * es;
         for (int i = 0; i < k; i++)
             tnt__onhost_fold(req, acc, i,
-                     (i == me ? req->bufs[TNT_BUF_SEND]
-                              : req->ops[i].map_src) + at,
-                     c);
+                             (i == me ? req->bufs[TNT_BUF_SEND]
+                                      : req->ops[i].onhost.stage.mapped.src) +
+                                 at,
+                             c);
         for (int i = 0; i < k; i++)
-            memcpy((i == me ? req->bufs[TNT_BUF_RECV] : req->ops[i].map_dst) +
+            memcpy((i == me ? req->bufs[TNT_BUF_RECV]
+                            : req->ops[i].onhost.stage.mapped.dst) +
                        at,
                    acc, c * es);
     }
-    req->stage_map_done = to;
+    req->onhost.stage.map_done = to;
     if (to < n) {
         comm->stage_more = 1;
         return 1;
     }
     tnt__stage_mark_inputs_read(comm, g);
-    req->stage_reduced = 1;
+    req->onhost.stage.reduced = 1;
     return 1;
 }
 
@@ -121,27 +124,27 @@ static int reduce_mapped(struct tnt_comm *comm, struct tnt_request *req)
  * this rank's input read. */
 static int got_result(struct tnt_comm *comm, struct tnt_request *req, int q)
 {
-    tnt_opstate_t *os = &req->ops[q];
-    uint64_t g = req->stage_g0;
-    if (os->stage_got ||
+    tnt_stage_peer_t *os = &req->ops[q].onhost.stage;
+    uint64_t g = req->onhost.stage.g0;
+    if (os->got ||
         atomic_load_explicit(&tnt__stage_theirs(comm, q)->in_done[g & 1],
                              memory_order_acquire) < g + 1)
         return 0;
-    os->stage_got = 1;
+    os->got = 1;
     return 1;
 }
 
 static int step(struct tnt_comm *comm, struct tnt_request *req)
 {
     int k = comm->nranks, me = comm->rank, moved = 0;
-    if (!tnt__stage_peers_there(comm, req))
+    if (!tnt__stage_peers_there(comm, req, tnt__stage_needs))
         return 0;
     /* Step 1: where the buffers lie, in the input headers; no data. */
     for (int q = 0; q < k; q++)
         if (q != me && comm->peers[q].ep)
             moved |= tnt__stage_put_rounds(comm, req, q, 0, 0);
     moved |= reduce_mapped(comm, req);
-    int all = req->stage_reduced == req->stage_rounds;
+    int all = req->onhost.stage.reduced == req->onhost.stage.rounds;
     for (int q = 0; q < k && comm->state == TNT_COMM_OK; q++) {
         if (q == me || !comm->peers[q].ep)
             continue;

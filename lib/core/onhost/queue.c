@@ -65,7 +65,7 @@ void tnt__onhost_progress(struct tnt_comm *comm)
      * come before a later one's. */
     int head = 1, stage_seen = 0;
     for (struct tnt_request *r = comm->slot_head, *next; r; r = next) {
-        next = r->slot_next;
+        next = r->onhost.next;
         if (r->deferred) /* posted by fusion; the poller starts it */
             break;
         const tnt_onhost_algo_t *a = tnt__onhost_algo_of(r);
@@ -109,10 +109,10 @@ void tnt__onhost_before_sleep(struct tnt_comm *comm)
 void tnt__onhost_enqueue(struct tnt_comm *comm, struct tnt_request *req)
 {
     tnt__onhost_algo_of(req)->start(comm, req);
-    req->slot_queued = 1;
-    req->slot_next = NULL;
+    req->onhost.queued = 1;
+    req->onhost.next = NULL;
     if (comm->slot_tail)
-        comm->slot_tail->slot_next = req;
+        comm->slot_tail->onhost.next = req;
     else
         comm->slot_head = req;
     comm->slot_tail = req;
@@ -123,15 +123,15 @@ void tnt__onhost_unqueue(struct tnt_comm *comm, struct tnt_request *req)
     struct tnt_request **pp = &comm->slot_head, *prev = NULL;
     while (*pp && *pp != req) {
         prev = *pp;
-        pp = &(*pp)->slot_next;
+        pp = &(*pp)->onhost.next;
     }
     if (*pp) {
-        *pp = req->slot_next;
+        *pp = req->onhost.next;
         if (comm->slot_tail == req)
             comm->slot_tail = prev;
     }
-    req->slot_next = NULL;
-    req->slot_queued = 0;
+    req->onhost.next = NULL;
+    req->onhost.queued = 0;
     const tnt_onhost_algo_t *a = tnt__onhost_algo_of(req);
     if (a->dequeued)
         a->dequeued(comm, req);
@@ -141,7 +141,7 @@ void tnt__onhost_peer_closing(struct tnt_comm *comm, int q)
 {
     if (!comm->peers[q].ep || comm->state != TNT_COMM_OK)
         return;
-    for (struct tnt_request *r = comm->slot_head; r; r = r->slot_next)
+    for (struct tnt_request *r = comm->slot_head; r; r = r->onhost.next)
         if (!tnt__onhost_algo_of(r)->peer_closing(comm, r, q))
             return;
 }

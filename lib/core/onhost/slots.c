@@ -4,10 +4,11 @@
  * shared-memory segments (transport/shm/shm_slot.h) instead of messages. Each
  * rank copies its input into its slot of every pair, waits until every
  * peer's slot holds the same operation's input, and reduces the k inputs
- * in rank order (the chain of the one-shot allreduce, so all ranks get
- * the same bits). No schedule runs: the request carries per-peer flags in
- * its ops array (SLOT_PUT: published to that peer, SLOT_GOT: its input is
- * there).
+ * in rank order (collectives/rank_order.h, so all ranks get the same
+ * bits). No schedule runs: the request carries per-peer flags in its ops
+ * array (req->ops[q].onhost.slots.passed, onhost_state.h: SLOT_PUT
+ * published to that peer, SLOT_GOT its input is there) and its number in
+ * req->onhost.slots.no.
  *
  * Slot operations are numbered per communicator, in posting order, which
  * is the same on every rank (the choice of the algorithm depends on the
@@ -48,7 +49,7 @@ static const tnt_slot_side_t *theirs_of(struct tnt_comm *comm, int q)
 /* Publish req's input in this rank's slot of the pair with q. */
 static void put(struct tnt_comm *comm, struct tnt_request *req, int q)
 {
-    tnt_slot_t *s = &mine_of(comm, q)->slot[req->slot_no & 1];
+    tnt_slot_t *s = &mine_of(comm, q)->slot[req->onhost.slots.no & 1];
     s->seq = req->seq;
     s->count = (uint32_t)req->args.count;
     s->kind = req->sig.kind;
@@ -57,7 +58,8 @@ static void put(struct tnt_comm *comm, struct tnt_request *req, int q)
     s->algo = req->sig.algo;
     s->completed = comm->slot_completed;
     memcpy(s->data, req->bufs[TNT_BUF_SEND], req->args.count * req->args.esize);
-    atomic_store_explicit(&s->no, req->slot_no + 1, memory_order_release);
+    atomic_store_explicit(&s->no, req->onhost.slots.no + 1,
+                          memory_order_release);
     comm->peers[q].slot_notify = 1;
     comm->slot_notify = 1;
 }
@@ -73,9 +75,9 @@ static tnt_msg_hdr_t slot_sig(const struct tnt_comm *comm,
 /* Is q's input for req there? Fails the communicator on a mismatch. */
 static int got(struct tnt_comm *comm, struct tnt_request *req, int q)
 {
-    const tnt_slot_t *s = &theirs_of(comm, q)->slot[req->slot_no & 1];
+    const tnt_slot_t *s = &theirs_of(comm, q)->slot[req->onhost.slots.no & 1];
     uint64_t no = atomic_load_explicit(&s->no, memory_order_acquire);
-    if (no != req->slot_no + 1)
+    if (no != req->onhost.slots.no + 1)
         return 0;
     tnt_msg_hdr_t h = slot_sig(comm, s);
     if (h.seq != req->seq || !tnt__sig_equal(&h, &req->sig)) {
@@ -91,17 +93,18 @@ static int got(struct tnt_comm *comm, struct tnt_request *req, int q)
 /* May req publish to q: q has read this rank's operation n - 2? */
 static int room(struct tnt_comm *comm, struct tnt_request *req, int q)
 {
-    if (req->slot_no < 2)
+    if (req->onhost.slots.no < 2)
         return 1;
-    if (comm->slot_completed + 1 < req->slot_no)
+    if (comm->slot_completed + 1 < req->onhost.slots.no)
         return 0;
     /* What q said when it last published is usually enough: a peer
      * that calls one blocking allreduce after another has finished n - 2
      * when it publishes n - 1. */
-    if (comm->peers[q].slot_completed + 1 >= req->slot_no)
+    uint64_t no = req->onhost.slots.no;
+    if (comm->peers[q].slot_completed + 1 >= no)
         return 1;
-    return atomic_load_explicit(&theirs_of(comm, q)->done[req->slot_no & 1],
-                                memory_order_acquire) + 1 >= req->slot_no;
+    return atomic_load_explicit(&theirs_of(comm, q)->done[no & 1],
+                                memory_order_acquire) + 1 >= no;
 }
 
 /* Rank i's input of req: a copy saved when its connection closed
@@ -110,9 +113,9 @@ static int room(struct tnt_comm *comm, struct tnt_request *req, int q)
 static const unsigned char *input(struct tnt_comm *comm,
                                   const struct tnt_request *req, int i)
 {
-    if (req->ops[i].src)
-        return req->ops[i].src->data;
-    int b = (int)(req->slot_no & 1);
+    if (req->ops[i].onhost.slots.saved)
+        return req->ops[i].onhost.slots.saved->data;
+    int b = (int)(req->onhost.slots.no & 1);
     if (i != comm->rank)
         return theirs_of(comm, i)->slot[b].data;
     for (int q = 0;; q++)
@@ -137,7 +140,7 @@ static int save(struct tnt_comm *comm, struct tnt_request *req, int i,
         return 0;
     }
     memcpy(u->data, src, bytes);
-    req->ops[i].src = u;
+    req->ops[i].onhost.slots.saved = u;
     return 1;
 }
 
@@ -145,7 +148,7 @@ static int save(struct tnt_comm *comm, struct tnt_request *req, int i,
  * tell each peer its slot is free again. */
 static void reduce_inputs(struct tnt_comm *comm, struct tnt_request *req)
 {
-    int k = comm->nranks, me = comm->rank, b = (int)(req->slot_no & 1);
+    int k = comm->nranks, me = comm->rank, b = (int)(req->onhost.slots.no & 1);
     unsigned char *dst = req->bufs[TNT_BUF_RECV];
     /* Every input is read from a slot (or a saved copy), never from dst:
      * in place, dst is this rank's input and is overwritten here. */
@@ -154,8 +157,9 @@ static void reduce_inputs(struct tnt_comm *comm, struct tnt_request *req)
     for (int q = 0; q < k; q++)
         if (q != me && comm->peers[q].ep)
             atomic_store_explicit(&mine_of(comm, q)->done[b],
-                                  req->slot_no + 1, memory_order_release);
-    comm->slot_completed = req->slot_no + 1;
+                                  req->onhost.slots.no + 1,
+                                  memory_order_release);
+    comm->slot_completed = req->onhost.slots.no + 1;
 }
 
 /* One look at every peer for req; 1 once it has every input. */
@@ -163,8 +167,8 @@ static int step(struct tnt_comm *comm, struct tnt_request *req)
 {
     int k = comm->nranks, me = comm->rank, all = 1;
     for (int q = 0; q < k && comm->state == TNT_COMM_OK; q++) {
-        tnt_opstate_t *os = &req->ops[q];
-        if (q == me || os->done == SLOT_BOTH)
+        unsigned *passed = &req->ops[q].onhost.slots.passed;
+        if (q == me || *passed == SLOT_BOTH)
             continue;
         tnt_peer_t *p = &comm->peers[q];
         if (!p->ep) {
@@ -175,16 +179,16 @@ static int step(struct tnt_comm *comm, struct tnt_request *req)
             all = 0;
             continue;
         }
-        if (!(os->done & SLOT_PUT) && room(comm, req, q)) {
+        if (!(*passed & SLOT_PUT) && room(comm, req, q)) {
             put(comm, req, q);
-            os->done |= SLOT_PUT;
+            *passed |= SLOT_PUT;
             req->ops_left--;
         }
-        if (!(os->done & SLOT_GOT) && got(comm, req, q)) {
-            os->done |= SLOT_GOT;
+        if (!(*passed & SLOT_GOT) && got(comm, req, q)) {
+            *passed |= SLOT_GOT;
             req->ops_left--;
         }
-        if (os->done != SLOT_BOTH)
+        if (*passed != SLOT_BOTH)
             all = 0;
     }
     return all && comm->state == TNT_COMM_OK;
@@ -209,7 +213,7 @@ void tnt__slots_check_strays(struct tnt_comm *comm, int q)
 
 static void number(struct tnt_comm *comm, struct tnt_request *req)
 {
-    req->slot_no = comm->slot_next++;
+    req->onhost.slots.no = comm->slot_next++;
     req->ops_left = 2u * (uint32_t)(comm->nranks - 1);
 }
 
@@ -221,7 +225,7 @@ static void number(struct tnt_comm *comm, struct tnt_request *req)
 int tnt__slot_lean(struct tnt_comm *comm, struct tnt_request *req)
 {
     number(comm, req);
-    req->slot_lean = 1;
+    req->onhost.lean = 1;
     /* A rank that shares its CPU must not spin: its peers need it. */
     int rounds = comm->host_cpus > 0 && comm->host_ranks > comm->host_cpus
                      ? 1 : LEAN_ROUNDS;
@@ -247,7 +251,7 @@ int tnt__slot_lean(struct tnt_comm *comm, struct tnt_request *req)
 
 static void start(struct tnt_comm *comm, struct tnt_request *req)
 {
-    if (!req->slot_lean)
+    if (!req->onhost.lean)
         number(comm, req);
 }
 
@@ -255,9 +259,9 @@ static void start(struct tnt_comm *comm, struct tnt_request *req)
 static void drop_saved(struct tnt_comm *comm, struct tnt_request *req)
 {
     for (int i = 0; i < comm->nranks; i++)
-        if (req->ops[i].src) {
-            tnt__free_unexp(comm, req->ops[i].src);
-            req->ops[i].src = NULL;
+        if (req->ops[i].onhost.slots.saved) {
+            tnt__free_unexp(comm, req->ops[i].onhost.slots.saved);
+            req->ops[i].onhost.slots.saved = NULL;
         }
 }
 
@@ -267,20 +271,20 @@ static int peer_closing(struct tnt_comm *comm, struct tnt_request *req,
                         int q)
 {
     int me = comm->rank;
-    tnt_opstate_t *os = &req->ops[q];
-    if (!(os->done & SLOT_PUT))
+    unsigned *passed = &req->ops[q].onhost.slots.passed;
+    if (!(*passed & SLOT_PUT))
         return 1; /* it still needs this rank's input: lost */
-    int b = (int)(req->slot_no & 1);
-    if (!req->ops[me].src &&
+    int b = (int)(req->onhost.slots.no & 1);
+    if (!req->ops[me].onhost.slots.saved &&
         !save(comm, req, me, mine_of(comm, q)->slot[b].data))
         return 0;
-    int had = os->done & SLOT_GOT;
+    int had = *passed & SLOT_GOT;
     if (!had && !got(comm, req, q))
         return 1; /* its input is not there: lost */
     if (!save(comm, req, q, theirs_of(comm, q)->slot[b].data))
         return 0;
     if (!had) {
-        os->done |= SLOT_GOT;
+        *passed |= SLOT_GOT;
         req->ops_left--;
     }
     return 1;
@@ -288,7 +292,8 @@ static int peer_closing(struct tnt_comm *comm, struct tnt_request *req,
 
 static int needs(const struct tnt_request *req, int q)
 {
-    return req->ops[q].done != SLOT_BOTH || !req->ops[q].src;
+    const tnt_onhost_peer_t *os = &req->ops[q].onhost;
+    return os->slots.passed != SLOT_BOTH || !os->slots.saved;
 }
 
 static uint32_t nops(const struct tnt_request *req)
@@ -300,7 +305,7 @@ static uint32_t nops(const struct tnt_request *req)
  * own. */
 static int waits(const struct tnt_request *req, int q)
 {
-    return req->ops[q].done != SLOT_BOTH;
+    return req->ops[q].onhost.slots.passed != SLOT_BOTH;
 }
 
 static int describe(const struct tnt_request *req, int q, const char *sep,
@@ -308,8 +313,9 @@ static int describe(const struct tnt_request *req, int q, const char *sep,
 {
     return snprintf(buf, len, "%sslot step 0: %s rank %d (slot operation %"
                     PRIu64 ", %zu bytes)", sep,
-                    (req->ops[q].done & SLOT_PUT) ? "input from" : "room at",
-                    q, req->slot_no, req->args.count * req->args.esize);
+                    (req->ops[q].onhost.slots.passed & SLOT_PUT)
+                        ? "input from" : "room at",
+                    q, req->onhost.slots.no, req->args.count * req->args.esize);
 }
 
 static size_t report(const struct tnt_request *req, char *buf, size_t len)

@@ -11,11 +11,12 @@
  * on-host queue (onhost/queue.c) and finish in order with the slot
  * operations; only the oldest unfinished staged collective moves.
  *
- * Per-request state: req->ops[q].stage_put and .stage_got count the
- * rounds published to and copied back from (for a broadcast root: read
- * by) peer q, req->stage_reduced the rounds this rank has reduced (all
- * of them from the start in a broadcast). The copies run with
- * comm->lock held (a round is at most (k - 1) x 256 KiB each way).
+ * Per-request state (onhost_state.h): req->ops[q].onhost.stage.put and
+ * .got count the rounds published to and copied back from (for a
+ * broadcast root: read by) peer q, req->onhost.stage.reduced the rounds
+ * this rank has reduced (all of them from the start in a broadcast). The
+ * copies run with comm->lock held (a round is at most (k - 1) x 256 KiB
+ * each way).
  *
  * A peer that called something else at this sequence number never
  * publishes what this rank waits for. Once the request has stalled a
@@ -56,14 +57,13 @@ void tnt__stage_piece(const struct tnt_request *req, int j, uint64_t t,
 void tnt__stage_number(struct tnt_comm *comm, struct tnt_request *req,
                        uint64_t rounds)
 {
-    req->stage_rounds = rounds;
-    req->stage_g0 = comm->stage_next;
+    req->onhost.stage.rounds = rounds;
+    req->onhost.stage.g0 = comm->stage_next;
     comm->stage_next += rounds;
-    req->stage_reduced = 0;
+    req->onhost.stage.reduced = 0;
     for (int q = 0; q < comm->nranks; q++) {
-        tnt_opstate_t *os = &req->ops[q];
-        os->stage_put = os->stage_got = 0;
-        os->stage_sig = 3; /* no signature headers but a broadcast's */
+        tnt_stage_peer_t *os = &req->ops[q].onhost.stage;
+        os->put = os->got = 0;
     }
     req->ops_left = 1; /* until it finishes (tnt__onhost_finish) */
 }
@@ -79,10 +79,10 @@ void tnt__stage_set_hdr(tnt_stage_hdr_t *h, const struct tnt_request *req,
     h->op = req->sig.op;
     h->algo = req->sig.algo;
     /* Zero but in a mapped allreduce (requests start zeroed). */
-    h->send_id = req->map_ref[TNT_BUF_SEND].id;
-    h->send_off = req->map_ref[TNT_BUF_SEND].off;
-    h->recv_id = req->map_ref[TNT_BUF_RECV].id;
-    h->recv_off = req->map_ref[TNT_BUF_RECV].off;
+    h->send_id = req->onhost.map_ref[TNT_BUF_SEND].id;
+    h->send_off = req->onhost.map_ref[TNT_BUF_SEND].off;
+    h->recv_id = req->onhost.map_ref[TNT_BUF_RECV].id;
+    h->recv_off = req->onhost.map_ref[TNT_BUF_RECV].off;
     atomic_store_explicit(&h->no, g + 1, memory_order_release);
 }
 
@@ -112,12 +112,12 @@ static const tnt_stage_hdr_t *hdr_at(const tnt_stage_side_t *s, int i)
 int tnt__stage_put_rounds(struct tnt_comm *comm, struct tnt_request *req,
                           int q, int out, int with_data)
 {
-    tnt_opstate_t *os = &req->ops[q];
+    tnt_stage_peer_t *os = &req->ops[q].onhost.stage;
     const unsigned char *send = req->bufs[TNT_BUF_SEND];
     size_t es = req->args.esize;
     int moved = 0;
-    while (os->stage_put < req->stage_rounds) {
-        uint64_t g = req->stage_g0 + os->stage_put;
+    while (os->put < req->onhost.stage.rounds) {
+        uint64_t g = req->onhost.stage.g0 + os->put;
         int b = (int)(g & 1);
         tnt_stage_side_t *m = tnt__stage_mine(comm, q);
         const tnt_stage_side_t *th = tnt__stage_theirs(comm, q);
@@ -126,11 +126,11 @@ int tnt__stage_put_rounds(struct tnt_comm *comm, struct tnt_request *req,
             break;
         if (with_data) {
             size_t off, n;
-            tnt__stage_piece(req, q, os->stage_put, &off, &n);
+            tnt__stage_piece(req, q, os->put, &off, &n);
             memcpy(out ? m->out[b] : m->in[b], send + off * es, n * es);
         }
         tnt__stage_set_hdr(h, req, g);
-        os->stage_put++;
+        os->put++;
         comm->peers[q].slot_notify = 1;
         moved = 1;
     }
@@ -185,21 +185,21 @@ void tnt__stage_mark_inputs_read(struct tnt_comm *comm, uint64_t g)
 int tnt__stage_get_outputs(struct tnt_comm *comm, struct tnt_request *req,
                            int q)
 {
-    tnt_opstate_t *os = &req->ops[q];
+    tnt_stage_peer_t *os = &req->ops[q].onhost.stage;
     size_t es = req->args.esize;
     int moved = 0;
-    while (os->stage_got < req->stage_rounds) {
-        uint64_t g = req->stage_g0 + os->stage_got;
+    while (os->got < req->onhost.stage.rounds) {
+        uint64_t g = req->onhost.stage.g0 + os->got;
         int b = (int)(g & 1);
         const tnt_stage_side_t *th = tnt__stage_theirs(comm, q);
         if (!tnt__stage_round_there(comm, req, q, &th->out_hdr[b], g))
             break;
         size_t off, n;
-        tnt__stage_piece(req, q, os->stage_got, &off, &n);
+        tnt__stage_piece(req, q, os->got, &off, &n);
         memcpy(req->bufs[TNT_BUF_RECV] + off * es, th->out[b], n * es);
         atomic_store_explicit(&tnt__stage_mine(comm, q)->out_done[b], g + 1,
                               memory_order_release);
-        os->stage_got++;
+        os->got++;
         comm->peers[q].slot_notify = 1;
         moved = 1;
     }
@@ -208,11 +208,12 @@ int tnt__stage_get_outputs(struct tnt_comm *comm, struct tnt_request *req,
 
 /* A peer that has every result of this rank and whose results this rank
  * has read may have finished and closed: that is no error. */
-int tnt__stage_peers_there(struct tnt_comm *comm, struct tnt_request *req)
+int tnt__stage_peers_there(struct tnt_comm *comm, struct tnt_request *req,
+                           int (*needs)(const struct tnt_request *req, int q))
 {
     for (int q = 0; q < comm->nranks; q++) {
         tnt_peer_t *p = &comm->peers[q];
-        if (q == comm->rank || p->ep || !tnt__stage_needs(req, q))
+        if (q == comm->rank || p->ep || !needs(req, q))
             continue;
         if (p->dead)
             tnt__fail_peer_lost(comm, q, "closed its connection");
@@ -231,8 +232,9 @@ void tnt__stage_after_step(struct tnt_comm *comm, struct tnt_request *req,
          * when this rank sleeps, or the pipeline stalls a round. */
         comm->slot_notify = 1;
         tnt__onhost_notify(comm);
-        req->stage_stalls = 0;
-    } else if (++req->stage_stalls % TNT_STAGE_STALLS_BEFORE_CHECK == 0) {
+        req->onhost.stage.stalls = 0;
+    } else if (++req->onhost.stage.stalls %
+                   TNT_STAGE_STALLS_BEFORE_CHECK == 0) {
         tnt__onhost_check_mismatch(comm, req);
     }
 }
@@ -285,9 +287,9 @@ void tnt__stage_check_strays(struct tnt_comm *comm, int q)
 
 int tnt__stage_needs(const struct tnt_request *req, int q)
 {
-    return req->ops[q].stage_got < req->stage_rounds ||
-           req->ops[q].stage_put < req->stage_rounds ||
-           req->ops[q].stage_sig != 3;
+    const tnt_stage_peer_t *os = &req->ops[q].onhost.stage;
+    return os->got < req->onhost.stage.rounds ||
+           os->put < req->onhost.stage.rounds;
 }
 
 uint32_t tnt__stage_nops(const struct tnt_request *req)
@@ -296,15 +298,15 @@ uint32_t tnt__stage_nops(const struct tnt_request *req)
     return 1;
 }
 
-static int describe(const struct tnt_request *req, int q, const char *sep,
-                    char *buf, size_t len)
+int tnt__stage_describe(const struct tnt_request *req, int q,
+                        const char *sep, char *buf, size_t len)
 {
-    const tnt_opstate_t *os = &req->ops[q];
+    const tnt_stage_peer_t *os = &req->ops[q].onhost.stage;
     return snprintf(buf, len, "%sstaged round %" PRIu64 " of %" PRIu64
                     ": rank %d (published %" PRIu64 ", reduced %" PRIu64
                     ", results read %" PRIu64 "; %zu bytes)", sep,
-                    os->stage_got, req->stage_rounds, q, os->stage_put,
-                    req->stage_reduced, os->stage_got,
+                    os->got, req->onhost.stage.rounds, q, os->put,
+                    req->onhost.stage.reduced, os->got,
                     req->args.count * req->args.esize);
 }
 
@@ -312,5 +314,5 @@ size_t tnt__stage_report(const struct tnt_request *req, char *buf,
                          size_t len)
 {
     return tnt__onhost_report_peers(req, buf, len, tnt__stage_needs,
-                                    describe);
+                                    tnt__stage_describe);
 }

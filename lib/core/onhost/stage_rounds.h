@@ -59,18 +59,25 @@ int tnt__stage_put_rounds(struct tnt_comm *comm, struct tnt_request *req,
 int tnt__stage_get_outputs(struct tnt_comm *comm, struct tnt_request *req,
                            int q);
 
-/** Before a step: is every peer that req still needs connected? A closed
- *  one fails the communicator, an unconnected one is connected to. */
-int tnt__stage_peers_there(struct tnt_comm *comm, struct tnt_request *req);
+/** Before a step: is every peer that req still needs (by the algorithm's
+ *  needs) connected? A closed one fails the communicator, an unconnected
+ *  one is connected to. */
+int tnt__stage_peers_there(struct tnt_comm *comm, struct tnt_request *req,
+                           int (*needs)(const struct tnt_request *req, int q));
 /** After a step that moved something (moved) or nothing: wake the peers
  *  at once, or count the stall and look for a mismatch every
  *  TNT_STAGE_STALLS_BEFORE_CHECK stalls. */
 void tnt__stage_after_step(struct tnt_comm *comm, struct tnt_request *req,
                            int moved);
 
-/** Does req still need peer q? */
+/** Does req still need peer q: rounds to publish to it or to read from
+ *  it? */
 int tnt__stage_needs(const struct tnt_request *req, int q);
-/** What req waits for, for the reports. */
+/** One peer's entry of a staged request's report
+ *  (tnt__onhost_report_peers). */
+int tnt__stage_describe(const struct tnt_request *req, int q,
+                        const char *sep, char *buf, size_t len);
+/** What req waits for, for the reports (peers that tnt__stage_needs). */
 size_t tnt__stage_report(const struct tnt_request *req, char *buf,
                          size_t len);
 /** Operations of a staged request, as the reports count them: 1 until it

@@ -46,9 +46,9 @@ static int reduce_rounds(struct tnt_comm *comm, struct tnt_request *req)
     int k = comm->nranks, me = comm->rank, moved = 0;
     int first = me == 0 ? 1 : 0; /* the pair whose buffer accumulates */
     size_t es = req->args.esize;
-    while (req->stage_reduced < req->stage_rounds &&
+    while (req->onhost.stage.reduced < req->onhost.stage.rounds &&
            comm->state == TNT_COMM_OK) {
-        uint64_t t = req->stage_reduced, g = req->stage_g0 + t;
+        uint64_t t = req->onhost.stage.reduced, g = req->onhost.stage.g0 + t;
         int b = (int)(g & 1);
         if (!tnt__stage_inputs_there(comm, req, g))
             return moved;
@@ -74,7 +74,7 @@ static int reduce_rounds(struct tnt_comm *comm, struct tnt_request *req)
             tnt__stage_set_hdr(&m->out_hdr[b], req, g);
         }
         memcpy(req->bufs[TNT_BUF_RECV] + off * es, acc, n * es);
-        req->stage_reduced++;
+        req->onhost.stage.reduced++;
         moved = 1;
     }
     return moved;
@@ -83,13 +83,13 @@ static int reduce_rounds(struct tnt_comm *comm, struct tnt_request *req)
 static int step(struct tnt_comm *comm, struct tnt_request *req)
 {
     int k = comm->nranks, me = comm->rank, moved = 0;
-    if (!tnt__stage_peers_there(comm, req))
+    if (!tnt__stage_peers_there(comm, req, tnt__stage_needs))
         return 0;
     for (int q = 0; q < k; q++)
         if (q != me && comm->peers[q].ep)
             moved |= tnt__stage_put_rounds(comm, req, q, 0, 1);
     moved |= reduce_rounds(comm, req);
-    int all = req->stage_reduced == req->stage_rounds;
+    int all = req->onhost.stage.reduced == req->onhost.stage.rounds;
     for (int q = 0; q < k && comm->state == TNT_COMM_OK; q++) {
         if (q == me || !comm->peers[q].ep)
             continue;

@@ -13,12 +13,26 @@
  * every pair (a broadcast leaves the input buffers unused), and finishes
  * only once it has read and checked every peer's: a bystander of a
  * mismatch (another root, count, dtype, or another collective) fails
- * instead of returning success (sig_exchange). req->ops[q].stage_sig
- * holds that exchange's state: bit 0 published to q, bit 1 q's read and
- * checked.
+ * instead of returning success (sig_exchange).
+ * req->ops[q].onhost.stage.bcast_sig holds that exchange's state: bit 0
+ * published to q, bit 1 q's read and checked.
  */
 #include "collectives/patterns.h"
 #include "core/onhost/stage_rounds.h"
+
+/* Rounds to publish to q or read from it, or the signature exchange with
+ * it unfinished. */
+static int needs(const struct tnt_request *req, int q)
+{
+    return tnt__stage_needs(req, q) ||
+           req->ops[q].onhost.stage.bcast_sig != 3;
+}
+
+static size_t report(const struct tnt_request *req, char *buf, size_t len)
+{
+    return tnt__onhost_report_peers(req, buf, len, needs,
+                                    tnt__stage_describe);
+}
 
 static void start(struct tnt_comm *comm, struct tnt_request *req)
 {
@@ -26,16 +40,16 @@ static void start(struct tnt_comm *comm, struct tnt_request *req)
     uint64_t r = tnt__nsegments(req->args.count, tnt__stage_piece_elems(req));
     int root = req->args.root, me = comm->rank;
     tnt__stage_number(comm, req, r);
-    req->stage_reduced = r; /* nothing to reduce */
+    req->onhost.stage.reduced = r; /* nothing to reduce */
     for (int q = 0; q < comm->nranks; q++) {
-        tnt_opstate_t *os = &req->ops[q];
-        os->stage_sig = q != me ? 0 : 3;
+        tnt_stage_peer_t *os = &req->ops[q].onhost.stage;
+        os->bcast_sig = q != me ? 0 : 3;
         /* The root publishes to every peer and waits for each to read;
          * every other rank reads from the root only. */
         if (me != root) {
-            os->stage_put = r;
+            os->put = r;
             if (q != root)
-                os->stage_got = r;
+                os->got = r;
         }
     }
 }
@@ -44,14 +58,14 @@ static void start(struct tnt_comm *comm, struct tnt_request *req)
 static int root_read_by(struct tnt_comm *comm, struct tnt_request *req,
                         int q)
 {
-    tnt_opstate_t *os = &req->ops[q];
-    uint64_t last = req->stage_g0 + req->stage_rounds - 1;
-    if (os->stage_got == req->stage_rounds ||
-        os->stage_put < req->stage_rounds ||
+    tnt_stage_peer_t *os = &req->ops[q].onhost.stage;
+    uint64_t last = req->onhost.stage.g0 + req->onhost.stage.rounds - 1;
+    if (os->got == req->onhost.stage.rounds ||
+        os->put < req->onhost.stage.rounds ||
         atomic_load_explicit(&tnt__stage_theirs(comm, q)->out_done[last & 1],
                              memory_order_acquire) < last + 1)
         return 0;
-    os->stage_got = req->stage_rounds;
+    os->got = req->onhost.stage.rounds;
     return 1;
 }
 
@@ -61,22 +75,22 @@ static int root_read_by(struct tnt_comm *comm, struct tnt_request *req,
 static int sig_exchange(struct tnt_comm *comm, struct tnt_request *req,
                         int q)
 {
-    tnt_opstate_t *os = &req->ops[q];
-    uint64_t g = req->stage_g0;
+    tnt_stage_peer_t *os = &req->ops[q].onhost.stage;
+    uint64_t g = req->onhost.stage.g0;
     int b = (int)(g & 1), moved = 0;
     tnt_stage_side_t *m = tnt__stage_mine(comm, q);
     const tnt_stage_side_t *th = tnt__stage_theirs(comm, q);
-    if (!(os->stage_sig & 1) &&
+    if (!(os->bcast_sig & 1) &&
         tnt__stage_room(&th->in_done[b], &m->in_hdr[b])) {
         tnt__stage_set_hdr(&m->in_hdr[b], req, g);
-        os->stage_sig |= 1;
+        os->bcast_sig |= 1;
         comm->peers[q].slot_notify = 1;
         moved = 1;
     }
-    if (!(os->stage_sig & 2) &&
+    if (!(os->bcast_sig & 2) &&
         tnt__stage_round_there(comm, req, q, &th->in_hdr[b], g)) {
         atomic_store_explicit(&m->in_done[b], g + 1, memory_order_release);
-        os->stage_sig |= 2;
+        os->bcast_sig |= 2;
         comm->peers[q].slot_notify = 1;
         moved = 1;
     }
@@ -87,7 +101,7 @@ static int step(struct tnt_comm *comm, struct tnt_request *req)
 {
     int k = comm->nranks, me = comm->rank, moved = 0;
     int root = me == req->args.root;
-    if (!tnt__stage_peers_there(comm, req))
+    if (!tnt__stage_peers_there(comm, req, needs))
         return 0;
     /* The root's data where an allreduce leaves results; the others have
      * nothing to publish (stage_put starts at the last round). */
@@ -105,7 +119,7 @@ static int step(struct tnt_comm *comm, struct tnt_request *req)
             break;
         moved |= root ? root_read_by(comm, req, q)
                       : tnt__stage_get_outputs(comm, req, q);
-        all &= !tnt__stage_needs(req, q);
+        all &= !needs(req, q);
     }
     tnt__stage_after_step(comm, req, moved);
     return all && comm->state == TNT_COMM_OK;
@@ -133,8 +147,8 @@ const tnt_onhost_algo_t tnt__onhost_staged_bcast = {
     .step = step,
     .complete = NULL,
     .peer_closing = peer_closing,
-    .needs = tnt__stage_needs,
+    .needs = needs,
     .nops = tnt__stage_nops,
-    .report = tnt__stage_report,
+    .report = report,
     .stage_rounds = 1,
 };
