@@ -36,6 +36,12 @@ enum tnt_algo {
     TNT_ALGO_END
 };
 
+/** The largest allreduce that goes through the slots (TNT_ALGO_SLOTS; the
+ *  slots' layout, core/onhost/slot_layout.h, holds that much). From
+ *  about this size the ring's copies, not the call, are what an allreduce
+ *  costs (docs/performance.md, "The slots' size"). */
+#define TNT_SLOT_BYTES ((size_t)8 << 10)
+
 /** On-host algorithms: the engine runs them through the pairs' shared
  *  memory from its on-host queue (core/onhost/): no schedule, no
  *  messages. */

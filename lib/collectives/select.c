@@ -23,7 +23,6 @@
 #include "collectives/algorithms.h"
 #include "collectives/patterns.h"
 #include "util/error.h"
-#include "transport/shm/shm_slot.h"
 
 #define ALLREDUCE_RD_MAX_BYTES ((size_t)64 << 10)
 #define ALLREDUCE_RAB_MAX_BYTES ((size_t)2 << 20)

@@ -12,6 +12,9 @@
  *   mapped_allreduce.c  mapped allreduce: slices reduced in shared buffers
  *   staged_bcast.c      staged broadcast: the root's data in staging buffers
  *   stage_rounds.c      the staging areas' rounds, shared by the last three
+ *   onhost_state.h      each algorithm's state in a request
+ *   slot_layout.h, stage_layout.h   the pair areas' layouts (the transport
+ *                       hands them out as bytes: pair_area)
  *
  * Everything runs with comm->lock held.
  */

@@ -1,7 +1,7 @@
 /*
  * The slots allreduce (TNT_ALGO_SLOTS): a small allreduce among ranks that
  * all share this host goes through the collective slots of the pairs'
- * shared-memory segments (transport/shm/shm_slot.h) instead of messages. Each
+ * shared-memory segments (onhost/slot_layout.h) instead of messages. Each
  * rank copies its input into its slot of every pair, waits until every
  * peer's slot holds the same operation's input, and reduces the k inputs
  * in rank order (collectives/rank_order.h, so all ranks get the same
@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "core/onhost/onhost.h"
-#include "transport/shm/shm_slot.h"
+#include "core/onhost/slot_layout.h"
 
 enum { SLOT_PUT = 1, SLOT_GOT = 2, SLOT_BOTH = 3 };
 

@@ -1,5 +1,5 @@
 /*
- * The rounds of the pairs' staging areas (transport/shm/shm_stage.h),
+ * The rounds of the pairs' staging areas (onhost/stage_layout.h),
  * shared by the staged allreduce, the mapped allreduce and the staged
  * broadcast.
  *

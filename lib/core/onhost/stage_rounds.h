@@ -1,5 +1,5 @@
 /*
- * The rounds of the pairs' staging areas (transport/shm/shm_stage.h), as
+ * The rounds of the pairs' staging areas (onhost/stage_layout.h), as
  * the staged allreduce, the mapped allreduce and the staged broadcast use
  * them (onhost/stage_rounds.c has the protocol).
  */
@@ -7,7 +7,7 @@
 #define TNT_CORE_ONHOST_STAGE_ROUNDS_H
 
 #include "core/onhost/onhost.h"
-#include "transport/shm/shm_stage.h"
+#include "core/onhost/stage_layout.h"
 
 /** The pair areas with q as staging areas (tnt__onhost_mine, _theirs). */
 static inline tnt_stage_side_t *tnt__stage_mine(struct tnt_comm *comm, int q)

@@ -1,7 +1,7 @@
 /*
  * The staged allreduce (TNT_ALGO_STAGED): a large allreduce among ranks
  * that all share this host, through the staging areas of the pairs'
- * shared-memory segments (transport/shm/shm_stage.h, rounds as in
+ * shared-memory segments (onhost/stage_layout.h, rounds as in
  * onhost/stage_rounds.c) instead of messages. The buffer is cut into k
  * slices as the direct allreduce cuts it (slice j is rank j's), and each
  * slice into rounds of at most TNT_STAGE_BYTES. In round t every rank
