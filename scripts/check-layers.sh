@@ -22,9 +22,6 @@ build=${1:-}
 
 KNOWN_INCLUDES="
 lib/util/param.c collectives/algorithms.h
-lib/collectives/select.c transport/shm/shm_slot.h
-lib/core/onhost/slots.c transport/shm/shm_slot.h
-lib/core/onhost/staged.c transport/shm/shm_stage.h
 "
 KNOWN_SYMBOLS="
 "

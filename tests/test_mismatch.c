@@ -65,7 +65,7 @@ static const mm_case_t k_cases[] = {
      {C_ALLREDUCE, 300001, TNT_F32, TNT_SUM, 0}, "300000", "300001"},
     /* On one host with more ranks than cores (p=3 here), 300000 f32 is a
      * staged allreduce, 100 a slots one: the two meet in neither's
-     * shared memory (onhost/staged.c's strays). */
+     * shared memory (onhost/stage_rounds.c's strays). */
     {"staged vs slots allreduce", {C_ALLREDUCE, 300000, TNT_F32, TNT_SUM, 0},
      {C_ALLREDUCE, 100, TNT_F32, TNT_SUM, 0}, "300000", "100"},
     {"staged allreduce vs broadcast",

@@ -165,7 +165,7 @@ static void test_killed_rank(void)
  * communicator and exit while rank 0 has not looked yet (its wait comes
  * 300 ms after its post): their segments go with their connections, and
  * rank 0 must still get the right sum, from the copies it takes when the
- * connections close (tnt__slot_peer_closing). */
+ * connections close (tnt__onhost_peer_closing). */
 #define GONE_COUNT 100
 
 static int slot_peer_gone(tnt_comm_t comm, int rank, int nranks, void *arg,

@@ -169,12 +169,19 @@ typedef struct tnt_transport_env {
  *  decides, so ranks need not agree. */
 #define TNT_TP_OPT_RNDV_MIN 1
 
-/** Areas of pair_area. Their layout belongs to the on-host algorithms
- *  that use them (lib/transport/shm/shm_slot.h, shm_stage.h). */
+/** Areas of pair_area. Their layout belongs to the core's on-host
+ *  algorithms that use them (lib/core/onhost/slot_layout.h,
+ *  stage_layout.h); a transport hands out bytes. */
 /** The collective slots of small allreduces. */
 #define TNT_TP_AREA_SLOTS 1
 /** The staging buffers of the staged allreduce and broadcast. */
 #define TNT_TP_AREA_STAGES 2
+/** Each side of an area starts at a multiple of TNT_TP_AREA_ALIGN bytes
+ *  and has (at least) TNT_TP_AREA_*_BYTES bytes, the size of the core's
+ *  layout of it. */
+#define TNT_TP_AREA_ALIGN 4096
+#define TNT_TP_AREA_SLOTS_BYTES ((size_t)5 * TNT_TP_AREA_ALIGN)
+#define TNT_TP_AREA_STAGES_BYTES ((size_t)257 * TNT_TP_AREA_ALIGN)
 
 typedef struct tnt_transport {
     size_t size;

@@ -36,19 +36,19 @@ enum tnt_algo {
     TNT_ALGO_END
 };
 
-/** Algorithms that run as staged collectives (core/onhost/staged.c):
- *  through the pairs' staging areas, or reading and writing the peers'
- *  shared allocations in place (core/mem.h). */
-static inline int tnt__algo_staged(int algo)
-{
-    return algo == TNT_ALGO_STAGED || algo == TNT_ALGO_MAPPED;
-}
+/** The largest allreduce that goes through the slots (TNT_ALGO_SLOTS; the
+ *  slots' layout, core/onhost/slot_layout.h, holds that much). From
+ *  about this size the ring's copies, not the call, are what an allreduce
+ *  costs (docs/performance.md, "The slots' size"). */
+#define TNT_SLOT_BYTES ((size_t)8 << 10)
 
-/** Algorithms the engine runs through shared memory from its slot queue
- *  (core/onhost/slots.c, onhost/staged.c): no schedule, no messages. */
-static inline int tnt__algo_in_memory(int algo)
+/** On-host algorithms: the engine runs them through the pairs' shared
+ *  memory from its on-host queue (core/onhost/): no schedule, no
+ *  messages. */
+static inline int tnt__algo_onhost(int algo)
 {
-    return algo == TNT_ALGO_SLOTS || tnt__algo_staged(algo);
+    return algo == TNT_ALGO_SLOTS || algo == TNT_ALGO_STAGED ||
+           algo == TNT_ALGO_MAPPED;
 }
 
 typedef struct tnt_coll_args {

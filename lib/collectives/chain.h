@@ -1,8 +1,9 @@
 /*
  * The rank-order reduction chain shared by the intra-host algorithms
- * (one-shot and direct allreduce): k inputs of one region, one per rank,
- * are combined as ((in0 op in1) op in2) ... op in(k-1). Every rank that
- * computes a region uses this same order, so results are bitwise identical
+ * (one-shot and direct allreduce), as operations of a schedule: k inputs
+ * of one region, one per rank, are combined in the rank order of
+ * collectives/rank_order.h, ((in0 op in1) op in2) ... op in(k-1), which
+ * the on-host algorithms also use, so results are bitwise identical
  * across ranks, also for operations that are not associative in floating
  * point.
  */

@@ -23,7 +23,6 @@
 #include "collectives/algorithms.h"
 #include "collectives/patterns.h"
 #include "util/error.h"
-#include "transport/shm/shm_slot.h"
 
 #define ALLREDUCE_RD_MAX_BYTES ((size_t)64 << 10)
 #define ALLREDUCE_RAB_MAX_BYTES ((size_t)2 << 20)
@@ -34,7 +33,7 @@
  * allow up to HIER_MAX_LOCAL ranks on a host. */
 #define ALLREDUCE_HIER_MIN_BYTES ((size_t)64 << 10)
 #define HIER_MAX_LOCAL 1024
-/* One host, above the slots: the staged allreduce (core/onhost/staged.c:
+/* One host, above the slots: the staged allreduce (core/onhost/staged_allreduce.c:
  * no messages, two waits a round), except from here on where every rank
  * has a core of its own, where the direct allreduce streaming through
  * the rings (both sides copying at once) is faster (docs/performance.md,

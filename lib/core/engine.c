@@ -64,8 +64,8 @@ unsigned char *tnt__ref_ptr(struct tnt_request *req, tnt_bufref_t r)
 
 /* ---- request lifetime --------------------------------------------- */
 
-/* The schedule of an in-memory algorithm: none, the engine runs them
- * (onhost/slots.c, onhost/staged.c). Shared by all their requests, never
+/* The schedule of an on-host algorithm: none, the engine runs them
+ * (onhost/queue.c). Shared by all their requests, never
  * counted nor freed: looking up and releasing an empty schedule in the
  * cache was a visible part of a small blocking call (docs/performance.md,
  * "A blocking call's fixed cost"). */
@@ -75,7 +75,7 @@ static tnt_result_t get_sched(struct tnt_comm *comm,
                               const tnt_coll_args_t *args, int algo,
                               tnt_sched_t **out)
 {
-    if (tnt__algo_in_memory(algo)) {
+    if (tnt__algo_onhost(algo)) {
         *out = &no_sched;
         return TNT_SUCCESS;
     }
@@ -132,15 +132,13 @@ static void free_request(struct tnt_comm *comm, struct tnt_request *req)
 
 uint32_t tnt__request_nops(const struct tnt_request *req)
 {
-    if (req->algo == TNT_ALGO_SLOTS)
-        return 2u * (uint32_t)(req->args.nranks - 1);
-    if (tnt__algo_staged(req->algo))
-        return 1; /* ops_left: 1 until it finishes (onhost/slots.c) */
+    if (tnt__algo_onhost(req->algo))
+        return tnt__onhost_nops(req);
     return req->sched->nops;
 }
 
-/* Operation states a request of schedule s needs: the slots allreduce
- * (onhost/slots.c) has an empty schedule and keeps one per rank. */
+/* Operation states a request of schedule s needs: the on-host
+ * algorithms (onhost/) have an empty schedule and keep one per rank. */
 static uint32_t request_ops(const struct tnt_comm *comm,
                             const tnt_sched_t *s)
 {
@@ -246,7 +244,7 @@ static void undefer(struct tnt_request *req)
 /* Run req's prepare with the lock released, as a large computation runs
  * (engine_compute.c: req->compute.busy holds its result and buffers while a
  * failure strikes meanwhile). req stays marked deferred, so nothing
- * starts it: slot operations behind it wait (onhost/slots.c). 1 if req
+ * starts it: on-host collectives behind it wait (onhost/queue.c). 1 if req
  * may start now. */
 static int run_prepare(struct tnt_comm *comm, struct tnt_request *req)
 {
@@ -282,8 +280,8 @@ void tnt__engine_run_deferred(struct tnt_comm *comm)
         req->deferred = 0;
         if (!start)
             continue;
-        if (tnt__algo_in_memory(req->algo))
-            tnt__slot_progress(comm);
+        if (tnt__algo_onhost(req->algo))
+            tnt__onhost_progress(comm);
         else
             tnt__run_ready(comm, req);
     }
@@ -314,12 +312,12 @@ static void finish(struct tnt_request *req, tnt_result_t rc)
         undefer(req);
     if (req->compute.heavy_queued)
         tnt__unqueue_heavy(comm, req);
-    if (req->slot_queued)
-        tnt__slot_unqueue(comm, req);
+    if (req->onhost.queued)
+        tnt__onhost_unqueue(comm, req);
     if (req->active) {
         tnt__list_unlink(&req->active_link);
         req->active = 0;
-        comm->active_msgs -= !tnt__algo_in_memory(req->algo);
+        comm->active_msgs -= !tnt__algo_onhost(req->algo);
     }
     if (req->compute.busy) {
         /* A computation still writes into its buffers: the result waits
@@ -867,8 +865,8 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     req->bufs[TNT_BUF_SEND] = (unsigned char *)(uintptr_t)send;
     req->bufs[TNT_BUF_RECV] = recv;
     if (algo == TNT_ALGO_MAPPED) {
-        req->map_ref[TNT_BUF_SEND] = mref[0];
-        req->map_ref[TNT_BUF_RECV] = mref[1];
+        req->onhost.map_ref[TNT_BUF_SEND] = mref[0];
+        req->onhost.map_ref[TNT_BUF_RECV] = mref[1];
     }
     req->reduce = tnt__reduce_fn(args->dtype, args->op);
     req->ops_left = nops;
@@ -939,17 +937,17 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
             push_ready(req, i);
     }
     req->active = 1;
-    comm->active_msgs += !tnt__algo_in_memory(algo);
+    comm->active_msgs += !tnt__algo_onhost(algo);
     tnt__list_push_back(&comm->reqs.active, &req->active_link);
     tnt__list_push_front(&comm->reqs.all, &req->all_link);
     comm->progress.last_activity = now;
 
     /* A lean run that goes on queued has looked already, and nothing
      * has arrived since: it read no rings. */
-    if (!req->slot_lean)
+    if (!req->onhost.lean)
         early_mismatch(comm, req);
-    if (tnt__algo_in_memory(algo) && req->result == TNT_INPROGRESS)
-        tnt__slot_enqueue(comm, req);
+    if (tnt__algo_onhost(algo) && req->result == TNT_INPROGRESS)
+        tnt__onhost_enqueue(comm, req);
     if (flags & TNT_POST_DEFER) {
         if (req->result == TNT_INPROGRESS) {
             req->deferred = 1;
@@ -958,8 +956,8 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
             if (comm->progress.polling)
                 tnt__progress_wake(comm);
         }
-    } else if (tnt__algo_in_memory(algo)) {
-        tnt__slot_progress(comm);
+    } else if (tnt__algo_onhost(algo)) {
+        tnt__onhost_progress(comm);
     } else {
         tnt__run_ready(comm, req);
         /* The poller runs queued large operations: get it out of
@@ -969,7 +967,7 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     }
     tnt__engine_reap(comm);
     if (!(flags & TNT_POST_WAIT_NEXT) && req->result == TNT_INPROGRESS) {
-        tnt__slot_notify(comm); /* back to the application */
+        tnt__onhost_notify(comm); /* back to the application */
         tnt__progress_unpark(comm);
     }
     *out = req;
@@ -1134,7 +1132,7 @@ static tnt_result_t wait_locked(struct tnt_request *req, double timeout_s,
         if (!comm->progress.polling)
             tnt__progress_poll(comm, 0, 0);
         if (req->result == TNT_INPROGRESS) {
-            tnt__slot_notify(comm);
+            tnt__onhost_notify(comm);
             *finished = 0;
             return TNT_TIMEOUT;
         }
@@ -1150,7 +1148,7 @@ static tnt_result_t wait_locked(struct tnt_request *req, double timeout_s,
                         timeout_s);
     else if (rc != TNT_SUCCESS) /* errors, and a deadline that expired */
         tnt__error_str(rc, comm->fail_msg);
-    tnt__slot_notify(comm);
+    tnt__onhost_notify(comm);
     return rc;
 }
 

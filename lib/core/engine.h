@@ -26,6 +26,7 @@
 #include "util/list.h"
 #include "util/bufpool.h"
 #include "core/mem.h"
+#include "core/onhost/onhost_state.h"
 #include "core/sched_cache.h"
 #include "util/param.h"
 #include "tnt/transport.h"
@@ -127,16 +128,8 @@ typedef struct tnt_opstate {
     /* Flow control (engine_flow.c). Receives: a CTS went to the peer, or
      * is owed once the connection is up. Sends: parked for the CTS. */
     uint8_t cts_sent, cts_due, parked;
-    /* The staged allreduce (onhost/staged.c), ops[q] for peer q: rounds
-     * published to q and results read back from q. */
-    uint64_t stage_put, stage_got;
-    /* The staged broadcast's signature headers (onhost/staged.c): bit 0
-     * published to q, bit 1 q's read and checked. */
-    int stage_sig;
-    /* The mapped allreduce: q's send and receive buffers as mapped
-     * here, once q has published them. */
-    const unsigned char *map_src;
-    unsigned char *map_dst;
+    /* An on-host algorithm's (core/onhost/), ops[q] for peer q. */
+    tnt_onhost_peer_t onhost;
 } tnt_opstate_t;
 
 /* A message that arrived before its receive was posted. */
@@ -253,22 +246,7 @@ struct tnt_request {
         int finish_late;       /* finished while busy: late_rc is it */
         tnt_result_t late_rc;
     } compute;
-    /* The slots allreduce (onhost/slots.c): its number among the
-     * communicator's slot operations, and their queue. */
-    uint64_t slot_no;
-    struct tnt_request *slot_next;
-    int slot_queued;
-    int slot_lean;             /* numbered and begun by tnt__slot_lean */
-    /* The staged allreduce (onhost/staged.c): its first round among the
-     * communicator's, how many, how many reduced here, and progress calls
-     * in a row that moved nothing. */
-    uint64_t stage_g0, stage_rounds, stage_reduced;
-    uint32_t stage_stalls;
-    /* The mapped allreduce: where its send and receive buffers lie in
-     * this rank's shared allocations, and elements of this rank's slice
-     * reduced so far. */
-    tnt_mem_ref_t map_ref[2];
-    uint64_t stage_map_done;
+    tnt_onhost_req_t onhost;   /* an on-host algorithm's (core/onhost/) */
 };
 
 typedef struct tnt_watch {
@@ -498,17 +476,17 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
  *  full mesh of sockets would cost more than it tells). */
 #define TNT_EAGER_CONNECT_MAX 64
 void tnt__engine_connect_all(struct tnt_comm *comm);
-/** Make progress on the slots allreduces in flight (onhost/slots.c): after
- *  every batch of events and every look at the rings. Lock held. */
-void tnt__slot_progress(struct tnt_comm *comm);
-/** Wake the peers that may sleep on this rank's slot publications
- *  (before this thread sleeps or returns to the application). */
-void tnt__slot_notify(struct tnt_comm *comm);
-/** The poller is about to sleep with slot operations or staged
- *  collectives in flight: look for what the peers called instead (a
- *  mismatch that meets in neither side's shared memory), since nothing
- *  will wake this rank for it. */
-void tnt__slot_before_sleep(struct tnt_comm *comm);
+/** Make progress on the on-host collectives in flight (onhost/queue.c):
+ *  after every batch of events and every look at the rings. Lock held. */
+void tnt__onhost_progress(struct tnt_comm *comm);
+/** Wake the peers that may sleep on what this rank wrote in the pairs'
+ *  shared memory (before this thread sleeps or returns to the
+ *  application). */
+void tnt__onhost_notify(struct tnt_comm *comm);
+/** The poller is about to sleep with on-host collectives in flight: look
+ *  for what the peers called instead (a mismatch that meets in neither
+ *  side's shared memory), since nothing will wake this rank for it. */
+void tnt__onhost_before_sleep(struct tnt_comm *comm);
 /** Start the collectives posted with TNT_POST_DEFER. Lock held. */
 void tnt__engine_run_deferred(struct tnt_comm *comm);
 /** Run the queued large reductions and copies, each with the lock

@@ -83,15 +83,16 @@ void tnt__ensure_connect(struct tnt_comm *comm, tnt_peer_t *p);
 /** Operations of req, as its report counts them. */
 uint32_t tnt__request_nops(const struct tnt_request *req);
 
-/* onhost/slots.c: the slots allreduce. */
+/* onhost/: the on-host algorithms (slots, staged and mapped allreduce,
+ * staged broadcast), run from the on-host queue (onhost/queue.c). */
 /** The signature a peer left in shared memory (slots, staging areas),
  *  as a message header, for the comparisons messages get. */
 tnt_msg_hdr_t tnt__mem_sig(const struct tnt_comm *comm, uint64_t seq,
                            uint64_t count, uint8_t kind, uint8_t dtype,
                            uint8_t op, uint8_t algo, int32_t root);
-/** Number req (a TNT_ALGO_SLOTS allreduce just posted) and queue it;
- *  tnt__slot_progress runs it. */
-void tnt__slot_enqueue(struct tnt_comm *comm, struct tnt_request *req);
+/** Number req (an on-host collective just posted) and queue it;
+ *  tnt__onhost_progress runs it. */
+void tnt__onhost_enqueue(struct tnt_comm *comm, struct tnt_request *req);
 /** Run req, a blocking TNT_ALGO_SLOTS allreduce posted with nothing else
  *  in flight and nobody polling, without queueing it: publish and look
  *  at the peers' slots a bounded number of times (once if this host has
@@ -99,54 +100,35 @@ void tnt__slot_enqueue(struct tnt_comm *comm, struct tnt_request *req);
  *  lock). 1 when it finished (req->result set: success,
  *  or the communicator failed meanwhile); 0 when it must go on as a
  *  queued request (numbered, what it published and read recorded: queue
- *  it with tnt__slot_enqueue). */
+ *  it with tnt__onhost_enqueue). */
 int tnt__slot_lean(struct tnt_comm *comm, struct tnt_request *req);
-/** Look for what the peers called instead of req, a slot operation or
- *  staged collective that waits (strays in the peers' slots and staging
- *  areas, and for a staged one the headers published for its sequence
- *  number): a mismatch between the two kinds meets in neither's memory.
- *  Fails the communicator if found. */
-void tnt__slot_check_mismatch(struct tnt_comm *comm, struct tnt_request *req);
+/** Look for what the peers called instead of req, an on-host collective
+ *  that waits (strays in the peers' slots and staging areas, and for a
+ *  staged one the headers published for its sequence number): a mismatch
+ *  between two kinds of collective meets in neither's memory. Fails the
+ *  communicator if found. */
+void tnt__onhost_check_mismatch(struct tnt_comm *comm,
+                                struct tnt_request *req);
 /** Take a finished (or failed) req off the queue. */
-void tnt__slot_unqueue(struct tnt_comm *comm, struct tnt_request *req);
-/** Peer q's connection is closing (its segment still mapped): copy the
- *  inputs that slot operations in flight have from it and still read. */
-void tnt__slot_peer_closing(struct tnt_comm *comm, int q);
-/** Does slot operation req still need peer q (its input, or to publish
- *  this rank's)? */
-int tnt__slot_needs(const struct tnt_request *req, int q);
-/** What slot operation req waits for ("slot step 0: input from rank 3
- *  (slot operation 7, 400 bytes)", or "room at" while it cannot publish
- *  yet), for the reports; returns the length written. */
-size_t tnt__slot_report(const struct tnt_request *req, char *buf,
-                        size_t len);
-
-/* onhost/staged.c: the staged allreduce and broadcast, run from the slot
- * queue. */
+void tnt__onhost_unqueue(struct tnt_comm *comm, struct tnt_request *req);
+/** Peer q's connection is closing (its segment still mapped): keep what
+ *  the on-host collectives in flight still read from it. */
+void tnt__onhost_peer_closing(struct tnt_comm *comm, int q);
+/** Does on-host collective req still need peer q (to publish to it, or
+ *  to read from it)? */
+int tnt__onhost_needs(const struct tnt_request *req, int q);
+/** Operations of on-host collective req, as its report counts them. */
+uint32_t tnt__onhost_nops(const struct tnt_request *req);
+/** What on-host collective req waits for, for the reports ("slot step
+ *  0: input from rank 3 (slot operation 7, 400 bytes)", "staged round 2
+ *  of 8: rank 1 (...)"); returns the length written. */
+size_t tnt__onhost_report(const struct tnt_request *req, char *buf,
+                          size_t len);
 /** Progress calls in a row in which a staged collective moved nothing
  *  before the peers' shared memory is searched for what they called
  *  instead (strays, headers of another signature): a mismatch meets in
  *  neither side's area, but nothing moves while it lasts, and reading
  *  the peers' lines on every call would cost a cache miss each. */
 #define TNT_STAGE_STALLS_BEFORE_CHECK 64
-/** Number req's rounds (a TNT_ALGO_STAGED allreduce just posted). */
-void tnt__stage_enqueue(struct tnt_comm *comm, struct tnt_request *req);
-/** Move req as far as the peers allow; 1 once it has every round. */
-int tnt__stage_step(struct tnt_comm *comm, struct tnt_request *req);
-/** Peer q is closing: read the results req still needs from it. */
-void tnt__stage_peer_closing(struct tnt_comm *comm, struct tnt_request *req,
-                             int q);
-/** Does req still need peer q? */
-int tnt__stage_needs(const struct tnt_request *req, int q);
-/** A staged round published by q for a collective this rank called as
- *  something else: fail with the mismatch. */
-void tnt__stage_check_strays(struct tnt_comm *comm, int q);
-/** Fail with the mismatch if a peer published, for req's sequence
- *  number, a header of another signature (it called something else). */
-void tnt__stage_same_seq_check(struct tnt_comm *comm,
-                               struct tnt_request *req);
-/** What req waits for, for the reports; returns the length written. */
-size_t tnt__stage_report(const struct tnt_request *req, char *buf,
-                         size_t len);
 
 #endif /* TNT_CORE_ENGINE_INTERNAL_H */

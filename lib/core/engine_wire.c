@@ -333,7 +333,7 @@ static int peer_needed(struct tnt_comm *comm, int peer)
     const tnt_peer_t *p = &comm->peers[peer];
     for (struct tnt_request *r = tnt__active_first(comm); r;
          r = tnt__active_next(comm, r)) {
-        if (tnt__algo_in_memory(r->algo) && tnt__slot_needs(r, peer))
+        if (tnt__algo_onhost(r->algo) && tnt__onhost_needs(r, peer))
             return 1;
         for (uint32_t i = 0; i < r->sched->nops; i++) {
             const tnt_sop_t *s = &r->sched->ops[i];
@@ -360,7 +360,7 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
     tnt_peer_t *p = &comm->peers[peer];
     /* Its segment is still mapped until the next callback: keep what the
      * slot operations in flight still read from it. */
-    tnt__slot_peer_closing(comm, peer);
+    tnt__onhost_peer_closing(comm, peer);
     p->ep = NULL; /* the transport has closed it */
     if (p->connecting) {
         p->connecting = 0;

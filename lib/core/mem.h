@@ -2,7 +2,7 @@
  * Shared allocations (tnt_mem_alloc): memory that the ranks of a
  * one-host communicator map into each other, so that a collective whose
  * buffers lie in it on every rank reads the peers' inputs and writes
- * their results in place (the mapped allreduce, core/onhost/staged.c),
+ * their results in place (the mapped allreduce, core/onhost/mapped_allreduce.c),
  * instead of copying through the pairs' staging areas.
  *
  * Allocations are collective and numbered in calling order, which is

@@ -269,11 +269,11 @@ static int before_sleep(struct tnt_comm *comm, int timeout_ms)
     if (timeout_ms == 0)
         return 0;
     if (comm->intra_host) {
-        tnt__slot_before_sleep(comm);
+        tnt__onhost_before_sleep(comm);
         if (comm->state != TNT_COMM_OK)
             timeout_ms = 0;
     }
-    tnt__slot_notify(comm);
+    tnt__onhost_notify(comm);
     return timeout_ms;
 }
 
@@ -319,7 +319,7 @@ static void serve_report_request(struct tnt_comm *comm)
 static void after_batch(struct tnt_comm *comm)
 {
     if (comm->intra_host)
-        tnt__slot_progress(comm);
+        tnt__onhost_progress(comm);
     tnt__engine_run_heavy(comm);
     tnt__engine_check_deadlines(comm, tnt__now());
     serve_report_request(comm);
@@ -384,7 +384,7 @@ void tnt__progress_spin(struct tnt_comm *comm,
                     looked = 1;
             if (looked) {
                 if (comm->intra_host)
-                    tnt__slot_progress(comm);
+                    tnt__onhost_progress(comm);
                 tnt__engine_run_heavy(comm);
             }
         }

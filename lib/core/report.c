@@ -93,7 +93,7 @@ void tnt__report_waits(const struct tnt_request *req, char *buf, size_t len)
     size_t n = 0;
     int shown = 0;
     buf[0] = '\0';
-    if (tnt__algo_in_memory(req->algo) && tnt__slot_report(req, buf, len))
+    if (tnt__algo_onhost(req->algo) && tnt__onhost_report(req, buf, len))
         return;
     /* Only the earliest step waited on: a receive of a later step is
      * posted early, and its sender is not late, only not there yet. */
@@ -138,7 +138,7 @@ static void my_progress(struct tnt_comm *comm, uint64_t *seq,
     *seq = old ? old->seq : comm->next_seq;
     *step = old ? 0 : TNT_PROGRESS_IDLE;
     *waits = -1;
-    if (!old || tnt__algo_in_memory(old->algo))
+    if (!old || tnt__algo_onhost(old->algo))
         return;
     for (uint32_t i = 0; i < old->sched->nops; i++) {
         const tnt_sop_t *s = &old->sched->ops[i];

@@ -1,13 +1,14 @@
 /*
  * The slots allreduce (TNT_ALGO_SLOTS): a small allreduce among ranks that
  * all share this host goes through the collective slots of the pairs'
- * shared-memory segments (transport/shm/shm_slot.h) instead of messages. Each
+ * shared-memory segments (onhost/slot_layout.h) instead of messages. Each
  * rank copies its input into its slot of every pair, waits until every
  * peer's slot holds the same operation's input, and reduces the k inputs
- * in rank order (the chain of the one-shot allreduce, so all ranks get
- * the same bits). No schedule runs: the request carries per-peer flags in
- * its ops array (SLOT_PUT: published to that peer, SLOT_GOT: its input is
- * there).
+ * in rank order (collectives/rank_order.h, so all ranks get the same
+ * bits). No schedule runs: the request carries per-peer flags in its ops
+ * array (req->ops[q].onhost.slots.passed, onhost_state.h: SLOT_PUT
+ * published to that peer, SLOT_GOT its input is there) and its number in
+ * req->onhost.slots.no.
  *
  * Slot operations are numbered per communicator, in posting order, which
  * is the same on every rank (the choice of the algorithm depends on the
@@ -21,55 +22,34 @@
  * this rank's call; anything else is a mismatch, reported as for messages.
  *
  * Everything runs with comm->lock held, from the post, the blocking
- * calls' spin and the poller after each batch of events (progress.c).
- *
- * The staged allreduce of large buffers (onhost/staged.c) shares this
- * queue: it too runs without messages, finishes in order with the slot
- * operations, and needs the same care for closing peers and strays.
+ * calls' spin and the poller after each batch of events (progress.c),
+ * through the on-host queue (onhost/queue.c) that it shares with the
+ * staged and mapped algorithms.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "core/comm_tp.h"
-#include "core/engine_internal.h"
-#include "transport/shm/shm_slot.h"
+#include "core/onhost/onhost.h"
+#include "core/onhost/slot_layout.h"
 
 enum { SLOT_PUT = 1, SLOT_GOT = 2, SLOT_BOTH = 3 };
 
-/* q's endpoint's slot areas, looked up once per endpoint: the lookup is
- * a call into the transport, and the blocking call's spin looks at the
- * slots all the time. */
-static tnt_peer_t *slots_of(struct tnt_comm *comm, int q)
-{
-    tnt_peer_t *p = &comm->peers[q];
-    if (p->slot_ep != p->ep) {
-        void *mine;
-        const void *theirs;
-        tnt__comm_tp_pair_area(comm, q, TNT_TP_AREA_SLOTS, &mine, &theirs);
-        p->slot_mine = mine;
-        p->slot_theirs = theirs;
-        p->slot_ep = p->ep;
-    }
-    return p;
-}
-
-/* This rank's side of the pair with q, which it writes, and q's side,
- * which it reads (q connected over shm). */
+/* The pair areas with q as slots (tnt__onhost_mine, _theirs). */
 static tnt_slot_side_t *mine_of(struct tnt_comm *comm, int q)
 {
-    return slots_of(comm, q)->slot_mine;
+    return tnt__onhost_mine(comm, q, TNT_TP_AREA_SLOTS);
 }
 
 static const tnt_slot_side_t *theirs_of(struct tnt_comm *comm, int q)
 {
-    return slots_of(comm, q)->slot_theirs;
+    return tnt__onhost_theirs(comm, q, TNT_TP_AREA_SLOTS);
 }
 
 /* Publish req's input in this rank's slot of the pair with q. */
 static void put(struct tnt_comm *comm, struct tnt_request *req, int q)
 {
-    tnt_slot_t *s = &mine_of(comm, q)->slot[req->slot_no & 1];
+    tnt_slot_t *s = &mine_of(comm, q)->slot[req->onhost.slots.no & 1];
     s->seq = req->seq;
     s->count = (uint32_t)req->args.count;
     s->kind = req->sig.kind;
@@ -78,41 +58,10 @@ static void put(struct tnt_comm *comm, struct tnt_request *req, int q)
     s->algo = req->sig.algo;
     s->completed = comm->slot_completed;
     memcpy(s->data, req->bufs[TNT_BUF_SEND], req->args.count * req->args.esize);
-    atomic_store_explicit(&s->no, req->slot_no + 1, memory_order_release);
+    atomic_store_explicit(&s->no, req->onhost.slots.no + 1,
+                          memory_order_release);
     comm->peers[q].slot_notify = 1;
     comm->slot_notify = 1;
-}
-
-void tnt__slot_notify(struct tnt_comm *comm)
-{
-    if (!comm->slot_notify)
-        return;
-    comm->slot_notify = 0;
-    for (int q = 0; q < comm->nranks; q++) {
-        tnt_peer_t *p = &comm->peers[q];
-        if (p->slot_notify && p->ep)
-            p->tp->pair_notify(p->tp_ctx, p->ep);
-        p->slot_notify = 0;
-    }
-}
-
-tnt_msg_hdr_t tnt__mem_sig(const struct tnt_comm *comm, uint64_t seq,
-                           uint64_t count, uint8_t kind, uint8_t dtype,
-                           uint8_t op, uint8_t algo, int32_t root)
-{
-    tnt_msg_hdr_t h;
-    memset(&h, 0, sizeof(h));
-    h.magic = TNT_MSG_MAGIC;
-    h.comm_id = comm->comm_id;
-    h.seq = seq;
-    h.count = count;
-    h.kind = kind;
-    h.dtype = dtype;
-    h.op = op;
-    h.algo = algo;
-    h.root = root;
-    h.nranks = comm->nranks;
-    return h;
 }
 
 /* The signature a peer's slot carries, as a message header. */
@@ -126,9 +75,9 @@ static tnt_msg_hdr_t slot_sig(const struct tnt_comm *comm,
 /* Is q's input for req there? Fails the communicator on a mismatch. */
 static int got(struct tnt_comm *comm, struct tnt_request *req, int q)
 {
-    const tnt_slot_t *s = &theirs_of(comm, q)->slot[req->slot_no & 1];
+    const tnt_slot_t *s = &theirs_of(comm, q)->slot[req->onhost.slots.no & 1];
     uint64_t no = atomic_load_explicit(&s->no, memory_order_acquire);
-    if (no != req->slot_no + 1)
+    if (no != req->onhost.slots.no + 1)
         return 0;
     tnt_msg_hdr_t h = slot_sig(comm, s);
     if (h.seq != req->seq || !tnt__sig_equal(&h, &req->sig)) {
@@ -144,28 +93,29 @@ static int got(struct tnt_comm *comm, struct tnt_request *req, int q)
 /* May req publish to q: q has read this rank's operation n - 2? */
 static int room(struct tnt_comm *comm, struct tnt_request *req, int q)
 {
-    if (req->slot_no < 2)
+    if (req->onhost.slots.no < 2)
         return 1;
-    if (comm->slot_completed + 1 < req->slot_no)
+    if (comm->slot_completed + 1 < req->onhost.slots.no)
         return 0;
     /* What q said when it last published is usually enough: a peer
      * that calls one blocking allreduce after another has finished n - 2
      * when it publishes n - 1. */
-    if (comm->peers[q].slot_completed + 1 >= req->slot_no)
+    uint64_t no = req->onhost.slots.no;
+    if (comm->peers[q].slot_completed + 1 >= no)
         return 1;
-    return atomic_load_explicit(&theirs_of(comm, q)->done[req->slot_no & 1],
-                                memory_order_acquire) + 1 >= req->slot_no;
+    return atomic_load_explicit(&theirs_of(comm, q)->done[no & 1],
+                                memory_order_acquire) + 1 >= no;
 }
 
 /* Rank i's input of req: a copy saved when its connection closed
- * (tnt__slot_peer_closing), else the slot itself; this rank's own input
+ * (peer_closing), else the slot itself; this rank's own input
  * as published in any pair's slot (the receive buffer may be it). */
 static const unsigned char *input(struct tnt_comm *comm,
                                   const struct tnt_request *req, int i)
 {
-    if (req->ops[i].src)
-        return req->ops[i].src->data;
-    int b = (int)(req->slot_no & 1);
+    if (req->ops[i].onhost.slots.saved)
+        return req->ops[i].onhost.slots.saved->data;
+    int b = (int)(req->onhost.slots.no & 1);
     if (i != comm->rank)
         return theirs_of(comm, i)->slot[b].data;
     for (int q = 0;; q++)
@@ -190,57 +140,26 @@ static int save(struct tnt_comm *comm, struct tnt_request *req, int i,
         return 0;
     }
     memcpy(u->data, src, bytes);
-    req->ops[i].src = u;
+    req->ops[i].onhost.slots.saved = u;
     return 1;
-}
-
-static void drop_saved(struct tnt_comm *comm, struct tnt_request *req)
-{
-    for (int i = 0; i < comm->nranks; i++)
-        if (req->ops[i].src) {
-            tnt__free_unexp(comm, req->ops[i].src);
-            req->ops[i].src = NULL;
-        }
-}
-
-/* req (slots or staged) has all it needs: off the queue, finished. */
-static void finish_queued(struct tnt_comm *comm, struct tnt_request *req)
-{
-    tnt__slot_notify(comm);
-    tnt__slot_unqueue(comm, req);
-    req->ops_left = 0;
-    tnt__run_ready(comm, req); /* nothing ready, nothing left: finishes */
 }
 
 /* Every input is there: reduce in rank order into the receive buffer,
  * tell each peer its slot is free again. */
 static void reduce_inputs(struct tnt_comm *comm, struct tnt_request *req)
 {
-    int k = comm->nranks, me = comm->rank, b = (int)(req->slot_no & 1);
-    size_t n = req->args.count;
+    int k = comm->nranks, me = comm->rank, b = (int)(req->onhost.slots.no & 1);
     unsigned char *dst = req->bufs[TNT_BUF_RECV];
     /* Every input is read from a slot (or a saved copy), never from dst:
      * in place, dst is this rank's input and is overwritten here. */
-    for (int i = 0; i < k; i++) {
-        const unsigned char *in = input(comm, req, i);
-        if (i == 0)
-            memcpy(dst, in, n * req->args.esize);
-        else
-            req->reduce(dst, dst, in, n);
-    }
-    if (req->args.op == TNT_AVG)
-        tnt__scale_avg(dst, n, req->args.dtype, k);
+    for (int i = 0; i < k; i++)
+        tnt__onhost_fold(req, dst, i, input(comm, req, i), req->args.count);
     for (int q = 0; q < k; q++)
         if (q != me && comm->peers[q].ep)
             atomic_store_explicit(&mine_of(comm, q)->done[b],
-                                  req->slot_no + 1, memory_order_release);
-    comm->slot_completed = req->slot_no + 1;
-}
-
-static void complete(struct tnt_comm *comm, struct tnt_request *req)
-{
-    reduce_inputs(comm, req);
-    finish_queued(comm, req);
+                                  req->onhost.slots.no + 1,
+                                  memory_order_release);
+    comm->slot_completed = req->onhost.slots.no + 1;
 }
 
 /* One look at every peer for req; 1 once it has every input. */
@@ -248,8 +167,8 @@ static int step(struct tnt_comm *comm, struct tnt_request *req)
 {
     int k = comm->nranks, me = comm->rank, all = 1;
     for (int q = 0; q < k && comm->state == TNT_COMM_OK; q++) {
-        tnt_opstate_t *os = &req->ops[q];
-        if (q == me || os->done == SLOT_BOTH)
+        unsigned *passed = &req->ops[q].onhost.slots.passed;
+        if (q == me || *passed == SLOT_BOTH)
             continue;
         tnt_peer_t *p = &comm->peers[q];
         if (!p->ep) {
@@ -260,16 +179,16 @@ static int step(struct tnt_comm *comm, struct tnt_request *req)
             all = 0;
             continue;
         }
-        if (!(os->done & SLOT_PUT) && room(comm, req, q)) {
+        if (!(*passed & SLOT_PUT) && room(comm, req, q)) {
             put(comm, req, q);
-            os->done |= SLOT_PUT;
+            *passed |= SLOT_PUT;
             req->ops_left--;
         }
-        if (!(os->done & SLOT_GOT) && got(comm, req, q)) {
-            os->done |= SLOT_GOT;
+        if (!(*passed & SLOT_GOT) && got(comm, req, q)) {
+            *passed |= SLOT_GOT;
             req->ops_left--;
         }
-        if (os->done != SLOT_BOTH)
+        if (*passed != SLOT_BOTH)
             all = 0;
     }
     return all && comm->state == TNT_COMM_OK;
@@ -279,89 +198,22 @@ static int step(struct tnt_comm *comm, struct tnt_request *req)
  * a sequence number where this rank called something else (a message
  * collective, say): nobody would ever send the other a message. Compared
  * as a message for an earlier collective would be. */
-static void check_strays(struct tnt_comm *comm)
+void tnt__slots_check_strays(struct tnt_comm *comm, int q)
 {
-    for (int q = 0; q < comm->nranks && comm->state == TNT_COMM_OK; q++) {
-        if (q == comm->rank || !comm->peers[q].ep)
+    for (int b = 0; b < 2 && comm->state == TNT_COMM_OK; b++) {
+        const tnt_slot_t *s = &theirs_of(comm, q)->slot[b];
+        uint64_t no = atomic_load_explicit(&s->no, memory_order_acquire);
+        if (no <= comm->slot_next || s->seq >= comm->next_seq)
             continue;
-        tnt__stage_check_strays(comm, q);
-        for (int b = 0; b < 2 && comm->state == TNT_COMM_OK; b++) {
-            const tnt_slot_t *s = &theirs_of(comm, q)->slot[b];
-            uint64_t no = atomic_load_explicit(&s->no, memory_order_acquire);
-            if (no <= comm->slot_next || s->seq >= comm->next_seq)
-                continue;
-            tnt_msg_hdr_t h = slot_sig(comm, s);
-            if (tnt__mismatch_past(comm, &h, q))
-                return;
-        }
-    }
-}
-
-void tnt__slot_progress(struct tnt_comm *comm)
-{
-    comm->stage_more = 0; /* the mapped allreduce sets it again */
-    /* A collective of messages can be stranded by a stray: two slot
-     * operations meet in the slots and compare there, as two staged ones
-     * do in the staging areas. Reading the peers' lines each round would
-     * cost a cache miss each; a staged collective and a slot operation
-     * that stand against each other are found by
-     * tnt__slot_check_mismatch, from a stalled staged collective and
-     * before sleeping. */
-    if (comm->active_msgs)
-        check_strays(comm);
-    if (comm->state != TNT_COMM_OK)
-        return;
-    /* Later operations publish (and look) while earlier ones wait; they
-     * finish in order. Only the oldest staged allreduce moves: its
-     * rounds come before a later one's. */
-    int head = 1, staged_seen = 0;
-    for (struct tnt_request *r = comm->slot_head, *next; r; r = next) {
-        next = r->slot_next;
-        if (r->deferred) /* posted by fusion; the poller starts it */
-            break;
-        int ready;
-        if (tnt__algo_staged(r->algo)) {
-            if (staged_seen)
-                break;
-            staged_seen = 1;
-            ready = tnt__stage_step(comm, r);
-        } else {
-            ready = step(comm, r);
-        }
-        if (ready && head) {
-            if (tnt__algo_staged(r->algo)) {
-                staged_seen = 0;
-                finish_queued(comm, r);
-            } else {
-                complete(comm, r);
-            }
-        } else {
-            head = 0;
-        }
-        if (comm->state != TNT_COMM_OK)
+        tnt_msg_hdr_t h = slot_sig(comm, s);
+        if (tnt__mismatch_past(comm, &h, q))
             return;
     }
 }
 
-void tnt__slot_check_mismatch(struct tnt_comm *comm, struct tnt_request *req)
-{
-    if (comm->state != TNT_COMM_OK)
-        return;
-    check_strays(comm);
-    if (tnt__algo_staged(req->algo) && comm->state == TNT_COMM_OK)
-        tnt__stage_same_seq_check(comm, req);
-}
-
-void tnt__slot_before_sleep(struct tnt_comm *comm)
-{
-    struct tnt_request *h = comm->slot_head;
-    if (h && !h->deferred)
-        tnt__slot_check_mismatch(comm, h);
-}
-
 static void number(struct tnt_comm *comm, struct tnt_request *req)
 {
-    req->slot_no = comm->slot_next++;
+    req->onhost.slots.no = comm->slot_next++;
     req->ops_left = 2u * (uint32_t)(comm->nranks - 1);
 }
 
@@ -373,14 +225,14 @@ static void number(struct tnt_comm *comm, struct tnt_request *req)
 int tnt__slot_lean(struct tnt_comm *comm, struct tnt_request *req)
 {
     number(comm, req);
-    req->slot_lean = 1;
+    req->onhost.lean = 1;
     /* A rank that shares its CPU must not spin: its peers need it. */
     int rounds = comm->host_cpus > 0 && comm->host_ranks > comm->host_cpus
                      ? 1 : LEAN_ROUNDS;
     for (int n = 0; n < rounds; n++) {
         if (step(comm, req)) {
             reduce_inputs(comm, req);
-            tnt__slot_notify(comm);
+            tnt__onhost_notify(comm);
             req->ops_left = 0;
             req->result = TNT_SUCCESS;
             return 1;
@@ -397,99 +249,88 @@ int tnt__slot_lean(struct tnt_comm *comm, struct tnt_request *req)
     return 0;
 }
 
-void tnt__slot_enqueue(struct tnt_comm *comm, struct tnt_request *req)
+static void start(struct tnt_comm *comm, struct tnt_request *req)
 {
-    if (tnt__algo_staged(req->algo)) {
-        tnt__stage_enqueue(comm, req);
-        req->ops_left = 1; /* until it finishes (finish_queued) */
-    } else if (!req->slot_lean) {
+    if (!req->onhost.lean)
         number(comm, req);
-    }
-    req->slot_queued = 1;
-    req->slot_next = NULL;
-    if (comm->slot_tail)
-        comm->slot_tail->slot_next = req;
-    else
-        comm->slot_head = req;
-    comm->slot_tail = req;
 }
 
-void tnt__slot_unqueue(struct tnt_comm *comm, struct tnt_request *req)
+/* Give back the copies peer_closing kept. */
+static void drop_saved(struct tnt_comm *comm, struct tnt_request *req)
 {
-    struct tnt_request **pp = &comm->slot_head, *prev = NULL;
-    while (*pp && *pp != req) {
-        prev = *pp;
-        pp = &(*pp)->slot_next;
-    }
-    if (*pp) {
-        *pp = req->slot_next;
-        if (comm->slot_tail == req)
-            comm->slot_tail = prev;
-    }
-    req->slot_next = NULL;
-    req->slot_queued = 0;
-    drop_saved(comm, req);
+    for (int i = 0; i < comm->nranks; i++)
+        if (req->ops[i].onhost.slots.saved) {
+            tnt__free_unexp(comm, req->ops[i].onhost.slots.saved);
+            req->ops[i].onhost.slots.saved = NULL;
+        }
 }
 
-void tnt__slot_peer_closing(struct tnt_comm *comm, int q)
+/* Keep the inputs q's slots hold for req, and this rank's own, before
+ * q's segment goes away. */
+static int peer_closing(struct tnt_comm *comm, struct tnt_request *req,
+                        int q)
 {
     int me = comm->rank;
-    if (!comm->peers[q].ep || comm->state != TNT_COMM_OK)
-        return;
-    for (struct tnt_request *r = comm->slot_head; r; r = r->slot_next) {
-        if (tnt__algo_staged(r->algo)) {
-            tnt__stage_peer_closing(comm, r, q);
-            continue;
-        }
-        tnt_opstate_t *os = &r->ops[q];
-        if (!(os->done & SLOT_PUT))
-            continue; /* it still needs this rank's input: lost */
-        int b = (int)(r->slot_no & 1);
-        if (!r->ops[me].src &&
-            !save(comm, r, me, mine_of(comm, q)->slot[b].data))
-            return;
-        int had = os->done & SLOT_GOT;
-        if (!had && !got(comm, r, q))
-            continue; /* its input is not there: lost */
-        if (!save(comm, r, q, theirs_of(comm, q)->slot[b].data))
-            return;
-        if (!had) {
-            os->done |= SLOT_GOT;
-            r->ops_left--;
-        }
+    unsigned *passed = &req->ops[q].onhost.slots.passed;
+    if (!(*passed & SLOT_PUT))
+        return 1; /* it still needs this rank's input: lost */
+    int b = (int)(req->onhost.slots.no & 1);
+    if (!req->ops[me].onhost.slots.saved &&
+        !save(comm, req, me, mine_of(comm, q)->slot[b].data))
+        return 0;
+    int had = *passed & SLOT_GOT;
+    if (!had && !got(comm, req, q))
+        return 1; /* its input is not there: lost */
+    if (!save(comm, req, q, theirs_of(comm, q)->slot[b].data))
+        return 0;
+    if (!had) {
+        *passed |= SLOT_GOT;
+        req->ops_left--;
     }
+    return 1;
 }
 
-int tnt__slot_needs(const struct tnt_request *req, int q)
+static int needs(const struct tnt_request *req, int q)
 {
-    if (tnt__algo_staged(req->algo))
-        return tnt__stage_needs(req, q);
-    return req->ops[q].done != SLOT_BOTH || !req->ops[q].src;
+    const tnt_onhost_peer_t *os = &req->ops[q].onhost;
+    return os->slots.passed != SLOT_BOTH || !os->slots.saved;
 }
 
-size_t tnt__slot_report(const struct tnt_request *req, char *buf,
-                        size_t len)
+static uint32_t nops(const struct tnt_request *req)
 {
-    if (tnt__algo_staged(req->algo))
-        return tnt__stage_report(req, buf, len);
-    const struct tnt_comm *comm = req->comm;
-    size_t n = 0;
-    int shown = 0;
-    buf[0] = '\0';
-    for (int q = 0; comm && q < comm->nranks && shown < 4; q++) {
-        if (q == comm->rank || req->ops[q].done == SLOT_BOTH)
-            continue;
-        int w = snprintf(buf + n, len - n, "%sslot step 0: %s rank %d "
-                         "(slot operation %" PRIu64 ", %zu bytes)",
-                         shown ? "; " : "",
-                         (req->ops[q].done & SLOT_PUT) ? "input from"
-                                                       : "room at",
-                         q, req->slot_no,
-                         req->args.count * req->args.esize);
-        if (w < 0 || (size_t)w >= len - n)
-            break;
-        n += (size_t)w;
-        shown++;
-    }
-    return n;
+    return 2u * (uint32_t)(req->args.nranks - 1);
 }
+
+/* For the report: q has not both had this rank's input and given its
+ * own. */
+static int waits(const struct tnt_request *req, int q)
+{
+    return req->ops[q].onhost.slots.passed != SLOT_BOTH;
+}
+
+static int describe(const struct tnt_request *req, int q, const char *sep,
+                    char *buf, size_t len)
+{
+    return snprintf(buf, len, "%sslot step 0: %s rank %d (slot operation %"
+                    PRIu64 ", %zu bytes)", sep,
+                    (req->ops[q].onhost.slots.passed & SLOT_PUT)
+                        ? "input from" : "room at",
+                    q, req->onhost.slots.no, req->args.count * req->args.esize);
+}
+
+static size_t report(const struct tnt_request *req, char *buf, size_t len)
+{
+    return tnt__onhost_report_peers(req, buf, len, waits, describe);
+}
+
+const tnt_onhost_algo_t tnt__onhost_slots = {
+    .start = start,
+    .step = step,
+    .complete = reduce_inputs,
+    .dequeued = drop_saved,
+    .peer_closing = peer_closing,
+    .needs = needs,
+    .nops = nops,
+    .report = report,
+    .stage_rounds = 0,
+};

@@ -59,7 +59,7 @@ static socklen_t sock_name(struct sockaddr_un *sa, uint64_t job, pid_t pid,
 /* Each side's part of the segment starts a page (shm_align.h). */
 _Static_assert(sizeof(shm_ring_t) % TNT_SHM_APART == 0 &&
                SHM_RING_BYTES % TNT_SHM_APART == 0 &&
-               sizeof(tnt_slot_side_t) % TNT_SHM_APART == 0 &&
+               TNT_TP_AREA_SLOTS_BYTES % TNT_SHM_APART == 0 &&
                offsetof(shm_seg_t, rings) % TNT_SHM_APART == 0,
                "sides' fields on separate pages");
 
@@ -68,14 +68,14 @@ _Static_assert(sizeof(shm_ring_t) % TNT_SHM_APART == 0 &&
 static size_t stage_off(size_t cap)
 {
     size_t end = sizeof(shm_seg_t) + 2 * (sizeof(shm_ring_t) + cap) +
-                 2 * sizeof(tnt_slot_side_t);
-    size_t a = _Alignof(tnt_stage_side_t);
+                 2 * TNT_TP_AREA_SLOTS_BYTES;
+    size_t a = TNT_TP_AREA_ALIGN;
     return (end + a - 1) / a * a;
 }
 
 size_t tnt__shm_seg_len(size_t cap)
 {
-    return stage_off(cap) + 2 * sizeof(tnt_stage_side_t);
+    return stage_off(cap) + 2 * TNT_TP_AREA_STAGES_BYTES;
 }
 
 static void ep_map_rings(shm_ep_t *ep)
@@ -85,29 +85,12 @@ static void ep_map_rings(shm_ep_t *ep)
     shm_ring_t *r1 = (shm_ring_t *)(ep->seg->rings + stride);
     ep->tx = ep->side == 0 ? r0 : r1;
     ep->rx = ep->side == 0 ? r1 : r0;
-    tnt_slot_side_t *s = (tnt_slot_side_t *)(ep->seg->rings + 2 * stride);
-    ep->slot_mine = &s[ep->side];
-    ep->slot_theirs = &s[1 - ep->side];
-    tnt_stage_side_t *st =
-        (tnt_stage_side_t *)((unsigned char *)ep->seg + stage_off(ep->cap));
-    ep->stage_mine = &st[ep->side];
-    ep->stage_theirs = &st[1 - ep->side];
-}
-
-void tnt__shm_slots(void *vep, tnt_slot_side_t **mine,
-                    const tnt_slot_side_t **theirs)
-{
-    shm_ep_t *ep = vep;
-    *mine = ep->slot_mine;
-    *theirs = ep->slot_theirs;
-}
-
-void tnt__shm_stages(void *vep, tnt_stage_side_t **mine,
-                     const tnt_stage_side_t **theirs)
-{
-    shm_ep_t *ep = vep;
-    *mine = ep->stage_mine;
-    *theirs = ep->stage_theirs;
+    unsigned char *s = ep->seg->rings + 2 * stride;
+    ep->slot_mine = s + ep->side * TNT_TP_AREA_SLOTS_BYTES;
+    ep->slot_theirs = s + (1 - ep->side) * TNT_TP_AREA_SLOTS_BYTES;
+    unsigned char *st = (unsigned char *)ep->seg + stage_off(ep->cap);
+    ep->stage_mine = st + ep->side * TNT_TP_AREA_STAGES_BYTES;
+    ep->stage_theirs = st + (1 - ep->side) * TNT_TP_AREA_STAGES_BYTES;
 }
 
 /* Can this process read `addr` in process `pid`? Tells whether the
@@ -834,22 +817,17 @@ static tnt_result_t shm_pair_area(void *vctx, void *ep, int area,
                                   size_t *len)
 {
     (void)vctx;
+    shm_ep_t *e = ep;
     if (area == TNT_TP_AREA_SLOTS) {
-        tnt_slot_side_t *m;
-        const tnt_slot_side_t *t;
-        tnt__shm_slots(ep, &m, &t);
-        *mine = m;
-        *theirs = t;
-        *len = sizeof(*m);
+        *mine = e->slot_mine;
+        *theirs = e->slot_theirs;
+        *len = TNT_TP_AREA_SLOTS_BYTES;
         return TNT_SUCCESS;
     }
     if (area == TNT_TP_AREA_STAGES) {
-        tnt_stage_side_t *m;
-        const tnt_stage_side_t *t;
-        tnt__shm_stages(ep, &m, &t);
-        *mine = m;
-        *theirs = t;
-        *len = sizeof(*m);
+        *mine = e->stage_mine;
+        *theirs = e->stage_theirs;
+        *len = TNT_TP_AREA_STAGES_BYTES;
         return TNT_SUCCESS;
     }
     return TNT_ERR_UNSUPPORTED;

@@ -27,8 +27,6 @@
 
 #include "tnt/transport.h"
 #include "transport/shm/shm_ring.h"
-#include "transport/shm/shm_slot.h"
-#include "transport/shm/shm_stage.h"
 
 #define SHM_MAGIC 0x53544e54u    /* "TNTS" */
 #define SHM_VERSION 6u  /* 3: collective slots after the rings;
@@ -61,9 +59,12 @@ typedef struct shm_frame {
 } shm_frame_t;
 
 /* The segment: side 0 is the lower rank (it creates the segment), side 1
- * the higher; ring s carries side s's messages. The two sides' collective
- * slots (shm_slot.h) follow the rings, and their staging areas
- * (shm_stage.h) the slots, from the next page. */
+ * the higher; ring s carries side s's messages. The two sides' pair areas
+ * for the core's on-host algorithms follow: the slots (TNT_TP_AREA_SLOTS,
+ * TNT_TP_AREA_SLOTS_BYTES a side) after the rings, and the staging areas
+ * (TNT_TP_AREA_STAGES) after the slots, from the next page. Their layout
+ * is the core's (lib/core/onhost/slot_layout.h, stage_layout.h); here
+ * they are bytes. */
 typedef struct shm_seg {
     uint32_t magic;
     uint32_t version;
@@ -145,10 +146,10 @@ typedef struct shm_ep {
     size_t seg_len;
     size_t cap;
     shm_ring_t *tx, *rx;
-    tnt_slot_side_t *slot_mine;         /* in the segment, after the rings */
-    const tnt_slot_side_t *slot_theirs;
-    tnt_stage_side_t *stage_mine;       /* after the slots */
-    const tnt_stage_side_t *stage_theirs;
+    unsigned char *slot_mine;           /* in the segment, after the rings */
+    const unsigned char *slot_theirs;
+    unsigned char *stage_mine;          /* after the slots */
+    const unsigned char *stage_theirs;
     int sock_watched, efd_watched;
     int announced;        /* on_connected was called */
     int closed;
@@ -230,13 +231,6 @@ tnt_result_t tnt__shm_send(void *vctx, void *vep, const void *hdr,
  * unarmed calls): ask for the eventfd again and take what came
  * meanwhile. Returns 1 if a message arrived. */
 int tnt__shm_poll(void *vctx, unsigned flags);
-/* The slot areas of endpoint `ep` (shm_slot.h): this rank's side, which
- * it writes, and the peer's, which it reads. */
-void tnt__shm_slots(void *ep, tnt_slot_side_t **mine,
-                    const tnt_slot_side_t **theirs);
-/* The staging areas of endpoint `ep` (shm_stage.h), likewise. */
-void tnt__shm_stages(void *ep, tnt_stage_side_t **mine,
-                     const tnt_stage_side_t **theirs);
 /* The pair_notify entry: after publishing in a pair area, wake the peer
  * if it sleeps (it armed its eventfd, shm_ring.c's protocol) -- one
  * fence, and a system call only when the peer sleeps. The publisher may

@@ -1,7 +1,9 @@
 /*
- * Staging areas: where the staged allreduce and broadcast
- * (core/onhost/staged.c) among ranks that all share this host leave their
- * data for a peer to read in place. Each side of a pair's segment owns
+ * Staging areas (the transport's pair area TNT_TP_AREA_STAGES): where the
+ * staged allreduce and broadcast (onhost/staged_allreduce.c,
+ * staged_bcast.c, mapped_allreduce.c, rounds in stage_rounds.c) among
+ * ranks that all share this host leave their data for a peer to read in
+ * place. Each side of a pair's segment owns
  * two input buffers (this rank's part of the slice the peer reduces) and
  * two output buffers (the slice this rank reduced, or the broadcast
  * root's data, for the peer to copy), used by rounds alternately: round g
@@ -20,12 +22,14 @@
  * untrusted: the reader compares the signature with its own call and
  * reads the data as plain numbers.
  */
-#ifndef TNT_TRANSPORT_SHM_SHM_STAGE_H
-#define TNT_TRANSPORT_SHM_SHM_STAGE_H
+#ifndef TNT_CORE_ONHOST_STAGE_LAYOUT_H
+#define TNT_CORE_ONHOST_STAGE_LAYOUT_H
 
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "tnt/transport.h"
 
 /* One buffer. Large enough that a round's copies dwarf its
  * synchronisation, small enough that a round's data stays in cache
@@ -58,7 +62,11 @@ typedef struct tnt_stage_side {
     unsigned char out[2][TNT_STAGE_BYTES];
 } tnt_stage_side_t;
 
+_Static_assert(sizeof(tnt_stage_side_t) == TNT_TP_AREA_STAGES_BYTES &&
+               _Alignof(tnt_stage_side_t) <= TNT_TP_AREA_ALIGN,
+               "the transport hands out TNT_TP_AREA_STAGES_BYTES a side");
+
 /* The core reaches a pair's staging areas through the transport's
  * pair_area entry (TNT_TP_AREA_STAGES). */
 
-#endif /* TNT_TRANSPORT_SHM_SHM_STAGE_H */
+#endif /* TNT_CORE_ONHOST_STAGE_LAYOUT_H */

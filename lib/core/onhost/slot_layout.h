@@ -1,7 +1,8 @@
 /*
- * Collective slots: a small fixed area in each pair's shared-memory
- * segment where a rank leaves the input of a small allreduce for its peer
- * to read in place (core/onhost/slots.c runs the algorithm). A message
+ * Collective slots: a small fixed area of each pair's shared memory (the
+ * transport's pair area TNT_TP_AREA_SLOTS) where a rank leaves the input
+ * of a small allreduce for its peer to read in place (onhost/slots.c runs
+ * the algorithm). A message
  * through the ring costs a frame, a header, a match against posted
  * receives and a copy out of the ring on the other side; a slot costs the
  * cache lines of the data and one of a header, which is what Open MPI's
@@ -14,19 +15,15 @@
  * the reader compares the signature with its own call and reads the data
  * as plain numbers.
  */
-#ifndef TNT_TRANSPORT_SHM_SHM_SLOT_H
-#define TNT_TRANSPORT_SHM_SHM_SLOT_H
+#ifndef TNT_CORE_ONHOST_SLOT_LAYOUT_H
+#define TNT_CORE_ONHOST_SLOT_LAYOUT_H
 
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "transport/shm/shm_align.h"
-
-/* The largest allreduce that goes through the slots. From about this
- * size the ring's copies, not the call, are what an allreduce costs
- * (docs/performance.md, "The slots' size"). */
-#define TNT_SLOT_BYTES ((size_t)8 << 10)
+#include "collectives/algorithms.h"
+#include "tnt/transport.h"
 
 typedef struct tnt_slot {
     /* Number + 1 of the slot operation whose input the slot holds; stored
@@ -43,9 +40,12 @@ typedef struct tnt_slot {
     unsigned char data[TNT_SLOT_BYTES];
 } tnt_slot_t;
 
-/* Written by its owner only, on pages of its own (shm_align.h). */
+/* Written by its owner only, on pages of its own: the transport starts
+ * each side on a page (TNT_TP_AREA_ALIGN), and a side is whole pages, so
+ * that the two sides' writes do not pull each other's lines away
+ * (docs/performance.md, "Fields a page apart"). */
 typedef struct tnt_slot_side {
-    _Alignas(TNT_SHM_APART) tnt_slot_t slot[2];
+    _Alignas(TNT_TP_AREA_ALIGN) tnt_slot_t slot[2];
     /* done[b]: number + 1 of the last operation of parity b whose input
      * this side has read from the other side's slot: the other side may
      * use that slot again. */
@@ -54,8 +54,11 @@ typedef struct tnt_slot_side {
 
 _Static_assert(offsetof(tnt_slot_t, data) == 32,
                "a small input shares the line of the slot's header");
+_Static_assert(sizeof(tnt_slot_side_t) == TNT_TP_AREA_SLOTS_BYTES &&
+               _Alignof(tnt_slot_side_t) <= TNT_TP_AREA_ALIGN,
+               "the transport hands out TNT_TP_AREA_SLOTS_BYTES a side");
 
 /* The core reaches a pair's slots through the transport's pair_area
  * (TNT_TP_AREA_SLOTS) and pair_notify entries. */
 
-#endif /* TNT_TRANSPORT_SHM_SHM_SLOT_H */
+#endif /* TNT_CORE_ONHOST_SLOT_LAYOUT_H */
