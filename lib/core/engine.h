@@ -404,7 +404,8 @@ struct tnt_comm {
 
     /* The on-host algorithms (lib/core/onhost/) and the shared
      * allocations they use. */
-    /* Slot operations (onhost/slots.c): numbered in posting order, finished
+    /* On-host collectives of every algorithm (onhost/queue.c; the
+     * "slot" names are historical): numbered in posting order, finished
      * in that order; the unfinished ones, oldest first. */
     uint64_t slot_next;
     uint64_t slot_completed;   /* number + 1 of the last one finished */
@@ -412,7 +413,7 @@ struct tnt_comm {
     uint64_t stage_next;       /* next round of staged allreduces */
     int slot_notify;           /* some peer's slot_notify is set */
     /* A mapped allreduce has more of its slice to reduce (it does a
-     * piece per pass, onhost/staged.c): poll again without sleeping. */
+     * piece per pass, onhost/mapped_allreduce.c): poll again without sleeping. */
     int stage_more;
     tnt_mem_table_t mem;       /* shared allocations (core/mem.c) */
     unsigned char *map_acc;    /* the mapped allreduce's block, lazily */
