@@ -102,6 +102,7 @@ expect "d['params']['TNT_EAGER_BYTES']['value']" 128k
 expect "d['params']['TNT_EAGER_BYTES']['used']" 131072
 expect "d['params']['TNT_SEGMENT_BYTES']['used']" 262144
 expect "d['params']['TNT_SEGMENT_BYTES']['status']" default
+expect "d['params']['TNT_HOST_ID']['status']" unset
 expect "d['params']['TNT_SOCKET_IFNAME']['used']" lo
 expect "d['params']['TNT_LOG_LEVEL']['used']" DEBUG
 expect "d['params']['TNT_SIMD']['used']" sse2

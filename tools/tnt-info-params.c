@@ -136,7 +136,9 @@ void info_params(info_out_t *o)
         range_of(d, range, sizeof(range));
         tnt__clear_error();
         tnt_result_t rc = used_value(id, d, set, used, sizeof(used));
-        const char *status = set ? "set" : "default";
+        /* unset: no default, the reader derives the value (help says
+         * from what) */
+        const char *status = set ? "set" : d->def ? "default" : "unset";
         if (rc != TNT_SUCCESS)
             status = d->strict ? "malformed" : "malformed, ignored";
         if (rc != TNT_SUCCESS && !d->strict)
