@@ -34,7 +34,7 @@ static void table(info_out_t *o)
     info_arr(o, "table");
     for (int r = 0; r < TNT_RULE_COUNT; r++) {
         const tnt_algo_rule_t *x = tnt__algo_rule(r);
-        info_obj(o, NULL);
+        info_row(o);
         info_str(o, "collective", kind_name(x->kind));
         info_str(o, "algorithm", x->algo < 0 ? "forced"
                                              : tnt__algo_name(x->algo));

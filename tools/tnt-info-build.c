@@ -64,7 +64,7 @@ void info_build(info_out_t *o)
     info_obj(o, "simd");
     info_arr(o, "levels");
     for (int l = 0; l < TNT__SIMD_COUNT; l++) {
-        info_obj(o, NULL);
+        info_row(o);
         info_str(o, "name", tnt__simd_name(l));
         info_bool(o, "supported", tnt__simd_supported(l));
         info_close(o);

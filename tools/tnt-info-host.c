@@ -36,7 +36,7 @@ static void interfaces(info_out_t *o, const char *spec, int spec_ok)
         if (getnameinfo(i->ifa_addr, sl, ip, sizeof(ip), NULL, 0,
                         NI_NUMERICHOST) != 0)
             continue;
-        info_obj(o, NULL);
+        info_row(o);
         info_str(o, "name", i->ifa_name);
         info_str(o, "address", ip);
         info_bool(o, "up", (i->ifa_flags & IFF_UP) != 0);

@@ -24,7 +24,7 @@ void info_numa(info_out_t *o)
         hwloc_obj_t node = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, i);
         char cpus[256];
         hwloc_bitmap_list_snprintf(cpus, sizeof(cpus), node->cpuset);
-        info_obj(o, NULL);
+        info_row(o);
         info_int(o, "os_index", node->os_index);
         info_int(o, "cores", hwloc_get_nbobjs_inside_cpuset_by_type(
                                  t, node->cpuset, HWLOC_OBJ_CORE));

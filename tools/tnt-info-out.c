@@ -2,8 +2,9 @@
  * The emitter of tnt-info: one call per value, two forms. JSON is written
  * with commas and escapes done here, so no section can write invalid
  * JSON; text is "key: value" lines indented by nesting, array elements
- * marked "-", for people.
+ * marked "-", rows (info_row) on one line, for people.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "tnt-info.h"
@@ -31,15 +32,19 @@ static void json_string(FILE *f, const char *s)
 }
 
 /* Start a member: the comma, the indentation and the key (none in an
- * array, where text marks the element with "-"). A scalar's value
- * follows on the same text line, an object's or array's members on the
- * next lines. */
+ * array, where text marks the element with "-"). In text a scalar's
+ * value follows on the same line, an object's or array's members on the
+ * next lines, except in a row (info_row), whose members share one line:
+ * "- name: lo, address: 127.0.0.1". */
 static void member(info_out_t *o, const char *key, int scalar)
 {
     int d = o->depth;
     int in_array = d > 0 && o->array[d - 1];
+    int first = d > 0 && o->count[d - 1] == 0;
+    if (d > 0)
+        o->count[d - 1]++;
     if (o->json) {
-        if (d > 0 && o->count[d - 1]++ > 0)
+        if (d > 0 && !first)
             fputc(',', o->f);
         fputc('\n', o->f);
         for (int i = 0; i < d; i++)
@@ -50,8 +55,10 @@ static void member(info_out_t *o, const char *key, int scalar)
         }
         return;
     }
-    if (d > 0)
-        o->count[d - 1]++;
+    if (d > 0 && o->row[d - 1]) {
+        fprintf(o->f, first ? "%s: " : ", %s: ", key);
+        return;
+    }
     indent(o);
     if (in_array)
         fputs(scalar ? "- " : "-", o->f);
@@ -59,26 +66,37 @@ static void member(info_out_t *o, const char *key, int scalar)
         fprintf(o->f, scalar ? "%s: " : "%s:", key);
 }
 
-static void open_level(info_out_t *o, const char *key, int array)
+/* After a scalar's value: the end of its text line, unless in a row. */
+static void end_scalar(info_out_t *o)
 {
+    if (!o->json && !(o->depth > 0 && o->row[o->depth - 1]))
+        fputc('\n', o->f);
+}
+
+static void open_level(info_out_t *o, const char *key, int array, int row)
+{
+    if (o->depth >= INFO_MAX_DEPTH)
+        abort(); /* a section nests deeper than any does: a bug */
     if (o->depth > 0)
-        member(o, key, 0);
+        member(o, key, row);
     if (o->json)
         fputc(array ? '[' : '{', o->f);
-    else if (o->depth > 0)
+    else if (o->depth > 0 && !row)
         fputc('\n', o->f);
-    if (o->depth < INFO_MAX_DEPTH) {
-        o->count[o->depth] = 0;
-        o->array[o->depth] = array;
-    }
+    o->count[o->depth] = 0;
+    o->array[o->depth] = array;
+    o->row[o->depth] = row;
     o->depth++;
 }
 
 void info_close(info_out_t *o)
 {
     o->depth--;
-    if (!o->json)
+    if (!o->json) {
+        if (o->row[o->depth])
+            fputc('\n', o->f);
         return;
+    }
     if (o->count[o->depth] > 0) {
         fputc('\n', o->f);
         for (int i = 0; i < o->depth; i++)
@@ -90,7 +108,7 @@ void info_close(info_out_t *o)
 void info_begin(info_out_t *o)
 {
     o->depth = 0;
-    open_level(o, NULL, 0);
+    open_level(o, NULL, 0, 0);
 }
 
 void info_end(info_out_t *o)
@@ -101,33 +119,30 @@ void info_end(info_out_t *o)
     fflush(o->f);
 }
 
-void info_obj(info_out_t *o, const char *key) { open_level(o, key, 0); }
-void info_arr(info_out_t *o, const char *key) { open_level(o, key, 1); }
+void info_obj(info_out_t *o, const char *key) { open_level(o, key, 0, 0); }
+void info_arr(info_out_t *o, const char *key) { open_level(o, key, 1, 0); }
+void info_row(info_out_t *o) { open_level(o, NULL, 0, 1); }
 
 void info_str(info_out_t *o, const char *key, const char *val)
 {
     member(o, key, 1);
-    if (o->json) {
-        if (val)
-            json_string(o->f, val);
-        else
-            fputs("null", o->f);
-    } else {
-        fprintf(o->f, "%s\n", val ? val : "-"); /* null */
-    }
+    if (o->json && val)
+        json_string(o->f, val);
+    else
+        fputs(val ? val : o->json ? "null" : "-", o->f);
+    end_scalar(o);
 }
 
 void info_int(info_out_t *o, const char *key, long long val)
 {
     member(o, key, 1);
-    fprintf(o->f, o->json ? "%lld" : "%lld\n", val);
+    fprintf(o->f, "%lld", val);
+    end_scalar(o);
 }
 
 void info_bool(info_out_t *o, const char *key, int val)
 {
     member(o, key, 1);
-    if (o->json)
-        fputs(val ? "true" : "false", o->f);
-    else
-        fprintf(o->f, "%s\n", val ? "yes" : "no");
+    fputs(o->json ? (val ? "true" : "false") : (val ? "yes" : "no"), o->f);
+    end_scalar(o);
 }

@@ -16,7 +16,7 @@ static void ports(info_out_t *o, struct ibv_context *ctx, int nports)
         struct ibv_port_attr pa;
         if (ibv_query_port(ctx, (uint8_t)p, &pa) != 0)
             continue;
-        info_obj(o, NULL);
+        info_row(o);
         info_int(o, "port", p);
         info_str(o, "state", ibv_port_state_str(pa.state));
         info_str(o, "link_layer", pa.link_layer == IBV_LINK_LAYER_ETHERNET

@@ -19,12 +19,14 @@ typedef struct info_out {
     int depth;
     int count[INFO_MAX_DEPTH]; /* members written at each level */
     int array[INFO_MAX_DEPTH]; /* level is an array (keys are ignored) */
+    int row[INFO_MAX_DEPTH];   /* level is a row: one text line */
 } info_out_t;
 
 void info_begin(info_out_t *o);            /* the outer object */
 void info_end(info_out_t *o);
 void info_obj(info_out_t *o, const char *key);   /* open {...} */
 void info_arr(info_out_t *o, const char *key);   /* open [...] */
+void info_row(info_out_t *o); /* open {...} in an array: scalars only */
 void info_close(info_out_t *o);                  /* close either */
 void info_str(info_out_t *o, const char *key, const char *val); /* NULL: null */
 void info_int(info_out_t *o, const char *key, long long val);
