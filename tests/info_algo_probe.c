@@ -4,11 +4,13 @@
  * the algorithm each one ran ("allreduce rd"), read from the request as
  * test_hier.c reads it, for the test to compare with what
  * `tnt-info --algorithms -n P --size BYTES` says the library picks.
- * Usage: info_algo_probe BYTES. Exit status 0 when both collectives
- * succeeded.
+ * Usage: info_algo_probe BYTES [mapped]; "mapped" takes the buffer from
+ * tnt_mem_alloc (as tnt-info --mapped assumes). Exit status 0 when both
+ * collectives succeeded.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/engine.h"
 #include "collectives/algorithms.h"
@@ -30,7 +32,8 @@ static int run(tnt_comm_t c, int bcast, float *x, size_t n, int *algo)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2)
+    int mapped = argc == 3 && strcmp(argv[2], "mapped") == 0;
+    if (argc != 2 && !mapped)
         return 2;
     size_t n = strtoull(argv[1], NULL, 10) / sizeof(float);
     tnt_comm_t c;
@@ -38,7 +41,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "probe: %s\n", tnt_last_error());
         return 1;
     }
-    float *x = calloc(n ? n : 1, sizeof(float));
+    float *x = NULL;
+    if (!mapped)
+        x = calloc(n ? n : 1, sizeof(float));
+    else if (tnt_mem_alloc(c, (n ? n : 1) * sizeof(float), (void **)&x) !=
+             TNT_SUCCESS)
+        x = NULL;
     int ar = -1, bc = -1, rank = -1;
     tnt_comm_rank(c, &rank);
     int bad = !x || run(c, 0, x, n, &ar) != 0 || run(c, 1, x, n, &bc) != 0;
@@ -47,7 +55,10 @@ int main(int argc, char **argv)
     else if (rank == 0)
         printf("allreduce %s\nbroadcast %s\n", tnt__algo_name(ar),
                tnt__algo_name(bc));
-    free(x);
+    if (mapped)
+        tnt_mem_free(c, x);
+    else
+        free(x);
     tnt_comm_free(c);
     return bad;
 }

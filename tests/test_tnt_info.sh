@@ -11,7 +11,8 @@
 #   - TNT_SOCKET_IFNAME=lo picks lo;
 #   - --algorithms -n 4 --size S names the algorithms a real 4-rank job
 #     under tnt-run runs (info_algo_probe reads them from the requests),
-#     over shared memory and over TCP.
+#     over shared memory and over TCP, and with --mapped on buffers from
+#     tnt_mem_alloc.
 # Usage: test_tnt_info.sh TNT-INFO TNT-RUN PROBE SOURCE-ROOT. Ends with
 # "N passed, M failed"; exits non-zero if a check failed.
 set -u
@@ -148,6 +149,13 @@ for transport in auto tcp; do
         done
     done
 done
+# Buffers from tnt_mem_alloc on one host: the mapped allreduce.
+"$INFO" --json --algorithms -n 4 --size 64k --mapped >"$TMP/v.json"
+timeout 60 "$RUN" -n 4 "$PROBE" 65536 mapped >"$TMP/real" 2>&1
+check "probe job (mapped) runs" $? "$(cat "$TMP/real")"
+real=$(sed -n "s/^\(\[0\] \)\{0,1\}allreduce //p" "$TMP/real")
+expect "d['algorithms']['case']['allreduce']['algorithm']" "$real"
+expect "d['algorithms']['case']['allreduce']['algorithm']" mapped
 
 # 5. Bad command lines.
 "$INFO" --bogus >/dev/null 2>&1
