@@ -103,6 +103,44 @@ int tnt__algo_parse(const char *name);
 tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
                               int *algo);
 
+/* The rows of the selection table (select.c), for tnt-info: which rule
+ * of tnt__algo_select applied, so a tool can say why without a second
+ * copy of the thresholds. */
+enum tnt_algo_rule_id {
+    TNT_RULE_SINGLE,
+    TNT_RULE_FORCED,
+    TNT_RULE_SLOTS,
+    TNT_RULE_MAPPED,
+    TNT_RULE_DIRECT,
+    TNT_RULE_STAGED,
+    TNT_RULE_BCAST_STAGED,
+    TNT_RULE_HIER,
+    TNT_RULE_RD,
+    TNT_RULE_RAB,
+    TNT_RULE_RING,
+    TNT_RULE_BINOMIAL,
+    TNT_RULE_PIPELINE,
+    TNT_RULE_BARRIER,
+    TNT_RULE_GATHER_RING,
+    TNT_RULE_COUNT
+};
+
+typedef struct tnt_algo_rule {
+    int kind;             /* enum tnt_coll_kind; -1: more than one */
+    int algo;             /* -1: the forced one */
+    size_t min_bytes;     /* 0: no lower bound */
+    size_t max_bytes;     /* 0: no upper bound */
+    const char *when;     /* the condition besides the sizes */
+} tnt_algo_rule_t;
+
+/** Row `rule` of the table; NULL out of range. */
+const tnt_algo_rule_t *tnt__algo_rule(int rule);
+
+/** tnt__algo_select, also naming the rule that gave the algorithm. The
+ *  same decision: tnt__algo_select is this without the rule. */
+tnt_result_t tnt__algo_select_why(const tnt_coll_args_t *a, int forced,
+                                  int *algo, int *rule);
+
 /** Build the schedule of `algo` for a. */
 tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
                                  tnt_sched_t *s);

@@ -100,15 +100,70 @@ static int applies(int kind, int algo)
     }
 }
 
-tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
-                              int *algo)
+/* The rows of the selection table, in the order tnt__algo_select_why tries
+ * them; min/max bytes are the same macros it compares against, so
+ * tnt-info's table (tnt__algo_rule) cannot drift from the code. */
+static const tnt_algo_rule_t k_rules[TNT_RULE_COUNT] = {
+    [TNT_RULE_SINGLE] = {-1, TNT_ALGO_LOCAL, 0, 0,
+                         "one rank: a local copy"},
+    [TNT_RULE_FORCED] = {-1, -1, 0, 0,
+                         "forced by TNT_ALLREDUCE_ALGO or TNT_BCAST_ALGO"},
+    [TNT_RULE_SLOTS] = {TNT_COLL_ALLREDUCE, TNT_ALGO_SLOTS, 1,
+                        TNT_SLOT_BYTES,
+                        "one host over shared memory, small: the slots"},
+    [TNT_RULE_MAPPED] = {TNT_COLL_ALLREDUCE, TNT_ALGO_MAPPED,
+                         TNT_SLOT_BYTES + 1, 0,
+                         "one host over shared memory, buffers from "
+                         "tnt_mem_alloc on every rank"},
+    [TNT_RULE_DIRECT] = {TNT_COLL_ALLREDUCE, TNT_ALGO_DIRECT,
+                         OWN_CORE_DIRECT_MIN_BYTES, 0,
+                         "one host over shared memory, every rank has a "
+                         "core of its own (ranks <= online CPUs)"},
+    [TNT_RULE_STAGED] = {TNT_COLL_ALLREDUCE, TNT_ALGO_STAGED,
+                         TNT_SLOT_BYTES + 1, 0,
+                         "one host over shared memory, otherwise"},
+    [TNT_RULE_BCAST_STAGED] = {TNT_COLL_BROADCAST, TNT_ALGO_STAGED, 0, 0,
+                               "one host over shared memory, any size"},
+    [TNT_RULE_HIER] = {TNT_COLL_ALLREDUCE, TNT_ALGO_HIER,
+                       ALLREDUCE_HIER_MIN_BYTES, 0,
+                       "several hosts, some with several ranks (at most "
+                       "1024 a host), TNT_TOPOLOGY=auto"},
+    [TNT_RULE_RD] = {TNT_COLL_ALLREDUCE, TNT_ALGO_RD, 0,
+                     ALLREDUCE_RD_MAX_BYTES,
+                     "messages, small (or fewer elements than ranks)"},
+    [TNT_RULE_RAB] = {TNT_COLL_ALLREDUCE, TNT_ALGO_RABENSEIFNER,
+                      ALLREDUCE_RD_MAX_BYTES + 1, ALLREDUCE_RAB_MAX_BYTES,
+                      "messages, more than 2 ranks"},
+    [TNT_RULE_RING] = {TNT_COLL_ALLREDUCE, TNT_ALGO_RING, 0, 0,
+                       "messages, otherwise (large, or 2 ranks)"},
+    [TNT_RULE_BINOMIAL] = {TNT_COLL_BROADCAST, TNT_ALGO_BINOMIAL, 0,
+                           BCAST_BINOMIAL_MAX_BYTES, "messages, small"},
+    [TNT_RULE_PIPELINE] = {TNT_COLL_BROADCAST, TNT_ALGO_PIPELINE,
+                           BCAST_BINOMIAL_MAX_BYTES + 1, 0,
+                           "messages, large: a pipelined chain"},
+    [TNT_RULE_BARRIER] = {TNT_COLL_BARRIER, TNT_ALGO_DISSEMINATION, 0, 0,
+                          "always"},
+    [TNT_RULE_GATHER_RING] = {-1, TNT_ALGO_RING, 0, 0,
+                              "allgather and reduce-scatter: always"},
+};
+
+const tnt_algo_rule_t *tnt__algo_rule(int rule)
+{
+    return rule >= 0 && rule < TNT_RULE_COUNT ? &k_rules[rule] : NULL;
+}
+
+/* The one decision: which rule applies, and so which algorithm. */
+tnt_result_t tnt__algo_select_why(const tnt_coll_args_t *a, int forced,
+                                  int *algo, int *rule)
 {
     size_t bytes = a->count * a->esize;
     if (a->nranks == 1) {
         *algo = TNT_ALGO_LOCAL;
+        *rule = TNT_RULE_SINGLE;
         return TNT_SUCCESS;
     }
     if (forced != TNT_ALGO_AUTO) {
+        *rule = TNT_RULE_FORCED;
         if (!applies(a->kind, forced))
             return tnt__error(TNT_ERR_CONFIG, "algorithm '%s' does not "
                               "apply to this collective",
@@ -149,6 +204,7 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
     if (a->intra_host && a->kind == TNT_COLL_ALLREDUCE && bytes > 0 &&
         bytes <= TNT_SLOT_BYTES) {
         *algo = TNT_ALGO_SLOTS;
+        *rule = TNT_RULE_SLOTS;
         return TNT_SUCCESS;
     }
     /* One host, larger, buffers in shared allocations on every rank:
@@ -159,6 +215,7 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
     if (a->intra_host && a->kind == TNT_COLL_ALLREDUCE && a->mapped &&
         bytes > 0) {
         *algo = TNT_ALGO_MAPPED;
+        *rule = TNT_RULE_MAPPED;
         return TNT_SUCCESS;
     }
     /* One host, larger: memory rather than messages, except where
@@ -168,6 +225,7 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
         *algo = own_core && bytes >= OWN_CORE_DIRECT_MIN_BYTES
                     ? TNT_ALGO_DIRECT
                     : TNT_ALGO_STAGED;
+        *rule = *algo == TNT_ALGO_DIRECT ? TNT_RULE_DIRECT : TNT_RULE_STAGED;
         return TNT_SUCCESS;
     }
     /* Broadcast on one host: staged at every size, far ahead of flat and
@@ -175,6 +233,7 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
      * "Broadcast on one host"). */
     if (a->intra_host && a->kind == TNT_COLL_BROADCAST) {
         *algo = TNT_ALGO_STAGED;
+        *rule = TNT_RULE_BCAST_STAGED;
         return TNT_SUCCESS;
     }
     switch (a->kind) {
@@ -182,31 +241,42 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
         if (a->topo && a->topo->nhosts > 1 && a->topo->max_local > 1 &&
             a->topo->max_local <= HIER_MAX_LOCAL &&
             bytes >= ALLREDUCE_HIER_MIN_BYTES)
-            *algo = TNT_ALGO_HIER;
+            *rule = TNT_RULE_HIER;
         else if (bytes <= ALLREDUCE_RD_MAX_BYTES ||
                  a->count < (size_t)a->nranks)
-            *algo = TNT_ALGO_RD;
+            *rule = TNT_RULE_RD;
         else if (a->nranks > 2 && bytes <= ALLREDUCE_RAB_MAX_BYTES)
-            *algo = TNT_ALGO_RABENSEIFNER;
+            *rule = TNT_RULE_RAB;
         else
-            *algo = TNT_ALGO_RING;
+            *rule = TNT_RULE_RING;
+        *algo = k_rules[*rule].algo;
         break;
     case TNT_COLL_BROADCAST:
-        *algo = (bytes <= BCAST_BINOMIAL_MAX_BYTES) ? TNT_ALGO_BINOMIAL
-                                                    : TNT_ALGO_PIPELINE;
+        *rule = bytes <= BCAST_BINOMIAL_MAX_BYTES ? TNT_RULE_BINOMIAL
+                                                  : TNT_RULE_PIPELINE;
+        *algo = k_rules[*rule].algo;
         break;
     case TNT_COLL_BARRIER:
         *algo = TNT_ALGO_DISSEMINATION;
+        *rule = TNT_RULE_BARRIER;
         break;
     case TNT_COLL_ALLGATHER:
     case TNT_COLL_REDUCE_SCATTER:
         *algo = TNT_ALGO_RING;
+        *rule = TNT_RULE_GATHER_RING;
         break;
     default:
         return tnt__error(TNT_ERR_INTERNAL, "unknown collective kind %d",
                           a->kind);
     }
     return TNT_SUCCESS;
+}
+
+tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
+                              int *algo)
+{
+    int rule;
+    return tnt__algo_select_why(a, forced, algo, &rule);
 }
 
 tnt_result_t tnt__local_copy(const tnt_coll_args_t *a, tnt_sched_t *s)

@@ -129,6 +129,8 @@ check "only tnt_ symbols exported" sh -c "! nm -D --defined-only '$lib/libtntcom
 check "internal tnt__ symbols hidden" sh -c "! nm -D --defined-only '$lib/libtntcomm.so.0' | grep -q ' tnt__'"
 check "tnt-run --version" sh -c "[ \"\$('$bin/tnt-run' --version)\" = 'tnt-run (libtntcomm) $version' ]"
 check "tnt-bench --version" sh -c "[ \"\$('$bin/tnt-bench' --version)\" = 'tnt-bench (libtntcomm) $version' ]"
+check "tnt-info --version" sh -c "[ \"\$('$bin/tnt-info' --version)\" = 'tnt-info (libtntcomm) $version' ]"
+check "tnt-info -a --json parses" sh -c "'$bin/tnt-info' -a --json | python3 -m json.tool >/dev/null"
 check "tnt-bench-plot --help names itself" sh -c "'$bin/tnt-bench-plot' --help | head -n 1 | grep -q '^usage: tnt-bench-plot '"
 
 # Python: Debian's interpreter, the one meson installs for. An interpreter

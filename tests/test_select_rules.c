@@ -1,0 +1,95 @@
+/*
+ * The rows of the selection table (tnt__algo_rule, what tnt-info
+ * --algorithms prints) against the decision itself (tnt__algo_select):
+ * over a sweep of rank counts, sizes around every threshold, host
+ * layouts, one host or not, shared buffers or not and CPU counts,
+ *   - tnt__algo_select_why picks what tnt__algo_select picks;
+ *   - the algorithm is the one of the row it names;
+ *   - the size lies within the row's byte bounds, for the rows decided by
+ *     size alone (recursive doubling also takes fewer elements than
+ *     ranks, above its bound);
+ *   - every row but the forced one is reached by some case.
+ */
+#include <CUnit/Basic.h>
+#include <stdlib.h>
+
+#include "collectives/algorithms.h"
+#include "collectives/topo.h"
+
+static int in_bounds(const tnt_algo_rule_t *x, size_t bytes)
+{
+    return bytes >= x->min_bytes && (x->max_bytes == 0 ||
+                                     bytes <= x->max_bytes);
+}
+
+static void check_case(const tnt_coll_args_t *a, int *seen)
+{
+    int algo = -1, algo2 = -2, rule = -1;
+    CU_ASSERT_EQUAL_FATAL(tnt__algo_select_why(a, TNT_ALGO_AUTO, &algo,
+                                               &rule), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(tnt__algo_select(a, TNT_ALGO_AUTO, &algo2),
+                    TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, algo2);
+    const tnt_algo_rule_t *x = tnt__algo_rule(rule);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_EQUAL(x->algo, algo);
+    CU_ASSERT(x->kind < 0 || x->kind == a->kind);
+    size_t bytes = a->count * a->esize;
+    if (rule != TNT_RULE_RD)
+        CU_ASSERT(in_bounds(x, bytes));
+    seen[rule] = 1;
+}
+
+static void test_rows_match_decision(void)
+{
+    static const int ranks[] = {1, 2, 3, 4, 8, 16};
+    static const size_t sizes[] = {0, 4, 8192, 8196, 65536, 65540,
+                                   262144, 262148, 2097152, 2097156,
+                                   4194304, 16777216};
+    static const int kinds[] = {TNT_COLL_ALLREDUCE, TNT_COLL_BROADCAST,
+                                TNT_COLL_BARRIER, TNT_COLL_ALLGATHER};
+    int seen[TNT_RULE_COUNT] = {0};
+    for (size_t ri = 0; ri < sizeof(ranks) / sizeof(ranks[0]); ri++) {
+        int p = ranks[ri];
+        int *key = malloc(sizeof(int) * (size_t)p);
+        tnt_topo_t topo;
+        for (int r = 0; r < p; r++)
+            key[r] = r / 2; /* two ranks a host */
+        CU_ASSERT_EQUAL_FATAL(tnt__topo_init(&topo, p, key), TNT_SUCCESS);
+        for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
+            for (size_t ki = 0; ki < sizeof(kinds) / sizeof(kinds[0]); ki++)
+                for (int v = 0; v < 16; v++) {
+                    int intra = v & 1, mapped = (v >> 1) & 1;
+                    int with_topo = (v >> 2) & 1, many_cpus = (v >> 3) & 1;
+                    tnt_coll_args_t a = {
+                        .kind = kinds[ki], .dtype = TNT_F32, .op = TNT_SUM,
+                        .count = sizes[si] / 4, .esize = 4, .nranks = p,
+                        .segment_bytes = 256 << 10,
+                        .topo = with_topo && !intra ? &topo : NULL,
+                        .intra_host = intra, .mapped = mapped,
+                        .host_cpus = many_cpus ? 64 : 2,
+                    };
+                    check_case(&a, seen);
+                }
+        tnt__topo_fini(&topo);
+        free(key);
+    }
+    for (int r = 0; r < TNT_RULE_COUNT; r++)
+        if (r != TNT_RULE_FORCED)
+            CU_ASSERT(seen[r]);
+    CU_ASSERT_PTR_NULL(tnt__algo_rule(TNT_RULE_COUNT));
+    CU_ASSERT_PTR_NULL(tnt__algo_rule(-1));
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 2;
+    CU_pSuite s = CU_add_suite("select_rules", NULL, NULL);
+    CU_add_test(s, "rows match the decision", test_rows_match_decision);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    int failures = (int)CU_get_number_of_failures();
+    CU_cleanup_registry();
+    return failures ? 1 : 0;
+}
