@@ -179,14 +179,22 @@ static void run_op(model_t *md, uint32_t op, double t)
     case TNT_SOP_SEND: {
         int inter = host_of(md, o->rank) != host_of(md, o->peer);
         const tnt_model_link_t *l = inter ? &m->inter : &m->intra;
-        double *port = inter ? &md->nic_free[host_of(md, o->rank)]
-                             : &md->port_free[o->rank];
-        double start = t > *port ? t : *port;
-        double xfer = (double)o->bytes * l->beta;
-        *port = start + xfer;
+        /* The rank's port is busy o per message; the bytes then go out
+         * on the host's NIC (inter-host) or the rank's port (intra). */
+        double start = t > md->port_free[o->rank] ? t
+                                                  : md->port_free[o->rank];
+        double wire = start + l->o, xfer = (double)o->bytes * l->beta;
+        if (inter) {
+            double *nic = &md->nic_free[host_of(md, o->rank)];
+            wire = wire > *nic ? wire : *nic;
+            *nic = wire + xfer;
+            md->port_free[o->rank] = start + l->o;
+        } else {
+            md->port_free[o->rank] = wire + xfer;
+        }
         mslot_t *s = slot_of(md, o->rank, o->peer, o->step);
         s->sent = 1;
-        s->arrival = start + xfer + l->alpha;
+        s->arrival = wire + xfer + l->alpha;
         md->messages++;
         if (s->waiter != UINT32_MAX) {
             double at = s->waiter_ready > s->arrival ? s->waiter_ready
@@ -194,7 +202,7 @@ static void run_op(model_t *md, uint32_t op, double t)
             finish(md, s->waiter, at);
             s->waiter = UINT32_MAX;
         }
-        finish(md, op, start + xfer);
+        finish(md, op, wire + xfer);
         break;
     }
     case TNT_SOP_RECV: {

@@ -3,11 +3,13 @@
  * schedule is built as the engine would run it, and its operations are
  * played out in simulated time under an alpha-beta-gamma model:
  *
- *   a message of n bytes from rank s to rank d leaves when its send is
- *   ready and the sender's port is free, occupies the port n*beta and
- *   arrives alpha + n*beta after it left; alpha and beta are the intra-host
- *   pair's when s and d share a host, else the inter-host pair's, and all
- *   inter-host messages of one host share that host's NIC (one port);
+ *   a message of n bytes from rank s to rank d starts when its send is
+ *   ready and s's port is free, which it occupies for o (the per-message
+ *   overhead, LogGP's o); its bytes then go out in n*beta, on the host's
+ *   NIC (inter-host: all of a host's ranks share it, first come first
+ *   served) or on s's port (intra-host), and arrive alpha after the last
+ *   byte left; alpha, beta and o are the intra-host link's when s and d
+ *   share a host, else the inter-host link's;
  *   a reduction of n bytes takes n*gamma, a copy or scale n*copy, on the
  *   rank's one compute resource (the engine reduces on one thread);
  *   an operation starts once its dependencies have completed (receives:
@@ -29,6 +31,7 @@
 typedef struct tnt_model_link {
     double alpha; /* seconds per message */
     double beta;  /* seconds per byte */
+    double o;     /* seconds the sender's port is busy per message */
 } tnt_model_link_t;
 
 typedef struct tnt_model_params {
