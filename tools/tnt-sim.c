@@ -56,6 +56,7 @@ static void usage(FILE *f)
 "  --bw-intra GB/s --o-intra US\n"
 "  --gamma GB/s (reduction) --copy GB/s: override the preset's figures\n"
 "  --max-ops N operations the model may hold (default 8M)\n"
+"  --all-ranks play every rank, also where one host could stand for all\n"
 "  -m          markdown table\n");
 }
 
@@ -127,7 +128,7 @@ static int parse_kind(const char *s)
 
 int main(int argc, char **argv)
 {
-    int kind = TNT_COLL_ALLREDUCE, p = 64, rph = 8, md = 0;
+    int kind = TNT_COLL_ALLREDUCE, p = 64, rph = 8, md = 0, all_ranks = 0;
     size_t lo = 8, hi = (size_t)64 << 20, factor = 4, max_ops = 8u << 20;
     const preset_t *pre = &presets[0];
     tnt_model_params_t m;
@@ -142,6 +143,7 @@ int main(int argc, char **argv)
         {"max-ops", required_argument, 0, 7},
         {"o-inter", required_argument, 0, 8},
         {"o-intra", required_argument, 0, 9},
+        {"all-ranks", no_argument, 0, 10},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     int c;
@@ -186,6 +188,7 @@ int main(int argc, char **argv)
         case 7: max_ops = (size_t)atol(optarg); break;
         case 8: ov[6] = atof(optarg); break;
         case 9: ov[7] = atof(optarg); break;
+        case 10: all_ranks = 1; break;
         case 'h': usage(stdout); return 0;
         default:
             if (c >= 1 && c <= 6) {
@@ -209,6 +212,7 @@ int main(int argc, char **argv)
     if (ov[5] > 0) m.copy = 1.0 / (ov[5] * 1e9);
     if (ov[6] >= 0) m.inter.o = ov[6] * 1e-6;
     if (ov[7] >= 0) m.intra.o = ov[7] * 1e-6;
+    m.all_ranks = all_ranks;
 
     /* The block layout, for the hierarchical allreduce and selection. */
     int *keys = malloc((size_t)p * sizeof(int));
