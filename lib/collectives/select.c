@@ -30,9 +30,15 @@
 #define BCAST_BINOMIAL_MAX_BYTES ((size_t)256 << 10)
 /* Hierarchical allreduce (allreduce_hier.c): from this size on, when the
  * job spans several hosts and some host has several ranks. Below it the
- * flat recursive doubling's log2(p) rounds beat three phases. Its tags
- * allow up to HIER_MAX_LOCAL ranks on a host. */
-#define ALLREDUCE_HIER_MIN_BYTES ((size_t)64 << 10)
+ * flat recursive doubling's log2(p) rounds beat three phases. 16 KiB:
+ * the cost model on the schedules (tnt-sim, docs/scale.md) has recursive
+ * doubling 1.6-3.2x slower than hierarchical at 16 KiB and 2-4.9x at
+ * 32 KiB with 4 or 8 ranks per host on HDR InfiniBand, 100 GbE RoCE and
+ * 25 GbE TCP at 64 to 4,096 ranks; measured on emulated hosts (loopback,
+ * docs/performance.md) hierarchical lost at 8 KiB and won mostly at
+ * 32 KiB. Not yet calibrated on real hosts. Its tags allow up to
+ * HIER_MAX_LOCAL ranks on a host. */
+#define ALLREDUCE_HIER_MIN_BYTES ((size_t)16 << 10)
 #define HIER_MAX_LOCAL 1024
 /* One host, above the slots: the staged allreduce (core/onhost/staged.c:
  * no messages, two waits a round), except from here on where every rank
