@@ -5,8 +5,10 @@
  * order (several seeds), so a missing dependency shows up as a wrong
  * result. Every operation's buffer range is checked against the buffer's
  * size, and a schedule that stops with work left is reported as a
- * deadlock. This reaches rank counts (up to 64, and 300 for one case) that
- * this machine cannot run as processes.
+ * deadlock. This reaches rank counts (every p up to 64, a sample up to
+ * 4,096, test_scale) that this machine cannot run as processes. Its cost
+ * is O(operations of all ranks): messages are found by hashing, ready
+ * operations kept in one list.
  */
 #include <CUnit/Basic.h>
 #include <stdint.h>
@@ -18,32 +20,42 @@
 #include "collectives/reduce.h"
 #include "core/sched_cache.h"
 
-typedef struct sim_msg {
+/* Messages and parked receives share one hash table keyed by (source,
+ * destination, step): a send fills the entry, a receive that finds no
+ * message parks itself there and is made ready again by the send. Every
+ * lookup is O(1), so a run costs O(operations), not O(p^2) scans of a
+ * mailbox per receive as a list would. */
+typedef struct sim_slot {
+    int used;
     int src, dst;
     uint32_t step;
+    int sent, taken;      /* the message has been sent / received */
     size_t len;
-    unsigned char *data;
-    int taken;
-} sim_msg_t;
+    unsigned char *data;  /* freed once received */
+    uint32_t waiter;      /* parked receive of dst, or TNT_SOP_NONE */
+} sim_slot_t;
 
 typedef struct sim_rank {
     tnt_sched_t s;
     unsigned char *buf[TNT_BUF_COUNT];
     size_t size[TNT_BUF_COUNT];
     uint32_t *deps;
-    unsigned char *done;
     uint32_t left;
 } sim_rank_t;
 
-typedef struct sim_box {
-    sim_msg_t *msgs;
-    size_t n, cap;
-} sim_box_t;
+/* A ready operation of some rank. */
+typedef struct sim_ready {
+    int rank;
+    uint32_t op;
+} sim_ready_t;
 
 typedef struct sim {
     int p;
     sim_rank_t *r;
-    sim_box_t *box; /* messages by destination rank */
+    sim_slot_t *slots;
+    size_t nslots;        /* a power of two, over twice the sends */
+    sim_ready_t *ready;   /* every ready operation of every rank */
+    size_t nready;
     int errors;
     char what[256];
 } sim_t;
@@ -63,23 +75,56 @@ static void sim_error(sim_t *sim, const char *msg, int rank, uint32_t op)
     sim->errors++;
 }
 
+static sim_slot_t *slot_of(sim_t *sim, int src, int dst, uint32_t step)
+{
+    uint64_t h = ((uint64_t)(uint32_t)src * 0x9e3779b97f4a7c15ull) ^
+                 ((uint64_t)(uint32_t)dst * 0xc2b2ae3d27d4eb4full) ^
+                 ((uint64_t)step * 0x165667b19e3779f9ull);
+    h ^= h >> 29;
+    for (size_t i = (size_t)h & (sim->nslots - 1);;
+         i = (i + 1) & (sim->nslots - 1)) {
+        sim_slot_t *e = &sim->slots[i];
+        if (!e->used) {
+            e->used = 1;
+            e->src = src;
+            e->dst = dst;
+            e->step = step;
+            e->waiter = TNT_SOP_NONE;
+            return e;
+        }
+        if (e->src == src && e->dst == dst && e->step == step)
+            return e;
+    }
+}
+
+static void make_ready(sim_t *sim, int rank, uint32_t op)
+{
+    sim->ready[sim->nready].rank = rank;
+    sim->ready[sim->nready].op = op;
+    sim->nready++;
+}
+
 static int in_bounds(sim_rank_t *r, tnt_bufref_t ref, size_t bytes)
 {
     return ref.buf < TNT_BUF_COUNT && ref.off <= r->size[ref.buf] &&
            bytes <= r->size[ref.buf] - ref.off;
 }
 
-static void complete(sim_rank_t *r, uint32_t op)
+static void complete(sim_t *sim, int rank, uint32_t op)
 {
+    sim_rank_t *r = &sim->r[rank];
     const tnt_sop_t *o = &r->s.ops[op];
-    r->done[op] = 1;
     r->left--;
-    for (uint32_t i = 0; i < o->succ_count; i++)
-        r->deps[r->s.succ[o->succ_begin + i]]--;
+    for (uint32_t i = 0; i < o->succ_count; i++) {
+        uint32_t next = r->s.succ[o->succ_begin + i];
+        if (--r->deps[next] == 0)
+            make_ready(sim, rank, next);
+    }
 }
 
-/* Try one ready operation; 1 if it made progress. */
-static int try_op(sim_t *sim, int rank, uint32_t op, const tnt_coll_args_t *a)
+/* Run one ready operation; a receive whose message has not been sent
+ * parks instead, and is made ready again by that send. */
+static void run_op(sim_t *sim, int rank, uint32_t op, const tnt_coll_args_t *a)
 {
     sim_rank_t *r = &sim->r[rank];
     const tnt_sop_t *o = &r->s.ops[op];
@@ -91,22 +136,19 @@ static int try_op(sim_t *sim, int rank, uint32_t op, const tnt_coll_args_t *a)
             sim_error(sim, "send out of bounds or to a bad peer", rank, op);
             break;
         }
-        sim_box_t *bx = &sim->box[o->peer];
-        for (size_t i = 0; i < bx->n; i++)
-            if (bx->msgs[i].src == rank && bx->msgs[i].step == o->step)
-                sim_error(sim, "two messages with one tag", rank, op);
-        if (bx->n == bx->cap) {
-            bx->cap = bx->cap ? bx->cap * 2 : 16;
-            bx->msgs = realloc(bx->msgs, bx->cap * sizeof(*bx->msgs));
+        sim_slot_t *m = slot_of(sim, rank, o->peer, o->step);
+        if (m->sent) {
+            sim_error(sim, "two messages with one tag", rank, op);
+            break;
         }
-        sim_msg_t *m = &bx->msgs[bx->n++];
-        m->src = rank;
-        m->dst = o->peer;
-        m->step = o->step;
+        m->sent = 1;
         m->len = o->bytes;
         m->data = malloc(o->bytes ? o->bytes : 1);
         memcpy(m->data, r->buf[o->a.buf] + o->a.off, o->bytes);
-        m->taken = 0;
+        if (m->waiter != TNT_SOP_NONE) {
+            make_ready(sim, o->peer, m->waiter);
+            m->waiter = TNT_SOP_NONE;
+        }
         break;
     }
     case TNT_SOP_RECV: {
@@ -114,20 +156,29 @@ static int try_op(sim_t *sim, int rank, uint32_t op, const tnt_coll_args_t *a)
             sim_error(sim, "recv out of bounds", rank, op);
             break;
         }
-        sim_msg_t *m = NULL;
-        sim_box_t *bx = &sim->box[rank];
-        for (size_t i = 0; i < bx->n && !m; i++)
-            if (bx->msgs[i].src == o->peer && bx->msgs[i].step == o->step &&
-                !bx->msgs[i].taken)
-                m = &bx->msgs[i];
-        if (!m)
-            return 0;
+        if (o->peer < 0 || o->peer >= sim->p) {
+            sim_error(sim, "recv from a bad peer", rank, op);
+            break;
+        }
+        sim_slot_t *m = slot_of(sim, o->peer, rank, o->step);
+        if (m->taken) {
+            sim_error(sim, "two receives of one message", rank, op);
+            break;
+        }
+        if (!m->sent) {
+            if (m->waiter != TNT_SOP_NONE)
+                sim_error(sim, "two receives of one tag", rank, op);
+            m->waiter = op;
+            return; /* parked: not complete */
+        }
         if (m->len != o->bytes)
             sim_error(sim, "message length differs from the receive", rank,
                       op);
         else
             memcpy(r->buf[o->dst.buf] + o->dst.off, m->data, m->len);
         m->taken = 1;
+        free(m->data);
+        m->data = NULL;
         break;
     }
     case TNT_SOP_REDUCE:
@@ -156,8 +207,7 @@ static int try_op(sim_t *sim, int rank, uint32_t op, const tnt_coll_args_t *a)
         tnt__scale_avg(r->buf[o->dst.buf] + o->dst.off, n, a->dtype, sim->p);
         break;
     }
-    complete(r, op);
-    return 1;
+    complete(sim, rank, op);
 }
 
 /* Input element i of rank r: small integers, so sums are exact. */
@@ -219,7 +269,7 @@ static size_t simulate(tnt_coll_args_t a, int algo, uint64_t seed, sim_t *sim)
     memset(sim, 0, sizeof(*sim));
     sim->p = p;
     sim->r = calloc((size_t)p, sizeof(sim_rank_t));
-    sim->box = calloc((size_t)p, sizeof(sim_box_t));
+    size_t total_ops = 0, sends = 0;
     for (int r = 0; r < p; r++) {
         sim_rank_t *sr = &sim->r[r];
         a.rank = r;
@@ -250,39 +300,39 @@ static size_t simulate(tnt_coll_args_t a, int algo, uint64_t seed, sim_t *sim)
             sr->buf[TNT_BUF_SEND] = sr->buf[TNT_BUF_RECV];
         }
         sr->deps = malloc((sr->s.nops + 1) * sizeof(uint32_t));
-        sr->done = calloc(sr->s.nops + 1, 1);
         for (uint32_t i = 0; i < sr->s.nops; i++)
             sr->deps[i] = sr->s.ops[i].ndeps;
         sr->left = sr->s.nops;
+        total_ops += sr->s.nops;
+        for (uint32_t i = 0; i < sr->s.nops; i++)
+            sends += sr->s.ops[i].kind == TNT_SOP_SEND;
     }
+    sim->nslots = 16;
+    while (sim->nslots < 2 * sends + 2)
+        sim->nslots *= 2;
+    sim->slots = calloc(sim->nslots, sizeof(sim_slot_t));
+    sim->ready = malloc((total_ops + 1) * sizeof(sim_ready_t));
+    CU_ASSERT_FATAL(sim->slots != NULL && sim->ready != NULL);
+    for (int r = 0; r < p; r++)
+        for (uint32_t i = 0; i < sim->r[r].s.nops; i++)
+            if (sim->r[r].deps[i] == 0)
+                make_ready(sim, r, i);
+    /* Any ready operation of any rank next, chosen at random: every
+     * interleaving the dependencies allow can come up, so a missing
+     * dependency shows as a wrong result or an error. */
     rng_state = seed;
-    for (int progress = 1; progress && !sim->errors;) {
-        progress = 0;
-        for (int k = 0; k < p; k++) {
-            int r = (int)(rng() % (uint32_t)p);
-            sim_rank_t *sr = &sim->r[r];
-            if (!sr->left)
-                continue;
-            /* Start at a random ready operation, take a few. */
-            uint32_t n = sr->s.nops, start = rng() % n;
-            for (uint32_t j = 0; j < n; j++) {
-                uint32_t op = (start + j) % n;
-                if (!sr->done[op] && sr->deps[op] == 0 &&
-                    try_op(sim, r, op, &a)) {
-                    progress = 1;
-                    if (rng() % 3 == 0)
-                        break;
-                }
-            }
-        }
-        for (int r = 0; r < p && !progress; r++)
-            if (sim->r[r].left) {
-                /* Nothing moved this round: try every rank in order. */
-                for (uint32_t op = 0; op < sim->r[r].s.nops; op++)
-                    if (!sim->r[r].done[op] && sim->r[r].deps[op] == 0 &&
-                        try_op(sim, r, op, &a))
-                        progress = 1;
-            }
+    while (sim->nready && !sim->errors) {
+        size_t k = rng() % sim->nready;
+        sim_ready_t pick = sim->ready[k];
+        sim->ready[k] = sim->ready[--sim->nready];
+        run_op(sim, pick.rank, pick.op, &a);
+    }
+    /* The allreduce's expected result once, not per rank: O(p count). */
+    double *want = NULL;
+    if (a.kind == TNT_COLL_ALLREDUCE) {
+        want = malloc((a.count + 1) * sizeof(double));
+        for (size_t i = 0; i < a.count; i++)
+            want[i] = reduce_ref(p, i, a.op, a.dtype);
     }
     size_t wrong = 0;
     for (int r = 0; r < p; r++) {
@@ -298,7 +348,7 @@ static size_t simulate(tnt_coll_args_t a, int algo, uint64_t seed, sim_t *sim)
             else if (a.kind == TNT_COLL_REDUCE_SCATTER)
                 expect = reduce_ref(p, (size_t)r * a.count + i, a.op, a.dtype);
             else
-                expect = reduce_ref(p, i, a.op, a.dtype);
+                expect = want[i];
             if (load(sr->buf[TNT_BUF_RECV], i, a.dtype) != expect)
                 wrong++;
         }
@@ -308,16 +358,15 @@ static size_t simulate(tnt_coll_args_t a, int algo, uint64_t seed, sim_t *sim)
                    bytes) != 0)
             sim_error(sim, "ranks differ bitwise", r, 0);
     }
-    for (int d = 0; d < p; d++) {
-        for (size_t i = 0; i < sim->box[d].n; i++) {
-            if (!sim->box[d].msgs[i].taken && !sim->errors)
-                sim_error(sim, "message never received",
-                          sim->box[d].msgs[i].src, 0);
-            free(sim->box[d].msgs[i].data);
-        }
-        free(sim->box[d].msgs);
+    free(want);
+    for (size_t i = 0; i < sim->nslots; i++) {
+        sim_slot_t *e = &sim->slots[i];
+        if (e->used && e->sent && !e->taken && !sim->errors)
+            sim_error(sim, "message never received", e->src, 0);
+        free(e->data);
     }
-    free(sim->box);
+    free(sim->slots);
+    free(sim->ready);
     for (int r = 0; r < p; r++) {
         sim_rank_t *sr = &sim->r[r];
         if (sr->buf[TNT_BUF_SEND] != sr->buf[TNT_BUF_RECV])
@@ -325,7 +374,6 @@ static size_t simulate(tnt_coll_args_t a, int algo, uint64_t seed, sim_t *sim)
         free(sr->buf[TNT_BUF_RECV]);
         free(sr->buf[TNT_BUF_SCRATCH]);
         free(sr->deps);
-        free(sr->done);
         tnt__sched_destroy(&sr->s);
     }
     free(sim->r);
@@ -820,6 +868,141 @@ static void test_cache_topo(void)
     tnt__topo_fini(&t2);
 }
 
+/* Every algorithm at scale: each p from 2 to 64, then a sample up to
+ * 4,096 (powers of two, primes, 3*2^k+1 and 4095; TNT_TEST_SCALE=full
+ * runs a longer list). The data is checked on a small, uneven count
+ * (1.5p + 3 elements up to 64 ranks, 67 above; 7 per rank for
+ * allgather and reduce-scatter), one seed per case above 64 ranks. Algorithms whose schedules grow with p (ring, one-shot, direct,
+ * allgather, reduce-scatter: O(p) operations per rank, O(p^2) in all)
+ * run only while the run's memory (scale_mem) stays under a budget,
+ * 512 MiB (3 GiB with TNT_TEST_SCALE=full); what is skipped is
+ * printed. */
+static const int scale_sample[] = {97, 128, 509, 1024, 1537, 4093, 4095,
+                                   4096};
+static const int scale_full[] = {96, 97, 127, 128, 193, 255, 256, 257, 385,
+                                 509, 512, 769, 1021, 1024, 1537, 2039,
+                                 2048, 3071, 3073, 4093, 4095, 4096};
+
+typedef struct scale_case {
+    const char *name;
+    int kind, algo, rph; /* rph: ranks per host for hierarchical */
+} scale_case_t;
+
+static const scale_case_t scale_cases[] = {
+    {"ring", TNT_COLL_ALLREDUCE, TNT_ALGO_RING, 0},
+    {"rd", TNT_COLL_ALLREDUCE, TNT_ALGO_RD, 0},
+    {"rabenseifner", TNT_COLL_ALLREDUCE, TNT_ALGO_RABENSEIFNER, 0},
+    {"oneshot", TNT_COLL_ALLREDUCE, TNT_ALGO_ONESHOT, 0},
+    {"direct", TNT_COLL_ALLREDUCE, TNT_ALGO_DIRECT, 0},
+    {"hierarchical/4", TNT_COLL_ALLREDUCE, TNT_ALGO_HIER, 4},
+    {"hierarchical/8", TNT_COLL_ALLREDUCE, TNT_ALGO_HIER, 8},
+    {"binomial", TNT_COLL_BROADCAST, TNT_ALGO_BINOMIAL, 0},
+    {"pipeline", TNT_COLL_BROADCAST, TNT_ALGO_PIPELINE, 0},
+    {"flat", TNT_COLL_BROADCAST, TNT_ALGO_FLAT, 0},
+    {"allgather ring", TNT_COLL_ALLGATHER, TNT_ALGO_RING, 0},
+    {"reduce_scatter ring", TNT_COLL_REDUCE_SCATTER, TNT_ALGO_RING, 0},
+    {"barrier", TNT_COLL_BARRIER, TNT_ALGO_DISSEMINATION, 0},
+};
+#define NSCALE_CASES (sizeof(scale_cases) / sizeof(scale_cases[0]))
+
+/* Memory of a simulated run, estimated from ranks 0 and p-1: their
+ * schedules (operations, successor lists), scratch and buffers, times p. */
+static size_t scale_mem(tnt_coll_args_t a, int algo)
+{
+    size_t most = 0, bytes = a.count * a.esize;
+    if (a.kind == TNT_COLL_ALLGATHER || a.kind == TNT_COLL_REDUCE_SCATTER)
+        bytes *= (size_t)a.nranks; /* the gathered or scattered buffer */
+    for (int k = 0; k < 2; k++) {
+        tnt_sched_t s;
+        a.rank = k ? a.nranks - 1 : 0;
+        if (tnt__build_schedule(&a, algo, &s) != TNT_SUCCESS)
+            return SIZE_MAX;
+        size_t m = s.nops * (sizeof(tnt_sop_t) + 2 * sizeof(uint32_t) +
+                             sizeof(sim_ready_t)) +
+                   s.nedges * (sizeof(tnt_sched_edge_t) + sizeof(uint32_t)) +
+                   s.scratch_bytes + 3 * bytes;
+        if (m > most)
+            most = m;
+        tnt__sched_destroy(&s);
+    }
+    return most * (size_t)a.nranks;
+}
+
+/* Returns 1 if the case ran, 0 if it was over the budget. */
+static int scale_one(const scale_case_t *c, int p, size_t budget, int seeds)
+{
+    int small = c->kind == TNT_COLL_ALLGATHER ||
+                c->kind == TNT_COLL_REDUCE_SCATTER;
+    /* Past 64 ranks a fixed count: with one growing as p, scratch
+     * (log p or p copies of it per rank) would be O(p^2 log p) or O(p^3)
+     * in all. */
+    size_t count = c->kind == TNT_COLL_BARRIER ? 0
+                   : small                     ? 7
+                   : p > 64                    ? 67
+                                               : (size_t)p + p / 2 + 3;
+    static const tnt_op_t ops[] = {TNT_SUM, TNT_AVG, TNT_MAX};
+    tnt_coll_args_t a = args(c->kind, p, count, p % 2 ? TNT_F32 : TNT_I32,
+                             ops[p % 3], 64);
+    a.root = c->kind == TNT_COLL_BROADCAST ? p / 3 : 0;
+    /* In place on odd p (the simulator lays out no in-place
+     * reduce-scatter); broadcast is always in place. */
+    a.in_place = c->kind == TNT_COLL_BROADCAST ||
+                 (p % 2 && c->kind != TNT_COLL_REDUCE_SCATTER);
+    tnt_topo_t t;
+    int *keys = NULL;
+    if (c->rph) {
+        keys = malloc((size_t)p * sizeof(int));
+        for (int r = 0; r < p; r++)
+            keys[r] = r / c->rph;
+        CU_ASSERT_EQUAL_FATAL(tnt__topo_init(&t, p, keys), TNT_SUCCESS);
+        a.topo = &t;
+    }
+    int ran = scale_mem(a, c->algo) <= budget;
+    if (ran) {
+        for (int seed = 1; seed <= seeds; seed++) {
+            sim_t sim;
+            size_t wrong = simulate(a, c->algo, (uint64_t)seed, &sim);
+            if (wrong || sim.errors) {
+                fprintf(stderr, "\n%s p=%d count=%zu seed=%d: %zu wrong, "
+                        "%s\n", c->name, p, count, seed, wrong,
+                        sim.errors ? sim.what : "");
+                CU_FAIL("simulated collective wrong at scale");
+                break;
+            }
+        }
+    }
+    if (c->rph) {
+        tnt__topo_fini(&t);
+        free(keys);
+    }
+    return ran;
+}
+
+static void test_scale(void)
+{
+    const char *mode = getenv("TNT_TEST_SCALE");
+    int full = mode && strcmp(mode, "full") == 0;
+    /* Bytes a run may take (scale_mem's estimate). */
+    size_t budget = full ? (size_t)3 << 30 : (size_t)512 << 20;
+    for (size_t ci = 0; ci < NSCALE_CASES; ci++)
+        for (int p = 2; p <= 64; p++)
+            CU_ASSERT(scale_one(&scale_cases[ci], p, budget, 2));
+    const int *ps = full ? scale_full : scale_sample;
+    size_t nps = full ? sizeof(scale_full) / sizeof(int)
+                      : sizeof(scale_sample) / sizeof(int);
+    for (size_t ci = 0; ci < NSCALE_CASES; ci++) {
+        char skipped[256] = "";
+        for (size_t i = 0; i < nps; i++)
+            if (!scale_one(&scale_cases[ci], ps[i], budget, 1)) {
+                size_t n = strlen(skipped);
+                snprintf(skipped + n, sizeof(skipped) - n, " %d", ps[i]);
+            }
+        if (skipped[0])
+            printf("\n  scale: %s skipped at p =%s (over %zu MiB)",
+                   scale_cases[ci].name, skipped, budget >> 20);
+    }
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -839,6 +1022,8 @@ int main(void)
                 test_hierarchical);
     CU_add_test(s, "hierarchical selection", test_select_hier);
     CU_add_test(s, "schedule cache keys on the layout", test_cache_topo);
+    CU_add_test(s, "every algorithm, p=2..64 and a sample to 4096",
+                test_scale);
     CU_basic_set_mode(CU_BRM_NORMAL);
     CU_basic_run_tests();
     int failures = (int)CU_get_number_of_failures();

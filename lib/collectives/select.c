@@ -29,9 +29,12 @@
 #define BCAST_BINOMIAL_MAX_BYTES ((size_t)256 << 10)
 /* Hierarchical allreduce (allreduce_hier.c): from this size on, when the
  * job spans several hosts and some host has several ranks. Below it the
- * flat recursive doubling's log2(p) rounds beat three phases. Its tags
- * allow up to HIER_MAX_LOCAL ranks on a host. */
-#define ALLREDUCE_HIER_MIN_BYTES ((size_t)64 << 10)
+ * flat recursive doubling's log2(p) rounds beat three phases; above it
+ * the cost model on the schedules has hierarchical ahead at 64 to 4,096
+ * ranks with 4 or 8 per host (docs/scale.md, "The selection table against
+ * the model"; not yet calibrated on real hosts). Its tags allow up to
+ * HIER_MAX_LOCAL ranks on a host. */
+#define ALLREDUCE_HIER_MIN_BYTES ((size_t)16 << 10)
 #define HIER_MAX_LOCAL 1024
 /* One host, above the slots: the staged allreduce (core/onhost/staged_allreduce.c:
  * no messages, two waits a round), except from here on where every rank

@@ -1,0 +1,148 @@
+/*
+ * The cost model (lib/collectives/model.c) against the textbook: for the
+ * ring and recursive doubling at small p, with one segment per message,
+ * the schedules played out must give the formulas of Thakur, Rabenseifner
+ * and Gropp (2005), computed here independently:
+ *
+ *   ring: 2(p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma
+ *   rd (p a power of two): log2(p) (alpha + n beta + n gamma)
+ *
+ * Also: one host's ranks standing for all (symmetry) gives the same time
+ * as playing every rank (direct and one-shot are not symmetric in their
+ * operations' order and always play every rank), and the intra-/inter-
+ * host split and the shared NIC are used.
+ */
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "collectives/model.h"
+
+static tnt_coll_args_t args(int kind, int p, size_t count)
+{
+    tnt_coll_args_t a = {.kind = kind, .dtype = TNT_F32, .op = TNT_SUM,
+                         .count = count, .root = 0, .rank = 0, .nranks = p,
+                         .esize = 4, .in_place = 1,
+                         .segment_bytes = (size_t)256 << 10};
+    return a;
+}
+
+static const tnt_model_params_t params = {
+    .intra = {1e-6, 1.0 / 10e9}, .inter = {2e-6, 1.0 / 12.5e9},
+    .gamma = 1.0 / 5e9, .copy = 0.0, .all_ranks = 0};
+
+static double predict(tnt_coll_args_t a, int algo, int rph, int all)
+{
+    tnt_model_params_t m = params;
+    m.all_ranks = all;
+    tnt_model_result_t r;
+    CU_ASSERT_EQUAL_FATAL(tnt__model_run(&a, algo, rph, &m, (size_t)1 << 24,
+                                         &r), TNT_SUCCESS);
+    return r.time;
+}
+
+static int close_to(double got, double want)
+{
+    return fabs(got - want) <= 1e-9 * want + 1e-15;
+}
+
+static void test_ring_textbook(void)
+{
+    for (int p = 2; p <= 12; p++) {
+        /* n/p = 16 KiB of f32 per chunk: one segment per message. */
+        size_t count = (size_t)p * 4096;
+        double n = (double)count * 4;
+        const tnt_model_link_t *l = &params.inter;
+        double want = 2.0 * (p - 1) * l->alpha +
+                      2.0 * (p - 1) / p * n * l->beta +
+                      (double)(p - 1) / p * n * params.gamma;
+        double got = predict(args(TNT_COLL_ALLREDUCE, p, count),
+                             TNT_ALGO_RING, 1, 0);
+        if (!close_to(got, want))
+            fprintf(stderr, "\nring p=%d: model %.9g s, textbook %.9g s\n",
+                    p, got, want);
+        CU_ASSERT(close_to(got, want));
+    }
+}
+
+static void test_rd_textbook(void)
+{
+    for (int p = 2; p <= 64; p *= 2) {
+        size_t count = 1000;
+        double n = (double)count * 4;
+        const tnt_model_link_t *l = &params.inter;
+        double want = log2((double)p) *
+                      (l->alpha + n * l->beta + n * params.gamma);
+        double got = predict(args(TNT_COLL_ALLREDUCE, p, count), TNT_ALGO_RD,
+                             1, 0);
+        if (!close_to(got, want))
+            fprintf(stderr, "\nrd p=%d: model %.9g s, textbook %.9g s\n", p,
+                    got, want);
+        CU_ASSERT(close_to(got, want));
+    }
+}
+
+/* Ranks 0,1 on one host, 2,3 on another: recursive doubling's first
+ * round is intra-host, its second inter-host, where both ranks of a host
+ * share its NIC: the second message leaves after the first (2 n beta). */
+static void test_rd_two_hosts(void)
+{
+    double n = 4000;
+    double want = params.intra.alpha + n * params.intra.beta +
+                  params.inter.alpha + 2 * n * params.inter.beta +
+                  2 * n * params.gamma;
+    double got = predict(args(TNT_COLL_ALLREDUCE, 4, 1000), TNT_ALGO_RD, 2,
+                         0);
+    CU_ASSERT(close_to(got, want));
+}
+
+/* One host's ranks standing for all give what all ranks give. */
+static void test_symmetry(void)
+{
+    static const struct { int algo, p, rph; size_t count; } cs[] = {
+        {TNT_ALGO_RING, 32, 4, 32 * 1000},
+        {TNT_ALGO_RING, 24, 8, 24 * 4096},
+        {TNT_ALGO_RD, 64, 4, 5000},
+        {TNT_ALGO_RABENSEIFNER, 64, 8, 64 * 1000},
+        {TNT_ALGO_DIRECT, 16, 4, 16 * 100},
+        {TNT_ALGO_ONESHOT, 16, 4, 100},
+        {TNT_ALGO_HIER, 32, 4, 32 * 4096},
+        {TNT_ALGO_HIER, 64, 8, 64 * 4096},
+    };
+    for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+        tnt_coll_args_t a = args(TNT_COLL_ALLREDUCE, cs[i].p, cs[i].count);
+        tnt_topo_t t;
+        int keys[64];
+        for (int r = 0; r < cs[i].p; r++)
+            keys[r] = r / cs[i].rph;
+        CU_ASSERT_EQUAL_FATAL(tnt__topo_init(&t, cs[i].p, keys),
+                              TNT_SUCCESS);
+        a.topo = &t;
+        tnt_model_result_t r;
+        CU_ASSERT_EQUAL(tnt__model_run(&a, cs[i].algo, cs[i].rph, &params,
+                                       (size_t)1 << 24, &r), TNT_SUCCESS);
+        double all = predict(a, cs[i].algo, cs[i].rph, 1);
+        if (!close_to(r.time, all))
+            fprintf(stderr, "\n%s p=%d rph=%d: symmetric(%d) %.9g s, all "
+                    "ranks %.9g s\n", tnt__algo_name(cs[i].algo), cs[i].p,
+                    cs[i].rph, r.symmetric, r.time, all);
+        CU_ASSERT(close_to(r.time, all));
+        tnt__topo_fini(&t);
+    }
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 2;
+    CU_pSuite s = CU_add_suite("model", NULL, NULL);
+    CU_add_test(s, "ring = textbook, p=2..12", test_ring_textbook);
+    CU_add_test(s, "rd = textbook, p=2..64", test_rd_textbook);
+    CU_add_test(s, "rd over two hosts", test_rd_two_hosts);
+    CU_add_test(s, "one host stands for all", test_symmetry);
+    CU_basic_set_mode(CU_BRM_NORMAL);
+    CU_basic_run_tests();
+    int failures = (int)CU_get_number_of_failures();
+    CU_cleanup_registry();
+    return failures ? 1 : 0;
+}
