@@ -381,7 +381,8 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
         }
     }
     if (comm->state == TNT_COMM_OK && peer_needed(comm, peer))
-        tnt__fail_peer_lost(comm, peer, what ? what : "connection closed");
+        tnt__fail_peer(comm, peer, p->dead, what ? what : "connection "
+                       "closed");
     else if (comm->state == TNT_COMM_OK && comm->active_head)
         tnt__note_lost(comm, peer, what); /* not needed yet */
     else
