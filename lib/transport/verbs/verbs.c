@@ -104,6 +104,17 @@ static void ep_close(void *vctx, void *vep)
     ctx->graveyard = ep;
 }
 
+/* The core's close: what it sent last (its failure notice, before it
+ * closes every connection) must still reach the peer, as it does over a
+ * socket; tearing the queue pair down at once would flush it. */
+static void vb_close(void *vctx, void *vep)
+{
+    vb_ep_t *ep = vep;
+    if (ep && !ep->closed && ep->qp && ep->conn.state == VB_RTS)
+        tnt__vb_drain_sends(ep, VB_CLOSE_DRAIN_S);
+    ep_close(vctx, vep);
+}
+
 void tnt__vb_fail(vb_ep_t *ep, int ev, const char *detail)
 {
     vb_ctx_t *ctx = ep->ctx;
@@ -482,8 +493,18 @@ static void sock_read(vb_ep_t *ep)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
         if (n <= 0) {
+            /* A closing peer's last messages (its failure notice) were
+             * acknowledged before its socket closed, but their
+             * completions may not have been taken yet: take them first,
+             * so that the notice, not the close, is the cause. */
+            int e = errno;
+            if (ep->announced && ep->conn.state == VB_RTS) {
+                tnt__vb_poll_ep(ep);
+                if (ep->closed)
+                    return;
+            }
             tnt__vb_fail(ep, VB_EV_SIDE_CLOSED, n == 0 ? "socket closed"
-                                                       : strerror(errno));
+                                                       : strerror(e));
             return;
         }
         if (rec) {
@@ -975,7 +996,7 @@ const tnt_transport_t tnt__verbs_transport = {
     .send = tnt__vb_send,
     .reg_mem = tnt__vb_reg_mem,
     .dereg_mem = tnt__vb_dereg_mem,
-    .close = ep_close,
+    .close = vb_close,
     .finalize = vb_finalize,
     .preference = 200,
 };

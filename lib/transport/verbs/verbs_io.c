@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/error.h"
 #include "transport/verbs/verbs_internal.h"
@@ -669,6 +670,40 @@ void tnt__vb_poll_ep(vb_ep_t *ep)
     }
     if (!ep->closed)
         progress_queue(ep);
+}
+
+/* Work requests posted on a queue pair that is moved to the error state
+ * are flushed, not sent, so a message posted just before a close (the
+ * core's failure notice, which it sends and then closes) would never
+ * leave. Wait for the send queue's completions first, only counting
+ * them: nothing is handed to the core (this runs inside a downcall) and
+ * receives are left to the flush. Bounded: a peer that never
+ * acknowledges costs at most `limit_s`. */
+void tnt__vb_drain_sends(vb_ep_t *ep, double limit_s)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (ep->sq_used > 0) {
+        struct ibv_wc wc[16];
+        int n = ibv_poll_cq(ep->cq, 16, wc);
+        if (n < 0)
+            return;
+        for (int i = 0; i < n; i++) {
+            uint32_t kind = (uint32_t)(wc[i].wr_id >> 56);
+            if (wc[i].status != IBV_WC_SUCCESS)
+                return;
+            if (kind == VB_WR_SEND || kind == VB_WR_WRITE)
+                ep->sq_used--;
+        }
+        if (n > 0)
+            continue;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((double)(t.tv_sec - t0.tv_sec) +
+                1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > limit_s)
+            return;
+        struct timespec pause = {0, 20000}; /* 20 us */
+        nanosleep(&pause, NULL);
+    }
 }
 
 void tnt__vb_comp_cb(void *arg, uint32_t events)
