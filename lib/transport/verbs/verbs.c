@@ -275,7 +275,8 @@ static void encode_hello(vb_ep_t *ep, int reply, unsigned char *rec)
                     .to = ep->peer, .qpn = ep->qp->qp_num, .psn = ep->psn,
                     .lid = ctx->lid, .mtu = (uint8_t)ctx->mtu,
                     .is_reply = (uint8_t)reply,
-                    .depth = (uint16_t)ctx->depth};
+                    .depth = (uint16_t)ctx->depth,
+                    .bounce_kib = (uint16_t)(ctx->bounce / 1024)};
     memcpy(h.gid, ctx->gid.raw, 16);
     if (!reply)
         ctx->env.random_bytes(ctx->env.core, h.nonce, sizeof(h.nonce));
@@ -324,6 +325,8 @@ static const char *hello_check(vb_ctx_t *ctx, vb_ep_t *ep,
         return "handshake for another communicator or rank";
     if (h->depth != ctx->depth)
         return "TNT_IB_RECV_DEPTH differs between the ranks";
+    if ((size_t)h->bounce_kib * 1024 != ctx->bounce)
+        return "TNT_IB_EAGER_BYTES differs between the ranks";
     if (ep->connector) {
         if (!h->is_reply || h->from != ep->peer)
             return "reply from the wrong rank";
@@ -867,6 +870,16 @@ static tnt_result_t read_knobs(vb_ctx_t *ctx, int *cache, size_t *limit)
     if ((s = getenv("TNT_IB_REG_CACHE")) && *s && strcmp(s, "auto") != 0)
         TNT_CHECK(tnt__parse_long("TNT_IB_REG_CACHE (auto, 0 or 1)", s, 0,
                                   1, &c));
+    /* Whole KiB (the hello carries KiB), within what one receive takes. */
+    size_t bounce = VB_BOUNCE_DEFAULT;
+    if ((s = getenv("TNT_IB_EAGER_BYTES")) && *s) {
+        TNT_CHECK(tnt__parse_size("TNT_IB_EAGER_BYTES", s, &bounce));
+        if (bounce < VB_BOUNCE_MIN || bounce > VB_BOUNCE_MAX ||
+            bounce % 1024 != 0)
+            return tnt__error(TNT_ERR_CONFIG, "TNT_IB_EAGER_BYTES=%s: "
+                              "expected whole KiB from 4k to 1M", s);
+    }
+    ctx->bounce = bounce;
     *limit = (size_t)1 << 30;
     if ((s = getenv("TNT_IB_REG_CACHE_LIMIT")) && *s)
         TNT_CHECK(tnt__parse_size("TNT_IB_REG_CACHE_LIMIT", s, limit));

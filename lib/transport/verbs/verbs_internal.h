@@ -24,9 +24,12 @@
 #include "transport/verbs/verbs_rcache.h"
 #include "transport/verbs/verbs_wire.h"
 
-/* Bytes of one bounce buffer; a message whose header and payload fit is
+/* Bytes of one bounce buffer (TNT_IB_EAGER_BYTES, the same on every
+ * rank: the hello carries it); a message whose header and payload fit is
  * sent eagerly (copied), larger ones by rendezvous (RDMA WRITE). */
-#define VB_BOUNCE 8192u
+#define VB_BOUNCE_DEFAULT 8192u
+#define VB_BOUNCE_MIN 4096u
+#define VB_BOUNCE_MAX (1024u * 1024u)
 #define VB_DEPTH_DEFAULT 64u
 #define VB_CTRL_DEPTH 2u
 /* Largest single RDMA WRITE; larger payloads are split into segments. */
@@ -127,6 +130,7 @@ struct vb_ctx {
     uint16_t lid;
     enum ibv_mtu mtu;
     uint32_t depth;      /* TNT_IB_RECV_DEPTH */
+    size_t bounce;       /* TNT_IB_EAGER_BYTES: one bounce buffer */
     int timeout;         /* TNT_IB_TIMEOUT: 4.096 us * 2^timeout */
     int retry;           /* TNT_IB_RETRY_CNT, else from the heartbeat */
     double heartbeat_s;  /* TNT_HEARTBEAT (default 10 s); 0: off */

@@ -31,12 +31,12 @@
 
 static unsigned char *recv_buf(vb_ep_t *ep, uint32_t i)
 {
-    return ep->slab + (size_t)i * VB_BOUNCE;
+    return ep->slab + (size_t)i * ep->ctx->bounce;
 }
 
 static unsigned char *send_buf(vb_ep_t *ep, uint32_t i)
 {
-    return ep->slab + (size_t)(ep->nrecv + i) * VB_BOUNCE;
+    return ep->slab + (size_t)(ep->nrecv + i) * ep->ctx->bounce;
 }
 
 static struct ibv_mr *region_mr(vb_region_t *r)
@@ -53,7 +53,7 @@ tnt_result_t tnt__vb_ep_setup_buffers(vb_ep_t *ep)
     ep->nsend = ctx->depth + VB_CTRL_DEPTH;
     /* Sends use one queue entry each; a few more for RDMA WRITEs. */
     ep->sq_depth = ep->nsend + 32;
-    size_t bytes = (size_t)(ep->nrecv + ep->nsend) * VB_BOUNCE;
+    size_t bytes = (size_t)(ep->nrecv + ep->nsend) * ctx->bounce;
     ep->slab = aligned_alloc(4096, bytes);
     ep->free_send = calloc(ep->nsend, sizeof(*ep->free_send));
     if (!ep->slab || !ep->free_send)
@@ -163,7 +163,8 @@ void tnt__vb_ep_release_ops(vb_ep_t *ep)
 
 tnt_result_t tnt__vb_post_recv(vb_ep_t *ep, uint32_t slot)
 {
-    struct ibv_sge sge = {(uintptr_t)recv_buf(ep, slot), VB_BOUNCE,
+    struct ibv_sge sge = {(uintptr_t)recv_buf(ep, slot),
+                          (uint32_t)ep->ctx->bounce,
                           ep->slab_mr->lkey};
     struct ibv_recv_wr wr = {.wr_id = VB_WR_ID(VB_WR_RECV, slot),
                              .sg_list = &sge, .num_sge = 1}, *bad;
@@ -382,7 +383,7 @@ tnt_result_t tnt__vb_send(void *vctx, void *vep, const void *hdr,
 static tnt_result_t send_op(vb_ep_t *ep, vb_op_t *op)
 {
     vb_ctx_t *ctx = ep->ctx;
-    if (VB_MSG_HDR_LEN + op->hdr_len + op->len <= VB_BOUNCE) {
+    if (VB_MSG_HDR_LEN + op->hdr_len + op->len <= ctx->bounce) {
         op->type = VB_OP_EAGER;
         if (!ep->q_head) {
             /* Fast path: copied and posted now, nothing follows. */
@@ -529,7 +530,7 @@ static void recv_msg(vb_ep_t *ep, uint32_t slot, size_t byte_len)
     vb_ctx_t *ctx = ep->ctx;
     const unsigned char *b = recv_buf(ep, slot);
     vb_msg_t m;
-    const char *why = byte_len > VB_BOUNCE ? "message larger than a buffer"
+    const char *why = byte_len > ctx->bounce ? "message larger than a buffer"
                                            : tnt__vb_msg_decode(b, byte_len,
                                                                 &m);
     if (why) {
