@@ -36,6 +36,7 @@
 
 #include "datagen.h"
 #include "core/engine.h"
+#include "core/engine_internal.h"
 #include "harness.h"
 
 #define FAULT_RANKS 4
@@ -533,9 +534,69 @@ static void startup_kills(const char *transport)
 static void test_startup_tcp(void) { startup_kills("tcp"); }
 static void test_startup_shm(void) { startup_kills("shm"); }
 
+/* ---- how a failed connection reads --------------------------------
+ *
+ * The transport's result decides the words (engine.c, tnt__fail_peer):
+ * only a lost peer is "lost"; a connection that could not be made (the
+ * verbs queue pair setup) reads as a failure to connect, and a local
+ * failure as the connection failing. Rank 0 fails its communicator as
+ * the upcall of a transport would, with each result in turn, over TCP
+ * (no device needed); the next call returns that result and words. */
+typedef struct {
+    tnt_result_t err;
+    const char *words;
+} words_case_t;
+
+static int words_rank(tnt_comm_t comm, int rank, int p, void *arg,
+                      th_report_t *rep)
+{
+    (void)p;
+    const words_case_t *w = arg;
+    tnt_result_t rc = tnt_barrier(comm);
+    th_report_check(rep, "first_barrier", rc, 0, 0, NULL, 0);
+    if (rank == 0) {
+        pthread_mutex_lock(&comm->lock);
+        tnt__fail_peer(comm, 1, w->err, "the transport's own text");
+        pthread_mutex_unlock(&comm->lock);
+    }
+    rc = tnt_barrier(comm);
+    const char *msg = rc ? tnt_last_error() : "";
+    if (rank == 0)
+        th_report_expect(rep, "words", rc == w->err &&
+                             strstr(msg, w->words) &&
+                             strstr(msg, "the transport's own text") &&
+                             (w->err == TNT_ERR_PEER_LOST ||
+                              !strstr(msg, "lost")),
+                         rc, "expected %d with '%s', got %d: '%s'", w->err,
+                         w->words, rc, msg);
+    else
+        th_report_expect(rep, "words", rc != TNT_SUCCESS, rc,
+                         "the peer of a failed rank returned %d", rc);
+    return 0;
+}
+
+static void test_failure_words(void)
+{
+    static const words_case_t cases[] = {
+        {TNT_ERR_CONNECT, "rank 0 cannot connect to rank 1 (host "},
+        {TNT_ERR_SYSTEM, "rank 0: connection to rank 1 (host "},
+        {TNT_ERR_PROTOCOL, "rank 0: connection to rank 1 (host "},
+        {TNT_ERR_PEER_LOST, "rank 0 lost rank 1 (host "},
+    };
+    const char *env[] = {"TNT_TRANSPORT=tcp", "TNT_TIMEOUT=20", NULL};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char name[64];
+        snprintf(name, sizeof(name), "failure words %d", cases[i].err);
+        th_job_t job = {name, 2, env, words_rank, (void *)&cases[i], 40, 0,
+                        0};
+        th_run_job(&job, NULL);
+    }
+}
+
 static const th_test_def_t k_tests[] = {
     {"faults", "kill_one_of_four", test_kill_one_of_four},
     {"faults", "free_after_early_loss", test_free_after_early_loss},
+    {"words", "failure_words", test_failure_words},
     {"startup", "tcp", test_startup_tcp},
     {"startup", "shm", test_startup_shm},
     {NULL, NULL, NULL}};

@@ -480,6 +480,14 @@ check_usage "invalid --fusion-threshold '8M'" --fusion-threshold 8M -n 1 true
 check_usage "invalid --log-level 'LOUD'" --log-level LOUD -n 1 true
 end
 
+begin "--ib-hca-map sets TNT_IB_HCA_MAP"
+run --ib-hca-map local_rank -n 2 --output-on-all-ranks sh -c \
+    'echo "map $TNT_IB_HCA_MAP"'
+expect_rc 0
+[ "$(grep -c '^\[[01]\] map local_rank$' "$OUT")" = 2 ] || fail "$(cat "$OUT")"
+check_usage "invalid --ib-hca-map 'numa'" --ib-hca-map numa -n 1 true
+end
+
 begin "--interpreter prefixes the command; '' runs it directly"
 printf 'echo "script $TNT_RANK $1"\n' >"$TMP/script.sh"
 run --interpreter "sh -e" -n 1 "$TMP/script.sh" arg1

@@ -387,6 +387,9 @@ static void fake_rc_dereg(void *arg, void *handle)
     __wrap_ibv_dereg_mr(handle);
 }
 
+/* Bounce buffer size of the next pair (TNT_IB_EAGER_BYTES). */
+static size_t g_bounce = VB_BOUNCE_DEFAULT;
+
 static void pair_init(pair_t *p, uint32_t depth, int keep_cache)
 {
     memset(p, 0, sizeof(*p));
@@ -404,6 +407,7 @@ static void pair_init(pair_t *p, uint32_t depth, int keep_cache)
             .on_payload = f_payload, .on_send_done = f_send_done,
             .on_peer_error = f_peer_error};
         c->depth = depth;
+        c->bounce = g_bounce;
         c->listen_fd = -1;
         c->seg_max = FAKE_MAX_MSG;
         vb_rcache_ops_t ops = {fake_rc_reg, fake_rc_dereg, NULL};
@@ -526,7 +530,7 @@ static void test_eager_with_credits(void)
     pair_t p;
     pair_init(&p, 4, 0);
     static const size_t sizes[] = {0, 1, 100, 4000,
-                                   VB_BOUNCE - VB_MSG_HDR_LEN - 16};
+                                   VB_BOUNCE_DEFAULT - VB_MSG_HDR_LEN - 16};
     exchange(&p, sizes, 5, 300);
     /* 300 messages through rings of 4 buffers: credits came back. */
     TH_CHECK(p.qp[0].sends >= 300 && p.qp[1].sends >= 300,
@@ -555,11 +559,35 @@ static void test_one_way_needs_credit_messages(void)
     pair_free(&p);
 }
 
+/* Larger bounce buffers (TNT_IB_EAGER_BYTES=64k): messages up to them
+ * go eagerly, copied, with no RDMA WRITE and no registration; one more
+ * byte goes by rendezvous. */
+static void test_eager_large_bounce(void)
+{
+    g_bounce = 64 * 1024;
+    pair_t p;
+    pair_init(&p, 4, 0);
+    size_t fit = g_bounce - VB_MSG_HDR_LEN - sizeof(thdr_t);
+    const size_t sizes[] = {VB_BOUNCE_DEFAULT, 40000, fit, 3};
+    exchange(&p, sizes, 4, 60);
+    TH_CHECK(p.qp[0].writes == 0 && p.qp[1].writes == 0,
+             "%d/%d RDMA WRITEs for messages that fit a bounce buffer",
+             p.qp[0].writes, p.qp[1].writes);
+    pair_free(&p);
+    pair_init(&p, 4, 0);
+    const size_t over[] = {fit + 1};
+    exchange(&p, over, 1, 4);
+    TH_CHECK(p.qp[0].writes > 0 && p.qp[1].writes > 0,
+             "a message one byte over the bounce buffer went eagerly");
+    pair_free(&p);
+    g_bounce = VB_BOUNCE_DEFAULT;
+}
+
 static void test_rendezvous(void)
 {
     pair_t p;
     pair_init(&p, 4, 0);
-    static const size_t sizes[] = {VB_BOUNCE, 100000, 3 << 20, 20, 65537};
+    static const size_t sizes[] = {VB_BOUNCE_DEFAULT, 100000, 3 << 20, 20, 65537};
     exchange(&p, sizes, 5, 40);
     TH_CHECK(p.qp[0].writes > 0 && p.qp[1].writes > 0,
              "no RDMA WRITE was used");
@@ -629,6 +657,7 @@ static const th_test_def_t k_tests[] = {
     {"verbs_fakehca", "eager_with_credits", test_eager_with_credits},
     {"verbs_fakehca", "one_way_credit_messages",
      test_one_way_needs_credit_messages},
+    {"verbs_fakehca", "eager_large_bounce", test_eager_large_bounce},
     {"verbs_fakehca", "rendezvous", test_rendezvous},
     {"verbs_fakehca", "rendezvous_cached", test_rendezvous_cached},
     {"verbs_fakehca", "retry_exceeded", test_retry_exceeded_names_peer},

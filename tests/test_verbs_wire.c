@@ -126,7 +126,7 @@ static void test_hello(void)
     vb_hello_t h = {.version = VB_PROTO_VERSION, .job_id = 0x1122334455ull,
                     .comm_id = 1, .from = 2, .to = 5, .qpn = 0x123456,
                     .psn = 0xabcdef, .lid = 17, .mtu = 5, .is_reply = 1,
-                    .depth = 64};
+                    .depth = 64, .bounce_kib = 32};
     for (int i = 0; i < 16; i++) {
         h.gid[i] = (uint8_t)(i * 7);
         h.nonce[i] = (uint8_t)(200 - i);
@@ -138,6 +138,7 @@ static void test_hello(void)
     TH_CHECK(!why && d.job_id == h.job_id && d.from == 2 && d.to == 5 &&
              d.qpn == h.qpn && d.psn == h.psn && d.lid == 17 &&
              d.mtu == 5 && d.is_reply == 1 && d.depth == 64 &&
+             d.bounce_kib == 32 &&
              memcmp(d.gid, h.gid, 16) == 0 &&
              memcmp(d.nonce, h.nonce, 16) == 0,
              "hello round trip: %s", why ? why : "fields differ");
@@ -149,7 +150,8 @@ static void test_hello(void)
         {0, 0, "magic"},      {4, 1, "version 1"},  {23, 0x80, "from < 0"},
         {27, 0x80, "to < 0"}, {28, 1, "qpn 1"},   {31, 1, "qpn > 24 bits"},
         {35, 1, "psn > 24 bits"}, {38, 0, "mtu 0"}, {38, 6, "mtu 6"},
-        {39, 2, "reply flag"}, {57, 0x20, "depth"}, {60, 1, "reserved"},
+        {39, 2, "reply flag"}, {57, 0x20, "depth"}, {58, 3, "bounce 3 KiB"},
+        {59, 0x04, "bounce above 1 MiB"}, {60, 1, "reserved"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         tnt__vb_hello_encode(&h, buf);
@@ -215,7 +217,7 @@ static int exchange(const tnt_auth_key_t *kc, const tnt_auth_key_t *ka,
 {
     vb_hello_t h = {.version = VB_PROTO_VERSION, .job_id = 7, .comm_id = 1,
                     .from = 0, .to = 1, .qpn = 0x100, .psn = 5, .lid = 1,
-                    .mtu = 3, .depth = 64};
+                    .mtu = 3, .depth = 64, .bounce_kib = 8};
     tnt__auth_random(h.nonce, sizeof(h.nonce));
     unsigned char hello[VB_REC_LEN], rec[VB_REC_LEN];
     tnt__vb_hello_encode(&h, hello);

@@ -48,6 +48,8 @@ static void usage(FILE *f)
 "                      order given), or pass on tnt-run's own value [-x]\n"
 "  --fusion-threshold KB  sets TNT_FUSION_THRESHOLD [--fusion-threshold]\n"
 "  --log-level L       ERROR|WARNING|INFO|DEBUG: TNT_LOG_LEVEL [--log-level]\n"
+"  --ib-hca-map M      first|local_rank: TNT_IB_HCA_MAP, which RDMA port\n"
+"                      each rank of a host takes (local_rank: round robin)\n"
 "  --log-on-all-ranks  TNT_LOG_ALL_RANKS=1 [--log-on-all-devices]\n"
 "  --output-on-all-ranks  show every rank's stdout (default: rank 0's\n"
 "                      only; stderr of every rank is always shown)\n"
@@ -214,6 +216,16 @@ static void set_log_level(struct run_opts *o, const char *v)
                     "INFO or DEBUG", v);
 }
 
+/* The verbs transport's rank -> NIC map; checked here so that a typo
+ * fails at once instead of in every rank. */
+static void set_ib_hca_map(struct run_opts *o, const char *v)
+{
+    if (strcmp(v, "first") != 0 && strcmp(v, "local_rank") != 0)
+        run_usage_error("invalid --ib-hca-map '%s': expected first or "
+                        "local_rank", v);
+    add_extra(o, "TNT_IB_HCA_MAP", v);
+}
+
 static void set_fusion_threshold(struct run_opts *o, const char *v)
 {
     char *end;
@@ -290,6 +302,8 @@ static int value_option(struct run_opts *o, int argc, char **argv, int *i,
         set_fusion_threshold(o, v);
     else if ((v = long_value(argc, argv, i, "--log-level")) != NULL)
         set_log_level(o, v);
+    else if ((v = long_value(argc, argv, i, "--ib-hca-map")) != NULL)
+        set_ib_hca_map(o, v);
     else if ((v = long_value(argc, argv, i, "--bind-to")) != NULL) {
         if (strcmp(v, "core") == 0)
             o->bind_core = 1;

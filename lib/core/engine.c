@@ -592,13 +592,43 @@ void tnt__fail_peer_lost(struct tnt_comm *comm, int peer, const char *what)
                          comm->peers[peer].host, what);
 }
 
+/* The words follow the transport's result: only a peer that went away
+ * (closed, reset, retries exceeded) is "lost". A connection that could
+ * not be made (queue pair setup, handshake) is a connection failure, and
+ * any other cause (this rank's own device or memory, a protocol error)
+ * is the connection failing, which says nothing about the peer; the
+ * transport's text says which. The result is the transport's. */
+void tnt__fail_peer(struct tnt_comm *comm, int peer, tnt_result_t err,
+                    const char *what)
+{
+    if (err == TNT_ERR_PEER_LOST || err >= 0) {
+        tnt__fail_peer_lost(comm, peer, what);
+        return;
+    }
+    if (err == TNT_ERR_CONNECT)
+        tnt__engine_fail(comm, err, "rank %d cannot connect to rank %d "
+                         "(host %s): %s", comm->rank, peer,
+                         comm->peers[peer].host, what);
+    else
+        tnt__engine_fail(comm, err, "rank %d: connection to rank %d "
+                         "(host %s) failed: %s", comm->rank, peer,
+                         comm->peers[peer].host, what);
+}
+
 static void fail_dead_peer(struct tnt_comm *comm, struct tnt_request *req,
                            const tnt_peer_t *p)
 {
     char what[160];
     snprintf(what, sizeof(what), "%s #%" PRIu64 " needs it",
              tnt__coll_kind_name(req->args.kind), req->seq);
-    tnt__fail_peer_lost(comm, p->rank, what);
+    if (p->dead == TNT_ERR_PEER_LOST || comm->fault.first_lost != p->rank) {
+        tnt__fail_peer_lost(comm, p->rank, what);
+        return;
+    }
+    /* Not lost: the cause noted when it failed is the message. */
+    char both[sizeof(comm->fault.first_lost_what) + sizeof(what) + 2];
+    snprintf(both, sizeof(both), "%s; %s", comm->fault.first_lost_what, what);
+    tnt__fail_peer(comm, p->rank, p->dead, both);
 }
 
 static int matches(const tnt_msg_hdr_t *h, const struct tnt_request *req,

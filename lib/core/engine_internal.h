@@ -54,6 +54,11 @@ void tnt__note_lost(struct tnt_comm *comm, int peer, const char *what);
 /** Fail with TNT_ERR_PEER_LOST for `peer`, naming the first lost peer
  *  too if it was another. */
 void tnt__fail_peer_lost(struct tnt_comm *comm, int peer, const char *what);
+/** Fail for `peer` with the transport's result `err`, worded by it:
+ *  TNT_ERR_PEER_LOST as tnt__fail_peer_lost, TNT_ERR_CONNECT as a failure
+ *  to connect, anything else as the connection failing. */
+void tnt__fail_peer(struct tnt_comm *comm, int peer, tnt_result_t err,
+                    const char *what);
 /** Is operation `op` of req large enough to run without the lock? */
 int tnt__op_is_heavy(const struct tnt_comm *comm,
                      const struct tnt_request *req, uint32_t op);

@@ -383,9 +383,9 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
         }
     }
     if (comm->state == TNT_COMM_OK && peer_needed(comm, peer))
-        tnt__fail_peer_lost(comm, peer, what ? what : "connection closed");
-    else if (comm->state == TNT_COMM_OK &&
-             !tnt__list_empty(&comm->reqs.active))
+        tnt__fail_peer(comm, peer, p->dead, what ? what : "connection "
+                       "closed");
+    else if (comm->state == TNT_COMM_OK && !tnt__list_empty(&comm->reqs.active))
         tnt__note_lost(comm, peer, what); /* not needed yet */
     else
         TNT_LOG_DEBUG("rank %d: connection to rank %d closed: %s",

@@ -156,7 +156,11 @@ typedef enum tnt_env_type {
       "registration cache (auto: on with ODP)")                             \
     X(IB_REG_CACHE_LIMIT, "TNT_IB_REG_CACHE_LIMIT", SIZE, "1G",             \
       0, 0, NULL, 1, "transport/verbs",                                     \
-      "bytes of unused registrations kept")
+      "bytes of unused registrations kept")                                 \
+    X(IB_EAGER_BYTES, "TNT_IB_EAGER_BYTES", SIZE, "8k", 0, 0, NULL, 1,      \
+      "transport/verbs",                                                    \
+      "messages this large are copied through registered buffers (4k-1M, "  \
+      "whole KiB, the same on every rank)")
 
 typedef enum tnt_env_id {
 #define TNT_ENV_ID_(id, ...) TNT_VAR_##id,

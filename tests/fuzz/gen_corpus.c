@@ -104,7 +104,8 @@ int main(int argc, char **argv)
     put("verbs", "imm", 1, 0, 0, &raw, sizeof(raw));
     vb_hello_t vh = {.version = VB_PROTO_VERSION, .job_id = 7, .comm_id = 1,
                      .from = 0, .to = 1, .qpn = 0x100, .psn = 5, .lid = 1,
-                     .mtu = 3, .depth = 64, .nonce = {1, 2, 3}};
+                     .mtu = 3, .depth = 64, .bounce_kib = 8,
+                     .nonce = {1, 2, 3}};
     unsigned char rec[VB_REC_LEN];
     tnt__vb_hello_encode(&vh, rec);
     put("verbs", "hello", 2, 0, 0, rec, sizeof(rec));

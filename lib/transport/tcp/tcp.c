@@ -327,7 +327,10 @@ int tnt__tcp_proof_in(tcp_conn_t *c)
 }
 
 /* Connector: advance the handshake. 1 when it is done (READY), 0 to
- * wait for more, -1 on failure (*why says what). No upcalls. */
+ * wait for more, -1 on failure (*why says what), -2 when the peer went
+ * away (its published port refuses, or it closes or resets the
+ * connection during the handshake: a failed or exiting rank does that,
+ * and the core calls it lost, not a failure to connect). No upcalls. */
 static int connector_step(tcp_conn_t *c, uint32_t events, const char **why)
 {
     tcp_ctx_t *ctx = c->ctx;
@@ -338,7 +341,7 @@ static int connector_step(tcp_conn_t *c, uint32_t events, const char **why)
             err = errno;
         if (err) {
             *why = strerror(err);
-            return -1;
+            return err == ECONNREFUSED || err == ECONNRESET ? -2 : -1;
         }
         if (!(events & TNT_FD_WRITE))
             return 0;
@@ -354,10 +357,11 @@ static int connector_step(tcp_conn_t *c, uint32_t events, const char **why)
     ssize_t r = recv(c->fd, c->rbuf + c->rend, need - c->rend, MSG_DONTWAIT);
     if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
                    errno != EINTR)) {
+        int gone = r == 0 || errno == ECONNRESET;
         *why = r == 0 ? "connection closed during the handshake (does the "
                         "peer have the same TNT_JOB_KEY?)"
                       : strerror(errno);
-        return -1;
+        return gone ? -2 : -1;
     }
     if (r < 0)
         return 0;
@@ -401,7 +405,8 @@ void tnt__tcp_conn_cb(void *arg, uint32_t events)
         const char *why = NULL;
         int k = connector_step(c, events, &why);
         if (k < 0) {
-            tnt__tcp_fail(c, TNT_ERR_CONNECT, why);
+            tnt__tcp_fail(c, k == -2 ? TNT_ERR_PEER_LOST : TNT_ERR_CONNECT,
+                          why);
             return;
         }
         if (k == 0) {

@@ -106,6 +106,17 @@ static void ep_close(void *vctx, void *vep)
     ctx->graveyard = ep;
 }
 
+/* The core's close: what it sent last (its failure notice, before it
+ * closes every connection) must still reach the peer, as it does over a
+ * socket; tearing the queue pair down at once would flush it. */
+static void vb_close(void *vctx, void *vep)
+{
+    vb_ep_t *ep = vep;
+    if (ep && !ep->closed && ep->qp && ep->conn.state == VB_RTS)
+        tnt__vb_drain_sends(ep, VB_CLOSE_DRAIN_S);
+    ep_close(vctx, vep);
+}
+
 void tnt__vb_fail(vb_ep_t *ep, int ev, const char *detail)
 {
     vb_ctx_t *ctx = ep->ctx;
@@ -266,7 +277,8 @@ static void encode_hello(vb_ep_t *ep, int reply, unsigned char *rec)
                     .to = ep->peer, .qpn = ep->qp->qp_num, .psn = ep->psn,
                     .lid = ctx->lid, .mtu = (uint8_t)ctx->mtu,
                     .is_reply = (uint8_t)reply,
-                    .depth = (uint16_t)ctx->depth};
+                    .depth = (uint16_t)ctx->depth,
+                    .bounce_kib = (uint16_t)(ctx->bounce / 1024)};
     memcpy(h.gid, ctx->gid.raw, 16);
     if (!reply)
         ctx->env.random_bytes(ctx->env.core, h.nonce, sizeof(h.nonce));
@@ -315,6 +327,8 @@ static const char *hello_check(vb_ctx_t *ctx, vb_ep_t *ep,
         return "handshake for another communicator or rank";
     if (h->depth != ctx->depth)
         return "TNT_IB_RECV_DEPTH differs between the ranks";
+    if ((size_t)h->bounce_kib * 1024 != ctx->bounce)
+        return "TNT_IB_EAGER_BYTES differs between the ranks";
     if (ep->connector) {
         if (!h->is_reply || h->from != ep->peer)
             return "reply from the wrong rank";
@@ -484,8 +498,18 @@ static void sock_read(vb_ep_t *ep)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
         if (n <= 0) {
+            /* A closing peer's last messages (its failure notice) were
+             * acknowledged before its socket closed, but their
+             * completions may not have been taken yet: take them first,
+             * so that the notice, not the close, is the cause. */
+            int e = errno;
+            if (ep->announced && ep->conn.state == VB_RTS) {
+                tnt__vb_poll_ep(ep);
+                if (ep->closed)
+                    return;
+            }
             tnt__vb_fail(ep, VB_EV_SIDE_CLOSED, n == 0 ? "socket closed"
-                                                       : strerror(errno));
+                                                       : strerror(e));
             return;
         }
         if (rec) {
@@ -836,6 +860,15 @@ static tnt_result_t read_knobs(vb_ctx_t *ctx, int *cache, size_t *limit)
         TNT_CHECK(tnt__parse_long("TNT_IB_REG_CACHE (auto, 0 or 1)", s, 0,
                                   1, &c));
     TNT_CHECK(tnt__env_size(TNT_VAR_IB_REG_CACHE_LIMIT, limit));
+    /* Whole KiB (the hello carries KiB), within what one receive takes. */
+    size_t bounce = 0;
+    TNT_CHECK(tnt__env_size(TNT_VAR_IB_EAGER_BYTES, &bounce));
+    if (bounce < VB_BOUNCE_MIN || bounce > VB_BOUNCE_MAX ||
+        bounce % 1024 != 0)
+        return tnt__error(TNT_ERR_CONFIG, "TNT_IB_EAGER_BYTES=%s: "
+                          "expected whole KiB from 4k to 1M",
+                          tnt__env(TNT_VAR_IB_EAGER_BYTES));
+    ctx->bounce = bounce;
     ctx->depth = (uint32_t)depth;
     ctx->timeout = (int)timeout;
     ctx->retry = (int)retry;
@@ -962,7 +995,7 @@ const tnt_transport_t tnt__verbs_transport = {
     .send = tnt__vb_send,
     .reg_mem = tnt__vb_reg_mem,
     .dereg_mem = tnt__vb_dereg_mem,
-    .close = ep_close,
+    .close = vb_close,
     .finalize = vb_finalize,
     .preference = 200,
 };

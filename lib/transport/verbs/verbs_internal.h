@@ -24,12 +24,18 @@
 #include "transport/verbs/verbs_rcache.h"
 #include "transport/verbs/verbs_wire.h"
 
-/* Bytes of one bounce buffer; a message whose header and payload fit is
+/* Bytes of one bounce buffer (TNT_IB_EAGER_BYTES, the same on every
+ * rank: the hello carries it); a message whose header and payload fit is
  * sent eagerly (copied), larger ones by rendezvous (RDMA WRITE). */
-#define VB_BOUNCE 8192u
+#define VB_BOUNCE_DEFAULT 8192u /* the table's default of TNT_IB_EAGER_BYTES */
+#define VB_BOUNCE_MIN 4096u
+#define VB_BOUNCE_MAX (1024u * 1024u)
 #define VB_CTRL_DEPTH 2u
 /* Largest single RDMA WRITE; larger payloads are split into segments. */
 #define VB_SEG_MAX ((size_t)1 << 30)
+/* How long a close waits for the sends already posted to be acknowledged
+ * (the failure notice the core sends just before it closes). */
+#define VB_CLOSE_DRAIN_S 0.25
 #define VB_MAX_TOKENS (VB_IMM_TOKEN_MAX + 1)
 
 /* wr_id: kind in the top byte, an index below. */
@@ -123,6 +129,7 @@ struct vb_ctx {
     uint16_t lid;
     enum ibv_mtu mtu;
     uint32_t depth;      /* TNT_IB_RECV_DEPTH */
+    size_t bounce;       /* TNT_IB_EAGER_BYTES: one bounce buffer */
     int timeout;         /* TNT_IB_TIMEOUT: 4.096 us * 2^timeout */
     int retry;           /* TNT_IB_RETRY_CNT, else from the heartbeat */
     double heartbeat_s;  /* TNT_HEARTBEAT (default 10 s); 0: off */
@@ -151,6 +158,9 @@ void tnt__vb_comp_cb(void *arg, uint32_t events);
 /** Poll ep's completion queue empty and move its queued work along
  *  (comp_cb does this per event; tests call it directly). */
 void tnt__vb_poll_ep(vb_ep_t *ep);
+/** Wait, at most limit_s, for ep's posted sends to complete (before a
+ *  close would flush them); no upcalls. */
+void tnt__vb_drain_sends(vb_ep_t *ep, double limit_s);
 tnt_result_t tnt__vb_send(void *vctx, void *vep, const void *hdr,
                           size_t hdr_len, const void *payload, size_t len,
                           void *cookie);

@@ -1,6 +1,6 @@
 /*
  * The verbs data path. A message whose header and payload fit in a bounce
- * buffer (VB_BOUNCE bytes with the transport's own header) is copied into
+ * buffer (TNT_IB_EAGER_BYTES with the transport's own header) is copied into
  * a registered send buffer and sent with SEND into one of the peer's
  * pre-posted receive buffers; credits (verbs_credit.h) make sure one is
  * there. A larger message goes by rendezvous, zero-copy: the sender SENDs
@@ -24,18 +24,19 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/error.h"
 #include "transport/verbs/verbs_internal.h"
 
 static unsigned char *recv_buf(vb_ep_t *ep, uint32_t i)
 {
-    return ep->slab + (size_t)i * VB_BOUNCE;
+    return ep->slab + (size_t)i * ep->ctx->bounce;
 }
 
 static unsigned char *send_buf(vb_ep_t *ep, uint32_t i)
 {
-    return ep->slab + (size_t)(ep->nrecv + i) * VB_BOUNCE;
+    return ep->slab + (size_t)(ep->nrecv + i) * ep->ctx->bounce;
 }
 
 static struct ibv_mr *region_mr(vb_region_t *r)
@@ -52,7 +53,7 @@ tnt_result_t tnt__vb_ep_setup_buffers(vb_ep_t *ep)
     ep->nsend = ctx->depth + VB_CTRL_DEPTH;
     /* Sends use one queue entry each; a few more for RDMA WRITEs. */
     ep->sq_depth = ep->nsend + 32;
-    size_t bytes = (size_t)(ep->nrecv + ep->nsend) * VB_BOUNCE;
+    size_t bytes = (size_t)(ep->nrecv + ep->nsend) * ctx->bounce;
     ep->slab = aligned_alloc(4096, bytes);
     ep->free_send = calloc(ep->nsend, sizeof(*ep->free_send));
     if (!ep->slab || !ep->free_send)
@@ -162,7 +163,8 @@ void tnt__vb_ep_release_ops(vb_ep_t *ep)
 
 tnt_result_t tnt__vb_post_recv(vb_ep_t *ep, uint32_t slot)
 {
-    struct ibv_sge sge = {(uintptr_t)recv_buf(ep, slot), VB_BOUNCE,
+    struct ibv_sge sge = {(uintptr_t)recv_buf(ep, slot),
+                          (uint32_t)ep->ctx->bounce,
                           ep->slab_mr->lkey};
     struct ibv_recv_wr wr = {.wr_id = VB_WR_ID(VB_WR_RECV, slot),
                              .sg_list = &sge, .num_sge = 1}, *bad;
@@ -381,7 +383,7 @@ tnt_result_t tnt__vb_send(void *vctx, void *vep, const void *hdr,
 static tnt_result_t send_op(vb_ep_t *ep, vb_op_t *op)
 {
     vb_ctx_t *ctx = ep->ctx;
-    if (VB_MSG_HDR_LEN + op->hdr_len + op->len <= VB_BOUNCE) {
+    if (VB_MSG_HDR_LEN + op->hdr_len + op->len <= ctx->bounce) {
         op->type = VB_OP_EAGER;
         if (!ep->q_head) {
             /* Fast path: copied and posted now, nothing follows. */
@@ -528,7 +530,7 @@ static void recv_msg(vb_ep_t *ep, uint32_t slot, size_t byte_len)
     vb_ctx_t *ctx = ep->ctx;
     const unsigned char *b = recv_buf(ep, slot);
     vb_msg_t m;
-    const char *why = byte_len > VB_BOUNCE ? "message larger than a buffer"
+    const char *why = byte_len > ctx->bounce ? "message larger than a buffer"
                                            : tnt__vb_msg_decode(b, byte_len,
                                                                 &m);
     if (why) {
@@ -669,6 +671,40 @@ void tnt__vb_poll_ep(vb_ep_t *ep)
     }
     if (!ep->closed)
         progress_queue(ep);
+}
+
+/* Work requests posted on a queue pair that is moved to the error state
+ * are flushed, not sent, so a message posted just before a close (the
+ * core's failure notice, which it sends and then closes) would never
+ * leave. Wait for the send queue's completions first, only counting
+ * them: nothing is handed to the core (this runs inside a downcall) and
+ * receives are left to the flush. Bounded: a peer that never
+ * acknowledges costs at most `limit_s`. */
+void tnt__vb_drain_sends(vb_ep_t *ep, double limit_s)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (ep->sq_used > 0) {
+        struct ibv_wc wc[16];
+        int n = ibv_poll_cq(ep->cq, 16, wc);
+        if (n < 0)
+            return;
+        for (int i = 0; i < n; i++) {
+            uint32_t kind = (uint32_t)(wc[i].wr_id >> 56);
+            if (wc[i].status != IBV_WC_SUCCESS)
+                return;
+            if (kind == VB_WR_SEND || kind == VB_WR_WRITE)
+                ep->sq_used--;
+        }
+        if (n > 0)
+            continue;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((double)(t.tv_sec - t0.tv_sec) +
+                1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > limit_s)
+            return;
+        struct timespec pause = {0, 20000}; /* 20 us */
+        nanosleep(&pause, NULL);
+    }
 }
 
 void tnt__vb_comp_cb(void *arg, uint32_t events)

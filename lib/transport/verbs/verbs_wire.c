@@ -156,7 +156,7 @@ const char *tnt__vb_imm_decode(uint32_t raw, vb_imm_t *imm)
 /* Layout of the 80-byte hello:
  *   0 magic32  4 version32  8 job64  16 comm32  20 from32  24 to32
  *  28 qpn32  32 psn32  36 lid16  38 mtu8  39 is_reply8  40 gid[16]
- *  56 depth16  58 reserved (6 bytes)  64 nonce[16] */
+ *  56 depth16  58 bounce_kib16  60 reserved (4 bytes)  64 nonce[16] */
 void tnt__vb_hello_encode(const vb_hello_t *h, void *buf)
 {
     unsigned char *p = buf;
@@ -174,6 +174,7 @@ void tnt__vb_hello_encode(const vb_hello_t *h, void *buf)
     p[39] = h->is_reply;
     memcpy(p + 40, h->gid, 16);
     put16(p + 56, h->depth);
+    put16(p + 58, h->bounce_kib);
     memcpy(p + 64, h->nonce, VB_NONCE_BYTES);
 }
 
@@ -199,8 +200,9 @@ const char *tnt__vb_hello_decode(const void *buf, size_t len, vb_hello_t *h)
     h->is_reply = p[39];
     memcpy(h->gid, p + 40, 16);
     h->depth = get16(p + 56);
+    h->bounce_kib = get16(p + 58);
     memcpy(h->nonce, p + 64, VB_NONCE_BYTES);
-    if (!all_zero(p + 58, 6))
+    if (!all_zero(p + 60, 4))
         return "reserved handshake bytes set";
     if (h->from < 0 || h->to < 0)
         return "negative rank in handshake";
@@ -214,6 +216,8 @@ const char *tnt__vb_hello_decode(const void *buf, size_t len, vb_hello_t *h)
         return "bad reply flag";
     if (h->depth == 0 || h->depth > 4096)
         return "receive ring depth out of range";
+    if (h->bounce_kib < 4 || h->bounce_kib > 1024)
+        return "bounce buffer size out of range";
     return NULL;
 }
 

@@ -98,6 +98,7 @@ typedef struct vb_hello {
     uint8_t mtu;           /* enum ibv_mtu, 1..5 */
     uint8_t is_reply;
     uint16_t depth;        /* receive ring depth of the sender */
+    uint16_t bounce_kib;   /* its bounce buffer size, KiB (4..1024) */
     uint8_t nonce[VB_NONCE_BYTES]; /* connector's hello: fresh; reply: 0 */
 } vb_hello_t;
 
