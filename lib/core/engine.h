@@ -28,6 +28,7 @@
 #include "core/mem.h"
 #include "core/onhost/onhost_state.h"
 #include "core/sched_cache.h"
+#include "core/stats.h"
 #include "util/param.h"
 #include "tnt/transport.h"
 
@@ -35,6 +36,7 @@
 /* Transports one communicator may use at once: the positions of the
  * transport list (tcp, shm, verbs, a plugin). */
 #define TNT_TP_MAX 4
+_Static_assert(TNT_TP_MAX == TNT_STATS_TP_MAX, "core/stats.h");
 
 /* The core's message header. Every message carries the collective's
  * signature, so a receiver can tell a mismatched call from the first
@@ -394,6 +396,7 @@ struct tnt_comm {
     tnt_sched_cache_t sched_cache;
     size_t unexp_bytes;        /* early messages held, TNT_UNEXP_COST */
     struct tnt_comm_flow flow;
+    tnt_comm_counters_t stats; /* tnt_comm_stats (core/stats.h) */
 
     /* The outcome: once state is not TNT_COMM_OK every call fails with
      * fail_rc and fail_msg. */

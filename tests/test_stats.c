@@ -1,0 +1,286 @@
+/*
+ * tnt_comm_stats (issue 23, counters).
+ *
+ * - counts: what a job did, counted exactly: N allreduces of S bytes are
+ *   N calls and N x S bytes of kind allreduce (and in the algorithms'
+ *   entries, one algorithm per call), broadcasts, allgathers,
+ *   reduce-scatters and barriers likewise, at p = 2 and 3 over TCP and
+ *   over shared memory (where small blocking allreduces take the lean
+ *   slots path, tnt__slot_lean); the transport that serves the peers is
+ *   running, reports, serves p - 1 peers, and over TCP sent and received
+ *   messages. Deltas around the work: what the harness does is not ours.
+ * - hwm: a receiver late by 1 s behind a root broadcasting eager-sized
+ *   messages holds at least one of them early: its high-water mark is at
+ *   least that message and at most TNT_MAX_UNEXPECTED_BYTES on every rank.
+ * - versioned: an old caller's smaller struct gets only the fields its
+ *   size covers, and nothing past it is written (a canary after it).
+ * - bad_args: NULL, a size below TNT_STATS_SIZE_MIN: TNT_ERR_INVALID_ARG.
+ */
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define N_ALLREDUCE 7
+#define S_ALLREDUCE 4096   /* bytes: slots over shm, rd over tcp */
+#define N_BCAST 3
+#define S_BCAST 1000
+#define N_BARRIER 4
+#define N_GATHER 2
+#define S_GATHER 256
+
+static int get_stats(tnt_comm_t comm, tnt_stats_t *s)
+{
+    tnt_stats_t init = TNT_STATS_INIT;
+    *s = init;
+    return tnt_comm_stats(comm, s);
+}
+
+static uint64_t algo_calls(const tnt_stats_t *s)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < TNT_STATS_ALGOS; i++)
+        n += s->algo[i].calls;
+    return n;
+}
+
+/* arg: the transport position that serves the peers. */
+static int counts_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
+                     th_report_t *rep)
+{
+    int tpi = (int)(intptr_t)arg;
+    tnt_stats_t a, b;
+    tnt_result_t rc = get_stats(comm, &a);
+    th_report_expect(rep, "stats before", rc == TNT_SUCCESS, rc, "%s",
+                     tnt_last_error());
+    float *buf = th_xmalloc((size_t)S_GATHER * (size_t)nranks + 4096);
+    memset(buf, 0, (size_t)S_GATHER * (size_t)nranks + 4096);
+    for (int i = 0; i < N_ALLREDUCE && rc == TNT_SUCCESS; i++)
+        rc = tnt_allreduce(comm, TNT_IN_PLACE, buf, S_ALLREDUCE / 4, TNT_F32,
+                           TNT_SUM);
+    for (int i = 0; i < N_BCAST && rc == TNT_SUCCESS; i++)
+        rc = tnt_broadcast(comm, buf, S_BCAST, TNT_U8, 0);
+    for (int i = 0; i < N_BARRIER && rc == TNT_SUCCESS; i++)
+        rc = tnt_barrier(comm);
+    for (int i = 0; i < N_GATHER && rc == TNT_SUCCESS; i++)
+        rc = tnt_allgather(comm, TNT_IN_PLACE, buf, S_GATHER, TNT_U8);
+    for (int i = 0; i < N_GATHER && rc == TNT_SUCCESS; i++)
+        rc = tnt_reduce_scatter(comm, buf, buf + 1024, S_GATHER / 4,
+                                TNT_F32, TNT_SUM);
+    th_report_expect(rep, "collectives", rc == TNT_SUCCESS, rc, "%s",
+                     tnt_last_error());
+    rc = get_stats(comm, &b);
+    th_report_expect(rep, "stats after", rc == TNT_SUCCESS &&
+                     b.size == sizeof(b), rc, "%s", tnt_last_error());
+    static const struct {
+        int kind;
+        uint64_t n, bytes;
+        const char *name;
+    } want[] = {
+        {TNT_STATS_ALLREDUCE, N_ALLREDUCE, S_ALLREDUCE, "allreduce"},
+        {TNT_STATS_BROADCAST, N_BCAST, S_BCAST, "broadcast"},
+        {TNT_STATS_BARRIER, N_BARRIER, 0, "barrier"},
+        {TNT_STATS_ALLGATHER, N_GATHER, S_GATHER, "allgather"},
+        {TNT_STATS_REDUCE_SCATTER, N_GATHER, S_GATHER, "reduce_scatter"},
+    };
+    uint64_t total = 0;
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        uint64_t n = b.kind[want[k].kind].calls - a.kind[want[k].kind].calls;
+        uint64_t by = b.kind[want[k].kind].bytes - a.kind[want[k].kind].bytes;
+        char name[64];
+        snprintf(name, sizeof name, "count %s", want[k].name);
+        th_report_expect(rep, name, n == want[k].n &&
+                         by == want[k].n * want[k].bytes, 0, "rank %d: %llu "
+                         "calls, %llu bytes; want %llu, %llu", rank,
+                         (unsigned long long)n, (unsigned long long)by,
+                         (unsigned long long)want[k].n,
+                         (unsigned long long)(want[k].n * want[k].bytes));
+        total += want[k].n;
+    }
+    uint64_t by_algo = algo_calls(&b) - algo_calls(&a);
+    th_report_expect(rep, "count by algorithm", by_algo == total, 0,
+                     "rank %d: %llu calls by algorithm, %llu by kind", rank,
+                     (unsigned long long)by_algo, (unsigned long long)total);
+    const tnt_stats_transport_t *t = &b.transport[tpi];
+    int tp_ok = (t->flags & TNT_STATS_TP_RUNNING) &&
+                (t->flags & TNT_STATS_TP_REPORTS) &&
+                t->peers == (uint32_t)(nranks - 1);
+    /* Over TCP every collective moved messages; over shm the on-host
+     * algorithms move none, the barrier and allgather do. */
+    tp_ok = tp_ok && t->msgs_sent > a.transport[tpi].msgs_sent &&
+            t->msgs_recv > a.transport[tpi].msgs_recv &&
+            t->strangers_refused == 0 && t->strangers_evicted == 0;
+    th_report_expect(rep, "transport", tp_ok, 0, "rank %d: %s flags %u "
+                     "peers %u sent %llu recv %llu refused %llu", rank,
+                     t->name, t->flags, t->peers,
+                     (unsigned long long)t->msgs_sent,
+                     (unsigned long long)t->msgs_recv,
+                     (unsigned long long)t->strangers_refused);
+    th_report_expect(rep, "hwm bound", b.unexpected_hwm <= (4u << 20), 0,
+                     "rank %d: hwm %llu", rank,
+                     (unsigned long long)b.unexpected_hwm);
+    free(buf);
+    return th_report_failures(rep);
+}
+
+static void run_counts(const char *tp, int tpi)
+{
+    char tpv[64];
+    snprintf(tpv, sizeof tpv, "TNT_TRANSPORT=%s", tp);
+    const char *env[] = {tpv, "TNT_MAX_UNEXPECTED_BYTES=4M", NULL};
+    for (int p = 2; p <= 3; p++) {
+        char name[64];
+        snprintf(name, sizeof name, "counts %s p=%d", tp, p);
+        th_job_t job = {.name = name, .nranks = p, .env = env,
+                        .fn = counts_fn, .arg = (void *)(intptr_t)tpi,
+                        .deadline_s = 60};
+        th_run_job(&job, NULL);
+    }
+}
+
+static void test_counts_tcp(void)
+{
+    run_counts("tcp", 0);
+}
+
+static void test_counts_shm(void)
+{
+    run_counts("shm", 1);
+}
+
+#define HWM_MSG ((size_t)48 << 10) /* eager, below the window */
+
+static int hwm_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
+                  th_report_t *rep)
+{
+    (void)arg;
+    unsigned char *buf = th_xmalloc(HWM_MSG);
+    memset(buf, rank == 0 ? 7 : 0, HWM_MSG);
+    if (rank == nranks - 1)
+        th_sleep(1.0);
+    tnt_result_t rc = TNT_SUCCESS;
+    for (int i = 0; i < 8 && rc == TNT_SUCCESS; i++)
+        rc = tnt_broadcast(comm, buf, HWM_MSG, TNT_U8, 0);
+    tnt_stats_t s;
+    if (rc == TNT_SUCCESS)
+        rc = get_stats(comm, &s);
+    th_report_expect(rep, "broadcasts", rc == TNT_SUCCESS, rc, "%s",
+                     tnt_last_error());
+    if (rc == TNT_SUCCESS) {
+        int late = rank == nranks - 1;
+        th_report_expect(rep, "hwm", s.unexpected_hwm <= ((size_t)1 << 20) &&
+                         (!late || s.unexpected_hwm >= HWM_MSG), 0,
+                         "rank %d%s: high-water mark %llu (want %s)", rank,
+                         late ? " (late)" : "",
+                         (unsigned long long)s.unexpected_hwm,
+                         late ? ">= 48 KiB, <= 1 MiB" : "<= 1 MiB");
+    }
+    free(buf);
+    return th_report_failures(rep);
+}
+
+static void test_hwm(void)
+{
+    const char *env[] = {"TNT_TRANSPORT=tcp", "TNT_MAX_UNEXPECTED_BYTES=1M",
+                         "TNT_TIMEOUT=60", NULL};
+    th_job_t job = {.name = "hwm late receiver", .nranks = 3, .env = env,
+                    .fn = hwm_fn, .deadline_s = 60};
+    th_run_job(&job, NULL);
+}
+
+/* The struct inside a larger buffer of canary bytes. */
+static int versioned_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
+                        th_report_t *rep)
+{
+    (void)nranks;
+    (void)arg;
+    float x = 1;
+    tnt_result_t rc = tnt_allreduce(comm, TNT_IN_PLACE, &x, 1, TNT_F32,
+                                    TNT_SUM);
+    static const size_t sizes[] = {
+        TNT_STATS_SIZE_MIN, offsetof(tnt_stats_t, transport),
+        offsetof(tnt_stats_t, wait_ns)};
+    for (size_t k = 0; rc == TNT_SUCCESS && k < 3; k++) {
+        unsigned char mem[sizeof(tnt_stats_t) + 64];
+        memset(mem, 0xab, sizeof mem);
+        tnt_stats_t *s = (tnt_stats_t *)(void *)mem;
+        s->size = sizes[k];
+        s->version = 1;
+        tnt_result_t r = tnt_comm_stats(comm, s);
+        size_t past = 0;
+        for (size_t i = sizes[k]; i < sizeof mem; i++)
+            past += mem[i] != 0xab;
+        char name[64];
+        snprintf(name, sizeof name, "old size %zu", sizes[k]);
+        th_report_expect(rep, name, r == TNT_SUCCESS && past == 0 &&
+                         s->size == sizes[k] &&
+                         s->kind[TNT_STATS_ALLREDUCE].calls >= 1, r,
+                         "rank %d: rc %d, %zu bytes written past size, "
+                         "size %zu, allreduces %llu", rank, r, past, s->size,
+                         (unsigned long long)s->kind[TNT_STATS_ALLREDUCE]
+                             .calls);
+    }
+    return th_report_failures(rep);
+}
+
+static void test_versioned(void)
+{
+    const char *env[] = {"TNT_TRANSPORT=tcp", NULL};
+    th_job_t job = {.name = "versioned struct", .nranks = 2, .env = env,
+                    .fn = versioned_fn, .deadline_s = 60};
+    th_run_job(&job, NULL);
+}
+
+static int bad_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
+                  th_report_t *rep)
+{
+    (void)rank;
+    (void)nranks;
+    (void)arg;
+    tnt_result_t r = tnt_comm_stats(comm, NULL);
+    th_report_expect(rep, "NULL out", r == TNT_ERR_INVALID_ARG, r, "%d",
+                     r);
+    tnt_stats_t s = TNT_STATS_INIT;
+    s.size = 0;
+    r = tnt_comm_stats(comm, &s);
+    th_report_expect(rep, "size 0", r == TNT_ERR_INVALID_ARG, r, "%d", r);
+    s.size = TNT_STATS_SIZE_MIN - 1;
+    r = tnt_comm_stats(comm, &s);
+    th_report_expect(rep, "size too small", r == TNT_ERR_INVALID_ARG &&
+                     strstr(tnt_last_error(), "TNT_STATS_SIZE_MIN"), r,
+                     "%d: %s", r, tnt_last_error());
+    tnt_stats_t ok = TNT_STATS_INIT;
+    r = tnt_comm_stats(NULL, &ok);
+    th_report_expect(rep, "NULL comm", r < 0, r, "%d", r);
+    th_report_expect(rep, "algo names", tnt_stats_algo_name(0) == NULL &&
+                     tnt_stats_algo_name(-1) == NULL &&
+                     tnt_stats_algo_name(TNT_STATS_ALGOS) == NULL &&
+                     tnt_stats_algo_name(1) != NULL, 0, "names");
+    return th_report_failures(rep);
+}
+
+static void test_bad_args(void)
+{
+    const char *env[] = {"TNT_TRANSPORT=tcp", NULL};
+    th_job_t job = {.name = "bad arguments", .nranks = 2, .env = env,
+                    .fn = bad_fn, .deadline_s = 60};
+    th_run_job(&job, NULL);
+}
+
+static const th_test_def_t k_tests[] = {
+    {"stats", "counts_tcp", test_counts_tcp},
+    {"stats", "counts_shm", test_counts_shm},
+    {"stats", "hwm", test_hwm},
+    {"stats", "versioned", test_versioned},
+    {"stats", "bad_args", test_bad_args},
+    {NULL, NULL, NULL},
+};
+
+int main(int argc, char **argv)
+{
+    return th_main(argc, argv, k_tests);
+}
