@@ -1,5 +1,5 @@
 /*
- * tnt_comm_stats (issue 23, counters).
+ * tnt_comm_stats and the INFO line (issue 23, counters).
  *
  * - counts: what a job did, counted exactly: N allreduces of S bytes are
  *   N calls and N x S bytes of kind allreduce (and in the algorithms'
@@ -15,6 +15,8 @@
  * - versioned: an old caller's smaller struct gets only the fields its
  *   size covers, and nothing past it is written (a canary after it).
  * - bad_args: NULL, a size below TNT_STATS_SIZE_MIN: TNT_ERR_INVALID_ARG.
+ * - info_line: TNT_LOG_LEVEL=INFO at p = 3 over tcp and over shm: every
+ *   rank says once which transport its peers use and why.
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
@@ -271,12 +273,128 @@ static void test_bad_args(void)
     th_run_job(&job, NULL);
 }
 
+static int nothing_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
+                      th_report_t *rep)
+{
+    (void)comm;
+    (void)rank;
+    (void)nranks;
+    (void)arg;
+    (void)rep;
+    return 0;
+}
+
+/* Ranks 0, 1 on one fake host and 2, 3 on another (TNT_HOST_ID, as
+ * test_hier.c does): shm within, tcp between. */
+static int two_hosts_fn(tnt_comm_t unused, int rank, int nranks, void *arg,
+                        th_report_t *rep)
+{
+    (void)unused;
+    (void)nranks;
+    (void)arg;
+    char id[32];
+    snprintf(id, sizeof id, "fakehost%d", rank / 2);
+    setenv("TNT_HOST_ID", id, 1);
+    tnt_comm_t comm;
+    tnt_result_t rc = tnt_comm_init_from_env(&comm);
+    th_report_expect(rep, "init", rc == TNT_SUCCESS, rc, "%s",
+                     tnt_last_error());
+    if (rc == TNT_SUCCESS)
+        tnt_comm_free(comm);
+    return th_report_failures(rep);
+}
+
+/* Run a job with stderr in a file; the file's name in log. */
+static int run_logged(th_job_t *job, char *log)
+{
+    int lfd = mkstemp(log);
+    if (lfd < 0) {
+        TH_CHECK(0, "mkstemp: %s", strerror(errno));
+        return -1;
+    }
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(lfd, 2);
+    close(lfd);
+    th_run_job(job, NULL);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    return 0;
+}
+
+static void test_info_two_hosts(void)
+{
+    char log[] = "/tmp/tnt-stats-info-XXXXXX";
+    const char *env[] = {"TNT_TRANSPORT=auto", "TNT_LOG_LEVEL=INFO",
+                         "TNT_LOG_ALL_RANKS=1", NULL};
+    th_job_t job = {.name = "info line, two hosts", .nranks = 4,
+                    .env = env, .fn = two_hosts_fn, .deadline_s = 60,
+                    .no_init = 1};
+    if (run_logged(&job, log) != 0)
+        return;
+    static const char *const want[] = {
+        "rank 0: peers 1 over shm (same host), 2-3 over tcp (other host; "
+        "shm: ",
+        "rank 2: peers 0-1 over tcp (other host; shm: ",
+        "rank 3: peers 0-1 over tcp (other host; shm: ",
+    };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        int n = th_count_lines(log, want[i], NULL);
+        TH_CHECK(n == 1, "%d lines with '%s' (log: %s)", n, want[i], log);
+        bad += n != 1;
+    }
+    if (!bad)
+        unlink(log);
+}
+
+static void info_line(const char *tp)
+{
+    char log[] = "/tmp/tnt-stats-info-XXXXXX";
+    char tpv[64];
+    snprintf(tpv, sizeof tpv, "TNT_TRANSPORT=%s", tp);
+    const char *env[] = {tpv, "TNT_LOG_LEVEL=INFO", "TNT_LOG_ALL_RANKS=1",
+                         NULL};
+    th_job_t job = {.name = "info line", .nranks = 3, .env = env,
+                    .fn = nothing_fn, .deadline_s = 60};
+    if (run_logged(&job, log) != 0)
+        return;
+    static const char *const peers[] = {"1-2", "0-2", "0-1"};
+    int bad = 0;
+    for (int r = 0; r < 3; r++) {
+        char want[128];
+        snprintf(want, sizeof want, "rank %d: peers %s over %s (same host%s",
+                 r, peers[r], tp, strcmp(tp, "tcp") == 0
+                                      ? "; shm: TNT_TRANSPORT=tcp" : ")");
+        int n = th_count_lines(log, want, NULL);
+        TH_CHECK(n == 1, "%s: %d lines with '%s' (log: %s)", tp, n, want,
+                 log);
+        bad += n != 1;
+    }
+    if (!bad)
+        unlink(log);
+}
+
+static void test_info_tcp(void)
+{
+    info_line("tcp");
+}
+
+static void test_info_shm(void)
+{
+    info_line("shm");
+}
+
 static const th_test_def_t k_tests[] = {
     {"stats", "counts_tcp", test_counts_tcp},
     {"stats", "counts_shm", test_counts_shm},
     {"stats", "hwm", test_hwm},
     {"stats", "versioned", test_versioned},
     {"stats", "bad_args", test_bad_args},
+    {"info", "tcp", test_info_tcp},
+    {"info", "shm", test_info_shm},
+    {"info", "two_hosts", test_info_two_hosts},
     {NULL, NULL, NULL},
 };
 

@@ -70,7 +70,17 @@ tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
         TNT_CHECK(tnt__transport_plugin_load(plugin));
     unsigned mask;
     TNT_CHECK(tnt__transport_mask(tnt__env(TNT_VAR_TRANSPORT), &mask));
+    const char *asked = tnt__env(TNT_VAR_TRANSPORT);
     for (int i = 0; i < TNT_TP_COUNT; i++) {
+        if (!tnt__transport_get(i))
+            snprintf(comm->net.off[i], sizeof(comm->net.off[i]), "%s",
+                     i == TNT_TP_VERBS ? "not built" : "");
+        else if (!(mask & (1u << i)))
+            snprintf(comm->net.off[i], sizeof(comm->net.off[i]), "%s%s",
+                     asked && *asked && strcmp(asked, "auto") != 0
+                         ? "TNT_TRANSPORT=" : "no active RDMA port",
+                     asked && *asked && strcmp(asked, "auto") != 0
+                         ? asked : "");
         if (!(mask & (1u << i)) || !tnt__transport_get(i))
             continue;
         comm->net.tp[i] = tnt__transport_get(i);
@@ -89,6 +99,8 @@ tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
                          tnt_last_error());
             comm->net.tp[i] = NULL;
             comm->net.tp_ctx[i] = NULL;
+            snprintf(comm->net.off[i], sizeof(comm->net.off[i]),
+                     "unusable");
             continue;
         }
         TNT_CHECK(rc);
@@ -112,6 +124,7 @@ static tnt_result_t drop_or_fail(struct tnt_comm *comm, int i,
     comm->net.tp[i]->finalize(comm->net.tp_ctx[i]);
     comm->net.tp[i] = NULL;
     comm->net.tp_ctx[i] = NULL;
+    snprintf(comm->net.off[i], sizeof(comm->net.off[i]), "cannot listen");
     return TNT_SUCCESS;
 }
 
@@ -190,8 +203,16 @@ tnt_result_t tnt__comm_tp_assign(struct tnt_comm *comm, tnt_peer_t *p,
         running++;
         if (t->reachable &&
             !t->reachable(comm->net.tp_ctx[i], p->rank, p->host, addr[i],
-                          alen[i], why[i], sizeof(why[i])))
+                          alen[i], why[i], sizeof(why[i]))) {
+            /* The first reason, cut to fit. */
+            if (!comm->net.refused[i][0]) {
+                const char *r = why[i][0] ? why[i] : "does not reach it";
+                size_t rl = strnlen(r, sizeof(comm->net.refused[i]) - 1);
+                memcpy(comm->net.refused[i], r, rl);
+                comm->net.refused[i][rl] = '\0';
+            }
             continue;
+        }
         if (pick < 0 || t->preference > comm->net.tp[pick]->preference)
             pick = i;
     }

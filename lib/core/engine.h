@@ -285,6 +285,12 @@ struct tnt_comm_net {
         uint32_t caps;
     } spin_tp[TNT_TP_MAX];
     int nspin_tp, nspin_cheap;
+    /* Why a transport serves no peer, for the INFO line
+     * (comm_tp_log.c): off[i] why position i was not started here,
+     * refused[i] the first reason it gave for not reaching a peer. Set
+     * by tnt__comm_tp_init and tnt__comm_tp_assign. */
+    char off[TNT_TP_MAX][80];
+    char refused[TNT_TP_MAX][80];
 };
 
 /* The progress thread, the poller role and the threads waiting
