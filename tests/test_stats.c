@@ -15,8 +15,9 @@
  * - versioned: an old caller's smaller struct gets only the fields its
  *   size covers, and nothing past it is written (a canary after it).
  * - bad_args: NULL, a size below TNT_STATS_SIZE_MIN: TNT_ERR_INVALID_ARG.
- * - info_line: TNT_LOG_LEVEL=INFO at p = 3 over tcp and over shm: every
- *   rank says once which transport its peers use and why.
+ * - info: TNT_LOG_LEVEL=INFO at p = 3 over tcp and over shm, and at p = 4
+ *   on two fake hosts: every rank says once which transport its peers
+ *   use and why.
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
