@@ -15,18 +15,28 @@
  * - versioned: an old caller's smaller struct gets only the fields its
  *   size covers, and nothing past it is written (a canary after it).
  * - bad_args: NULL, a size below TNT_STATS_SIZE_MIN: TNT_ERR_INVALID_ARG.
+ * - strangers: a rank sends garbage to its own listening sockets (its
+ *   TCP data port, or its shared-memory socket): the transport refuses
+ *   the connection and counts it (strangers_refused >= 1).
  * - info: TNT_LOG_LEVEL=INFO at p = 3 over tcp and over shm, and at p = 4
  *   on two fake hosts: every rank says once which transport its peers
  *   use and why.
  */
 #include <CUnit/CUnit.h>
+#include <dirent.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "harness.h"
+
+static int run_logged(th_job_t *job, char *log);
 
 #define N_ALLREDUCE 7
 #define S_ALLREDUCE 4096   /* bytes: slots over shm, rd over tcp */
@@ -274,6 +284,124 @@ static void test_bad_args(void)
     th_run_job(&job, NULL);
 }
 
+/* Connect to every listening socket of family `family` this process
+ * holds, send garbage, and wait until the other side closes. Returns how
+ * many were closed on us. */
+static int garbage_to_own_listeners(int family)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 0;
+    int fds[64], n = 0, closed = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && n < 64) {
+        int fd = atoi(e->d_name);
+        int acc = 0;
+        socklen_t al = sizeof acc;
+        if (e->d_name[0] != '.' && fd > 2 &&
+            getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) == 0 &&
+            acc)
+            fds[n++] = fd;
+    }
+    closedir(d);
+    for (int i = 0; i < n; i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        if (getsockname(fds[i], (struct sockaddr *)&ss, &sl) != 0 ||
+            ss.ss_family != family)
+            continue;
+        if (family == AF_INET) /* bound to any address: loopback */
+            ((struct sockaddr_in *)&ss)->sin_addr.s_addr =
+                htonl(INADDR_LOOPBACK);
+        /* The shm transport's sockets are SOCK_SEQPACKET. */
+        int type = SOCK_STREAM;
+        socklen_t tl = sizeof type;
+        getsockopt(fds[i], SOL_SOCKET, SO_TYPE, &type, &tl);
+        int s = socket(family, type, 0);
+        if (s < 0)
+            continue;
+        if (connect(s, (struct sockaddr *)&ss, sl) == 0) {
+            unsigned char junk[512];
+            for (size_t k = 0; k < sizeof junk; k++)
+                junk[k] = (unsigned char)(k * 37 + 11);
+            ssize_t w = write(s, junk, sizeof junk);
+            (void)w;
+            struct pollfd p = {.fd = s, .events = POLLIN};
+            double end = th_now() + 10.0 * th_timeout_mult();
+            while (th_now() < end) {
+                if (poll(&p, 1, 100) > 0) {
+                    char b[64];
+                    ssize_t r = read(s, b, sizeof b);
+                    if (r <= 0) {
+                        closed++;
+                        break;
+                    }
+                }
+            }
+        }
+        close(s);
+    }
+    return closed;
+}
+
+/* arg: the transport position (0 tcp, 1 shm). */
+static int strangers_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
+                        th_report_t *rep)
+{
+    (void)nranks;
+    int tpi = (int)(intptr_t)arg;
+    float x = 1;
+    tnt_result_t rc = tnt_allreduce(comm, TNT_IN_PLACE, &x, 1, TNT_F32,
+                                    TNT_SUM);
+    int closed = 0;
+    if (rank == 1)
+        closed = garbage_to_own_listeners(tpi == 0 ? AF_INET : AF_UNIX);
+    if (rc == TNT_SUCCESS)
+        rc = tnt_barrier(comm);
+    tnt_stats_t s;
+    if (rc == TNT_SUCCESS)
+        rc = get_stats(comm, &s);
+    th_report_expect(rep, "collectives", rc == TNT_SUCCESS, rc, "%s",
+                     tnt_last_error());
+    /* Every rank reports the case (the harness wants the same cases of
+     * all); rank 1 is the one that was attacked. */
+    if (rc == TNT_SUCCESS) {
+        const tnt_stats_transport_t *t = &s.transport[tpi];
+        th_report_expect(rep, "refused counted", rank != 1 ||
+                         (closed >= 1 && t->strangers_refused >= 1 &&
+                          t->strangers_evicted == 0), 0, "rank %d: %d garbage "
+                         "connections closed, %s counts %llu refused, %llu "
+                         "evicted", rank, closed, t->name,
+                         (unsigned long long)t->strangers_refused,
+                         (unsigned long long)t->strangers_evicted);
+    }
+    return th_report_failures(rep);
+}
+
+static void strangers(const char *tp, int tpi)
+{
+    char log[] = "/tmp/tnt-stats-strangers-XXXXXX";
+    char tpv[64];
+    snprintf(tpv, sizeof tpv, "TNT_TRANSPORT=%s", tp);
+    const char *env[] = {tpv, NULL};
+    th_job_t job = {.name = "strangers", .nranks = 2, .env = env,
+                    .fn = strangers_fn, .arg = (void *)(intptr_t)tpi,
+                    .deadline_s = 60};
+    /* The refusal's WARNING goes to the log, not the test's output. */
+    if (run_logged(&job, log) == 0)
+        unlink(log);
+}
+
+static void test_strangers_tcp(void)
+{
+    strangers("tcp", 0);
+}
+
+static void test_strangers_shm(void)
+{
+    strangers("shm", 1);
+}
+
 static int nothing_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
                       th_report_t *rep)
 {
@@ -393,6 +521,8 @@ static const th_test_def_t k_tests[] = {
     {"stats", "hwm", test_hwm},
     {"stats", "versioned", test_versioned},
     {"stats", "bad_args", test_bad_args},
+    {"stats", "strangers_tcp", test_strangers_tcp},
+    {"stats", "strangers_shm", test_strangers_shm},
     {"info", "tcp", test_info_tcp},
     {"info", "shm", test_info_shm},
     {"info", "two_hosts", test_info_two_hosts},
