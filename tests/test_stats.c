@@ -463,8 +463,8 @@ static void test_info_two_hosts(void)
     if (run_logged(&job, log) != 0)
         return;
     static const char *const want[] = {
-        "rank 0: peers 1 over shm (same host), 2-3 over tcp (other host; "
-        "shm: ",
+        ("rank 0: peers 1 over shm (same host), 2-3 over tcp (other host; "
+         "shm: "),
         "rank 2: peers 0-1 over tcp (other host; shm: ",
         "rank 3: peers 0-1 over tcp (other host; shm: ",
     };
