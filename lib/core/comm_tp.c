@@ -60,6 +60,25 @@ static size_t peer_addr3(void *core, int peer, void *buf, size_t cap)
     return peer_addr(core, 3, peer, buf, cap);
 }
 
+/* Why position i does not start here, for the INFO line
+ * (comm_tp_log.c): not built (verbs), or left out of the mask: by name
+ * (TNT_TRANSPORT=tcp), or under auto, which leaves out only verbs and
+ * only when no RDMA port is active. "" when it starts (or an empty
+ * plugin position). */
+static void off_reason(struct tnt_comm *comm, int i, unsigned mask)
+{
+    const char *asked = tnt__env(TNT_VAR_TRANSPORT);
+    int named = asked && *asked && strcmp(asked, "auto") != 0;
+    char *off = comm->net.off[i];
+    size_t n = sizeof(comm->net.off[i]);
+    if (!tnt__transport_get(i))
+        snprintf(off, n, "%s", i == TNT_TP_VERBS ? "not built" : "");
+    else if (!(mask & (1u << i)) && named)
+        snprintf(off, n, "TNT_TRANSPORT=%.60s", asked);
+    else if (!(mask & (1u << i)))
+        snprintf(off, n, "no active RDMA port");
+}
+
 tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
 {
     static size_t (*const addr_fn[TNT_TP_MAX])(void *, int, void *,
@@ -70,17 +89,8 @@ tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
         TNT_CHECK(tnt__transport_plugin_load(plugin));
     unsigned mask;
     TNT_CHECK(tnt__transport_mask(tnt__env(TNT_VAR_TRANSPORT), &mask));
-    const char *asked = tnt__env(TNT_VAR_TRANSPORT);
     for (int i = 0; i < TNT_TP_COUNT; i++) {
-        if (!tnt__transport_get(i))
-            snprintf(comm->net.off[i], sizeof(comm->net.off[i]), "%s",
-                     i == TNT_TP_VERBS ? "not built" : "");
-        else if (!(mask & (1u << i)))
-            snprintf(comm->net.off[i], sizeof(comm->net.off[i]), "%s%s",
-                     asked && *asked && strcmp(asked, "auto") != 0
-                         ? "TNT_TRANSPORT=" : "no active RDMA port",
-                     asked && *asked && strcmp(asked, "auto") != 0
-                         ? asked : "");
+        off_reason(comm, i, mask);
         if (!(mask & (1u << i)) || !tnt__transport_get(i))
             continue;
         comm->net.tp[i] = tnt__transport_get(i);
