@@ -15,6 +15,11 @@
  * - versioned: an old caller's smaller struct gets only the fields its
  *   size covers, and nothing past it is written (a canary after it).
  * - bad_args: NULL, a size below TNT_STATS_SIZE_MIN: TNT_ERR_INVALID_ARG.
+ * - plugins: over the TCP transport built as a v2 plugin (its table has
+ *   the stats entry) it reports; built as a v1 plugin (a table too short
+ *   for it) it is running, counted by the core, and flagged as not
+ *   reporting, its own counters zero (TNT_TEST_TCP_PLUGIN[_V1], set by
+ *   meson; a case is skipped without them).
  * - strangers: a rank sends garbage to its own listening sockets (its
  *   TCP data port, or its shared-memory socket): the transport refuses
  *   the connection and counts it (strangers_refused >= 1).
@@ -402,6 +407,64 @@ static void test_strangers_shm(void)
     strangers("shm", 1);
 }
 
+/* arg: 1 if the plugin's table has the stats entry. */
+static int plugin_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
+                     th_report_t *rep)
+{
+    (void)nranks;
+    int reports = arg != NULL;
+    float x = 1;
+    tnt_result_t rc = tnt_allreduce(comm, TNT_IN_PLACE, &x, 1, TNT_F32,
+                                    TNT_SUM);
+    tnt_stats_t s;
+    if (rc == TNT_SUCCESS)
+        rc = get_stats(comm, &s);
+    th_report_expect(rep, "allreduce", rc == TNT_SUCCESS, rc, "%s",
+                     tnt_last_error());
+    if (rc != TNT_SUCCESS)
+        return 1;
+    const tnt_stats_transport_t *t = &s.transport[3]; /* the plugin's */
+    int ok = (t->flags & TNT_STATS_TP_RUNNING) && t->peers == 1 &&
+             t->msgs_sent >= 1 && t->msgs_recv >= 1 &&
+             !!(t->flags & TNT_STATS_TP_REPORTS) == reports &&
+             t->reconnects == 0 && t->strangers_refused == 0 &&
+             t->strangers_evicted == 0 &&
+             !(s.transport[0].flags & TNT_STATS_TP_RUNNING);
+    th_report_expect(rep, "plugin entry", ok, 0, "rank %d: '%s' flags %u "
+                     "(want reports=%d) peers %u sent %llu recv %llu",
+                     rank, t->name, t->flags, reports, t->peers,
+                     (unsigned long long)t->msgs_sent,
+                     (unsigned long long)t->msgs_recv);
+    return th_report_failures(rep);
+}
+
+static void plugin_case(const char *var, const char *name, int reports)
+{
+    const char *path = getenv(var);
+    if (!path || !*path) {
+        printf("(%s unset: run through meson test) ", var);
+        return;
+    }
+    char plugin_env[1100], tp_env[64];
+    snprintf(plugin_env, sizeof plugin_env, "TNT_TRANSPORT_PLUGIN=%s", path);
+    snprintf(tp_env, sizeof tp_env, "TNT_TRANSPORT=%s", name);
+    const char *env[] = {plugin_env, tp_env, NULL};
+    th_job_t job = {.name = name, .nranks = 2, .env = env,
+                    .fn = plugin_fn, .arg = reports ? (void *)1 : NULL,
+                    .deadline_s = 60};
+    th_run_job(&job, NULL);
+}
+
+static void test_plugin_v2(void)
+{
+    plugin_case("TNT_TEST_TCP_PLUGIN", "tcp-plugin", 1);
+}
+
+static void test_plugin_v1(void)
+{
+    plugin_case("TNT_TEST_TCP_PLUGIN_V1", "tcp-plugin-v1", 0);
+}
+
 static int nothing_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
                       th_report_t *rep)
 {
@@ -521,6 +584,8 @@ static const th_test_def_t k_tests[] = {
     {"stats", "hwm", test_hwm},
     {"stats", "versioned", test_versioned},
     {"stats", "bad_args", test_bad_args},
+    {"stats", "plugin_v2_reports", test_plugin_v2},
+    {"stats", "plugin_v1_no_report", test_plugin_v1},
     {"stats", "strangers_tcp", test_strangers_tcp},
     {"stats", "strangers_shm", test_strangers_shm},
     {"info", "tcp", test_info_tcp},
