@@ -70,7 +70,12 @@ typedef struct bench_opts {
     int bind;          /* -N --bind-to: a bench_bind_t */
     int mem;           /* --mem: a bench_mem_t */
     const char *json;  /* --json FILE, or NULL */
+    int stats;         /* --stats: print tnt_comm_stats after the run */
 } bench_opts_t;
+
+/* --stats: rank 0 prints comm's counters (bench_stats.c). Every rank
+ * calls it (it is local; only rank 0 prints). */
+void bench_print_stats(tnt_comm_t comm, int rank);
 
 /* --bind-to for -N. AUTO, as Open MPI's mpirun: one CPU per rank when
  * there are 2 or more ranks and no more than the CPUs this process may

@@ -461,6 +461,8 @@ int bench_fusion_run(const bench_opts_t *o)
                 fu_write_json(&c, rows, n, best);
         }
     }
+    if (o->stats)
+        bench_print_stats(c.comm, c.rank);
     if ((rc = tnt_comm_free(c.comm)) != TNT_SUCCESS) {
         c.comm = NULL;
         fu_die(&c, "tnt_comm_free", rc);

@@ -431,6 +431,8 @@ int bench_run(const bench_opts_t *o)
         fflush(stdout);
     }
     free(rows);
+    if (o->stats)
+        bench_print_stats(b.comm, b.rank);
     if (o->mem == BENCH_MEM_SHARED) {
         if ((rc = tnt_mem_free(b.comm, b.send)) != TNT_SUCCESS ||
             (rc = tnt_mem_free(b.comm, b.recv)) != TNT_SUCCESS)

@@ -85,6 +85,9 @@ static void usage(FILE *f)
 "                       tensors) or shared (tnt_mem_alloc: on one host\n"
 "                       the ranks reduce each other's buffers in place)\n"
 "      --json FILE      also write the results as JSON (rank 0)\n"
+"      --stats          after the run, print rank 0's counters\n"
+"                       (tnt_comm_stats: calls and bytes per kind and\n"
+"                       algorithm, messages per transport, time waited)\n"
 "Fusion (tnt-bench fusion): an emulated backprop whose gradients are\n"
 "reduced three ways: the fusion plugin ABI (fused), one iallreduce per\n"
 "tensor (per-tensor), one allreduce after backprop (one-shot):\n"
@@ -173,7 +176,7 @@ static const char *const mem_names[] = {[BENCH_MEM_MALLOC] = "malloc",
 
 enum {
     OPT_SIZE = 256, OPT_INPLACE, OPT_OUTPLACE, OPT_JSON, OPT_BIND, OPT_MEM,
-    OPT_VERSION,
+    OPT_VERSION, OPT_STATS,
     /* Options of `tnt-bench fusion` only. */
     OPT_MODEL, OPT_THRESHOLD, OPT_SWEEP, OPT_COMPUTE, OPT_CONTIGUOUS,
     OPT_DRY_RUN, OPT_COMPUTE_KIND,
@@ -307,6 +310,7 @@ static void parse_args(int argc, char **argv, bench_opts_t *o)
         {"inplace-only", no_argument, NULL, OPT_INPLACE},
         {"outplace-only", no_argument, NULL, OPT_OUTPLACE},
         {"json", required_argument, NULL, OPT_JSON},
+        {"stats", no_argument, NULL, OPT_STATS},
         {"model", required_argument, NULL, OPT_MODEL},
         {"threshold", required_argument, NULL, OPT_THRESHOLD},
         {"sweep", no_argument, NULL, OPT_SWEEP},
@@ -398,6 +402,9 @@ static void parse_args(int argc, char **argv, bench_opts_t *o)
             break;
         case OPT_JSON:
             o->json = optarg;
+            break;
+        case OPT_STATS:
+            o->stats = 1;
             break;
         case OPT_BIND:
             if ((i = lookup(optarg, bind_names, NULL, 3)) < 0)

@@ -237,6 +237,90 @@ TNT_API tnt_result_t tnt_wait_timeout(tnt_request_t request,
  *  its buffers must stay valid until it would have completed. */
 TNT_API tnt_result_t tnt_request_free(tnt_request_t request);
 
+/* ---- counters ----------------------------------------------------------- */
+
+/** Kinds of collectives, the index of tnt_stats_t.kind. */
+enum {
+    TNT_STATS_ALLREDUCE = 0,
+    TNT_STATS_BROADCAST,
+    TNT_STATS_ALLGATHER,
+    TNT_STATS_REDUCE_SCATTER,
+    TNT_STATS_BARRIER,
+    TNT_STATS_KINDS = 8        /**< entries of kind[] (room to grow) */
+};
+/** Entries of tnt_stats_t.algo[] and .transport[]. */
+#define TNT_STATS_ALGOS 24
+#define TNT_STATS_TRANSPORTS 4
+
+/** Calls and their bytes: count x element size of each call's `count`
+ *  argument (allgather: one rank's block; reduce-scatter: the block each
+ *  rank receives; barrier: 0). */
+typedef struct tnt_stats_count {
+    uint64_t calls;
+    uint64_t bytes;
+} tnt_stats_count_t;
+
+/** tnt_stats_transport_t.flags */
+#define TNT_STATS_TP_RUNNING 0x1u   /**< this communicator started it */
+#define TNT_STATS_TP_REPORTS 0x2u   /**< it reports its own counters
+                                         (reconnects, strangers); else 0 */
+
+/** One transport's counters. Messages are what the core handed it or
+ *  got from it (data, flow control, failure notices); bytes their
+ *  payloads. The on-host algorithms move data without messages. */
+typedef struct tnt_stats_transport {
+    char name[16];             /**< "tcp", "shm", "verbs", a plugin's */
+    uint32_t flags;            /**< TNT_STATS_TP_* */
+    uint32_t peers;            /**< peers it serves */
+    uint64_t msgs_sent, bytes_sent;
+    uint64_t msgs_recv, bytes_recv;
+    uint64_t reconnects;       /**< connections to a peer made again */
+    uint64_t strangers_refused; /**< connections closed for not proving
+                                    the job key (garbage, wrong key,
+                                    silence past the deadline) */
+    uint64_t strangers_evicted; /**< unproven ones closed to make room */
+} tnt_stats_transport_t;
+
+/**
+ * Counters of one communicator since its creation (tnt_comm_stats).
+ * Set `size` (sizeof(tnt_stats_t) of your header) and `version`
+ * (TNT_STATS_VERSION) first, with TNT_STATS_INIT: the library writes only
+ * the fields that both it and the caller's size know, and nothing past
+ * `size` bytes; it sets `size` to the bytes it filled.
+ */
+typedef struct tnt_stats {
+    size_t size;               /**< in: the caller's; out: bytes filled */
+    uint32_t version;          /**< TNT_STATS_VERSION of the caller */
+    uint32_t reserved;
+    /** By kind (TNT_STATS_ALLREDUCE, ...): every collective posted. */
+    tnt_stats_count_t kind[TNT_STATS_KINDS];
+    /** By algorithm: entry i is the algorithm tnt_stats_algo_name(i)
+     *  names (NULL: none). */
+    tnt_stats_count_t algo[TNT_STATS_ALGOS];
+    /** By position in the transport list (tcp, shm, verbs, plugin). */
+    tnt_stats_transport_t transport[TNT_STATS_TRANSPORTS];
+    uint64_t wait_ns;          /**< time blocking calls and tnt_wait*
+                                    waited for their collective */
+    uint64_t unexpected_hwm;   /**< most bytes early messages held at
+                                    once (payload + descriptor; bounded by
+                                    TNT_MAX_UNEXPECTED_BYTES) */
+} tnt_stats_t;
+
+#define TNT_STATS_VERSION 1
+#define TNT_STATS_INIT { sizeof(tnt_stats_t), TNT_STATS_VERSION, 0, {{0, 0}}, \
+                         {{0, 0}}, {{{0}, 0, 0, 0, 0, 0, 0, 0, 0, 0}}, 0, 0 }
+/** The smallest size tnt_comm_stats accepts: up to and with kind[]. */
+#define TNT_STATS_SIZE_MIN                                                  \
+    (offsetof(tnt_stats_t, kind) + sizeof(((tnt_stats_t *)0)->kind))
+
+/** Fill *out with comm's counters (see tnt_stats_t). TNT_ERR_INVALID_ARG
+ *  when out is NULL or out->size is below TNT_STATS_SIZE_MIN. Local, not
+ *  collective; takes the communicator lock once. */
+TNT_API tnt_result_t tnt_comm_stats(tnt_comm_t comm, tnt_stats_t *out);
+/** The name of algorithm entry i of tnt_stats_t.algo ("ring", "slots",
+ *  ...), NULL for an index that names none. */
+TNT_API const char *tnt_stats_algo_name(int i);
+
 /* ---- shared allocations ------------------------------------------------- */
 
 /**

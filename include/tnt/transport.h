@@ -183,6 +183,20 @@ typedef struct tnt_transport_env {
 #define TNT_TP_AREA_SLOTS_BYTES ((size_t)5 * TNT_TP_AREA_ALIGN)
 #define TNT_TP_AREA_STAGES_BYTES ((size_t)257 * TNT_TP_AREA_ALIGN)
 
+/** What a transport counts itself (its `stats` entry): versioned by
+ *  size like the tables, fields only appended. */
+typedef struct tnt_transport_stats {
+    size_t size;
+    uint32_t version;
+    uint64_t reconnects;        /**< connections to a known peer made
+                                     again after one was up */
+    uint64_t strangers_refused; /**< unproven connections closed: garbage,
+                                     a wrong key, silence past the
+                                     deadline */
+    uint64_t strangers_evicted; /**< unproven connections closed to make
+                                     room for others */
+} tnt_transport_stats_t;
+
 typedef struct tnt_transport {
     size_t size;
     uint32_t version;
@@ -246,6 +260,12 @@ typedef struct tnt_transport {
     /** Optional, with pair_area: after writing to a pair area, wake the
      *  peer if it sleeps; a system call only when it does. */
     void (*pair_notify)(void *ctx, void *ep);
+    /** Optional (NULL, or absent from a shorter table: the transport
+     *  does not report, and tnt_comm_stats says so with zeros). Fill
+     *  the counters of this context that only the transport sees; the
+     *  core sets out->size and zeroes *out first, and a transport writes
+     *  only the fields that out->size covers (TNT_TRANSPORT_HAS). */
+    void (*stats)(void *ctx, struct tnt_transport_stats *out);
 } tnt_transport_t;
 /** Bytes of a version-1 table (every field up to finalize). */
 #define TNT_TRANSPORT_V1_SIZE offsetof(tnt_transport_t, preference)

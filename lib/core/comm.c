@@ -342,6 +342,7 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
     tnt__comm_tp_describe(comm, tps, sizeof(tps));
     TNT_LOG_INFO("communicator ready: %d rank%s, %s", comm->nranks,
                  comm->nranks == 1 ? "" : "s", tps);
+    tnt__comm_tp_log_peers(comm);
     *out = comm;
     return TNT_SUCCESS;
 }

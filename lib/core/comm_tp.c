@@ -60,6 +60,25 @@ static size_t peer_addr3(void *core, int peer, void *buf, size_t cap)
     return peer_addr(core, 3, peer, buf, cap);
 }
 
+/* Why position i does not start here, for the INFO line
+ * (comm_tp_log.c): not built (verbs), or left out of the mask: by name
+ * (TNT_TRANSPORT=tcp), or under auto, which leaves out only verbs and
+ * only when no RDMA port is active. "" when it starts (or an empty
+ * plugin position). */
+static void off_reason(struct tnt_comm *comm, int i, unsigned mask)
+{
+    const char *asked = tnt__env(TNT_VAR_TRANSPORT);
+    int named = asked && *asked && strcmp(asked, "auto") != 0;
+    char *off = comm->net.off[i];
+    size_t n = sizeof(comm->net.off[i]);
+    if (!tnt__transport_get(i))
+        snprintf(off, n, "%s", i == TNT_TP_VERBS ? "not built" : "");
+    else if (!(mask & (1u << i)) && named)
+        snprintf(off, n, "TNT_TRANSPORT=%.60s", asked);
+    else if (!(mask & (1u << i)))
+        snprintf(off, n, "no active RDMA port");
+}
+
 tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
 {
     static size_t (*const addr_fn[TNT_TP_MAX])(void *, int, void *,
@@ -71,6 +90,7 @@ tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
     unsigned mask;
     TNT_CHECK(tnt__transport_mask(tnt__env(TNT_VAR_TRANSPORT), &mask));
     for (int i = 0; i < TNT_TP_COUNT; i++) {
+        off_reason(comm, i, mask);
         if (!(mask & (1u << i)) || !tnt__transport_get(i))
             continue;
         comm->net.tp[i] = tnt__transport_get(i);
@@ -89,6 +109,8 @@ tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
                          tnt_last_error());
             comm->net.tp[i] = NULL;
             comm->net.tp_ctx[i] = NULL;
+            snprintf(comm->net.off[i], sizeof(comm->net.off[i]),
+                     "unusable");
             continue;
         }
         TNT_CHECK(rc);
@@ -112,6 +134,7 @@ static tnt_result_t drop_or_fail(struct tnt_comm *comm, int i,
     comm->net.tp[i]->finalize(comm->net.tp_ctx[i]);
     comm->net.tp[i] = NULL;
     comm->net.tp_ctx[i] = NULL;
+    snprintf(comm->net.off[i], sizeof(comm->net.off[i]), "cannot listen");
     return TNT_SUCCESS;
 }
 
@@ -190,8 +213,16 @@ tnt_result_t tnt__comm_tp_assign(struct tnt_comm *comm, tnt_peer_t *p,
         running++;
         if (t->reachable &&
             !t->reachable(comm->net.tp_ctx[i], p->rank, p->host, addr[i],
-                          alen[i], why[i], sizeof(why[i])))
+                          alen[i], why[i], sizeof(why[i]))) {
+            /* The first reason, cut to fit. */
+            if (!comm->net.refused[i][0]) {
+                const char *r = why[i][0] ? why[i] : "does not reach it";
+                size_t rl = strnlen(r, sizeof(comm->net.refused[i]) - 1);
+                memcpy(comm->net.refused[i], r, rl);
+                comm->net.refused[i][rl] = '\0';
+            }
             continue;
+        }
         if (pick < 0 || t->preference > comm->net.tp[pick]->preference)
             pick = i;
     }

@@ -32,4 +32,9 @@ void tnt__comm_tp_finalize(struct tnt_comm *comm);
 void tnt__comm_tp_describe(const struct tnt_comm *comm, char *out,
                            size_t n);
 
+/** Log at INFO which transport each peer uses and why, compactly by
+ *  ranges of peers (comm_tp_log.c). Once, when the communicator is
+ *  ready. */
+void tnt__comm_tp_log_peers(const struct tnt_comm *comm);
+
 #endif /* TNT_CORE_COMM_TP_H */

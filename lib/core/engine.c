@@ -397,6 +397,7 @@ void tnt__send_notice(struct tnt_comm *comm, int tpi, void *ep)
     if (!ep || comm->state == TNT_COMM_OK || !comm->net.tp[tpi])
         return;
     size_t len = strnlen(comm->fail_msg, TNT_NOTICE_MAX);
+    tnt__count_sent(&comm->stats, tpi, len);
     comm->net.tp[tpi]->send(comm->net.tp_ctx[tpi], ep,
                             &comm->fault.notice_hdr,
                             sizeof(comm->fault.notice_hdr), comm->fail_msg,
@@ -546,6 +547,8 @@ void tnt__send_data(struct tnt_comm *comm, struct tnt_request *req,
     tnt_result_t rc = p->tp->send(p->tp_ctx, p->ep, &os->hdr,
                                   sizeof(os->hdr), tnt__ref_ptr(req, sop->a),
                                   sop->bytes, os);
+    if (rc >= 0)
+        tnt__count_sent(&comm->stats, p->tpi, sop->bytes);
     if (rc == TNT_SUCCESS)
         tnt__op_complete(req, op);
     else if (rc == TNT_INPROGRESS)
@@ -935,6 +938,9 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     req->seq = comm->next_seq++;
     sig->seq = req->seq;
     comm->reqs.recent_sigs[req->seq % TNT_RECENT_SIGS] = *sig;
+    /* Counted here, before the lean slots path may finish it. */
+    tnt__count_post(&comm->stats, args->kind, algo,
+                    (uint64_t)args->count * args->esize);
     double now = tnt__now_coarse();
     req->timeout.deadline = now + comm->params.timeout_s;
     /* A blocking small allreduce among ranks of this host, nothing else
@@ -1167,8 +1173,14 @@ static tnt_result_t wait_locked(struct tnt_request *req, double timeout_s,
             return TNT_TIMEOUT;
         }
     }
-    drive_until(comm, request_done, req, end,
-                timeout_s >= 0 ? &abs : NULL);
+    /* Time waited: only a wait that finds its collective unfinished
+     * reads the clock. */
+    if (req->result == TNT_INPROGRESS) {
+        double t0 = tnt__now();
+        drive_until(comm, request_done, req, end,
+                    timeout_s >= 0 ? &abs : NULL);
+        comm->stats.wait_ns += (uint64_t)((tnt__now() - t0) * 1e9);
+    }
     tnt_result_t rc = req->result;
     *finished = (rc != TNT_INPROGRESS);
     if (rc == TNT_INPROGRESS)

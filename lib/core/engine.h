@@ -28,6 +28,7 @@
 #include "core/mem.h"
 #include "core/onhost/onhost_state.h"
 #include "core/sched_cache.h"
+#include "core/stats.h"
 #include "util/param.h"
 #include "tnt/transport.h"
 
@@ -35,6 +36,7 @@
 /* Transports one communicator may use at once: the positions of the
  * transport list (tcp, shm, verbs, a plugin). */
 #define TNT_TP_MAX 4
+_Static_assert(TNT_TP_MAX == TNT_STATS_TP_MAX, "core/stats.h");
 
 /* The core's message header. Every message carries the collective's
  * signature, so a receiver can tell a mismatched call from the first
@@ -283,6 +285,12 @@ struct tnt_comm_net {
         uint32_t caps;
     } spin_tp[TNT_TP_MAX];
     int nspin_tp, nspin_cheap;
+    /* Why a transport serves no peer, for the INFO line
+     * (comm_tp_log.c): off[i] why position i was not started here,
+     * refused[i] the first reason it gave for not reaching a peer. Set
+     * by tnt__comm_tp_init and tnt__comm_tp_assign. */
+    char off[TNT_TP_MAX][80];
+    char refused[TNT_TP_MAX][80];
 };
 
 /* The progress thread, the poller role and the threads waiting
@@ -394,6 +402,7 @@ struct tnt_comm {
     tnt_sched_cache_t sched_cache;
     size_t unexp_bytes;        /* early messages held, TNT_UNEXP_COST */
     struct tnt_comm_flow flow;
+    tnt_comm_counters_t stats; /* tnt_comm_stats (core/stats.h) */
 
     /* The outcome: once state is not TNT_COMM_OK every call fails with
      * fail_rc and fail_msg. */

@@ -63,6 +63,8 @@ static void send_ctl(struct tnt_comm *comm, tnt_peer_t *p,
     c->hdr = *h;
     tnt_result_t rc = p->tp->send(p->tp_ctx, p->ep, &c->hdr, sizeof(c->hdr),
                                   NULL, 0, c);
+    if (rc >= 0)
+        tnt__count_sent(&comm->stats, p->tpi, 0);
     if (rc == TNT_INPROGRESS) {
         p->sends_inflight++;
         return;
@@ -210,6 +212,7 @@ static int cts_arrived(struct tnt_comm *comm, tnt_peer_t *p,
     u->complete = 1;
     u->claimed = NULL;
     comm->unexp_bytes += TNT_UNEXP_COST(0);
+    tnt__count_unexp(&comm->stats, comm->unexp_bytes);
     u->next = p->cts_head;
     p->cts_head = u;
     return 1;

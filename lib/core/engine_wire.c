@@ -152,6 +152,7 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
     if (peer < 0 || peer >= comm->nranks)
         return tnt__error(TNT_ERR_PROTOCOL, "message from unknown rank %d",
                           peer);
+    tnt__count_recv(&comm->stats, comm->peers[peer].tpi, payload_len);
     tnt_msg_hdr_t h;
     /* A failure notice is not a collective's message: look at it first. */
     if (hdr_len == sizeof(h)) {
@@ -240,6 +241,7 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
         u->data = NULL;
         u->cap = 0;
         comm->unexp_bytes += TNT_UNEXP_COST(payload_len);
+        tnt__count_unexp(&comm->stats, comm->unexp_bytes);
     }
     if (u && payload_len) {
         data = tnt__bufpool_get(&comm->pool, payload_len, &cap);

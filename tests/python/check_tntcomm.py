@@ -282,6 +282,31 @@ def check_fusion(rank, size):
     f.free()
 
 
+def check_stats(rank, size):
+    """tntcomm.stats(): a few allreduces counted exactly (deltas)."""
+    before = tnt.stats()
+    x = np.ones(256, np.float32)   # 1 KiB
+    for _ in range(5):
+        tnt.allreduce(x, inplace=True)
+    tnt.barrier()
+    after = tnt.stats()
+    ar = {k: after["kinds"]["allreduce"][k] - before["kinds"]["allreduce"][k]
+          for k in ("calls", "bytes")}
+    check(ar == {"calls": 5, "bytes": 5 * 1024},
+          "stats: 5 allreduces of 1 KiB counted as %r" % ar)
+    check(after["kinds"]["barrier"]["calls"] -
+          before["kinds"]["barrier"]["calls"] == 1, "stats: one barrier")
+    check(sum(a["calls"] for a in after["algorithms"].values()) ==
+          sum(k["calls"] for k in after["kinds"].values()),
+          "stats: calls by algorithm = calls by kind")
+    if size > 1:
+        check(sum(t["peers"] for t in after["transports"].values()) ==
+              size - 1, "stats: transports serve the peers: %r" %
+              after["transports"])
+    check(after["wait_s"] >= 0 and after["unexpected_hwm"] >= 0,
+          "stats: wait and high-water mark")
+
+
 def main():
     rank, size = tnt.get_rank(), tnt.get_size()
     check_rank_api(rank, size)
@@ -295,6 +320,7 @@ def main():
     check_errors(rank, size)
     check_micro_batch(rank, size)
     check_fusion(rank, size)
+    check_stats(rank, size)
     tnt.barrier()
     if tnt.is_master_rank():
         print("%d checks passed on each of %d rank%s"

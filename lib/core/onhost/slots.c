@@ -135,6 +135,7 @@ static int save(struct tnt_comm *comm, struct tnt_request *req, int i,
     u->data = tnt__bufpool_get(&comm->pool, bytes, &u->cap);
     u->len = bytes;
     comm->unexp_bytes += TNT_UNEXP_COST(bytes);
+    tnt__count_unexp(&comm->stats, comm->unexp_bytes);
     if (!u->data) {
         tnt__free_unexp(comm, u);
         return 0;

@@ -207,10 +207,15 @@ void tnt__shm_fail(shm_ep_t *ep, const char *what)
      * (the core asked for them) and announced ones. */
     int known = ep->announced || ep->side == 0;
     ep_close(ctx, ep);
-    if (known)
+    if (known) {
         ctx->env.on_peer_error(ctx->env.core, peer, TNT_ERR_PEER_LOST, what);
+        return;
+    }
+    if (ctx->evicting)
+        ctx->strangers_evicted++;
     else
-        ctx->env.log(ctx->env.core, TNT_LOG_WARNING | TNT_LOG_EVERY_RANK,
+        ctx->strangers_refused++;
+    ctx->env.log(ctx->env.core, TNT_LOG_WARNING | TNT_LOG_EVERY_RANK,
                      "rank %d: dropped shared-memory connection from pid "
                      "%d (uid %d): %s", ctx->env.rank, (int)ep->pid,
                      (int)ep->uid, what);
@@ -549,10 +554,12 @@ static void expire_strangers(shm_ctx_t *ctx, double now)
         if (oldest && now - oldest->born > SHM_HANDSHAKE_WAIT_S)
             tnt__shm_fail(oldest, "no authenticated handshake in time");
         else if (oldest && ctx->npending >= SHM_PENDING_MAX &&
-                 (oldest = evictable(ctx)) != NULL)
+                 (oldest = evictable(ctx)) != NULL) {
+            ctx->evicting = 1;
             tnt__shm_fail(oldest, "too many connections in their "
                           "handshake");
-        else
+            ctx->evicting = 0;
+        } else
             oldest = NULL;
     } while (oldest);
 }
@@ -577,6 +584,7 @@ static void accept_cb(void *arg, uint32_t events)
                          "users that know the job key)", ctx->env.rank,
                          (int)pid, (int)uid);
             close(fd);
+            ctx->strangers_refused++;
             continue;
         }
         double now = now_s();
@@ -833,6 +841,17 @@ static tnt_result_t shm_pair_area(void *vctx, void *ep, int area,
     return TNT_ERR_UNSUPPORTED;
 }
 
+/* The built-in transports never reconnect: a lost connection fails the
+ * communicator. */
+static void shm_stats(void *vctx, tnt_transport_stats_t *out)
+{
+    const shm_ctx_t *ctx = vctx;
+    if (TNT_TRANSPORT_HAS(out, strangers_evicted)) {
+        out->strangers_refused = ctx->strangers_refused;
+        out->strangers_evicted = ctx->strangers_evicted;
+    }
+}
+
 const tnt_transport_t tnt__shm_transport = {
     .size = sizeof(tnt_transport_t),
     .version = TNT_TRANSPORT_VERSION,
@@ -852,4 +871,5 @@ const tnt_transport_t tnt__shm_transport = {
     .set_option = tnt__shm_set_option,
     .pair_area = shm_pair_area,
     .pair_notify = tnt__shm_slot_notify,
+    .stats = shm_stats,
 };

@@ -179,6 +179,10 @@ struct shm_ctx {
     shm_ep_t *graveyard;
     shm_sreq_t *free_sreqs;
     struct shm_watch *watches; /* by rank (shm_death.c), made when needed */
+    /* Counters for the core (shm_stats): unproven connections closed,
+     * refused or (evicting set while one is closed) evicted. */
+    uint64_t strangers_refused, strangers_evicted;
+    int evicting;
 };
 
 /* shm_wire.c: pure checks of what arrives on the socket. */

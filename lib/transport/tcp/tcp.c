@@ -225,13 +225,19 @@ static int hs_send(tcp_conn_t *c, const void *buf, size_t len)
     return n == (ssize_t)len ? 0 : -1;
 }
 
-static void drop_stranger(tcp_conn_t *c, const char *why)
+static void close_stranger(tcp_conn_t *c, const char *why)
 {
     tcp_ctx_t *ctx = c->ctx;
     ctx->env.log(ctx->env.core, TNT_LOG_WARNING | TNT_LOG_EVERY_RANK,
                  "rank %d: dropped connection from %s: %s", ctx->env.rank,
                  c->name, why);
     conn_close(ctx, c);
+}
+
+static void drop_stranger(tcp_conn_t *c, const char *why)
+{
+    c->ctx->strangers_refused++;
+    close_stranger(c, why);
 }
 
 /* Acceptor: a whole hello is staged. Answer with the challenge. */
@@ -468,7 +474,8 @@ static int evict_stranger(tcp_ctx_t *ctx, const char *why)
     tcp_conn_t *victim = silent ? silent : named;
     if (!victim)
         return 0;
-    drop_stranger(victim, why);
+    ctx->strangers_evicted++;
+    close_stranger(victim, why);
     return 1;
 }
 
@@ -730,6 +737,17 @@ static void tcp_finalize(void *vctx)
     free(ctx);
 }
 
+/* The built-in transports never reconnect: a lost connection fails the
+ * communicator. */
+static void tcp_stats(void *vctx, tnt_transport_stats_t *out)
+{
+    const tcp_ctx_t *ctx = vctx;
+    if (TNT_TRANSPORT_HAS(out, strangers_evicted)) {
+        out->strangers_refused = ctx->strangers_refused;
+        out->strangers_evicted = ctx->strangers_evicted;
+    }
+}
+
 const tnt_transport_t tnt__tcp_transport = {
     .size = sizeof(tnt_transport_t),
     .version = TNT_TRANSPORT_VERSION,
@@ -745,4 +763,5 @@ const tnt_transport_t tnt__tcp_transport = {
     .preference = 100,
     .caps = TNT_TP_POLL_SYSCALLS,
     .poll = tnt__tcp_poll,
+    .stats = tcp_stats,
 };

@@ -102,6 +102,9 @@ struct tcp_ctx {
     int nincoming;
     int incoming_cap;     /* TCP_INCOMING_MAX or less (incoming_cap()) */
     int timer_fd;         /* expires slow handshakes */
+    /* Counters for the core (tcp_stats): unproven connections closed,
+     * refused or evicted. */
+    uint64_t strangers_refused, strangers_evicted;
     tcp_ep_t *graveyard;  /* closed endpoints, freed at the next callback */
     tcp_conn_t *conn_graveyard;
     tcp_sreq_t *free_sreqs;

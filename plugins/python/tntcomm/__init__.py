@@ -22,7 +22,7 @@ import weakref
 
 import numpy as np
 
-from . import _lib, _request
+from . import _lib, _request, _stats
 from ._lib import lib
 
 __all__ = ["TntError", "init", "finalize", "get_rank", "get_size",
@@ -30,6 +30,7 @@ __all__ = ["TntError", "init", "finalize", "get_rank", "get_size",
            "barrier", "allgather", "reduce_scatter", "iallreduce",
            "ibroadcast", "ibarrier", "iallgather", "ireduce_scatter",
            "Request", "micro_batch", "Fusion", "version", "__version__",
+           "stats",
            "SUM", "AVG", "PROD", "MIN", "MAX"]
 
 SUM, AVG, PROD, MIN, MAX = "sum", "avg", "prod", "min", "max"
@@ -119,6 +120,21 @@ def get_master_rank():
 
 def is_master_rank():
     return bool(_int_query("tnt_comm_is_master"))
+
+
+def stats():
+    """The world communicator's counters (tnt_comm_stats), a dict:
+    {"kinds": {"allreduce": {"calls": n, "bytes": b}, ...} (every kind),
+     "algorithms": {"ring": {"calls", "bytes"}, ...} (those that ran),
+     "transports": {"tcp": {"peers", "msgs_sent", "bytes_sent",
+                            "msgs_recv", "bytes_recv", "reconnects",
+                            "strangers_refused", "strangers_evicted",
+                            "reports"}, ...} (those running),
+     "wait_s": seconds blocking calls waited,
+     "unexpected_hwm": most bytes early messages held at once}."""
+    rc, d = _stats.query(init())
+    _check("tnt_comm_stats", rc)
+    return d
 
 
 def version():
