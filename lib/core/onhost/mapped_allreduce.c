@@ -134,25 +134,12 @@ static int got_result(struct tnt_comm *comm, struct tnt_request *req, int q)
     return 1;
 }
 
+/* Step 1 publishes where the buffers lie, in the input headers; no
+ * data: each rank reduces its slice where the peers' buffers lie. */
 static int step(struct tnt_comm *comm, struct tnt_request *req)
 {
-    int k = comm->nranks, me = comm->rank, moved = 0;
-    if (!tnt__stage_peers_there(comm, req, tnt__stage_needs))
-        return 0;
-    /* Step 1: where the buffers lie, in the input headers; no data. */
-    for (int q = 0; q < k; q++)
-        if (q != me && comm->peers[q].ep)
-            moved |= tnt__stage_put_rounds(comm, req, q, 0, 0);
-    moved |= reduce_mapped(comm, req);
-    int all = req->onhost.stage.reduced == req->onhost.stage.rounds;
-    for (int q = 0; q < k && comm->state == TNT_COMM_OK; q++) {
-        if (q == me || !comm->peers[q].ep)
-            continue;
-        moved |= got_result(comm, req, q);
-        all &= !tnt__stage_needs(req, q);
-    }
-    tnt__stage_after_step(comm, req, moved);
-    return all && comm->state == TNT_COMM_OK;
+    return tnt__stage_allreduce_step(comm, req, 0, reduce_mapped,
+                                     got_result);
 }
 
 /* A peer finishes only once it has this rank's result: see whether it

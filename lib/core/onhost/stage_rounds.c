@@ -316,3 +316,29 @@ size_t tnt__stage_report(const struct tnt_request *req, char *buf,
     return tnt__onhost_report_peers(req, buf, len, tnt__stage_needs,
                                     tnt__stage_describe);
 }
+
+int tnt__stage_allreduce_step(struct tnt_comm *comm, struct tnt_request *req,
+                              int with_data,
+                              int (*reduce)(struct tnt_comm *comm,
+                                            struct tnt_request *req),
+                              int (*get_results)(struct tnt_comm *comm,
+                                                 struct tnt_request *req,
+                                                 int q))
+{
+    int k = comm->nranks, me = comm->rank, moved = 0;
+    if (!tnt__stage_peers_there(comm, req, tnt__stage_needs))
+        return 0;
+    for (int q = 0; q < k; q++)
+        if (q != me && comm->peers[q].ep)
+            moved |= tnt__stage_put_rounds(comm, req, q, 0, with_data);
+    moved |= reduce(comm, req);
+    int all = req->onhost.stage.reduced == req->onhost.stage.rounds;
+    for (int q = 0; q < k && comm->state == TNT_COMM_OK; q++) {
+        if (q == me || !comm->peers[q].ep)
+            continue;
+        moved |= get_results(comm, req, q);
+        all &= !tnt__stage_needs(req, q);
+    }
+    tnt__stage_after_step(comm, req, moved);
+    return all && comm->state == TNT_COMM_OK;
+}

@@ -69,6 +69,18 @@ int tnt__stage_peers_there(struct tnt_comm *comm, struct tnt_request *req,
  *  TNT_STAGE_STALLS_BEFORE_CHECK stalls. */
 void tnt__stage_after_step(struct tnt_comm *comm, struct tnt_request *req,
                            int moved);
+/** One step of an allreduce on the staging areas (staged and mapped):
+ *  publish this rank's input rounds to every peer (with_data 0: where
+ *  the buffers lie, no data), reduce this rank's slice (reduce), take
+ *  each peer's results (get_results), then wake or count a stall. 1 once
+ *  every round is reduced and no peer is needed any more. */
+int tnt__stage_allreduce_step(struct tnt_comm *comm, struct tnt_request *req,
+                              int with_data,
+                              int (*reduce)(struct tnt_comm *comm,
+                                            struct tnt_request *req),
+                              int (*get_results)(struct tnt_comm *comm,
+                                                 struct tnt_request *req,
+                                                 int q));
 
 /** Does req still need peer q: rounds to publish to it or to read from
  *  it? */

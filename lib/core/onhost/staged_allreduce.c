@@ -82,22 +82,8 @@ static int reduce_rounds(struct tnt_comm *comm, struct tnt_request *req)
 
 static int step(struct tnt_comm *comm, struct tnt_request *req)
 {
-    int k = comm->nranks, me = comm->rank, moved = 0;
-    if (!tnt__stage_peers_there(comm, req, tnt__stage_needs))
-        return 0;
-    for (int q = 0; q < k; q++)
-        if (q != me && comm->peers[q].ep)
-            moved |= tnt__stage_put_rounds(comm, req, q, 0, 1);
-    moved |= reduce_rounds(comm, req);
-    int all = req->onhost.stage.reduced == req->onhost.stage.rounds;
-    for (int q = 0; q < k && comm->state == TNT_COMM_OK; q++) {
-        if (q == me || !comm->peers[q].ep)
-            continue;
-        moved |= tnt__stage_get_outputs(comm, req, q);
-        all &= !tnt__stage_needs(req, q);
-    }
-    tnt__stage_after_step(comm, req, moved);
-    return all && comm->state == TNT_COMM_OK;
+    return tnt__stage_allreduce_step(comm, req, 1, reduce_rounds,
+                                     tnt__stage_get_outputs);
 }
 
 /* A peer finishes only when it has every result of this rank, so this
