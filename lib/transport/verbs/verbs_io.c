@@ -22,8 +22,11 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "util/error.h"
@@ -614,6 +617,39 @@ static int wc_event(enum ibv_wc_status s)
     }
 }
 
+/* A remote error (access, operation, invalid request) is what an RDMA
+ * operation gets when the peer's memory or queue pair went away under it:
+ * a peer that exited tears both down as it closes its side channel. So
+ * wait a moment for the side channel's end (VB_REMOTE_GRACE_MS): if it
+ * closes, the peer is gone (a lost peer, as every other transport says);
+ * if not, the peer is alive and rejected the request (a protocol error). */
+#define VB_REMOTE_GRACE_MS 200
+
+static int side_channel_closed(vb_ep_t *ep)
+{
+    if (ep->fd < 0)
+        return 1;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        char b;
+        ssize_t n = recv(ep->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+                       errno != EINTR))
+            return 1;
+        if (n > 0) /* a record waits first: the peer was alive to send it */
+            return 0;
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        long ms = (t.tv_sec - t0.tv_sec) * 1000L +
+                  (t.tv_nsec - t0.tv_nsec) / 1000000L;
+        if (ms >= VB_REMOTE_GRACE_MS)
+            return 0;
+        struct pollfd pfd = {.fd = ep->fd, .events = POLLIN | POLLRDHUP};
+        poll(&pfd, 1, (int)(VB_REMOTE_GRACE_MS - ms));
+    }
+}
+
 static void handle_wc(vb_ep_t *ep, const struct ibv_wc *wc)
 {
     uint32_t kind = (uint32_t)(wc->wr_id >> 56);
@@ -624,7 +660,16 @@ static void handle_wc(vb_ep_t *ep, const struct ibv_wc *wc)
          * that the report names it and not the flush. */
         if (wc->status == IBV_WC_WR_FLUSH_ERR && ep->conn.state != VB_ERROR)
             tnt__vb_async_drain(ep->ctx);
-        tnt__vb_fail(ep, wc_event(wc->status), ibv_wc_status_str(wc->status));
+        int ev = wc_event(wc->status);
+        if (ev == VB_EV_WC_REMOTE && ep->conn.state != VB_ERROR &&
+            side_channel_closed(ep)) {
+            char detail[96];
+            snprintf(detail, sizeof(detail), "%s on an RDMA operation as it "
+                     "went", ibv_wc_status_str(wc->status));
+            tnt__vb_fail(ep, VB_EV_SIDE_CLOSED, detail);
+            return;
+        }
+        tnt__vb_fail(ep, ev, ibv_wc_status_str(wc->status));
         return;
     }
     tnt__vb_fail(ep, VB_EV_WC_OK, NULL);
