@@ -3,7 +3,7 @@
  * can make this rank hold before its receives are posted is bounded by
  * design, so a correct program never fails because one rank is late.
  *
- * - A message of at most the eager limit E (TNT_EAGER_BYTES, 64 KiB) goes
+ * - A message of at most the eager limit E (TNT_EAGER_BYTES, 256 KiB) goes
  *   at once while the sender's window to that peer has room: eager bytes
  *   sent and not yet consumed by a receive there (each counted as
  *   TNT_UNEXP_COST(len), what it costs the receiver as an early message)

@@ -88,7 +88,7 @@ typedef enum tnt_env_type {
     X(MAX_UNEXPECTED_BYTES, "TNT_MAX_UNEXPECTED_BYTES", SIZE, "1G",         \
       0, 0, NULL, 1, "util/param.c",                                        \
       "memory for messages that arrive before their receive is posted")     \
-    X(EAGER_BYTES, "TNT_EAGER_BYTES", SIZE, "64k", 0, 0, NULL,              \
+    X(EAGER_BYTES, "TNT_EAGER_BYTES", SIZE, "256k", 0, 0, NULL,              \
       1, "util/param.c",                                                    \
       "larger messages wait until the receiver has posted its receive")     \
     X(EAGER_WINDOW, "TNT_EAGER_WINDOW", SIZE, "1M", 0, 0, NULL,             \
