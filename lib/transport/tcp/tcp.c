@@ -705,12 +705,58 @@ static void finish_handshakes(tcp_ctx_t *ctx, double budget_s)
         }
 }
 
+/* A close() while data of the peer's is still arriving makes this side's
+ * kernel answer with a reset, and a reset makes the peer's kernel drop
+ * what it has received and not yet read: a peer still reading the end of
+ * this rank's last collective (a pipelined broadcast's last segments)
+ * would lose them, because it sends a flow-control credit after each
+ * part it reads. So the end of a communicator closes gently: say "no more
+ * from me" (shutdown for writing: the peer reads everything up to it),
+ * then read and drop what the peers still send until each has closed
+ * too, for at most TCP_LINGER_S; only then close. Ranks that free their
+ * communicators together see each other's end at once. */
+#define TCP_LINGER_S 1.0
+#define TCP_LINGER_MAX 1024
+
+static void linger_close(tcp_ctx_t *ctx)
+{
+    struct pollfd pfd[TCP_LINGER_MAX];
+    int n = 0;
+    for (tcp_ep_t *ep = ctx->eps; ep; ep = ep->next)
+        for (int i = 0; i < ep->nconn && n < TCP_LINGER_MAX; i++) {
+            tcp_conn_t *c = ep->conns[i];
+            if (!c || c->closed || c->state != TCP_READY)
+                continue;
+            if (shutdown(c->fd, SHUT_WR) == 0)
+                pfd[n++] = (struct pollfd){.fd = c->fd, .events = POLLIN};
+        }
+    double end = tnt__now() + TCP_LINGER_S;
+    int open = n;
+    char sink[4096];
+    while (open > 0) {
+        double left = end - tnt__now();
+        if (left <= 0 || poll(pfd, (nfds_t)n, (int)(left * 1000.0) + 1) <= 0)
+            break;
+        for (int k = 0; k < n; k++) {
+            if (pfd[k].fd < 0 || !pfd[k].revents)
+                continue;
+            ssize_t r = recv(pfd[k].fd, sink, sizeof(sink), MSG_DONTWAIT);
+            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR &&
+                           errno != EWOULDBLOCK)) {
+                pfd[k].fd = -1; /* poll skips negative descriptors */
+                open--;
+            }
+        }
+    }
+}
+
 static void tcp_finalize(void *vctx)
 {
     tcp_ctx_t *ctx = vctx;
     if (!ctx)
         return;
     finish_handshakes(ctx, 0.2);
+    linger_close(ctx);
     tnt__tcp_probe_finalize(ctx);
     while (ctx->eps)
         ep_close(ctx, ctx->eps);
