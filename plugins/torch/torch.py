@@ -31,6 +31,10 @@ import torch
 
 import tntcomm as _tnt
 from tntcomm import _lib
+from tntcomm import _torch_backend
+
+# `import tntcomm.torch` makes "tnt" a torch.distributed backend.
+_torch_backend.register()
 
 __all__ = ["allreduce", "allreduce_", "broadcast_parameters",
            "broadcast_optimizer_state",

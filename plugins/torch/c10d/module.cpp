@@ -1,0 +1,36 @@
+// tntcomm._c10d: the Python module that gives torch.distributed the "tnt"
+// process group. tntcomm.torch registers it with
+// torch.distributed.Backend.register_backend on import.
+#include <torch/python.h>
+
+#include "process_group_tnt.hpp"
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_c10d, m)
+{
+    m.doc() = "The torch.distributed backend \"tnt\" over libtntcomm";
+    py::object base =
+        py::module::import("torch._C._distributed_c10d").attr("ProcessGroup");
+    py::class_<tnt_torch::ProcessGroupTnt,
+               c10::intrusive_ptr<tnt_torch::ProcessGroupTnt>>(
+        m, "ProcessGroupTnt", base)
+        .def(py::init([](const c10::intrusive_ptr<c10d::Store>& store,
+                         int rank, int size, double timeout_s) {
+                 return c10::make_intrusive<tnt_torch::ProcessGroupTnt>(
+                     store, rank, size,
+                     std::chrono::milliseconds(
+                         static_cast<int64_t>(timeout_s * 1000.0)));
+             }),
+             py::arg("store"), py::arg("rank"), py::arg("size"),
+             py::arg("timeout_s"),
+             // Rendezvous and connection set-up block: let other Python
+             // threads run meanwhile.
+             py::call_guard<py::gil_scoped_release>())
+        .def("comm_handle",
+             [](const tnt_torch::ProcessGroupTnt& pg) {
+                 return reinterpret_cast<uintptr_t>(pg.comm());
+             },
+             "The libtntcomm communicator's address (tnt_comm_t), for "
+             "tntcomm.stats and other calls through ctypes.");
+}

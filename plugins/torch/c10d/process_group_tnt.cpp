@@ -1,0 +1,492 @@
+// The "tnt" process group (process_group_tnt.hpp).
+#include "process_group_tnt.hpp"
+
+#include <c10/util/Exception.h>
+
+#include "rendezvous.hpp"
+#include "tensor_map.hpp"
+
+namespace tnt_torch {
+
+namespace {
+
+void one_tensor(const std::vector<at::Tensor>& v, const char* op)
+{
+    TORCH_CHECK(v.size() == 1, "tnt: ", op, ": takes one tensor per "
+                "process (CPU), got ", v.size());
+}
+
+int root_of(int64_t root, int64_t root_tensor, int size, const char* op)
+{
+    TORCH_CHECK(root_tensor == 0, "tnt: ", op, ": rootTensor must be 0 "
+                "(one tensor per process), got ", root_tensor);
+    TORCH_CHECK(root >= 0 && root < size, "tnt: ", op, ": root rank ", root,
+                " is outside the group of ", size);
+    return static_cast<int>(root);
+}
+
+// Every tensor of `list` must be like `like` (same element type and
+// number of elements): they are blocks of one collective.
+void same_blocks(const std::vector<at::Tensor>& list, const at::Tensor& like,
+                 const char* op, const char* what)
+{
+    for (size_t i = 0; i < list.size(); i++) {
+        check_tensor(list[i], op, what);
+        TORCH_CHECK(list[i].scalar_type() == like.scalar_type(), "tnt: ",
+                    op, ": ", what, " ", i, " has dtype ",
+                    list[i].scalar_type(), ", the input has ",
+                    like.scalar_type());
+        TORCH_CHECK(list[i].numel() == like.numel(), "tnt: ", op, ": ", what,
+                    " ", i, " has ", list[i].numel(),
+                    " elements, the input has ", like.numel());
+    }
+}
+
+// Block i (n bytes) of a flat byte tensor, as a tensor like `like`.
+at::Tensor block_as(const at::Tensor& flat, int64_t i, int64_t n,
+                    const at::Tensor& like)
+{
+    return flat.narrow(0, i * n, n).view(like.scalar_type()).view(
+        like.sizes());
+}
+
+// Copy `from` back into `to` when the library worked on a staging copy.
+std::function<void()> copy_back(at::Tensor to, at::Tensor from)
+{
+    if (to.is_same(from))
+        return nullptr;
+    return [to, from]() mutable { to.copy_(from); };
+}
+
+}  // namespace
+
+ProcessGroupTnt::ProcessGroupTnt(const c10::intrusive_ptr<c10d::Store>& store,
+                                 int rank, int size,
+                                 std::chrono::milliseconds timeout)
+    : c10d::ProcessGroup(rank, size), timeout_(timeout)
+{
+    Rendezvous r = rendezvous(*store, rank);
+    tnt_config_t cfg = TNT_CONFIG_INIT;
+    cfg.rank = rank;
+    cfg.nranks = size;
+    cfg.root_addr = r.root_addr.c_str();
+    cfg.job_key = r.job_key.c_str();
+    cfg.timeout_s = static_cast<double>(timeout.count()) / 1000.0;
+    tnt_result_t rc = tnt_comm_init(&cfg, &comm_);
+    TORCH_CHECK(rc == TNT_SUCCESS, error_text("process group creation", rc));
+    completer_.reset(new Completer(comm_, rank));
+}
+
+ProcessGroupTnt::~ProcessGroupTnt()
+{
+    completer_.reset();  // finishes the queued operations first
+    tnt_comm_free(comm_);
+}
+
+c10::intrusive_ptr<WorkTnt> ProcessGroupTnt::make_work(
+    c10d::OpType type, const char* name, std::vector<at::Tensor> outputs,
+    const std::vector<at::Tensor>& inputs, std::chrono::milliseconds timeout)
+{
+    std::string title = std::string("tnt:") + name;
+    auto w = c10::make_intrusive<WorkTnt>(
+        getRank(), type, title.c_str(), std::move(outputs),
+        c10::optional<std::vector<at::Tensor>>(inputs));
+    w->name = name;
+    // The library enforces the group's timeout on every operation; a
+    // shorter one of this call is the completion thread's to enforce.
+    if (timeout.count() > 0 && timeout < timeout_)
+        w->timeout_ms = timeout.count();
+    return w;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::post(
+    c10::intrusive_ptr<WorkTnt> work, tnt_result_t rc)
+{
+    TORCH_CHECK(rc == TNT_SUCCESS, error_text(work->name.c_str(), rc));
+    completer_->push(work);
+    return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::broadcast(
+    std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts)
+{
+    const char* name = "broadcast";
+    one_tensor(tensors, name);
+    check_tensor(tensors[0], name, "tensor");
+    int root = root_of(opts.rootRank, opts.rootTensor, getSize(), name);
+    Buf b = bytes_of(contiguous_of(tensors[0]));
+    auto w = make_work(c10d::OpType::BROADCAST, name, tensors, tensors,
+                       opts.timeout);
+    w->keep.push_back(b.t);
+    w->after = copy_back(tensors[0], b.t);
+    w->requests.push_back(nullptr);
+    return post(w, tnt_ibroadcast(comm_, b.ptr, b.count, b.dtype, root,
+                                  &w->requests.back()));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allreduce(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts)
+{
+    const char* name = "all_reduce";
+    one_tensor(tensors, name);
+    check_tensor(tensors[0], name, "tensor");
+    tnt_op_t op;
+    Buf b = reduce_of(contiguous_of(tensors[0]), opts.reduceOp, name, &op);
+    auto w = make_work(c10d::OpType::ALLREDUCE, name, tensors, tensors,
+                       opts.timeout);
+    w->keep.push_back(b.t);
+    w->after = copy_back(tensors[0], b.t);
+    w->requests.push_back(nullptr);
+    return post(w, tnt_iallreduce(comm_, TNT_IN_PLACE, b.ptr, b.count,
+                                  b.dtype, op, &w->requests.back()));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors,
+    const c10d::AllreduceCoalescedOptions& opts)
+{
+    const char* name = "all_reduce_coalesced";
+    TORCH_CHECK(!tensors.empty(), "tnt: ", name, ": no tensors");
+    std::vector<Buf> bufs;
+    std::vector<tnt_op_t> ops;
+    for (const at::Tensor& t : tensors) {
+        check_tensor(t, name, "tensor");
+        tnt_op_t op;
+        bufs.push_back(reduce_of(contiguous_of(t), opts.reduceOp, name, &op));
+        ops.push_back(op);
+    }
+    auto w = make_work(c10d::OpType::ALLREDUCE_COALESCED, name, tensors,
+                       tensors, opts.timeout);
+    std::vector<std::function<void()>> backs;
+    for (size_t i = 0; i < bufs.size(); i++) {
+        w->keep.push_back(bufs[i].t);
+        if (auto f = copy_back(tensors[i], bufs[i].t))
+            backs.push_back(f);
+    }
+    if (!backs.empty())
+        w->after = [backs]() { for (auto& f : backs) f(); };
+    // One allreduce per tensor, posted back to back: each rank posts the
+    // same sequence, and the library overlaps them.
+    for (size_t i = 0; i < bufs.size(); i++) {
+        w->requests.push_back(nullptr);
+        tnt_result_t rc = tnt_iallreduce(comm_, TNT_IN_PLACE, bufs[i].ptr,
+                                         bufs[i].count, bufs[i].dtype,
+                                         ops[i], &w->requests.back());
+        if (rc != TNT_SUCCESS) {
+            w->requests.pop_back();
+            if (w->requests.empty())
+                return post(w, rc);
+            // Some are in flight: they must finish before the buffers go.
+            std::string msg = error_text(name, rc);
+            completer_->push(w);
+            TORCH_CHECK(false, msg);
+        }
+    }
+    return post(w, TNT_SUCCESS);
+}
+
+// Until the library has a rooted reduce, an allreduce on a copy at the
+// other ranks (their tensors stay as they were, as with MPI_Reduce).
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::reduce(
+    std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts)
+{
+    const char* name = "reduce";
+    one_tensor(tensors, name);
+    check_tensor(tensors[0], name, "tensor");
+    int root = root_of(opts.rootRank, opts.rootTensor, getSize(), name);
+    tnt_op_t op;
+    at::Tensor src = getRank() == root ? contiguous_of(tensors[0])
+                                       : tensors[0].clone(
+                                             at::MemoryFormat::Contiguous);
+    Buf b = reduce_of(src, opts.reduceOp, name, &op);
+    auto w = make_work(c10d::OpType::REDUCE, name, tensors, tensors,
+                       opts.timeout);
+    w->keep.push_back(b.t);
+    if (getRank() == root)
+        w->after = copy_back(tensors[0], b.t);
+    w->requests.push_back(nullptr);
+    return post(w, tnt_iallreduce(comm_, TNT_IN_PLACE, b.ptr, b.count,
+                                  b.dtype, op, &w->requests.back()));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allgather(
+    std::vector<std::vector<at::Tensor>>& outputs,
+    std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts)
+{
+    const char* name = "all_gather";
+    one_tensor(inputs, name);
+    check_tensor(inputs[0], name, "input");
+    TORCH_CHECK(outputs.size() == 1, "tnt: ", name, ": takes one output "
+                "list per process, got ", outputs.size());
+    TORCH_CHECK(outputs[0].size() == static_cast<size_t>(getSize()), "tnt: ",
+                name, ": the output list has ", outputs[0].size(),
+                " tensors for a group of ", getSize());
+    same_blocks(outputs[0], inputs[0], name, "output");
+    Buf in = bytes_of(contiguous_of(inputs[0]));
+    at::Tensor flat = at::empty({static_cast<int64_t>(in.count) * getSize()},
+                                at::TensorOptions().dtype(at::kByte));
+    auto w = make_work(c10d::OpType::ALLGATHER, name, outputs[0], inputs,
+                       opts.timeout);
+    w->keep = {in.t, flat};
+    std::vector<at::Tensor> outs = outputs[0];
+    const int64_t n = static_cast<int64_t>(in.count);
+    w->after = [outs, flat, n]() mutable {
+        for (size_t i = 0; i < outs.size(); i++)
+            outs[i].copy_(block_as(flat, static_cast<int64_t>(i), n,
+                                   outs[i]));
+    };
+    w->requests.push_back(nullptr);
+    return post(w, tnt_iallgather(comm_, in.ptr, flat.data_ptr(), in.count,
+                                  TNT_U8, &w->requests.back()));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::_allgather_base(
+    at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts)
+{
+    const char* name = "_allgather_base";
+    check_tensor(input, name, "input");
+    check_tensor(output, name, "output");
+    TORCH_CHECK(output.scalar_type() == input.scalar_type(), "tnt: ", name,
+                ": output dtype ", output.scalar_type(), " differs from the "
+                "input's ", input.scalar_type());
+    TORCH_CHECK(output.numel() == input.numel() * getSize(), "tnt: ", name,
+                ": output has ", output.numel(), " elements, not ",
+                getSize(), " x ", input.numel());
+    Buf in = bytes_of(contiguous_of(input));
+    Buf out = bytes_of(contiguous_of(output));
+    auto w = make_work(c10d::OpType::_ALLGATHER_BASE, name, {output}, {input},
+                       opts.timeout);
+    w->keep = {in.t, out.t};
+    w->after = copy_back(output, out.t);
+    w->requests.push_back(nullptr);
+    return post(w, tnt_iallgather(comm_, in.ptr, out.ptr, in.count, TNT_U8,
+                                  &w->requests.back()));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputs,
+    std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts)
+{
+    const char* name = "all_gather_coalesced";
+    TORCH_CHECK(outputs.size() == static_cast<size_t>(getSize()), "tnt: ",
+                name, ": needs one output list per rank, got ",
+                outputs.size());
+    // Pack every input into one byte buffer, gather it once, unpack.
+    int64_t n = 0;
+    std::vector<at::Tensor> ins;
+    for (const at::Tensor& t : inputs) {
+        check_tensor(t, name, "input");
+        ins.push_back(contiguous_of(t).view({-1}).view(at::kByte));
+        n += ins.back().numel();
+    }
+    for (auto& list : outputs) {
+        TORCH_CHECK(list.size() == inputs.size(), "tnt: ", name,
+                    ": an output list has ", list.size(), " tensors, there "
+                    "are ", inputs.size(), " inputs");
+        for (size_t i = 0; i < list.size(); i++)
+            same_blocks({list[i]}, inputs[i], name, "output");
+    }
+    at::Tensor packed = ins.empty() ? at::empty({0}, at::kByte) : at::cat(ins);
+    at::Tensor flat = at::empty({n * getSize()}, at::kByte);
+    std::vector<at::Tensor> all;
+    for (auto& list : outputs)
+        all.insert(all.end(), list.begin(), list.end());
+    auto w = make_work(c10d::OpType::ALLGATHER_COALESCED, name, all, inputs,
+                       opts.timeout);
+    w->keep = {packed, flat};
+    std::vector<std::vector<at::Tensor>> outs = outputs;
+    w->after = [outs, flat, n]() mutable {
+        for (size_t r = 0; r < outs.size(); r++) {
+            int64_t off = static_cast<int64_t>(r) * n;
+            for (at::Tensor& o : outs[r]) {
+                int64_t b = o.numel() * o.element_size();
+                o.copy_(flat.narrow(0, off, b).view(o.scalar_type()).view(
+                    o.sizes()));
+                off += b;
+            }
+        }
+    };
+    w->requests.push_back(nullptr);
+    return post(w, tnt_iallgather(comm_, packed.data_ptr(), flat.data_ptr(),
+                                  static_cast<size_t>(n), TNT_U8,
+                                  &w->requests.back()));
+}
+
+// Until the library has a rooted gather: an allgather, kept by the root.
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::gather(
+    std::vector<std::vector<at::Tensor>>& outputs,
+    std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts)
+{
+    const char* name = "gather";
+    one_tensor(inputs, name);
+    check_tensor(inputs[0], name, "input");
+    int root = root_of(opts.rootRank, 0, getSize(), name);
+    std::vector<at::Tensor> outs;
+    if (getRank() == root) {
+        TORCH_CHECK(outputs.size() == 1 &&
+                        outputs[0].size() == static_cast<size_t>(getSize()),
+                    "tnt: ", name, ": the root needs one output list of ",
+                    getSize(), " tensors");
+        same_blocks(outputs[0], inputs[0], name, "output");
+        outs = outputs[0];
+    } else {
+        TORCH_CHECK(outputs.empty() ||
+                        (outputs.size() == 1 && outputs[0].empty()),
+                    "tnt: ", name, ": only the root passes output tensors");
+    }
+    Buf in = bytes_of(contiguous_of(inputs[0]));
+    const int64_t n = static_cast<int64_t>(in.count);
+    at::Tensor flat = at::empty({n * getSize()}, at::kByte);
+    auto w = make_work(c10d::OpType::GATHER, name, outs, inputs,
+                       opts.timeout);
+    w->keep = {in.t, flat};
+    w->after = [outs, flat, n]() mutable {
+        for (size_t i = 0; i < outs.size(); i++)
+            outs[i].copy_(block_as(flat, static_cast<int64_t>(i), n,
+                                   outs[i]));
+    };
+    w->requests.push_back(nullptr);
+    return post(w, tnt_iallgather(comm_, in.ptr, flat.data_ptr(), in.count,
+                                  TNT_U8, &w->requests.back()));
+}
+
+// Until the library has a rooted scatter: the root broadcasts all blocks.
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::scatter(
+    std::vector<at::Tensor>& outputs,
+    std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ScatterOptions& opts)
+{
+    const char* name = "scatter";
+    one_tensor(outputs, name);
+    check_tensor(outputs[0], name, "output");
+    int root = root_of(opts.rootRank, 0, getSize(), name);
+    const int64_t n = outputs[0].numel() * outputs[0].element_size();
+    at::Tensor flat;
+    std::vector<at::Tensor> ins;
+    if (getRank() == root) {
+        TORCH_CHECK(inputs.size() == 1 &&
+                        inputs[0].size() == static_cast<size_t>(getSize()),
+                    "tnt: ", name, ": the root needs one input list of ",
+                    getSize(), " tensors");
+        same_blocks(inputs[0], outputs[0], name, "input");
+        ins = inputs[0];
+        std::vector<at::Tensor> bytes;
+        for (const at::Tensor& t : ins)
+            bytes.push_back(contiguous_of(t).view({-1}).view(at::kByte));
+        flat = at::cat(bytes);
+    } else {
+        TORCH_CHECK(inputs.empty() ||
+                        (inputs.size() == 1 && inputs[0].empty()),
+                    "tnt: ", name, ": only the root passes input tensors");
+        flat = at::empty({n * getSize()}, at::kByte);
+    }
+    auto w = make_work(c10d::OpType::SCATTER, name, outputs, ins,
+                       opts.timeout);
+    w->keep = {flat};
+    at::Tensor out = outputs[0];
+    const int64_t me = getRank();
+    w->after = [out, flat, n, me]() mutable {
+        out.copy_(block_as(flat, me, n, out));
+    };
+    w->requests.push_back(nullptr);
+    return post(w, tnt_ibroadcast(comm_, flat.data_ptr(),
+                                  static_cast<size_t>(n * getSize()), TNT_U8,
+                                  root, &w->requests.back()));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::reduce_scatter(
+    std::vector<at::Tensor>& outputs,
+    std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ReduceScatterOptions& opts)
+{
+    const char* name = "reduce_scatter";
+    one_tensor(outputs, name);
+    check_tensor(outputs[0], name, "output");
+    TORCH_CHECK(inputs.size() == 1 &&
+                    inputs[0].size() == static_cast<size_t>(getSize()),
+                "tnt: ", name, ": needs one input list of ", getSize(),
+                " tensors");
+    same_blocks(inputs[0], outputs[0], name, "input");
+    std::vector<at::Tensor> flat_in;
+    for (const at::Tensor& t : inputs[0])
+        flat_in.push_back(t.reshape({-1}));
+    tnt_op_t op;
+    Buf in = reduce_of(at::cat(flat_in), opts.reduceOp, name, &op);
+    Buf out = reduce_of(contiguous_of(outputs[0]), opts.reduceOp, name, &op);
+    auto w = make_work(c10d::OpType::REDUCE_SCATTER, name, outputs,
+                       inputs[0], opts.timeout);
+    w->keep = {in.t, out.t};
+    w->after = copy_back(outputs[0], out.t);
+    w->requests.push_back(nullptr);
+    return post(w, tnt_ireduce_scatter(comm_, in.ptr, out.ptr, out.count,
+                                       out.dtype, op, &w->requests.back()));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input,
+    const c10d::ReduceScatterOptions& opts)
+{
+    const char* name = "_reduce_scatter_base";
+    check_tensor(input, name, "input");
+    check_tensor(output, name, "output");
+    TORCH_CHECK(output.scalar_type() == input.scalar_type(), "tnt: ", name,
+                ": output dtype ", output.scalar_type(), " differs from the "
+                "input's ", input.scalar_type());
+    TORCH_CHECK(input.numel() == output.numel() * getSize(), "tnt: ", name,
+                ": input has ", input.numel(), " elements, not ", getSize(),
+                " x ", output.numel());
+    tnt_op_t op;
+    Buf in = reduce_of(contiguous_of(input), opts.reduceOp, name, &op);
+    Buf out = reduce_of(contiguous_of(output), opts.reduceOp, name, &op);
+    auto w = make_work(c10d::OpType::_REDUCE_SCATTER_BASE, name, {output},
+                       {input}, opts.timeout);
+    w->keep = {in.t, out.t};
+    w->after = copy_back(output, out.t);
+    w->requests.push_back(nullptr);
+    return post(w, tnt_ireduce_scatter(comm_, in.ptr, out.ptr, out.count,
+                                       out.dtype, op, &w->requests.back()));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::alltoall_base(
+    at::Tensor&, at::Tensor&, std::vector<int64_t>&, std::vector<int64_t>&,
+    const c10d::AllToAllOptions&)
+{
+    TORCH_CHECK(false, "tnt: all_to_all_single is not supported yet");
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::alltoall(
+    std::vector<at::Tensor>&, std::vector<at::Tensor>&,
+    const c10d::AllToAllOptions&)
+{
+    TORCH_CHECK(false, "tnt: all_to_all is not supported yet");
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::send(
+    std::vector<at::Tensor>&, int, int)
+{
+    TORCH_CHECK(false, "tnt: send is not supported yet");
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::recv(
+    std::vector<at::Tensor>&, int, int)
+{
+    TORCH_CHECK(false, "tnt: recv is not supported yet");
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::recvAnysource(
+    std::vector<at::Tensor>&, int)
+{
+    TORCH_CHECK(false, "tnt: recv from any source is not supported (the "
+                "library matches every message to a named peer)");
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::barrier(
+    const c10d::BarrierOptions& opts)
+{
+    const char* name = "barrier";
+    auto w = make_work(c10d::OpType::BARRIER, name, {}, {}, opts.timeout);
+    w->requests.push_back(nullptr);
+    return post(w, tnt_ibarrier(comm_, &w->requests.back()));
+}
+
+}  // namespace tnt_torch

@@ -1,0 +1,100 @@
+// The torch.distributed backend "tnt": a c10d::ProcessGroup over one
+// libtntcomm communicator. Every operation is posted with the library's
+// nonblocking call on the calling thread and finished by the group's
+// completion thread (tnt_work.hpp). CPU tensors only (Debian's torch is
+// CPU-only); one tensor per process and call, as Gloo and MPI take.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include "tnt/tnt.h"
+#include "tnt_work.hpp"
+
+namespace tnt_torch {
+
+class ProcessGroupTnt : public c10d::ProcessGroup {
+ public:
+  ProcessGroupTnt(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                  int size, std::chrono::milliseconds timeout);
+  ~ProcessGroupTnt() override;
+
+  const std::string getBackendName() const override { return "tnt"; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(
+      std::vector<at::Tensor>& tensors,
+      const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(
+      std::vector<at::Tensor>& tensors,
+      const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors,
+      const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(
+      std::vector<at::Tensor>& tensors,
+      const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(
+      std::vector<std::vector<at::Tensor>>& outputs,
+      std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(
+      at::Tensor& output, at::Tensor& input,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputs,
+      std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(
+      std::vector<std::vector<at::Tensor>>& outputs,
+      std::vector<at::Tensor>& inputs,
+      const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(
+      std::vector<at::Tensor>& outputs,
+      std::vector<std::vector<at::Tensor>>& inputs,
+      const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(
+      std::vector<at::Tensor>& outputs,
+      std::vector<std::vector<at::Tensor>>& inputs,
+      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input,
+      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(
+      at::Tensor& output, at::Tensor& input,
+      std::vector<int64_t>& output_split_sizes,
+      std::vector<int64_t>& input_split_sizes,
+      const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors,
+                                      int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors,
+                                      int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(
+      std::vector<at::Tensor>& tensors, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(
+      const c10d::BarrierOptions& opts) override;
+
+  tnt_comm_t comm() const { return comm_; }
+
+ private:
+  c10::intrusive_ptr<WorkTnt> make_work(
+      c10d::OpType type, const char* name, std::vector<at::Tensor> outputs,
+      const std::vector<at::Tensor>& inputs,
+      std::chrono::milliseconds timeout);
+  // Throws the library's message if rc is an error; else queues the work.
+  c10::intrusive_ptr<c10d::Work> post(c10::intrusive_ptr<WorkTnt> work,
+                                      tnt_result_t rc);
+
+  tnt_comm_t comm_ = nullptr;
+  std::chrono::milliseconds timeout_;
+  std::unique_ptr<Completer> completer_;
+};
+
+}  // namespace tnt_torch

@@ -1,0 +1,35 @@
+// How torch tensors and reduce ops map onto the library's buffers, element
+// types and operations; one clear RuntimeError for everything that does
+// not map.
+#pragma once
+
+#include <cstddef>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+
+#include "tnt/tnt.h"
+
+namespace tnt_torch {
+
+// A contiguous CPU tensor as the library sees it.
+struct Buf {
+    at::Tensor t;  // what the library reads or writes (may be a staging copy)
+    void* ptr = nullptr;
+    size_t count = 0;  // elements of `dtype`
+    tnt_dtype_t dtype = TNT_U8;
+};
+
+// Refuses anything but a dense CPU tensor; names the op and the tensor.
+void check_tensor(const at::Tensor& t, const char* op, const char* what);
+// t itself if contiguous, else a contiguous copy (the caller copies back).
+at::Tensor contiguous_of(const at::Tensor& t);
+// A contiguous tensor's bytes, for operations that only move data.
+Buf bytes_of(const at::Tensor& contiguous);
+// A contiguous tensor's elements for a reduction with `op`, and the
+// library's op (bool: SUM is OR and PRODUCT is AND, as NCCL does; complex:
+// the real and imaginary parts as float pairs, SUM and AVG only).
+Buf reduce_of(const at::Tensor& contiguous, const c10d::ReduceOp& op,
+              const char* opname, tnt_op_t* tnt_op);
+
+}  // namespace tnt_torch
