@@ -29,7 +29,7 @@ for v in $variants; do
         ;;
     clang)
         if command -v clang >/dev/null; then
-            CC=clang setup build-clang
+            CC=clang CXX=clang++ setup build-clang
         else
             echo "== build variant build-clang: skipped, no clang (apt-get install clang)"
         fi
@@ -37,6 +37,7 @@ for v in $variants; do
     dpkg)
         if command -v dpkg-buildflags >/dev/null; then
             CFLAGS=$(dpkg-buildflags --get CFLAGS) \
+            CXXFLAGS=$(dpkg-buildflags --get CXXFLAGS) \
             CPPFLAGS=$(dpkg-buildflags --get CPPFLAGS) \
             LDFLAGS=$(dpkg-buildflags --get LDFLAGS) \
                 setup build-dpkg --buildtype=plain

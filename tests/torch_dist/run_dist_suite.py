@@ -42,6 +42,15 @@ if BACKEND == "tnt":
     for feature in ("plugin", "ddp", "subgroup"):
         DistTestCases.backend_feature[feature].add("tnt")
 
+# The suite's ranks turn on DDP's experimental ReplicatedTensor interop,
+# which imports torch.distributed._shard; in Debian's torch 1.13 under
+# Python 3.11 that import fails (a dataclass with a mutable default), so
+# every DDP test would fail for every backend, gloo included. The interop
+# stays off here, for both backends alike (it is off by default in DDP).
+import torch.nn.parallel._replicated_tensor_ddp_utils as _rt  # noqa: E402
+
+_rt._set_ddp_with_replicated_tensor = lambda value: None
+
 from torch.testing._internal.common_utils import run_tests  # noqa: E402
 from torch.testing._internal.distributed.distributed_test import (  # noqa
     DistributedTest, TestDistBackend)

@@ -1,0 +1,63 @@
+#!/bin/bash
+# Tests of the torch.distributed backend "tnt" (plugins/torch/c10d):
+# every dtype and reduce op exact against a reference, bad input (wrong
+# dtype, sparse tensor, unsupported op, bad root, shapes that differ
+# across ranks, a rank that dies, groups destroyed and made again),
+# subgroups, and DistributedDataParallel training of a small CNN with
+# batch norm on the digits data that gives on every rank bitwise the same
+# parameters, equal to DDP over gloo to 1e-5 (tests/python/ddp_digits.py).
+#
+# Usage: test_torch_backend.sh PYTHON BUILD-DIR SOURCE-DIR. Exits 77
+# (skipped) when the backend was not built or PYTHON lacks torch.
+set -u
+usage="usage: test_torch_backend.sh PYTHON BUILD-DIR SOURCE-DIR"
+PY=${1:?$usage}
+BUILD=${2:?$usage}
+SRC=${3:?$usage}
+export PYTHONPATH=$BUILD/plugins/python
+if ! "$PY" -c "from tntcomm import _c10d" 2>/dev/null; then
+    echo "test_torch_backend.sh: SKIP: the backend is not built" \
+         "($("$PY" -c "from tntcomm import _c10d" 2>&1 | tail -n 1))"
+    exit 77
+fi
+DATA=${DIGITS_DATA:-/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz}
+CHECK=$SRC/tests/python/check_torch_backend.py
+LIMIT=$((240 * ${TNT_TEST_TIMEOUT_MULT:-1}))
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_torch_backend.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT
+passed=0
+failed=0
+
+one() { # name, command...
+    local name=$1
+    shift
+    timeout -k 5 "$LIMIT" "$@" >"$TMP/log" 2>&1
+    local rc=$?
+    if [ "$rc" = 0 ]; then
+        echo "ok   [$name] $(grep -v '^$' "$TMP/log" | tail -n 1)"
+        passed=$((passed + 1))
+    else
+        echo "FAIL [$name] (exit $rc): $(tail -c 2000 "$TMP/log")" >&2
+        failed=$((failed + 1))
+    fi
+}
+
+for n in 1 2 3 5; do
+    one "dtypes and ops, $n rank(s)" "$PY" "$CHECK" dtypes "$n"
+done
+for n in 2 3 5; do
+    one "collectives, $n ranks" "$PY" "$CHECK" collectives "$n"
+done
+one "bad input, 3 ranks" "$PY" "$CHECK" bad_input 3
+one "shapes differ across ranks, 3 ranks" "$PY" "$CHECK" mismatch 3
+one "a rank dies, 3 ranks" "$PY" "$CHECK" dead_rank 3
+one "destroy and make again, 2 ranks" "$PY" "$CHECK" reinit 2
+one "subgroups, 3 ranks" "$PY" "$CHECK" subgroups 3
+if [ -r "$DATA" ] && "$PY" -c "import numpy" 2>/dev/null; then
+    one "DDP on the digits: tnt equals gloo, 2 and 4 ranks" \
+        "$PY" "$SRC/tests/python/ddp_digits.py" --data "$DATA" --ranks 2 4
+else
+    echo "skip [DDP on the digits]: $DATA or numpy missing"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

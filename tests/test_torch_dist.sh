@@ -1,0 +1,54 @@
+#!/bin/bash
+# A part of PyTorch's own distributed test suite
+# (torch/testing/_internal/distributed/distributed_test.py) against the
+# backend "tnt", at 2 and 3 ranks, through tests/torch_dist/run_dist_suite.py:
+# the collectives, DDP and error handling listed in PATTERNS below (about
+# 6 s per test: every test spawns its ranks). The whole suite, with gloo
+# beside it as the reference: scripts/torch-dist-suite.sh.
+#
+# Fails on any failure or error, and when no test passed (a suite that
+# only skips proves nothing).
+#
+# Usage: test_torch_dist.sh PYTHON BUILD-DIR SOURCE-DIR. Exits 77
+# (skipped) when the backend was not built or PYTHON lacks torch.
+set -u
+usage="usage: test_torch_dist.sh PYTHON BUILD-DIR SOURCE-DIR"
+PY=${1:?$usage}
+BUILD=${2:?$usage}
+SRC=${3:?$usage}
+export PYTHONPATH=$BUILD/plugins/python
+if ! "$PY" -c "from tntcomm import _c10d" 2>/dev/null; then
+    echo "test_torch_dist.sh: SKIP: the backend is not built"
+    exit 77
+fi
+# unittest -k patterns (substrings of test names).
+PATTERNS=(
+    test_all_reduce_sum test_all_reduce_max test_all_reduce_min
+    test_all_reduce_product test_all_reduce_complex
+    test_all_reduce_coalesced_max test_all_reduce_coalesced_sum
+    test_broadcast test_reduce_sum test_reduce_max test_reduce_min
+    test_all_gather test_gather test_scatter test_barrier
+    test_reduce_scatter test_all_to_all test_send_recv
+    test_DistributedDataParallelCPU test_ddp_logging_data_cpu
+    test_ddp_uneven_inputs test_ddp_comm_hook_logging
+    test_invalid_powerSGD_state test_get_backend test_get_rank
+    test_irecv test_isend
+)
+args=()
+for p in "${PATTERNS[@]}"; do
+    args+=(-k "$p")
+done
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_torch_dist.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT
+status=0
+for ws in 2 3; do
+    (cd "$TMP" && BACKEND=tnt WORLD_SIZE=$ws timeout -k 5 1100 "$PY" \
+        "$SRC/tests/torch_dist/run_dist_suite.py" -v "${args[@]}" \
+        >"$TMP/tnt$ws.log" 2>&1)
+    echo "== WORLD_SIZE=$ws (exit $?)"
+    "$PY" "$SRC/tests/torch_dist/summarize.py" "$TMP/tnt$ws.log" || {
+        status=1
+        grep -v "^INFO:" "$TMP/tnt$ws.log" | tail -c 4000 >&2
+    }
+done
+exit $status
