@@ -7,13 +7,17 @@
 # batch norm on the digits data that gives on every rank bitwise the same
 # parameters, equal to DDP over gloo to 1e-5 (tests/python/ddp_digits.py).
 #
-# Usage: test_torch_backend.sh PYTHON BUILD-DIR SOURCE-DIR. Exits 77
-# (skipped) when the backend was not built or PYTHON lacks torch.
+# init_process_group("tnt") with no arguments works under tnt-run and
+# torchrun.
+#
+# Usage: test_torch_backend.sh PYTHON TNT-RUN BUILD-DIR SOURCE-DIR. Exits
+# 77 (skipped) when the backend was not built or PYTHON lacks torch.
 set -u
-usage="usage: test_torch_backend.sh PYTHON BUILD-DIR SOURCE-DIR"
+usage="usage: test_torch_backend.sh PYTHON TNT-RUN BUILD-DIR SOURCE-DIR"
 PY=${1:?$usage}
-BUILD=${2:?$usage}
-SRC=${3:?$usage}
+RUN=${2:?$usage}
+BUILD=${3:?$usage}
+SRC=${4:?$usage}
 export PYTHONPATH=$BUILD/plugins/python
 if ! "$PY" -c "from tntcomm import _c10d" 2>/dev/null; then
     echo "test_torch_backend.sh: SKIP: the backend is not built" \
@@ -53,6 +57,17 @@ one "shapes differ across ranks, 3 ranks" "$PY" "$CHECK" mismatch 3
 one "a rank dies, 3 ranks" "$PY" "$CHECK" dead_rank 3
 one "destroy and make again, 2 ranks" "$PY" "$CHECK" reinit 2
 one "subgroups, 3 ranks" "$PY" "$CHECK" subgroups 3
+LAUNCH=$SRC/tests/python/launch_torch_backend.py
+one "init_process_group(\"tnt\") under tnt-run, 3 ranks" \
+    "$RUN" -n 3 "$PY" "$LAUNCH"
+# Debian 12's torchrun crashes with its default --redirects 0 on Python
+# 3.11 (tests/launchers/test_torchrun.sh); --redirects 1 --tee 1 works.
+# The store's port: free now, as torchrun's default 29500 may not be.
+port=$("$PY" -c "import socket; s = socket.socket(); \
+s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+one "init_process_group(\"tnt\") under torchrun, 2 ranks" \
+    "$PY" -m torch.distributed.run --redirects 1 --tee 1 \
+    --nproc_per_node 2 --master_port "$port" "$LAUNCH"
 if [ -r "$DATA" ] && "$PY" -c "import numpy" 2>/dev/null; then
     one "DDP on the digits: tnt equals gloo, 2 and 4 ranks" \
         "$PY" "$SRC/tests/python/ddp_digits.py" --data "$DATA" --ranks 2 4
