@@ -14,11 +14,13 @@
 #  - the checker fails on a trace whose clocks are off, merge gives one
 #    file that checks the same, summary and plot run;
 #  - unset: no file; an unwritable path: a clear error, no crash.
-# Usage: test_timeline.sh TNT-BENCH TNT-TIMELINE
+#  - tnt-run --timeline: the ranks' files merged into PATH.json.
+# Usage: test_timeline.sh TNT-BENCH TNT-TIMELINE TNT-RUN
 set -u
 
-BENCH=${1:?usage: test_timeline.sh TNT-BENCH TNT-TIMELINE}
-TOOL=${2:?usage: test_timeline.sh TNT-BENCH TNT-TIMELINE}
+BENCH=${1:?usage: test_timeline.sh TNT-BENCH TNT-TIMELINE TNT-RUN}
+TOOL=${2:?usage: test_timeline.sh TNT-BENCH TNT-TIMELINE TNT-RUN}
+RUN=${3:?usage: test_timeline.sh TNT-BENCH TNT-TIMELINE TNT-RUN}
 BENCH=$(realpath "$BENCH") || exit 1
 if ! command -v python3 >/dev/null; then
     echo "test_timeline.sh: python3 not installed"
@@ -114,6 +116,18 @@ if run many "$TMP/many/t" allreduce --size 8 -n 5000 -w 1; then
     check many "$TMP/many/t" --ranks 3
     n=$(grep -c '"cat":"coll"' "$TMP/many/t.0.json")
     [ "$n" -gt 8192 ] || fail "many: only $n collective events"
+fi
+
+# tnt-run --timeline: three files, merged into one that checks.
+mkdir -p "$TMP/run"
+if ! timeout "$LIMIT" "$RUN" -n 3 --timeline "$TMP/run/t" "$BENCH" fusion \
+        --model uniform:20:24k -n 2 -w 1 > "$TMP/run.out" 2>&1; then
+    cat "$TMP/run.out"
+    fail "tnt-run --timeline"
+else
+    grep -q "tnt-run: timeline: 3 of 3 ranks merged into $TMP/run/t.json" \
+        "$TMP/run.out" || fail "tnt-run: no merge line: $(tail -3 "$TMP/run.out")"
+    check tnt_run "$TMP/run/t.json" --ranks 3 --fusion
 fi
 
 # Unset: nothing written (the ranks run in an empty directory).
