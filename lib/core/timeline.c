@@ -24,10 +24,14 @@
 #include "core/engine_internal.h"
 #include "core/timeline.h"
 #include "core/timeline_internal.h"
+#include "transport/transport.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/param_table.h"
+
+/* docs/timeline.md's figures (2 MiB a ring) count on this. */
+_Static_assert(sizeof(tnt_tl_event_t) == 128, "one event is 128 bytes");
 
 /* ---- lanes ------------------------------------------------------------ */
 
@@ -126,7 +130,7 @@ static unsigned coll_tpmask(const struct tnt_comm *comm,
                             const struct tnt_request *req)
 {
     if (tnt__algo_onhost(req->algo))
-        return 1u << TNT_TP_SHM_POS;
+        return 1u << TNT_TP_SHM;
     unsigned mask = 0;
     for (uint32_t i = 0; req->sched && i < req->sched->nops; i++) {
         const tnt_sop_t *op = &req->sched->ops[i];

@@ -10,16 +10,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/stats.h"
 #include "core/timeline.h"
 
 /* The ring: 16384 events of 128 bytes, 2 MiB per rank. The progress
  * thread writes it out from half full; a rank that records faster than
  * that drops events (counted in the file's metadata). */
 #define TNT_TL_RING_EVENTS 16384u
-
-/* Position of the shared-memory transport in the transport list
- * (transport/transport.h's TNT_TP_SHM; the core may not include it). */
-#define TNT_TP_SHM_POS 1
 
 /* A bucket's plan: its tensors' names, written as one event. */
 struct tnt_tl_note {
@@ -48,7 +45,7 @@ struct tnt_timeline {
     uint64_t lanes[2];         /* lanes 1..127 seen: thread_name events */
     uint32_t max_bucket_lane;  /* 1 + the highest bucket lane seen */
     int rank, nranks;
-    char tp_names[4][16];      /* transport names by position */
+    char tp_names[TNT_STATS_TP_MAX][16]; /* transport names by position */
 
     /* Clock alignment (timeline_sync.c): a local time t is written as
      * (t - offset - origin) microseconds, in rank 0's time base counted

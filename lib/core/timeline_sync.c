@@ -94,7 +94,7 @@ tnt_result_t tnt__tl_start(struct tnt_comm *comm)
     struct tnt_timeline *tl = comm->tl_pending;
     if (!tl)
         return TNT_SUCCESS;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < TNT_STATS_TP_MAX; i++)
         snprintf(tl->tp_names[i], sizeof(tl->tp_names[i]), "%s",
                  comm->net.tp[i] ? comm->net.tp[i]->name : "?");
     int p = comm->nranks;

@@ -59,7 +59,7 @@ static void tpnames(const struct tnt_timeline *tl, unsigned mask, char *out,
 {
     size_t o = 0;
     out[0] = 0;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < TNT_STATS_TP_MAX; i++)
         if (mask & (1u << i))
             o += (size_t)snprintf(out + o, o < len ? len - o : 0, "%s%s",
                                   o ? "+" : "", tl->tp_names[i]);
