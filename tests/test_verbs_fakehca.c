@@ -653,6 +653,59 @@ static void test_malformed_message(void)
     pair_free(&p);
 }
 
+/* The `stats` entry: an incoming connection that fails before it proved
+ * the key counts as a refused stranger (and reaches the core as no
+ * error); a known peer's failure counts as none. */
+static void test_stats_strangers(void)
+{
+    pair_t p;
+    pair_init(&p, 4, 0);
+    p.ep[1]->known = 0; /* side 1 accepted it, no proof yet */
+    static unsigned char junk[64];
+    memset(junk, 0xab, sizeof(junk));
+    struct ibv_mr *mr = __wrap_ibv_reg_mr(NULL, junk, sizeof(junk), 0);
+    struct ibv_sge sge = {(uintptr_t)junk, sizeof(junk), mr->lkey};
+    struct ibv_send_wr wr = {.wr_id = VB_WR_ID(VB_WR_SEND, 0),
+                             .sg_list = &sge, .num_sge = 1,
+                             .opcode = IBV_WR_SEND}, *bad;
+    fake_post_send(&p.qp[0].qp, &wr, &bad);
+    p.cq[0].n = 0;
+    pump(&p);
+    TH_CHECK(p.ep[1]->closed && p.side[1].errors == 0,
+             "stranger: closed %d, %d errors upcalled", p.ep[1]->closed,
+             p.side[1].errors);
+    TH_CHECK(tnt__verbs_transport.stats != NULL, "no stats entry");
+    for (int k = 0; k < 2; k++) {
+        tnt_transport_stats_t st;
+        memset(&st, 0, sizeof(st));
+        st.size = sizeof(st);
+        tnt__verbs_transport.stats(&p.ctx[k], &st);
+        TH_CHECK(st.strangers_refused == (k == 1) &&
+                 st.strangers_evicted == 0 && st.reconnects == 0,
+                 "side %d: refused %llu evicted %llu reconnects %llu", k,
+                 (unsigned long long)st.strangers_refused,
+                 (unsigned long long)st.strangers_evicted,
+                 (unsigned long long)st.reconnects);
+    }
+    __wrap_ibv_dereg_mr(mr);
+    pair_free(&p);
+
+    /* A known peer lost: no stranger. */
+    pair_init(&p, 4, 0);
+    static thdr_t h = {0x54455354u, 1, 10};
+    static unsigned char buf[10];
+    p.qp[0].fail_next = IBV_WC_RETRY_EXC_ERR;
+    TH_CHECK(tnt__vb_send(&p.ctx[0], p.ep[0], &h, sizeof(h), buf, 10,
+                          NULL) >= 0, "send");
+    pump(&p);
+    tnt_transport_stats_t st = {.size = sizeof(st)};
+    tnt__verbs_transport.stats(&p.ctx[0], &st);
+    TH_CHECK(p.side[0].errors == 1 && st.strangers_refused == 0,
+             "known peer: %d errors, refused %llu", p.side[0].errors,
+             (unsigned long long)st.strangers_refused);
+    pair_free(&p);
+}
+
 static const th_test_def_t k_tests[] = {
     {"verbs_fakehca", "eager_with_credits", test_eager_with_credits},
     {"verbs_fakehca", "one_way_credit_messages",
@@ -662,6 +715,7 @@ static const th_test_def_t k_tests[] = {
     {"verbs_fakehca", "rendezvous_cached", test_rendezvous_cached},
     {"verbs_fakehca", "retry_exceeded", test_retry_exceeded_names_peer},
     {"verbs_fakehca", "malformed_message", test_malformed_message},
+    {"verbs_fakehca", "stats_strangers", test_stats_strangers},
     {NULL, NULL, NULL}};
 
 int main(int argc, char **argv)

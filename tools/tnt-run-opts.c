@@ -51,6 +51,11 @@ static void usage(FILE *f)
 "  --ib-hca-map M      first|local_rank: TNT_IB_HCA_MAP, which RDMA port\n"
 "                      each rank of a host takes (local_rank: round robin)\n"
 "  --log-on-all-ranks  TNT_LOG_ALL_RANKS=1 [--log-on-all-devices]\n"
+"  --timeline PATH     TNT_TIMELINE=PATH: every rank writes PATH.RANK.json;\n"
+"                      after the job they are merged into PATH.json (also\n"
+"                      when TNT_TIMELINE is set in tnt-run's environment;\n"
+"                      local jobs: with --hostfile each host keeps its\n"
+"                      ranks' files, merge with tnt-timeline merge)\n"
 "  --output-on-all-ranks  show every rank's stdout (default: rank 0's\n"
 "                      only; stderr of every rank is always shown)\n"
 "                      [--output-on-all-devices]\n"
@@ -304,6 +309,13 @@ static int value_option(struct run_opts *o, int argc, char **argv, int *i,
         set_log_level(o, v);
     else if ((v = long_value(argc, argv, i, "--ib-hca-map")) != NULL)
         set_ib_hca_map(o, v);
+    else if ((v = long_value(argc, argv, i, "--timeline")) != NULL) {
+        if (!*v || strlen(v) > 4000)
+            run_usage_error("invalid --timeline '%s': expected a path "
+                            "prefix", v);
+        add_extra(o, "TNT_TIMELINE", v);
+        o->timeline = v;
+    }
     else if ((v = long_value(argc, argv, i, "--bind-to")) != NULL) {
         if (strcmp(v, "core") == 0)
             o->bind_core = 1;

@@ -70,6 +70,15 @@ static int agent_cleanup(void)
     return run_cleanup_here(host, prog + 5, atoi(force + 6));
 }
 
+/* A job with the timeline on: its ranks' files become one (whatever
+ * the job's outcome: a failed job's trace is the one to read). */
+static void merge_timeline(const struct run_opts *o, int nranks)
+{
+    const char *prefix = o->timeline ? o->timeline : getenv("TNT_TIMELINE");
+    if (prefix && *prefix && strlen(prefix) <= 4000)
+        run_merge_timeline(prefix, nranks);
+}
+
 int main(int argc, char **argv)
 {
     open_std_fds();
@@ -124,6 +133,7 @@ int main(int argc, char **argv)
             }
             snprintf(sp.root, sizeof sp.root, "127.0.0.1:%d", port);
             rc = run_local(&sp, -1, 0);
+            merge_timeline(&o, sp.size);
         }
     }
     for (int k = 0; k < sp.argc; k++)

@@ -216,6 +216,7 @@ struct run_opts {
     int dry_run, cleanup, force;
     int no_gpu;            /* --no-gpu given: said at INFO, else ignored */
     const char *rsh;
+    const char *timeline;  /* --timeline PATH: TNT_TIMELINE, merged */
     int prog;              /* index of the program in argv */
 };
 
@@ -223,6 +224,12 @@ struct run_opts {
 void run_parse_options(int argc, char **argv, struct run_opts *o);
 __attribute__((format(printf, 1, 2))) _Noreturn void
 run_usage_error(const char *fmt, ...);
+
+/* ---- the timeline (tnt-run-timeline.c) ------------------------------ */
+
+/* Merges PREFIX.R.json of ranks 0..nranks-1 found here into PREFIX.json
+ * and says so on stdout. Returns 0, or -1 after having said why. */
+int run_merge_timeline(const char *prefix, int nranks);
 
 /* ---- hostfiles (tnt-run-hostfile.c) ---------------------------------- */
 

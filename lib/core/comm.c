@@ -23,6 +23,7 @@
 #include "boot/launch_env.h"
 #include "util/log.h"
 #include "core/progress.h"
+#include "core/timeline.h"
 #include "transport/transport.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -216,6 +217,7 @@ static void comm_destroy(struct tnt_comm *comm)
     tnt__comm_tp_finalize(comm);
     tnt__engine_reap(comm);
     tnt__engine_free_requests(comm);
+    tnt__tl_close(comm);
     tnt__sched_cache_destroy(&comm->sched_cache);
     tnt__bufpool_destroy(&comm->pool);
     tnt__progress_close(comm);
@@ -285,6 +287,8 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
         rc = tnt__progress_start(comm);
     if (rc == TNT_SUCCESS)
         rc = tnt__comm_tp_init(comm);
+    if (rc == TNT_SUCCESS)
+        rc = tnt__tl_open(comm);
     if (rc == TNT_SUCCESS && comm->nranks > 1) {
         tnt_boot_entry_t *table = calloc((size_t)comm->nranks,
                                          sizeof(*table));
@@ -330,6 +334,8 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
         rc = tnt__progress_run_thread(comm);
     if (rc == TNT_SUCCESS && comm->nranks <= TNT_EAGER_CONNECT_MAX)
         tnt__engine_connect_all(comm);
+    if (rc == TNT_SUCCESS)
+        rc = tnt__tl_start(comm);
     if (rc == TNT_SUCCESS && registry_add(comm) != 0)
         rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
     if (rc != TNT_SUCCESS) {

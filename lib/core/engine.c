@@ -20,6 +20,7 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "core/engine_internal.h"
+#include "core/timeline.h"
 #include "core/engine_flow.h"
 #include "core/progress.h"
 #include "core/report.h"
@@ -280,6 +281,8 @@ void tnt__engine_run_deferred(struct tnt_comm *comm)
         req->deferred = 0;
         if (!start)
             continue;
+        if (comm->timeline)
+            req->tl.start = tnt__now();
         if (tnt__algo_onhost(req->algo))
             tnt__onhost_progress(comm);
         else
@@ -293,6 +296,8 @@ static void publish(struct tnt_comm *comm, struct tnt_request *req,
                     tnt_result_t rc)
 {
     req->result = rc;
+    if (comm->timeline)
+        tnt__tl_coll(comm, req);
     if (req->detached) {
         /* Freed at a safe point: the caller may still be walking it. */
         unlink_all(req);
@@ -905,6 +910,11 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     req->ops_left = nops;
     req->prepare = prepare;
     req->prepare_arg = prepare_arg;
+    if (comm->timeline) {
+        req->tl.post = tnt__now();
+        req->tl.start = 0.0;
+        req->tl.tid = tnt__tl_tid();
+    }
 
     tnt_msg_hdr_t *sig = &req->sig;
     sig->magic = TNT_MSG_MAGIC;
@@ -953,6 +963,8 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
         if (early_mismatch(comm, req) || tnt__slot_lean(comm, req)) {
             if (req->result == TNT_INPROGRESS) /* failed meanwhile */
                 req->result = comm->fail_rc;
+            if (comm->timeline)
+                tnt__tl_coll(comm, req);
             comm->progress.last_activity = now;
             *out = req;
             return TNT_SUCCESS;

@@ -249,6 +249,13 @@ struct tnt_request {
         tnt_result_t late_rc;
     } compute;
     tnt_onhost_req_t onhost;   /* an on-host algorithm's (core/onhost/) */
+    /* The timeline's times (core/timeline.h): written only while
+     * comm->timeline is set. start stays 0 unless the request was
+     * deferred (then it starts after post, in tnt__engine_run_deferred). */
+    struct tnt_req_tl {
+        double post, start;
+        uint32_t tid;          /* the posting thread's lane */
+    } tl;
 };
 
 typedef struct tnt_watch {
@@ -403,6 +410,12 @@ struct tnt_comm {
     size_t unexp_bytes;        /* early messages held, TNT_UNEXP_COST */
     struct tnt_comm_flow flow;
     tnt_comm_counters_t stats; /* tnt_comm_stats (core/stats.h) */
+    /* The timeline trace (core/timeline.h): NULL unless TNT_TIMELINE is
+     * set, and then set once, before the communicator is handed out
+     * (tl_pending holds it from its opening until the clocks are
+     * aligned). Each recording site tests this pointer and nothing
+     * else when the timeline is off. */
+    struct tnt_timeline *timeline, *tl_pending;
 
     /* The outcome: once state is not TNT_COMM_OK every call fails with
      * fail_rc and fail_msg. */

@@ -32,6 +32,7 @@
 #include "util/log.h"
 #include "core/progress.h"
 #include "core/report.h"
+#include "core/timeline.h"
 
 #define IDLE_GRACE_S 2.0
 #define MAX_EVENTS 64
@@ -451,8 +452,17 @@ void tnt__progress_unpark(struct tnt_comm *comm)
 static void *progress_main(void *arg)
 {
     struct tnt_comm *comm = arg;
+    tnt__tl_is_progress_thread();
     pthread_mutex_lock(&comm->lock);
     while (!comm->progress.stop) {
+        /* The timeline's ring is half full: write it out, without the
+         * lock, so that no collective waits for the file. */
+        if (comm->timeline && tnt__tl_want_flush(comm->timeline)) {
+            pthread_mutex_unlock(&comm->lock);
+            tnt__tl_flush(comm->timeline);
+            pthread_mutex_lock(&comm->lock);
+            continue;
+        }
         tnt__engine_reap(comm);
         double now = tnt__now();
         double until = park_until(comm, now);

@@ -22,6 +22,8 @@
 
 #include "core/comm.h"
 #include "core/engine.h"
+#include "core/timeline.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/param.h"
 #include "fusion/fusion_internal.h"
@@ -62,11 +64,39 @@ static void pack_bucket(void *arg)
     const tnt_bucket_t *b = &f->b[pk->k];
     unsigned char *buf = f->fbuf + b->offset;
     size_t off = 0;
+    double t0 = f->tl ? tnt__now() : 0.0;
     for (size_t j = b->first; j < b->first + b->n; j++) {
         if (f->t[j].bytes)
             memcpy(buf + off, f->data[j], f->t[j].bytes);
         off += f->t[j].bytes;
     }
+    if (f->tl) {
+        tnt_tl_event_t ev = {.type = TNT_TL_PACK, .t = {t0, tnt__now()},
+                             .fusion = f->tl_id, .iter = f->tl_iter,
+                             .bucket = (uint32_t)pk->k, .bytes = off,
+                             .tid = tnt__tl_tid()};
+        tnt__tl_record(f->tl, &ev);
+    }
+}
+
+/* Timeline: bucket k's BUCKET event, once it is finished (f->lock). */
+static void tl_bucket(tnt_fusion_t f, size_t k, tnt_result_t rc)
+{
+    const tnt_bucket_t *b = &f->b[k];
+    tnt_tl_event_t ev = {
+        .type = TNT_TL_BUCKET,
+        .t = {f->tl_b[k].first_ready, f->tl_b[k].post, tnt__now()},
+        .seq = f->tl_b[k].seq, .count = b->count,
+        .bytes = (uint64_t)b->count * tnt_dtype_size(b->dtype),
+        .result = rc, .fusion = f->tl_id, .iter = f->tl_iter,
+        .bucket = (uint32_t)k, .tensor = (uint32_t)b->n,
+        .tid = TNT_TL_TID_BUCKET0 + (uint32_t)k};
+    if (b->n > 1)
+        snprintf(ev.name, sizeof(ev.name), "%.19s..%.19s",
+                 f->names[b->first], f->names[b->first + b->n - 1]);
+    else if (b->n == 1)
+        snprintf(ev.name, sizeof(ev.name), "%s", f->names[b->first]);
+    tnt__tl_record(f->tl, &ev);
 }
 
 static void post_bucket(tnt_fusion_t f, size_t k)
@@ -86,9 +116,13 @@ static void post_bucket(tnt_fusion_t f, size_t k)
      * weights copies it whole). */
     tnt_coll_args_t a = tnt__coll_args(f->comm, TNT_COLL_ALLREDUCE,
                                        b->count, b->dtype, f->op, 0, 1);
+    if (f->tl)
+        f->tl_b[k].post = tnt__now();
     tnt_result_t rc = tnt__engine_post_prepared(
         f->comm, &a, buf, buf, contiguous ? NULL : pack_bucket,
         &f->packs[k], &f->req[k]);
+    if (f->tl && rc == TNT_SUCCESS)
+        f->tl_b[k].seq = f->req[k]->seq;
     if (rc != TNT_SUCCESS) {
         f->req[k] = NULL;
         fail(f, rc);
@@ -116,6 +150,8 @@ static void complete_bucket(tnt_fusion_t f, size_t k, tnt_result_t rc)
     }
     if (rc != TNT_SUCCESS)
         fail(f, rc);
+    if (f->tl)
+        tl_bucket(f, k, rc);
     if (f->req[k])
         tnt_request_free(f->req[k]);
     f->req[k] = NULL;
@@ -192,6 +228,10 @@ static void reset_iteration(tnt_fusion_t f)
     memset(f->done, 0, f->nb);
     f->next_post = 0;
     f->nready = 0;
+    if (f->tl) {
+        f->tl_iter++;
+        memset(f->tl_b, 0, f->nb * sizeof(*f->tl_b));
+    }
 }
 
 /* ---- the API -------------------------------------------------------- */
@@ -216,6 +256,17 @@ TNT_API tnt_result_t tnt_fusion_ready(tnt_fusion_t f, size_t tensor,
         rc = tnt__error(TNT_ERR_INVALID_ARG, "rank %d: tnt_fusion_ready: "
                         "tensor %zu (%s) reported ready twice in one "
                         "iteration", f->rank, tensor, f->names[tensor]);
+    if (rc == TNT_SUCCESS && f->tl) {
+        size_t k = f->bucket_of[tensor];
+        tnt_tl_event_t ev = {.type = TNT_TL_READY, .t = {tnt__now()},
+                             .fusion = f->tl_id, .iter = f->tl_iter,
+                             .tensor = (uint32_t)tensor,
+                             .bucket = (uint32_t)k, .tid = tnt__tl_tid()};
+        snprintf(ev.name, sizeof(ev.name), "%s", f->names[tensor]);
+        if (!f->tl_b[k].first_ready)
+            f->tl_b[k].first_ready = ev.t[0];
+        tnt__tl_record(f->tl, &ev);
+    }
     if (rc == TNT_SUCCESS) {
         f->is_ready[tensor] = 1;
         f->data[tensor] = data;
@@ -275,6 +326,7 @@ TNT_API tnt_result_t tnt_fusion_wait(tnt_fusion_t f, size_t tensor)
 TNT_API tnt_result_t tnt_fusion_wait_all(tnt_fusion_t f)
 {
     TNT_CHECK(tnt__fusion_check(f, "tnt_fusion_wait_all"));
+    double t0 = f->tl ? tnt__now() : 0.0;
     pthread_mutex_lock(&f->lock);
     tnt_result_t rc = TNT_SUCCESS;
     if (!f->error && f->nready < f->n) {
@@ -293,6 +345,12 @@ TNT_API tnt_result_t tnt_fusion_wait_all(tnt_fusion_t f)
     fail_unposted(f);
     if (f->error)
         rc = sticky(f, "tnt_fusion_wait_all");
+    if (f->tl) {
+        tnt_tl_event_t ev = {.type = TNT_TL_WAIT_ALL, .t = {t0, tnt__now()},
+                             .fusion = f->tl_id, .iter = f->tl_iter,
+                             .tid = tnt__tl_tid()};
+        tnt__tl_record(f->tl, &ev);
+    }
     reset_iteration(f);
     pthread_cond_broadcast(&f->cond);
     pthread_mutex_unlock(&f->lock);

@@ -47,6 +47,16 @@ struct tnt_fusion {
     size_t nready;
     tnt_result_t error;      /* sticky: the context is unusable */
     char error_msg[512];
+    /* The timeline (core/timeline.h): tl is the communicator's, NULL
+     * when it is off (then nothing below is allocated or read); per
+     * bucket, when its first tensor became ready, when it was posted and
+     * its collective's sequence number. */
+    struct tnt_timeline *tl;
+    uint32_t tl_id, tl_iter;
+    struct tnt_fusion_tl {
+        double first_ready, post;
+        uint64_t seq;
+    } *tl_b;
 };
 
 /** Free everything of f (no iteration may be in flight). */

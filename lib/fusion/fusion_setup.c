@@ -13,6 +13,7 @@
 #include "core/comm.h"
 #include "util/error.h"
 #include "util/param_table.h"
+#include "core/timeline.h"
 #include "fusion/fusion_internal.h"
 
 void tnt__fusion_destroy(tnt_fusion_t f)
@@ -22,6 +23,7 @@ void tnt__fusion_destroy(tnt_fusion_t f)
     for (size_t i = 0; f->names && i < f->n; i++)
         free(f->names[i]);
     free(f->names);
+    free(f->tl_b);
     free(f->t);
     free(f->b);
     free(f->bucket_of);
@@ -256,6 +258,18 @@ static tnt_result_t allocate_state(tnt_fusion_t f)
         return tnt__error(TNT_ERR_NO_MEMORY, "tnt_fusion_create: out of "
                           "memory (fusion buffer of %zu bytes)",
                           f->fbuf_bytes);
+    if (f->comm->timeline) {
+        f->tl_b = calloc(nb, sizeof(*f->tl_b));
+        if (!f->tl_b)
+            return tnt__error(TNT_ERR_NO_MEMORY, "tnt_fusion_create: out "
+                              "of memory");
+        f->tl = f->comm->timeline;
+        f->tl_id = tnt__tl_fusion_id(f->tl);
+        for (size_t k = 0; k < f->nb; k++)
+            tnt__tl_note_bucket(f->tl, f->tl_id, (uint32_t)k,
+                                (const char *const *)f->names + f->b[k].first,
+                                f->b[k].n);
+    }
     for (size_t k = 0; k < f->nb; k++) {
         f->packs[k] = (struct tnt_fusion_pack){f, k};
         f->pending[k] = f->b[k].n;

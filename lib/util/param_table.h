@@ -125,6 +125,9 @@ typedef enum tnt_env_type {
     X(FUSION_THRESHOLD, "TNT_FUSION_THRESHOLD", SIZE, "32k",                \
       0, 0, NULL, 1, "fusion/fusion_setup.c",                               \
       "minimum bucket size of gradient fusion")                             \
+    X(TIMELINE, "TNT_TIMELINE", TEXT, NULL, 0, 0,                           \
+      "a path: each rank writes PATH.RANK.json", 1, "core/timeline.c",      \
+      "write a Chrome trace-event timeline per rank")                       \
     /* the transports */                                                    \
     X(SOCKET_BUFFER, "TNT_SOCKET_BUFFER", SIZE, "0", 0, 0,                  \
       NULL, 1, "transport/tcp",                                             \

@@ -127,6 +127,8 @@ void tnt__vb_fail(vb_ep_t *ep, int ev, const char *detail)
     if (ctx->in_downcall)
         return;
     if (!ep->known) {
+        if (!ep->connector && !ctx->evicting)
+            ctx->strangers_refused++;
         ctx->env.log(ctx->env.core, TNT_LOG_WARNING, "dropped verbs "
                      "connection from %s: %s", ep->name, ep->conn.why);
         ep_close(ctx, ep);
@@ -594,10 +596,13 @@ static void expire_strangers(vb_ctx_t *ctx, double now)
         if (oldest && now - oldest->born > VB_HANDSHAKE_WAIT_S)
             tnt__vb_fail(oldest, VB_EV_PROTOCOL, "no authenticated "
                          "handshake in time");
-        else if (oldest && n >= VB_STRANGERS_MAX)
+        else if (oldest && n >= VB_STRANGERS_MAX) {
+            ctx->strangers_evicted++;
+            ctx->evicting = 1;
             tnt__vb_fail(oldest, VB_EV_PROTOCOL, "too many connections in "
                          "their handshake");
-        else
+            ctx->evicting = 0;
+        } else
             return;
         if (!oldest->closed) /* it is off the list either way */
             ep_close(ctx, oldest);
@@ -985,6 +990,17 @@ static void vb_finalize(void *vctx)
     free(ctx);
 }
 
+/* Like TCP's: verbs never reconnects either (a lost connection fails the
+ * communicator), so reconnects stays 0. */
+static void vb_stats(void *vctx, tnt_transport_stats_t *out)
+{
+    const vb_ctx_t *ctx = vctx;
+    if (TNT_TRANSPORT_HAS(out, strangers_evicted)) {
+        out->strangers_refused = ctx->strangers_refused;
+        out->strangers_evicted = ctx->strangers_evicted;
+    }
+}
+
 const tnt_transport_t tnt__verbs_transport = {
     .size = sizeof(tnt_transport_t),
     .version = TNT_TRANSPORT_VERSION,
@@ -998,4 +1014,5 @@ const tnt_transport_t tnt__verbs_transport = {
     .close = vb_close,
     .finalize = vb_finalize,
     .preference = 200,
+    .stats = vb_stats,
 };

@@ -142,6 +142,12 @@ struct vb_ctx {
     vb_ep_t *graveyard;
     vb_op_t *free_ops;
     int in_downcall;     /* failures are returned, not upcalled */
+    /* The `stats` entry's counters (verbs.c): incoming connections
+     * closed before they proved the job key (a wrong key, garbage,
+     * silence past VB_HANDSHAKE_WAIT_S), and those closed to make room
+     * for others (VB_STRANGERS_MAX); evicting is set meanwhile. */
+    uint64_t strangers_refused, strangers_evicted;
+    int evicting;
 };
 
 /* verbs.c */
