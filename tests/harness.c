@@ -920,6 +920,32 @@ int th_main(int argc, char **argv, const th_test_def_t *tests)
     return failures ? 1 : 0;
 }
 
+int th_garbage_closed(int fd, size_t len, double timeout_s)
+{
+    unsigned char junk[4096];
+    if (len > sizeof junk)
+        len = sizeof junk;
+    th_rng_t r = {(uint64_t)(th_now() * 1e9) ^ (uint64_t)getpid()};
+    for (size_t k = 0; k < len; k++)
+        junk[k] = (unsigned char)th_rnd(&r);
+    /* Closed before the bytes went out: refused all the same. */
+    if (send(fd, junk, len, MSG_NOSIGNAL) != (ssize_t)len)
+        return errno == EPIPE || errno == ECONNRESET;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    double end = th_now() + timeout_s;
+    while (th_now() < end) {
+        if (poll(&p, 1, 100) <= 0)
+            continue;
+        char b[512];
+        ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno == ECONNRESET))
+            return 1;
+        if (n < 0 && errno != EAGAIN && errno != EINTR)
+            return 0;
+    }
+    return 0;
+}
+
 uint64_t th_rnd(th_rng_t *r)
 {
     uint64_t z = (r->s += UINT64_C(0x9e3779b97f4a7c15));

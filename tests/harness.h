@@ -180,6 +180,15 @@ uint64_t th_rnd(th_rng_t *r);
 /** Uniform in [0, n); 0 when n is 0. */
 size_t th_rnd_below(th_rng_t *r, size_t n);
 
+/**
+ * The stranger's test: send `len` (at most 4096) random bytes on the
+ * connected socket fd, then wait up to timeout_s for the other side to
+ * close it (end of file or reset). 1 if it closed it, 0 if it kept it
+ * open (or the write failed). fd stays open. test_intruder and
+ * test_stats send garbage to the library's listeners with it.
+ */
+int th_garbage_closed(int fd, size_t len, double timeout_s);
+
 /** One test of a table-driven CUnit program. */
 typedef struct th_test_def {
     const char *suite, *name;

@@ -565,24 +565,16 @@ static void test_hash(void)
     free(u);
 }
 
-int main(void)
+static const th_test_def_t k_tests[] = {
+    {"fusion_plan", "hand-made plans", test_hand_made},
+    {"fusion_plan", "random lists against the reference", test_random_lists},
+    {"fusion_plan", "empty list", test_empty_list},
+    {"fusion_plan", "address space overflow", test_address_space_overflow},
+    {"fusion_plan", "plan hash", test_hash},
+    {NULL, NULL, NULL},
+};
+
+int main(int argc, char **argv)
 {
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 2;
-    CU_pSuite s = CU_add_suite("fusion_plan", NULL, NULL);
-    if (!s ||
-        !CU_add_test(s, "hand-made plans", test_hand_made) ||
-        !CU_add_test(s, "random lists against the reference",
-                     test_random_lists) ||
-        !CU_add_test(s, "empty list", test_empty_list) ||
-        !CU_add_test(s, "address space overflow",
-                     test_address_space_overflow) ||
-        !CU_add_test(s, "plan hash", test_hash))
-        return 2;
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failures = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failures ? 1 : 0;
+    return th_main(argc, argv, k_tests);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "util/launcher_env.h"
 #include "util/param_table.h"
 
@@ -174,24 +175,20 @@ static void test_doc_lists_table(void)
     CU_ASSERT_EQUAL(bad, 0);
 }
 
+static const th_test_def_t k_tests[] = {
+    {"param_table", "entries_well_formed", test_entries_well_formed},
+    {"param_table", "defaults_parse", test_defaults_parse},
+    {"param_table", "check_rejects", test_check_rejects},
+    {"param_table", "typed_reads", test_typed_reads},
+    {"param_table", "launcher_env", test_launcher_env},
+    {"param_table", "doc_lists_table", test_doc_lists_table},
+    {NULL, NULL, NULL},
+};
+
 int main(int argc, char **argv)
 {
+    /* `test_param_table DOC [suite [test]]`: the document first. */
     doc_path = argc > 1 ? argv[1] : NULL;
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 2;
-    CU_pSuite s = CU_add_suite("param_table", NULL, NULL);
-    if (!s ||
-        !CU_add_test(s, "entries_well_formed", test_entries_well_formed) ||
-        !CU_add_test(s, "defaults_parse", test_defaults_parse) ||
-        !CU_add_test(s, "check_rejects", test_check_rejects) ||
-        !CU_add_test(s, "typed_reads", test_typed_reads) ||
-        !CU_add_test(s, "launcher_env", test_launcher_env) ||
-        !CU_add_test(s, "doc_lists_table", test_doc_lists_table))
-        return 2;
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failures = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failures ? 1 : 0;
+    return th_main(argc > 1 ? argc - 1 : argc, argc > 1 ? argv + 1 : argv,
+                   k_tests);
 }

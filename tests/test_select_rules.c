@@ -8,9 +8,11 @@
  *   - the size lies within the row's byte bounds, for the rows decided by
  *     size alone (recursive doubling also takes fewer elements than
  *     ranks, above its bound);
- *   - every row but the forced one is reached by some case.
+ *   - every row but the forced one is reached by some case;
+ *   - the broadcast's threshold, which grows with p, at worked values.
  */
 #include <CUnit/Basic.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "collectives/algorithms.h"
@@ -42,10 +44,10 @@ static void check_case(const tnt_coll_args_t *a, int *seen)
 
 static void test_rows_match_decision(void)
 {
-    static const int ranks[] = {1, 2, 3, 4, 8, 16};
+    static const int ranks[] = {1, 2, 3, 4, 8, 16, 64};
     static const size_t sizes[] = {0, 4, 8192, 8196, 65536, 65540,
                                    262144, 262148, 2097152, 2097156,
-                                   4194304, 16777216};
+                                   4194304, 4980736, 4980740, 16777216};
     static const int kinds[] = {TNT_COLL_ALLREDUCE, TNT_COLL_BROADCAST,
                                 TNT_COLL_BARRIER, TNT_COLL_ALLGATHER};
     int seen[TNT_RULE_COUNT] = {0};
@@ -81,12 +83,77 @@ static void test_rows_match_decision(void)
     CU_ASSERT_PTR_NULL(tnt__algo_rule(-1));
 }
 
+/* The broadcast's binomial/chain threshold grows with p: values worked
+ * out by hand from select.c's rule (k = ceil(1.5 (p-2)/(ceil(log2 p)-1))
+ * segments, at least 256 KiB), never shrinking as p grows, and the
+ * decision switching exactly there. */
+static void test_bcast_threshold_grows(void)
+{
+    const size_t K = 1024, seg = 256 * K;
+    static const struct {
+        int p;
+        size_t segs; /* 0: the 256 KiB floor */
+    } want[] = {{2, 0}, {3, 0}, {4, 3}, {5, 3}, {7, 4}, {8, 5}, {16, 7},
+                {17, 6}, {64, 19}, {65, 16}, {512, 96}, {4096, 559}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        size_t got = tnt__bcast_binomial_max_bytes(want[i].p, seg);
+        size_t exp = want[i].segs ? want[i].segs * seg : 256 * K;
+        if (got != exp)
+            printf("\np=%d: %zu, expected %zu\n", want[i].p, got, exp);
+        CU_ASSERT_EQUAL(got, exp);
+    }
+    /* The floor holds for small segments; large ones scale it. */
+    CU_ASSERT_EQUAL(tnt__bcast_binomial_max_bytes(64, 4 * K), 256 * K);
+    CU_ASSERT_EQUAL(tnt__bcast_binomial_max_bytes(64, 1024 * K),
+                    19 * 1024 * K);
+    CU_ASSERT_EQUAL(tnt__bcast_binomial_max_bytes(64, 0), 256 * K);
+    CU_ASSERT_EQUAL(tnt__bcast_binomial_max_bytes(1 << 20, (size_t)-1),
+                    (size_t)-1); /* saturates, no wrap */
+    size_t prev = 0;
+    for (int p = 2; p <= 4096; p++) {
+        size_t t = tnt__bcast_binomial_max_bytes(p, seg);
+        /* Not monotone at every p (a new tree level lowers it just past
+         * a power of two), but never below the floor and never above
+         * the rule's linear bound 1.5 (p-2) segments + one. */
+        CU_ASSERT(t >= 256 * K);
+        CU_ASSERT(t <= (size_t)(1.5 * (p - 2) + 1) * seg + 256 * K);
+        if ((p & (p - 1)) == 0) { /* at powers of two: growing */
+            CU_ASSERT(t >= prev);
+            prev = t;
+        }
+    }
+    static const int ps[] = {2, 3, 4, 5, 7, 16, 64, 512, 4096};
+    for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+        size_t max = tnt__bcast_binomial_max_bytes(ps[i], seg);
+        tnt_coll_args_t a = {.kind = TNT_COLL_BROADCAST, .dtype = TNT_F32,
+                             .op = TNT_SUM, .count = max / 4, .esize = 4,
+                             .nranks = ps[i], .segment_bytes = seg};
+        int algo = -1, rule = -1;
+        CU_ASSERT_EQUAL(tnt__algo_select_why(&a, TNT_ALGO_AUTO, &algo,
+                                             &rule), TNT_SUCCESS);
+        CU_ASSERT_EQUAL(algo, TNT_ALGO_BINOMIAL);
+        CU_ASSERT_EQUAL(rule, TNT_RULE_BINOMIAL);
+        a.count++;
+        CU_ASSERT_EQUAL(tnt__algo_select_why(&a, TNT_ALGO_AUTO, &algo,
+                                             &rule), TNT_SUCCESS);
+        CU_ASSERT_EQUAL(algo, TNT_ALGO_PIPELINE);
+        CU_ASSERT_EQUAL(rule, TNT_RULE_PIPELINE);
+        /* One host over shared memory: staged whatever the size. */
+        a.intra_host = 1;
+        CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo),
+                        TNT_SUCCESS);
+        CU_ASSERT_EQUAL(algo, TNT_ALGO_STAGED);
+    }
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 2;
     CU_pSuite s = CU_add_suite("select_rules", NULL, NULL);
     CU_add_test(s, "rows match the decision", test_rows_match_decision);
+    CU_add_test(s, "broadcast threshold grows with p",
+                test_bcast_threshold_grows);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     int failures = (int)CU_get_number_of_failures();

@@ -325,25 +325,8 @@ static int garbage_to_own_listeners(int family)
         int s = socket(family, type, 0);
         if (s < 0)
             continue;
-        if (connect(s, (struct sockaddr *)&ss, sl) == 0) {
-            unsigned char junk[512];
-            for (size_t k = 0; k < sizeof junk; k++)
-                junk[k] = (unsigned char)(k * 37 + 11);
-            ssize_t w = write(s, junk, sizeof junk);
-            (void)w;
-            struct pollfd p = {.fd = s, .events = POLLIN};
-            double end = th_now() + 10.0 * th_timeout_mult();
-            while (th_now() < end) {
-                if (poll(&p, 1, 100) > 0) {
-                    char b[64];
-                    ssize_t r = read(s, b, sizeof b);
-                    if (r <= 0) {
-                        closed++;
-                        break;
-                    }
-                }
-            }
-        }
+        if (connect(s, (struct sockaddr *)&ss, sl) == 0)
+            closed += th_garbage_closed(s, 512, 10.0 * th_timeout_mult());
         close(s);
     }
     return closed;

@@ -149,6 +149,20 @@ for transport in auto tcp; do
         done
     done
 done
+# Broadcast by messages: the binomial/chain threshold grows with p
+# (select.c: ceil(1.5 (p-2)/(ceil(log2 p)-1)) segments of 256 KiB, so
+# 19 at 64 ranks, 3 at 4).
+for n in 4 64; do
+    for size in 1M 8M; do
+        TNT_TRANSPORT=tcp "$INFO" --json --algorithms -n "$n" \
+            --size "$size" >"$TMP/v.json"
+        case $n in 4) max=786432 ;; *) max=4980736 ;; esac
+        expect "d['algorithms']['case']['bcast_binomial_max_bytes']" "$max"
+        want=pipeline
+        [ "$n" = 64 ] && [ "$size" = 1M ] && want=binomial
+        expect "d['algorithms']['case']['broadcast']['algorithm']" "$want"
+    done
+done
 # Buffers from tnt_mem_alloc on one host: the mapped allreduce.
 "$INFO" --json --algorithms -n 4 --size 64k --mapped >"$TMP/v.json"
 timeout 60 "$RUN" -n 4 "$PROBE" 65536 mapped >"$TMP/real" 2>&1

@@ -516,29 +516,41 @@ static void test_sock_heartbeat(void)
     close(fd);
 }
 
-int main(void)
+/* th_garbage_closed: a peer that keeps the connection is reported as
+ * keeping it (after the timeout), one that ends it (end of file) or is
+ * gone before the bytes went out as closing it; the bytes arrive. */
+static void test_harness_garbage_closed(void)
 {
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 2;
-    CU_pSuite s = CU_add_suite("util", NULL, NULL);
-    if (!s ||
-        !CU_add_test(s, "micro_batch_all", test_micro_batch_all) ||
-        !CU_add_test(s, "micro_batch_large", test_micro_batch_large) ||
-        !CU_add_test(s, "micro_batch_bad", test_micro_batch_bad) ||
-        !CU_add_test(s, "dtype_and_op_names", test_dtype_and_op_names) ||
-        !CU_add_test(s, "parse_size", test_parse_size) ||
-        !CU_add_test(s, "list", test_list) ||
-        !CU_add_test(s, "parse_long_and_seconds",
-                     test_parse_long_and_seconds) ||
-        !CU_add_test(s, "sock_heartbeat", test_sock_heartbeat) ||
-        !CU_add_test(s, "datagen_reference", test_datagen_reference) ||
-        !CU_add_test(s, "harness_detects_failures",
-                     test_harness_detects_failures))
-        return 2;
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failures = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failures ? 1 : 0;
+    int sv[2];
+    CU_ASSERT_EQUAL_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    double t0 = th_now();
+    CU_ASSERT_EQUAL(th_garbage_closed(sv[0], 100, 0.3), 0);
+    CU_ASSERT(th_now() - t0 >= 0.3);
+    unsigned char b[200];
+    CU_ASSERT_EQUAL(recv(sv[1], b, sizeof b, MSG_DONTWAIT), 100);
+    shutdown(sv[1], SHUT_WR); /* the peer's end of file */
+    CU_ASSERT_EQUAL(th_garbage_closed(sv[0], 100, 5.0), 1);
+    close(sv[1]);
+    CU_ASSERT_EQUAL(th_garbage_closed(sv[0], 100, 5.0), 1); /* EPIPE */
+    close(sv[0]);
+}
+
+static const th_test_def_t k_tests[] = {
+    {"util", "micro_batch_all", test_micro_batch_all},
+    {"util", "micro_batch_large", test_micro_batch_large},
+    {"util", "micro_batch_bad", test_micro_batch_bad},
+    {"util", "dtype_and_op_names", test_dtype_and_op_names},
+    {"util", "parse_size", test_parse_size},
+    {"util", "list", test_list},
+    {"util", "parse_long_and_seconds", test_parse_long_and_seconds},
+    {"util", "sock_heartbeat", test_sock_heartbeat},
+    {"util", "datagen_reference", test_datagen_reference},
+    {"util", "harness_detects_failures", test_harness_detects_failures},
+    {"util", "harness_garbage_closed", test_harness_garbage_closed},
+    {NULL, NULL, NULL},
+};
+
+int main(int argc, char **argv)
+{
+    return th_main(argc, argv, k_tests);
 }

@@ -118,6 +118,10 @@ int info_algorithms(info_out_t *o, const info_algo_query_t *q)
     info_bool(o, "one_host_shm", a.intra_host);
     info_int(o, "host_cpus", a.host_cpus);
     info_bool(o, "mapped_buffers", q->mapped);
+    /* The broadcast's p-dependent threshold, for this rank count. */
+    info_int(o, "bcast_binomial_max_bytes",
+             (long long)tnt__bcast_binomial_max_bytes(q->nranks,
+                                                      p.segment_bytes));
     a.kind = TNT_COLL_ALLREDUCE;
     pick(o, a.kind, &a, p.allreduce_algo);
     a.kind = TNT_COLL_BROADCAST;

@@ -136,6 +136,11 @@ typedef struct tnt_algo_rule {
 /** Row `rule` of the table; NULL out of range. */
 const tnt_algo_rule_t *tnt__algo_rule(int rule);
 
+/** The largest broadcast (bytes) that goes binomial rather than by the
+ *  pipelined chain, for nranks ranks and segments of segment_bytes; it
+ *  grows with the rank count (select.c states the rule). */
+size_t tnt__bcast_binomial_max_bytes(int nranks, size_t segment_bytes);
+
 /** tnt__algo_select, also naming the rule that gave the algorithm. The
  *  same decision: tnt__algo_select is this without the rule. */
 tnt_result_t tnt__algo_select_why(const tnt_coll_args_t *a, int forced,

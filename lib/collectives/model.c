@@ -229,11 +229,34 @@ static void run_op(model_t *md, uint32_t op, double t)
 }
 
 /* Append rank r's schedule s to the model's operations. */
+/* Room for `need` elements of `size` bytes (and one more) in *arr of
+ * *cap: kept, or doubled past need. -1 when out of memory (*arr kept). */
+static int grow(void **arr, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = 2 * need;
+    void *n = realloc(*arr, (c + 1) * size);
+    if (!n)
+        return -1;
+    *arr = n;
+    *cap = c;
+    return 0;
+}
+
 static int add_rank(model_t *md, const tnt_sched_t *s, size_t *cap,
                     size_t *scap)
 {
     size_t base = md->nops;
-    if (md->nops + s->nops > *cap || md->nsucc + s->nedges > *scap)
+    /* The capacities are estimates from host 0's ranks; where the other
+     * ranks have more (a chain whose root, rank 0, only sends, with one
+     * rank a host), grow: the caller bounds the total by max_ops. */
+    void *ops = md->ops, *succ = md->succ;
+    int bad = grow(&ops, cap, md->nops + s->nops, sizeof(mop_t)) ||
+              grow(&succ, scap, md->nsucc + s->nedges, sizeof(uint32_t));
+    md->ops = ops;
+    md->succ = succ;
+    if (bad)
         return -1;
     for (uint32_t i = 0; i < s->nops; i++) {
         const tnt_sop_t *o = &s->ops[i];

@@ -26,6 +26,9 @@
 
 #define ALLREDUCE_RD_MAX_BYTES ((size_t)64 << 10)
 #define ALLREDUCE_RAB_MAX_BYTES ((size_t)2 << 20)
+/* Broadcast by messages: binomial up to tnt__bcast_binomial_max_bytes
+ * (below), never less than this floor (where the segments are small
+ * the chain's per-segment latency, not in the rule, counts). */
 #define BCAST_BINOMIAL_MAX_BYTES ((size_t)256 << 10)
 /* Hierarchical allreduce (allreduce_hier.c): from this size on, when the
  * job spans several hosts and some host has several ranks. Below it the
@@ -139,11 +142,13 @@ static const tnt_algo_rule_t k_rules[TNT_RULE_COUNT] = {
                       "messages, more than 2 ranks"},
     [TNT_RULE_RING] = {TNT_COLL_ALLREDUCE, TNT_ALGO_RING, 0, 0,
                        "messages, otherwise (large, or 2 ranks)"},
-    [TNT_RULE_BINOMIAL] = {TNT_COLL_BROADCAST, TNT_ALGO_BINOMIAL, 0,
-                           BCAST_BINOMIAL_MAX_BYTES, "messages, small"},
+    [TNT_RULE_BINOMIAL] = {TNT_COLL_BROADCAST, TNT_ALGO_BINOMIAL, 0, 0,
+                           "messages, up to max(256 KiB, k segments "
+                           "(TNT_SEGMENT_BYTES)), k = ceil(1.5 (p-2) / "
+                           "(ceil(log2 p) - 1)) from 4 ranks: grows with p"},
     [TNT_RULE_PIPELINE] = {TNT_COLL_BROADCAST, TNT_ALGO_PIPELINE,
                            BCAST_BINOMIAL_MAX_BYTES + 1, 0,
-                           "messages, large: a pipelined chain"},
+                           "messages, larger: a pipelined chain"},
     [TNT_RULE_BARRIER] = {TNT_COLL_BARRIER, TNT_ALGO_DISSEMINATION, 0, 0,
                           "always"},
     [TNT_RULE_GATHER_RING] = {-1, TNT_ALGO_RING, 0, 0,
@@ -153,6 +158,36 @@ static const tnt_algo_rule_t k_rules[TNT_RULE_COUNT] = {
 const tnt_algo_rule_t *tnt__algo_rule(int rule)
 {
     return rule >= 0 && rule < TNT_RULE_COUNT ? &k_rules[rule] : NULL;
+}
+
+/*
+ * Binomial or pipelined chain, by the cost model (model.c) of the two
+ * schedules. With n bytes in k segments of s bytes, per-segment time t =
+ * alpha + s beta, the chain takes (p - 2 + k) t (its fill, then a
+ * segment a step), the binomial tree L = ceil(log2 p) rounds of the
+ * whole buffer, L k t: the chain wins when k > (p-2)/(L-1). The model's
+ * crossover lies later where the chain's links differ (the chain goes at
+ * its slowest link: with 8 ranks a host it runs mostly on intra-host
+ * links, slower than HDR's): at 1 to 2 times that count over the
+ * presets (docs/scale.md, "Broadcast: binomial or chain, by p"), hence
+ * the factor 1.5. A constant threshold (256 KiB before) picked the chain
+ * 3.7x slower than binomial at 1 MiB for p = 64 and 140x at 4,096. The
+ * segment stays TNT_SEGMENT_BYTES: the rule counts in segments. At 2 and
+ * 3 ranks both algorithms send the same and the floor alone decides.
+ */
+size_t tnt__bcast_binomial_max_bytes(int nranks, size_t segment_bytes)
+{
+    if (nranks < 4 || segment_bytes == 0)
+        return BCAST_BINOMIAL_MAX_BYTES;
+    size_t p = (size_t)nranks;
+    size_t L = 0;
+    while (((size_t)1 << L) < p)
+        L++;
+    size_t k = (3 * (p - 2) + 2 * (L - 1) - 1) / (2 * (L - 1));
+    size_t max = k * segment_bytes;
+    if (max / segment_bytes != k)
+        max = (size_t)-1; /* saturate */
+    return max > BCAST_BINOMIAL_MAX_BYTES ? max : BCAST_BINOMIAL_MAX_BYTES;
 }
 
 /* The one decision: which rule applies, and so which algorithm. */
@@ -255,8 +290,10 @@ tnt_result_t tnt__algo_select_why(const tnt_coll_args_t *a, int forced,
         *algo = k_rules[*rule].algo;
         break;
     case TNT_COLL_BROADCAST:
-        *rule = bytes <= BCAST_BINOMIAL_MAX_BYTES ? TNT_RULE_BINOMIAL
-                                                  : TNT_RULE_PIPELINE;
+        *rule = bytes <= tnt__bcast_binomial_max_bytes(a->nranks,
+                                                       a->segment_bytes)
+                    ? TNT_RULE_BINOMIAL
+                    : TNT_RULE_PIPELINE;
         *algo = k_rules[*rule].algo;
         break;
     case TNT_COLL_BARRIER:

@@ -78,6 +78,49 @@ size_t tnt__shm_seg_len(size_t cap)
     return stage_off(cap) + 2 * TNT_TP_AREA_STAGES_BYTES;
 }
 
+/* Populate [from, from + len) of the segment in this process's mapping,
+ * so that the messages passing through it take no page faults (without
+ * it the first 20-100 allreduces of 32 KiB at p = 4 took about 1 ms
+ * instead of 50-100 us: docs/performance.md, "Populated segments"). As
+ * the parts come to be used rather than at creation, so that a pair
+ * that never talks costs no memory and no start-up time (shm_internal.h).
+ * Best effort: where the kernel lacks MADV_POPULATE_WRITE (before 5.14)
+ * the pages fault in as they are first touched, which is only slower. */
+static void populate(void *from, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+    (void)madvise(from, len, MADV_POPULATE_WRITE);
+#else
+    (void)from;
+    (void)len;
+#endif
+}
+
+void tnt__shm_warm(shm_ep_t *ep, unsigned part)
+{
+    if ((ep->warm & part) || !ep->seg)
+        return;
+    ep->warm |= part;
+    /* SHM_WARM_SLOTS: both sides' slots, from a page (the layout's
+     * static assertions). */
+    populate(ep->seg->rings + 2 * (sizeof(shm_ring_t) + ep->cap),
+             2 * TNT_TP_AREA_SLOTS_BYTES);
+}
+
+void tnt__shm_warm_ring(shm_ep_t *ep, int tx, uint64_t end)
+{
+    size_t *warm = tx ? &ep->tx_warm : &ep->rx_warm;
+    if (end <= *warm || *warm >= ep->cap || !ep->seg)
+        return;
+    /* A step ahead, in whole steps (cap is a multiple of the step). */
+    size_t to = end >= ep->cap - SHM_WARM_STEP
+                    ? ep->cap
+                    : ((size_t)end / SHM_WARM_STEP + 1) * SHM_WARM_STEP;
+    shm_ring_t *r = tx ? ep->tx : ep->rx;
+    populate(r->data + *warm, to - *warm);
+    *warm = to;
+}
+
 static void ep_map_rings(shm_ep_t *ep)
 {
     size_t stride = sizeof(shm_ring_t) + ep->cap;
@@ -400,8 +443,9 @@ static void proof_in(shm_ep_t *ep)
             why = "second connection from a rank already connected";
     void *seg = MAP_FAILED;
     if (!why) {
-        seg = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_POPULATE, fds[0], 0);
+        /* Not populated: each part as it is used (shm_internal.h). */
+        seg = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+                   fds[0], 0);
         if (seg == MAP_FAILED)
             why = "cannot map the segment";
     }
@@ -652,15 +696,15 @@ static int make_segment(shm_ep_t *ep)
         return -1;
     void *p = MAP_FAILED;
     /* Sealed at its size: the peer maps it knowing nobody can shrink it
-     * under the mapping. Both sides map it populated: the pages of the
-     * rings would otherwise be faulted in, on each side, by the first
-     * messages that pass through them (docs/performance.md, "Populated
-     * segments"). */
+     * under the mapping. Not populated here: only the header's and the
+     * rings' control pages are touched now; each side populates a ring
+     * as it uses it (tnt__shm_warm_ring). Populating all 4 MiB of
+     * every pair at creation made start-up grow as p^2: 2 GB zeroed at
+     * p = 32, 8 GB at 64 (docs/scale.md, "Start-up"). */
     if (ftruncate(fd, (off_t)len) == 0 &&
         fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) ==
             0)
-        p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                 MAP_SHARED | MAP_POPULATE, fd, 0);
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
         close(fd);
         return -1;
@@ -827,6 +871,7 @@ static tnt_result_t shm_pair_area(void *vctx, void *ep, int area,
     (void)vctx;
     shm_ep_t *e = ep;
     if (area == TNT_TP_AREA_SLOTS) {
+        tnt__shm_warm(e, SHM_WARM_SLOTS);
         *mine = e->slot_mine;
         *theirs = e->slot_theirs;
         *len = TNT_TP_AREA_SLOTS_BYTES;

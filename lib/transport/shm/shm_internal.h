@@ -151,6 +151,8 @@ typedef struct shm_ep {
     unsigned char *stage_mine;          /* after the slots */
     const unsigned char *stage_theirs;
     int sock_watched, efd_watched;
+    unsigned warm;        /* SHM_WARM_SLOTS: the slots are populated */
+    size_t tx_warm, rx_warm; /* bytes of each ring populated, from 0 */
     int announced;        /* on_connected was called */
     int closed;
     int hello_done;       /* the challenge has been answered (side 0) */
@@ -208,6 +210,25 @@ size_t tnt__shm_auth_input(int connector, const shm_hello_t *h,
 const char *tnt__shm_fds_check(const int *fds, int nfds, size_t seg_bytes);
 
 /* shm.c */
+/* Parts of a pair's segment that each side populates (page tables, and
+ * the pages themselves for the side that touches them first) as it comes
+ * to use them, not at creation: a job of p ranks on one host makes
+ * p(p-1)/2 segments of 4 MiB at start-up, and populating them all was
+ * almost all of its creation time (docs/scale.md, "Start-up"). A ring is
+ * populated SHM_WARM_STEP bytes ahead of where it is written or read
+ * (tnt__shm_warm_ring); the slots at the core's first look
+ * (SHM_WARM_SLOTS). The staging areas (2 MiB a pair) are never populated
+ * as a whole: every rank reads every peer's staging headers while a
+ * collective of messages is in flight (the stray check,
+ * lib/core/onhost/queue.c), and populating all of them there made the
+ * first barrier at p = 64 zero 4 GB. Their pages fault in as a staged
+ * collective touches them. */
+#define SHM_WARM_SLOTS 1u
+#define SHM_WARM_STEP ((size_t)64 << 10)
+/* Populate ring `tx` (1) or the received one (0) up to ring position
+ * `end` (positions from the start; the whole ring once it is reached). */
+void tnt__shm_warm_ring(shm_ep_t *ep, int tx, uint64_t end);
+void tnt__shm_warm(shm_ep_t *ep, unsigned part);
 void tnt__shm_fail(shm_ep_t *ep, const char *what);
 void tnt__shm_free_graveyard(shm_ctx_t *ctx);
 extern volatile uint64_t tnt__shm_probe_word;

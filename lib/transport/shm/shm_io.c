@@ -95,6 +95,10 @@ static int write_sreq(shm_ep_t *ep, shm_sreq_t *r)
 {
     size_t head_len = sizeof(r->frame) + r->frame.hdr_len;
     int wrote = 0, done = 0;
+    /* The ring's pages this write may reach, populated first. */
+    tnt__shm_warm_ring(ep, 1, atomic_load_explicit(&ep->tx->tail,
+                                                   memory_order_relaxed) +
+                                  (r->total - r->done));
     for (;;) {
         if (r->done == 0) {
             if (tnt__shm_ring_space(ep->tx, ep->cap) < head_len) {
@@ -295,6 +299,9 @@ static int recv_step(shm_ep_t *ep)
 {
     shm_ctx_t *ctx = ep->ctx;
     if (ep->in_payload) {
+        tnt__shm_warm_ring(ep, 0, atomic_load_explicit(&ep->rx->head,
+                                                       memory_order_relaxed) +
+                                      tnt__shm_ring_avail(ep->rx));
         size_t n = tnt__shm_ring_get(ep->rx, ep->cap, ep->dest, ep->left);
         if (n == 0)
             return 0;
@@ -309,6 +316,9 @@ static int recv_step(shm_ep_t *ep)
     shm_frame_t *f = &ep->rframe;
     if (!tnt__shm_ring_peek(ep->rx, ep->cap, f, sizeof(*f)))
         return 0;
+    tnt__shm_warm_ring(ep, 0, atomic_load_explicit(&ep->rx->head,
+                                                   memory_order_relaxed) +
+                                  tnt__shm_ring_avail(ep->rx));
     const char *why = NULL;
     if (f->type != SHM_EAGER && f->type != SHM_RNDV && f->type != SHM_ACK)
         why = "unknown frame type";
