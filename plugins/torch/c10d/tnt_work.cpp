@@ -1,6 +1,7 @@
 // WorkTnt and the completion thread (tnt_work.hpp says the rule).
 #include "tnt_work.hpp"
 
+#include <chrono>
 #include <stdexcept>
 
 namespace tnt_torch {
@@ -77,51 +78,100 @@ void Completer::push(c10::intrusive_ptr<WorkTnt> work)
     cv_.notify_one();
 }
 
-void Completer::run()
+static int64_t now_ms()
 {
-    for (;;) {
-        c10::intrusive_ptr<WorkTnt> work;
-        {
-            std::unique_lock<std::mutex> lock(mutex_);
-            cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-            if (queue_.empty())
-                return;  // stop_ and nothing left
-            work = std::move(queue_.front());
-            queue_.pop_front();
-        }
-        finish(*work);
-    }
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
 }
 
-// Wait for every request of the work. An op's own deadline shorter than
-// the process group's: past it, the communicator is aborted (the request
-// cannot be withdrawn on one rank alone), as NCCL does on a timeout.
-void Completer::finish(WorkTnt& work)
+bool WorkTnt::poll()
 {
-    std::exception_ptr error;
-    for (tnt_request_t& r : work.requests) {
-        tnt_result_t rc;
-        if (work.timeout_ms > 0) {
-            rc = tnt_wait_timeout(r, (double)work.timeout_ms / 1000.0);
-            if (rc == TNT_TIMEOUT) {
-                tnt_comm_abort(comm_);
-                (void)tnt_wait(r);
-                if (!error)
-                    error = std::make_exception_ptr(std::runtime_error(
-                        "tnt: rank " + std::to_string(rank_) +
-                        ": " + work.name + " timed out after " +
-                        std::to_string(work.timeout_ms) +
-                        " ms; the process group is aborted"));
-            }
-        } else {
-            rc = tnt_wait(r);
+    bool all = true;
+    for (tnt_request_t& r : requests) {
+        if (!r)
+            continue;
+        tnt_result_t rc = tnt_test(r);
+        if (rc == TNT_INPROGRESS) {
+            all = false;
+            continue;
         }
         if (rc < 0 && !error)
             error = std::make_exception_ptr(
-                std::runtime_error(error_text(work.name.c_str(), rc)));
+                std::runtime_error(error_text(name.c_str(), rc)));
         tnt_request_free(r);
         r = nullptr;
     }
+    return all;
+}
+
+tnt_request_t WorkTnt::unfinished() const
+{
+    for (tnt_request_t r : requests)
+        if (r)
+            return r;
+    return nullptr;
+}
+
+// The loop: take what was posted, block briefly in the library on the
+// oldest unfinished request (it returns as soon as that one finishes),
+// then finish every work whose requests have all finished, in any order.
+// The slice bounds how late a work that finishes before an older one is
+// noticed: 1 ms while several are in flight, 5 ms for a lone one (which
+// only matters for a work posted meanwhile).
+void Completer::run()
+{
+    std::vector<c10::intrusive_ptr<WorkTnt>> pending;
+    for (;;) {
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            if (pending.empty())
+                cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+            while (!queue_.empty()) {
+                c10::intrusive_ptr<WorkTnt> w = std::move(queue_.front());
+                queue_.pop_front();
+                if (w->timeout_ms > 0)
+                    w->deadline_ms = now_ms() + w->timeout_ms;
+                pending.push_back(std::move(w));
+            }
+            if (pending.empty() && stop_)
+                return;
+        }
+        if (tnt_request_t r = pending.front()->unfinished())
+            (void)tnt_wait_timeout(r, pending.size() > 1 ? 0.001 : 0.005);
+        int64_t now = now_ms();
+        for (size_t i = 0; i < pending.size();) {
+            WorkTnt& w = *pending[i];
+            if (w.poll()) {
+                finish(w);
+                pending.erase(pending.begin() + static_cast<long>(i));
+            } else {
+                if (w.deadline_ms && now > w.deadline_ms)
+                    expire(w);  // aborts; its requests finish next round
+                i++;
+            }
+        }
+    }
+}
+
+// An op's own deadline, shorter than the process group's, passed: the
+// communicator is aborted (an operation cannot be withdrawn on one rank
+// alone), as NCCL does on a timeout; its requests then fail ABORTED, and
+// the work reports the timeout.
+void Completer::expire(WorkTnt& work)
+{
+    if (!work.error)
+        work.error = std::make_exception_ptr(std::runtime_error(
+            "tnt: rank " + std::to_string(rank_) + ": " + work.name +
+            " timed out after " + std::to_string(work.timeout_ms) +
+            " ms; the process group is aborted"));
+    work.deadline_ms = 0;
+    tnt_comm_abort(comm_);
+}
+
+void Completer::finish(WorkTnt& work)
+{
+    std::exception_ptr error = work.error;
     if (!error && work.after) {
         try {
             work.after();

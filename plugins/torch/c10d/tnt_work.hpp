@@ -4,11 +4,13 @@
 // Rule: an operation is posted at once on the calling thread (the
 // library's nonblocking call), so that every rank posts in its program
 // order, which is what matches collectives across ranks; it is finished
-// on the process group's completion thread, in posting order, which waits
-// for the library's requests, copies results back where a staging tensor
-// was used, and then completes the Work and its Future. DDP's reducer and
-// comm hooks only look at the Future, nobody calls wait() for them, so
-// completion must not depend on the user waiting.
+// on the process group's completion thread, which watches the library's
+// requests, copies results back where a staging tensor was used, and then
+// completes the Work and its Future. DDP's reducer and comm hooks only
+// look at the Future, nobody calls wait() for them, so completion must
+// not depend on the user waiting. Works complete in whatever order their
+// requests do: a receive posted early must not hold back a collective
+// posted after it (the sender may need that collective's result first).
 #pragma once
 
 #include <condition_variable>
@@ -50,6 +52,14 @@ class WorkTnt : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   int sourceRank() const override;
 
+  // Completion thread only: true once every request has finished (each
+  // is freed as it does; the first error is kept).
+  bool poll();
+  // The first unfinished request (nullptr if none).
+  tnt_request_t unfinished() const;
+  // When the op's own deadline passes (steady clock, ms; 0: none).
+  int64_t deadline_ms = 0;
+  std::exception_ptr error;
   // Called once, by the completion thread.
   void complete(std::exception_ptr error);
 
@@ -68,6 +78,7 @@ class Completer {
  private:
   void run();
   void finish(WorkTnt& work);
+  void expire(WorkTnt& work);
 
   tnt_comm_t comm_;
   int rank_;
