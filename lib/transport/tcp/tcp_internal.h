@@ -68,6 +68,13 @@ typedef struct tcp_conn {
     unsigned char *dest;
     size_t left;
     void *cookie;
+    /* Frame and header bytes of the last message with a payload if that
+     * payload was large (>= TCP_DIRECT_MIN), else 0: the next read at a
+     * frame boundary, or the second iovec of a large payload's read, asks
+     * for just that many, since the next payload is then probably large
+     * too and goes straight to its destination, not through rbuf
+     * (tnt__tcp_read, recv_direct). */
+    size_t next_hdr;
     tcp_hello_t hello;   /* the handshake's, either side */
     unsigned char nonce[TCP_NONCE_BYTES]; /* the acceptor's */
     double born;         /* accepted at (tnt__now), for the time limit */

@@ -3,7 +3,9 @@
  * length}, the core's header and the payload, written with one sendmsg;
  * most messages leave in the call that posts them. Reads go through a
  * 64 KiB staging buffer (one recv often brings several small messages);
- * a large payload is received straight into its destination. Everything
+ * a large payload is received straight into its destination, all of it
+ * (recv_direct, staged_guess): no byte of it passes the staging buffer
+ * unless it arrived behind small messages. Everything
  * read is untrusted: lengths are checked before use.
  *
  * After every upcall the socket may have been closed by the core (it
@@ -219,6 +221,11 @@ static int parse_frame(tcp_conn_t *c)
         return -1;
     }
     c->rstart += sizeof(f) + f.hdr_len;
+    /* A message without payload (the core's flow-control and credit
+     * messages, between a large payload's segments) leaves the guess. */
+    if (f.payload_len)
+        c->next_hdr = f.payload_len >= TCP_DIRECT_MIN ? sizeof(f) + f.hdr_len
+                                                      : 0;
     c->in_payload = 1;
     c->dest = dest;
     c->left = (size_t)f.payload_len;
@@ -233,12 +240,13 @@ static void payload_done(tcp_conn_t *c)
     ctx->env.on_payload(ctx->env.core, c->ep->peer, c->cookie);
 }
 
-/* recv() into buf: bytes read (> 0), 0 if nothing is there now, -1 if
+/* recvmsg() into iov: bytes read (> 0), 0 if nothing is there now, -1 if
  * the connection ended (it is then closed and reported). */
-static ssize_t recv_some(tcp_conn_t *c, void *buf, size_t len)
+static ssize_t recv_some(tcp_conn_t *c, struct iovec *iov, size_t niov)
 {
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = niov};
     for (;;) {
-        ssize_t r = recv(c->fd, buf, len, MSG_DONTWAIT);
+        ssize_t r = recvmsg(c->fd, &msg, MSG_DONTWAIT);
         if (r > 0)
             return r;
         if (r == 0) {
@@ -258,6 +266,27 @@ static ssize_t recv_some(tcp_conn_t *c, void *buf, size_t len)
     }
 }
 
+/* Read the rest of a payload straight into its destination, and with it,
+ * in the same system call, the next frame and header if the last one was
+ * for a large payload (c->next_hdr) into the empty staging buffer: the
+ * next payload then goes direct too, and no byte of a large payload is
+ * copied out of rbuf. Returns what recv_some returns; *empty: the socket
+ * gave less than asked, so it is empty now. */
+static ssize_t recv_direct(tcp_conn_t *c, int *empty)
+{
+    struct iovec iov[2] = {{c->dest, c->left}, {c->rbuf, c->next_hdr}};
+    c->rstart = c->rend = 0;
+    ssize_t r = recv_some(c, iov, c->next_hdr ? 2 : 1);
+    if (r <= 0)
+        return r;
+    *empty = (size_t)r < c->left + (c->next_hdr ? c->next_hdr : 0);
+    size_t n = (size_t)r < c->left ? (size_t)r : c->left;
+    c->dest += n;
+    c->left -= n;
+    c->rend = (size_t)r - n;
+    return r;
+}
+
 /* Consume staged bytes into the current payload; 1 if progress. */
 static int drain_staged(tcp_conn_t *c)
 {
@@ -273,6 +302,22 @@ static int drain_staged(tcp_conn_t *c)
     if (c->left == 0)
         payload_done(c);
     return 1;
+}
+
+/* How many bytes rbuf should hold after a read at a frame boundary:
+ * after a large payload, the next frame and header only, so that the next
+ * payload, probably large too, is received straight into its destination
+ * instead of copied out of rbuf (a copy of up to 64 KiB per message, a
+ * quarter of the bytes of a 256 KiB one, saved for a system call of a few
+ * bytes, which recv_direct mostly folds into the previous payload's last
+ * read). 0: as much as fits (small messages share one read). A wrong
+ * guess costs one read or one copy, never correctness: whatever arrives
+ * is parsed the same way. */
+static size_t staged_guess(const tcp_conn_t *c)
+{
+    if (!c->next_hdr || c->state != TCP_READY || c->in_payload)
+        return 0;
+    return c->next_hdr;
 }
 
 void tnt__tcp_read(tcp_conn_t *c)
@@ -299,16 +344,13 @@ void tnt__tcp_read(tcp_conn_t *c)
         } else if (c->in_payload) {
             if (drain_staged(c))
                 continue;
-            if (c->left >= TCP_DIRECT_MIN) {
-                /* Large remainder: straight into the destination. */
+            if (c->left >= TCP_DIRECT_MIN || c->next_hdr) {
+                /* A large remainder, or any of a large payload: straight
+                 * into the destination (staged bytes are drained). */
                 if (empty || budget-- == 0)
                     return;
-                ssize_t r = recv_some(c, c->dest, c->left);
-                if (r <= 0)
+                if (recv_direct(c, &empty) <= 0)
                     return;
-                empty = (size_t)r < c->left;
-                c->dest += r;
-                c->left -= (size_t)r;
                 if (c->left == 0)
                     payload_done(c);
                 continue;
@@ -334,7 +376,11 @@ void tnt__tcp_read(tcp_conn_t *c)
         if (empty || budget-- == 0)
             return;
         size_t want = TCP_RBUF_SIZE - c->rend;
-        ssize_t r = recv_some(c, c->rbuf + c->rend, want);
+        size_t guess = staged_guess(c);
+        if (guess > c->rend && guess - c->rend < want)
+            want = guess - c->rend;
+        struct iovec iov = {c->rbuf + c->rend, want};
+        ssize_t r = recv_some(c, &iov, 1);
         if (r <= 0)
             return;
         empty = (size_t)r < want;
