@@ -32,12 +32,19 @@ const char *tnt__coll_kind_name(int kind)
     case TNT_COLL_BARRIER: return "barrier";
     case TNT_COLL_ALLGATHER: return "allgather";
     case TNT_COLL_REDUCE_SCATTER: return "reduce_scatter";
+    case TNT_COLL_REDUCE: return "reduce";
+    case TNT_COLL_GATHER: return "gather";
+    case TNT_COLL_SCATTER: return "scatter";
+    case TNT_COLL_ALLTOALL: return "alltoall";
+    case TNT_COLL_ALLTOALLV: return "alltoallv";
     default: return "unknown";
     }
 }
 
-/* Only the fields the collective has: a broadcast has no op, a barrier
- * no count, dtype or op, and only a broadcast has a root. */
+/* Only the fields the collective has: a barrier has no count, dtype or
+ * op; only reduce and the reductions have an op; only the rooted ones
+ * (broadcast, reduce, gather, scatter) a root; an alltoallv's sizes are
+ * per peer (a wrong one is reported where it arrives). */
 void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len)
 {
     const char *kind = tnt__coll_kind_name(h->kind);
@@ -45,10 +52,17 @@ void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len)
     const char *dt = tnt_dtype_name((tnt_dtype_t)h->dtype);
     if (h->kind == TNT_COLL_BARRIER)
         snprintf(buf, len, "%s(algo=%s)", kind, algo);
-    else if (h->kind == TNT_COLL_BROADCAST)
+    else if (h->kind == TNT_COLL_BROADCAST || h->kind == TNT_COLL_GATHER ||
+             h->kind == TNT_COLL_SCATTER)
         snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, root=%d, "
                  "algo=%s)", kind, h->count, dt, h->root, algo);
-    else if (h->kind == TNT_COLL_ALLGATHER)
+    else if (h->kind == TNT_COLL_REDUCE)
+        snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, op=%s, "
+                 "root=%d, algo=%s)", kind, h->count, dt,
+                 tnt_op_name((tnt_op_t)h->op), h->root, algo);
+    else if (h->kind == TNT_COLL_ALLTOALLV)
+        snprintf(buf, len, "%s(dtype=%s, algo=%s)", kind, dt, algo);
+    else if (h->kind == TNT_COLL_ALLGATHER || h->kind == TNT_COLL_ALLTOALL)
         snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, algo=%s)", kind,
                  h->count, dt, algo);
     else
@@ -77,6 +91,22 @@ static tnt_result_t get_sched(struct tnt_comm *comm,
 {
     if (tnt__algo_onhost(algo)) {
         *out = &no_sched;
+        return TNT_SUCCESS;
+    }
+    /* An alltoallv's schedule depends on its four arrays, which the
+     * cache's key does not hold: built for this call, freed with it. */
+    if (args->kind == TNT_COLL_ALLTOALLV) {
+        tnt_sched_t *s = malloc(sizeof(*s));
+        if (!s)
+            return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for a "
+                              "schedule");
+        tnt_result_t rc = tnt__build_schedule(args, algo, s);
+        if (rc != TNT_SUCCESS) {
+            free(s);
+            return rc;
+        }
+        s->refs = 1;
+        *out = s;
         return TNT_SUCCESS;
     }
     return tnt__sched_cache_get(&comm->sched_cache, args, algo, out);
@@ -685,6 +715,8 @@ static void post_recv(struct tnt_comm *comm, struct tnt_request *req,
     for (tnt_unexp_t *u = p->unexp_head; u; u = u->next) {
         if (tnt__flow_is_rts(u) && u->hdr.seq == req->seq &&
             (u->hdr.step & ~TNT_STEP_CTL) == sop->step) {
+            if (tnt__vsize_mismatch(comm, req, p->rank, &u->hdr, sop))
+                return;
             /* The sender waits for this receive: no data can be here. */
             unlink_unexp(p, u);
             tnt__free_unexp(comm, u);
@@ -693,6 +725,8 @@ static void post_recv(struct tnt_comm *comm, struct tnt_request *req,
         }
         if (!matches(&u->hdr, req, sop->step) || u->claimed)
             continue;
+        if (tnt__vsize_mismatch(comm, req, p->rank, &u->hdr, sop))
+            return;
         if (u->len != sop->bytes) {
             tnt__engine_fail(comm, TNT_ERR_MISMATCH, "rank %d: %s seq %"
                              PRIu64 " step %u expected %zu bytes from rank "
@@ -772,10 +806,13 @@ void tnt__run_ready(struct tnt_comm *comm, struct tnt_request *req)
 
 /* ---- posting -------------------------------------------------------- */
 
+/* An alltoallv's headers carry each message's own count, not a common
+ * one (engine_vsize.c compares it with the receive). */
 int tnt__sig_equal(const tnt_msg_hdr_t *a, const tnt_msg_hdr_t *b)
 {
+    int vsize = a->kind == TNT_COLL_ALLTOALLV;
     return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op &&
-           a->algo == b->algo && a->count == b->count &&
+           a->algo == b->algo && (vsize || a->count == b->count) &&
            a->root == b->root && a->nranks == b->nranks;
 }
 
@@ -797,7 +834,8 @@ void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
 
 static int forced_algo(struct tnt_comm *comm, int kind)
 {
-    if (kind == TNT_COLL_ALLREDUCE)
+    /* A reduce runs the allreduce's schedule (collectives/reduce_root.c). */
+    if (kind == TNT_COLL_ALLREDUCE || kind == TNT_COLL_REDUCE)
         return comm->params.allreduce_algo;
     if (kind == TNT_COLL_BROADCAST)
         return comm->params.bcast_algo;
@@ -939,8 +977,11 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     sig->seq = req->seq;
     comm->reqs.recent_sigs[req->seq % TNT_RECENT_SIGS] = *sig;
     /* Counted here, before the lean slots path may finish it. */
-    tnt__count_post(&comm->stats, args->kind, algo,
-                    (uint64_t)args->count * args->esize);
+    uint64_t counted = (uint64_t)args->count * args->esize;
+    if (args->kind == TNT_COLL_ALLTOALLV) /* no count: what it sends */
+        for (int q = 0; q < args->nranks; q++)
+            counted += (uint64_t)args->v[0][q] * args->esize;
+    tnt__count_post(&comm->stats, args->kind, algo, counted);
     double now = tnt__now_coarse();
     req->timeout.deadline = now + comm->params.timeout_s;
     /* A blocking small allreduce among ranks of this host, nothing else
@@ -968,6 +1009,8 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
         if (req->sched->ops[i].kind == TNT_SOP_SEND) {
             os->hdr = *sig;
             os->hdr.step = req->sched->ops[i].step;
+            if (args->kind == TNT_COLL_ALLTOALLV) /* engine_vsize.c */
+                os->hdr.count = req->sched->ops[i].bytes / args->esize;
         }
         if (os->deps_left == 0)
             push_ready(req, i);

@@ -206,6 +206,8 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
             const tnt_sop_t *sop = &os->coll->sched->ops[os->op];
             if (os->coll != req || sop->step != h.step)
                 continue;
+            if (tnt__vsize_mismatch(comm, req, peer, &h, sop))
+                return TNT_ERR_MISMATCH;
             if (sop->bytes != payload_len) {
                 tnt__engine_fail(comm, TNT_ERR_MISMATCH, "rank %d: %s #%"
                                  PRIu64 " step %u: rank %d sent %zu bytes, "
