@@ -538,11 +538,35 @@ static int reduce_rank(tnt_comm_t comm, int rank, int p, void *arg,
     return 0;
 }
 
+/* TNT_IN_PLACE is the root's alone: elsewhere a clear error, refused
+ * before anything is posted (the job goes on). */
+static void in_place_not_root(th_report_t *rep, tnt_comm_t comm, int rank,
+                              int p)
+{
+    float x[4] = {0};
+    int root = p - 1;
+    tnt_result_t rc = TNT_SUCCESS;
+    const char *msg = "";
+    if (rank != root) {
+        rc = tnt_reduce(comm, TNT_IN_PLACE, x, 4, TNT_F32, TNT_SUM, root);
+        msg = tnt_last_error();
+        if (rc == TNT_ERR_INVALID_ARG && strstr(msg, "root only")) {
+            rc = tnt_gather(comm, TNT_IN_PLACE, NULL, 4, TNT_F32, root);
+            msg = tnt_last_error();
+        }
+    }
+    th_report_expect(rep, "in place off the root",
+                     rank == root || (rc == TNT_ERR_INVALID_ARG &&
+                                      strstr(msg, "root only")),
+                     rc, "rank %d: %s", rank, msg);
+}
+
 static int move_rank(tnt_comm_t comm, int rank, int p, void *arg,
                      th_report_t *rep)
 {
     (void)arg;
     tally_t t = {0};
+    in_place_not_root(rep, comm, rank, p);
     size_t counts[8], nc = case_counts(p, counts);
     for (size_t d = 0; d < 4; d++)
         for (size_t c = 0; c < nc; c++) {

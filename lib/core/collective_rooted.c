@@ -12,15 +12,17 @@
 
 #define BLOCKING (TNT_POST_WAIT_NEXT | TNT_POST_BLOCK)
 
-/* What every rooted call checks: communicator, dtype, op (op < 0: the
- * call has none), root, request pointer, and that `blocks` blocks of
- * count elements fit the address space. */
+/* What every rooted call checks: communicator (first: nothing else of
+ * it is read before), dtype, op (if has_op), root, request pointer, and
+ * that count elements, times the rank count if per_rank, fit the
+ * address space. */
 static tnt_result_t check_common(tnt_comm_t comm, const char *fn,
-                                 size_t count, size_t blocks,
+                                 size_t count, int per_rank,
                                  tnt_dtype_t dtype, int op, int has_op,
                                  int root, tnt_request_t *req)
 {
     TNT_CHECK(tnt__comm_check(comm, fn));
+    size_t blocks = per_rank ? (size_t)comm->nranks : 1;
     size_t esize = tnt_dtype_size(dtype);
     if (esize == 0)
         return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: unknown dtype "
@@ -73,7 +75,7 @@ static tnt_result_t ireduce(tnt_comm_t comm, const void *sendbuf,
                             tnt_request_t *req)
 {
     const char *fn = flags ? "tnt_reduce" : "tnt_ireduce";
-    TNT_CHECK(check_common(comm, fn, count, 1, dtype, (int)op, 1, root,
+    TNT_CHECK(check_common(comm, fn, count, 0, dtype, (int)op, 1, root,
                            req));
     int is_root = comm->rank == root;
     int in_place = is_root && (sendbuf == TNT_IN_PLACE || sendbuf == recvbuf);
@@ -109,7 +111,7 @@ static tnt_result_t igather(tnt_comm_t comm, const void *sendbuf,
                             int root, unsigned flags, tnt_request_t *req)
 {
     const char *fn = flags ? "tnt_gather" : "tnt_igather";
-    TNT_CHECK(check_common(comm, fn, count, (size_t)comm->nranks, dtype, 0,
+    TNT_CHECK(check_common(comm, fn, count, 1, dtype, 0,
                            0, root, req));
     int is_root = comm->rank == root;
     int in_place = is_root && sendbuf == TNT_IN_PLACE;
@@ -145,7 +147,7 @@ static tnt_result_t iscatter(tnt_comm_t comm, const void *sendbuf,
                              int root, unsigned flags, tnt_request_t *req)
 {
     const char *fn = flags ? "tnt_scatter" : "tnt_iscatter";
-    TNT_CHECK(check_common(comm, fn, count, (size_t)comm->nranks, dtype, 0,
+    TNT_CHECK(check_common(comm, fn, count, 1, dtype, 0,
                            0, root, req));
     int is_root = comm->rank == root;
     int in_place = is_root && recvbuf == TNT_IN_PLACE;
