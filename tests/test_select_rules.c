@@ -65,7 +65,7 @@ static void test_rows_match_decision(void)
                                 TNT_COLL_BARRIER, TNT_COLL_ALLGATHER,
                                 TNT_COLL_REDUCE, TNT_COLL_GATHER,
                                 TNT_COLL_SCATTER, TNT_COLL_ALLTOALL,
-                                TNT_COLL_ALLTOALLV};
+                                TNT_COLL_ALLTOALLV, TNT_COLL_P2P};
     int seen[TNT_RULE_COUNT] = {0};
     for (size_t ri = 0; ri < sizeof(ranks) / sizeof(ranks[0]); ri++) {
         int p = ranks[ri];

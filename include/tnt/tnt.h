@@ -290,6 +290,33 @@ TNT_API tnt_result_t tnt_ialltoallv(tnt_comm_t comm, const void *sendbuf,
                                     const size_t *rdispls, tnt_dtype_t dtype,
                                     tnt_request_t *request);
 
+/*
+ * Point-to-point (0.5): one message from this rank to `peer`, tag 0 to
+ * TNT_TAG_MAX. Messages between one pair with one tag are received in
+ * the order they were sent; other tags are independent. The receive's
+ * count and dtype must be the send's, else TNT_ERR_MISMATCH naming both
+ * ranks, the tag and both counts. Sends and receives do not take part in
+ * the collectives' order: they may be posted between collectives, and
+ * collectives between them, in any order on each rank. A send returns
+ * once the buffer may be reused: at once for a small message, once the
+ * receive is posted for one above the eager window (TNT_EAGER_BYTES), so
+ * two ranks that both send a large message before receiving wait for
+ * each other (use tnt_isend). Like a collective, each has the deadline
+ * TNT_TIMEOUT, and a failure fails the communicator.
+ */
+#define TNT_TAG_MAX 0x3fffffff
+
+TNT_API tnt_result_t tnt_send(tnt_comm_t comm, const void *buf, size_t count,
+                              tnt_dtype_t dtype, int peer, int tag);
+TNT_API tnt_result_t tnt_recv(tnt_comm_t comm, void *buf, size_t count,
+                              tnt_dtype_t dtype, int peer, int tag);
+TNT_API tnt_result_t tnt_isend(tnt_comm_t comm, const void *buf,
+                               size_t count, tnt_dtype_t dtype, int peer,
+                               int tag, tnt_request_t *request);
+TNT_API tnt_result_t tnt_irecv(tnt_comm_t comm, void *buf, size_t count,
+                               tnt_dtype_t dtype, int peer, int tag,
+                               tnt_request_t *request);
+
 /* ---- requests ----------------------------------------------------------- */
 
 /** TNT_SUCCESS when done, TNT_INPROGRESS if not yet, or the op's error
@@ -385,12 +412,15 @@ typedef struct tnt_stats {
      *  full, so kinds from here on are appended fields: an older caller's
      *  smaller struct simply does not get them. */
     tnt_stats_count_t alltoall;
+    /** 0.5: tnt_send, tnt_recv and their i-variants (bytes: count x
+     *  element size of each). */
+    tnt_stats_count_t p2p;
 } tnt_stats_t;
 
 #define TNT_STATS_VERSION 1
 #define TNT_STATS_INIT { sizeof(tnt_stats_t), TNT_STATS_VERSION, 0, {{0, 0}}, \
                          {{0, 0}}, {{{0}, 0, 0, 0, 0, 0, 0, 0, 0, 0}}, 0, 0, \
-                         {0, 0} }
+                         {0, 0}, {0, 0} }
 /** The smallest size tnt_comm_stats accepts: up to and with kind[]. */
 #define TNT_STATS_SIZE_MIN                                                  \
     (offsetof(tnt_stats_t, kind) + sizeof(((tnt_stats_t *)0)->kind))

@@ -19,6 +19,8 @@ enum tnt_coll_kind {
     TNT_COLL_SCATTER,
     TNT_COLL_ALLTOALL,
     TNT_COLL_ALLTOALLV,  /* count 0; the sizes are in tnt_coll_args_t.v */
+    TNT_COLL_P2P,        /* tnt_send / tnt_recv: not a collective
+                            (core/p2p.h) */
     TNT_COLL_KIND_END
 };
 
@@ -39,6 +41,7 @@ enum tnt_algo {
     TNT_ALGO_STAGED,    /* allreduce, one host: shm staging, no messages */
     TNT_ALGO_MAPPED,    /* allreduce, one host, shared allocations: in place */
     TNT_ALGO_PAIRWISE,  /* alltoall(v): one message to every peer */
+    TNT_ALGO_P2P,       /* tnt_send / tnt_recv: one message */
     TNT_ALGO_END
 };
 
@@ -90,6 +93,9 @@ typedef struct tnt_coll_args {
      * part of the schedule cache's key: an alltoallv's schedule is built
      * for its call and never cached (core/engine.c, get_sched). */
     const size_t *v[4];
+    /* p2p only: a send (else a receive) to/from rank `root`, its tag. */
+    int p2p_send;
+    uint32_t tag;
 } tnt_coll_args_t;
 
 const char *tnt__algo_name(int algo);
@@ -136,6 +142,7 @@ enum tnt_algo_rule_id {
     TNT_RULE_REDUCE,
     TNT_RULE_ROOTED_FLAT,
     TNT_RULE_PAIRWISE,
+    TNT_RULE_P2P,
     TNT_RULE_COUNT
 };
 
@@ -182,6 +189,7 @@ tnt_result_t tnt__gather_flat(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__scatter_flat(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__alltoall_pairwise(const tnt_coll_args_t *a,
                                     tnt_sched_t *s);
+tnt_result_t tnt__p2p_sched(const tnt_coll_args_t *a, tnt_sched_t *s);
 /** The allreduce algorithm whose schedule a reduce of `a` runs: the one
  *  tnt_allreduce would pick for the same arguments, on-host ones
  *  replaced by the direct allreduce (the same rank-order chain, so the

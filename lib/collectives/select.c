@@ -60,6 +60,7 @@ static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_STAGED] = "staged",
     [TNT_ALGO_MAPPED] = "mapped",
     [TNT_ALGO_PAIRWISE] = "pairwise",
+    [TNT_ALGO_P2P] = "p2p",
 };
 
 const char *tnt__algo_name(int algo)
@@ -157,6 +158,8 @@ static const tnt_algo_rule_t k_rules[TNT_RULE_COUNT] = {
                               "gather and scatter: always"},
     [TNT_RULE_PAIRWISE] = {-1, TNT_ALGO_PAIRWISE, 0, 0,
                            "alltoall and alltoallv: always"},
+    [TNT_RULE_P2P] = {-1, TNT_ALGO_P2P, 0, 0,
+                      "tnt_send and tnt_recv: one message"},
 };
 
 const tnt_algo_rule_t *tnt__algo_rule(int rule)
@@ -169,6 +172,11 @@ tnt_result_t tnt__algo_select_why(const tnt_coll_args_t *a, int forced,
                                   int *algo, int *rule)
 {
     size_t bytes = a->count * a->esize;
+    if (a->kind == TNT_COLL_P2P) { /* never to itself: checked by the API */
+        *algo = TNT_ALGO_P2P;
+        *rule = TNT_RULE_P2P;
+        return TNT_SUCCESS;
+    }
     if (a->nranks == 1) {
         *algo = TNT_ALGO_LOCAL;
         *rule = TNT_RULE_SINGLE;
@@ -383,6 +391,7 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
                                            : tnt__bcast_flat(a, s);
         break;
     case TNT_ALGO_PAIRWISE: rc = tnt__alltoall_pairwise(a, s); break;
+    case TNT_ALGO_P2P: rc = tnt__p2p_sched(a, s); break;
     case TNT_ALGO_BINOMIAL: rc = tnt__bcast_binomial(a, s); break;
     case TNT_ALGO_PIPELINE: rc = tnt__bcast_pipeline(a, s); break;
     case TNT_ALGO_DISSEMINATION: rc = tnt__barrier_dissemination(a, s); break;

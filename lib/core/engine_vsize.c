@@ -1,5 +1,7 @@
 /*
- * Sizes of an alltoallv's messages. Each rank brings its own counts, so
+ * Sizes of an alltoallv's messages, and of a tnt_send's against its
+ * tnt_recv (the same check, with the tag in the message). Each rank
+ * brings its own counts, so
  * the signature cannot hold them; instead every message's header carries
  * the element count of that message (core/engine.c sets it on the sends),
  * and the receiver compares it with its own recvcounts entry at the first
@@ -18,11 +20,23 @@ int tnt__vsize_mismatch(struct tnt_comm *comm, struct tnt_request *req,
                         int peer, const tnt_msg_hdr_t *h,
                         const tnt_sop_t *sop)
 {
-    if (req->args.kind != TNT_COLL_ALLTOALLV)
+    int p2p = req->args.kind == TNT_COLL_P2P;
+    if (req->args.kind != TNT_COLL_ALLTOALLV && !p2p)
         return 0;
     size_t esize = req->args.esize;
     if (h->count == sop->bytes / esize)
         return 0;
+    if (p2p) {
+        tnt__engine_fail(comm, TNT_ERR_MISMATCH, "send/recv mismatch: "
+                         "rank %d sends %" PRIu64 " elements (%s) with tag "
+                         "%u to rank %d, but rank %d receives %zu from rank "
+                         "%d with that tag (message %" PRIu64 " of the tag)",
+                         peer, h->count, tnt_dtype_name(req->args.dtype),
+                         sop->step, comm->rank, comm->rank,
+                         sop->bytes / esize, peer,
+                         req->seq & ~((uint64_t)1 << 63));
+        return 1;
+    }
     tnt__engine_fail(comm, TNT_ERR_MISMATCH, "alltoallv #%" PRIu64
                      " mismatch: rank %d sends %" PRIu64 " elements (%s) "
                      "to rank %d, but rank %d expects %zu from rank %d "

@@ -16,7 +16,7 @@
 /* kind[] is full: the kinds past TNT_STATS_SCATTER are fields of their
  * own (tnt_stats_t.alltoall). */
 _Static_assert(TNT_COLL_ALLTOALL == TNT_STATS_KINDS + 1 &&
-               TNT_COLL_KIND_END == TNT_COLL_ALLTOALLV + 1,
+               TNT_COLL_KIND_END == TNT_COLL_P2P + 1,
                "tnt.h: a new kind needs a field of tnt_stats_t");
 _Static_assert(TNT_ALGO_END <= TNT_STATS_ALGOS,
                "tnt.h: raise TNT_STATS_ALGOS");
@@ -94,6 +94,10 @@ TNT_API tnt_result_t tnt_comm_stats(tnt_comm_t comm, tnt_stats_t *out)
         if (k == TNT_COLL_ALLTOALL || k == TNT_COLL_ALLTOALLV) {
             s.alltoall.calls += c->kind_calls[k];
             s.alltoall.bytes += c->kind_bytes[k];
+        }
+        if (k == TNT_COLL_P2P) {
+            s.p2p.calls += c->kind_calls[k];
+            s.p2p.bytes += c->kind_bytes[k];
         }
         if (pk < 0)
             continue;
