@@ -14,7 +14,8 @@ void bench_print_stats(tnt_comm_t comm, int rank)
 {
     static const char *const kinds[] = {"allreduce", "broadcast",
                                         "allgather", "reduce_scatter",
-                                        "barrier"};
+                                        "barrier", "reduce", "gather",
+                                        "scatter"};
     tnt_stats_t s = TNT_STATS_INIT;
     tnt_result_t rc = tnt_comm_stats(comm, &s);
     if (rank != 0)
@@ -28,6 +29,9 @@ void bench_print_stats(tnt_comm_t comm, int rank)
         if (s.kind[k].calls)
             printf("# stats kind %s %" PRIu64 " %" PRIu64 "\n", kinds[k],
                    s.kind[k].calls, s.kind[k].bytes);
+    if (s.alltoall.calls)
+        printf("# stats kind alltoall %" PRIu64 " %" PRIu64 "\n",
+               s.alltoall.calls, s.alltoall.bytes);
     for (int a = 0; a < TNT_STATS_ALGOS; a++)
         if (s.algo[a].calls && tnt_stats_algo_name(a))
             printf("# stats algo %s %" PRIu64 " %" PRIu64 "\n",

@@ -3,7 +3,8 @@
  * feeds the public API what callers get wrong: NULL handles and pointers,
  * counts whose byte size overflows, unknown dtypes and ops, roots out of
  * range, freed and aborted communicators, malformed launcher environments,
- * an unreachable root, a wrong job key, and ranks that call mismatched
+ * an unreachable root, a wrong job key, the rooted and all-to-all calls'
+ * own arguments (roots, alltoallv's arrays), and ranks that call mismatched
  * collectives. Checks on argument values run in this process on a world
  * of one; anything that initialises from a crafted environment or needs
  * several ranks runs in forked children under the harness's deadline.
@@ -369,6 +370,177 @@ static void test_bad_values(void)
               TNT_SUCCESS);
     TH_CHECK(memcmp(buf, out, sizeof out) == 0,
              "allreduce after rejected calls gave wrong data");
+    EXPECT_RC(tnt_comm_free(comm), TNT_SUCCESS);
+}
+
+/* The rooted and all-to-all calls (reduce, gather, scatter, alltoall,
+ * alltoallv) on a world of one: every bad argument a clear error naming
+ * the call, and the calls still right afterwards. */
+static int msg_has(const char *a, const char *b)
+{
+    const char *m = tnt_last_error();
+    return strstr(m, a) && (!b || strstr(m, b));
+}
+
+static void test_rooted_bad_values(void)
+{
+    tnt_comm_t comm = world_of_one();
+    if (!comm)
+        return;
+    const tnt_result_t IA = TNT_ERR_INVALID_ARG;
+    float buf[16] = {0}, out[16] = {0};
+    tnt_request_t req = NULL;
+    size_t one[1] = {4}, zero[1] = {0}, huge[1] = {SIZE_MAX};
+
+    /* NULL communicator. */
+    EXPECT_RC2(tnt_reduce(NULL, buf, out, 4, TNT_F32, TNT_SUM, 0),
+               TNT_ERR_INVALID_COMM, IA);
+    EXPECT_RC2(tnt_gather(NULL, buf, out, 4, TNT_F32, 0),
+               TNT_ERR_INVALID_COMM, IA);
+    EXPECT_RC2(tnt_scatter(NULL, buf, out, 4, TNT_F32, 0),
+               TNT_ERR_INVALID_COMM, IA);
+    EXPECT_RC2(tnt_alltoall(NULL, buf, out, 4, TNT_F32),
+               TNT_ERR_INVALID_COMM, IA);
+    EXPECT_RC2(tnt_alltoallv(NULL, buf, one, zero, out, one, zero, TNT_F32),
+               TNT_ERR_INVALID_COMM, IA);
+
+    /* Counts whose bytes (times the blocks) overflow size_t. */
+    static const size_t over[] = {SIZE_MAX, SIZE_MAX / 2, SIZE_MAX / 4 + 1};
+    for (size_t i = 0; i < sizeof over / sizeof over[0]; i++) {
+        size_t n = over[i];
+        EXPECT_RC(tnt_reduce(comm, buf, out, n, TNT_F32, TNT_SUM, 0), IA);
+        TH_CHECK(msg_has("tnt_reduce:", "overflows"), "'%s'",
+                 tnt_last_error());
+        EXPECT_RC(tnt_ireduce(comm, buf, out, n, TNT_F32, TNT_SUM, 0, &req),
+                  IA);
+        EXPECT_RC(tnt_gather(comm, buf, out, n, TNT_F32, 0), IA);
+        EXPECT_RC(tnt_scatter(comm, buf, out, n, TNT_F32, 0), IA);
+        EXPECT_RC(tnt_alltoall(comm, buf, out, n, TNT_F32), IA);
+        TH_CHECK(msg_has("tnt_alltoall:", "overflows"), "'%s'",
+                 tnt_last_error());
+    }
+    /* An alltoallv region past the address space. */
+    EXPECT_RC(tnt_alltoallv(comm, buf, one, huge, out, one, zero, TNT_F32),
+              IA);
+    TH_CHECK(msg_has("sdispls[0]", "overflows"), "'%s'", tnt_last_error());
+    EXPECT_RC(tnt_alltoallv(comm, buf, huge, zero, out, huge, zero,
+                            TNT_F32), IA);
+    TH_CHECK(msg_has("sendcounts[0]", "overflows"), "'%s'",
+             tnt_last_error());
+
+    /* NULL where data moves. */
+    EXPECT_RC(tnt_reduce(comm, NULL, out, 4, TNT_F32, TNT_SUM, 0), IA);
+    TH_CHECK(msg_has("send buffer", "NULL"), "'%s'", tnt_last_error());
+    EXPECT_RC(tnt_reduce(comm, buf, NULL, 4, TNT_F32, TNT_SUM, 0), IA);
+    TH_CHECK(msg_has("root's receive buffer", "NULL"), "'%s'",
+             tnt_last_error());
+    EXPECT_RC(tnt_reduce(comm, TNT_IN_PLACE, NULL, 4, TNT_F32, TNT_SUM, 0),
+              IA);
+    EXPECT_RC(tnt_gather(comm, buf, NULL, 4, TNT_F32, 0), IA);
+    EXPECT_RC(tnt_gather(comm, NULL, out, 4, TNT_F32, 0), IA);
+    EXPECT_RC(tnt_scatter(comm, NULL, out, 4, TNT_F32, 0), IA);
+    TH_CHECK(msg_has("root's send buffer", "NULL"), "'%s'",
+             tnt_last_error());
+    EXPECT_RC(tnt_scatter(comm, buf, NULL, 4, TNT_F32, 0), IA);
+    EXPECT_RC(tnt_alltoall(comm, NULL, out, 4, TNT_F32), IA);
+    EXPECT_RC(tnt_alltoall(comm, buf, NULL, 4, TNT_F32), IA);
+    EXPECT_RC(tnt_alltoallv(comm, buf, NULL, zero, out, one, zero, TNT_F32),
+              IA);
+    TH_CHECK(msg_has("sendcounts is NULL", NULL), "'%s'", tnt_last_error());
+    EXPECT_RC(tnt_alltoallv(comm, buf, one, zero, out, one, NULL, TNT_F32),
+              IA);
+    TH_CHECK(msg_has("rdispls is NULL", NULL), "'%s'", tnt_last_error());
+    EXPECT_RC(tnt_alltoallv(comm, NULL, one, zero, out, one, zero, TNT_F32),
+              IA);
+    /* Nothing to move: NULL buffers are fine. */
+    EXPECT_RC(tnt_reduce(comm, NULL, NULL, 0, TNT_F32, TNT_SUM, 0),
+              TNT_SUCCESS);
+    EXPECT_RC(tnt_gather(comm, NULL, NULL, 0, TNT_F32, 0), TNT_SUCCESS);
+    EXPECT_RC(tnt_scatter(comm, NULL, NULL, 0, TNT_F32, 0), TNT_SUCCESS);
+    EXPECT_RC(tnt_alltoall(comm, NULL, NULL, 0, TNT_F32), TNT_SUCCESS);
+    EXPECT_RC(tnt_alltoallv(comm, NULL, zero, zero, NULL, zero, zero,
+                            TNT_F32), TNT_SUCCESS);
+
+    /* No request pointer. */
+    EXPECT_RC(tnt_ireduce(comm, buf, out, 4, TNT_F32, TNT_SUM, 0, NULL), IA);
+    EXPECT_RC(tnt_igather(comm, buf, out, 4, TNT_F32, 0, NULL), IA);
+    EXPECT_RC(tnt_iscatter(comm, buf, out, 4, TNT_F32, 0, NULL), IA);
+    EXPECT_RC(tnt_ialltoall(comm, buf, out, 4, TNT_F32, NULL), IA);
+    EXPECT_RC(tnt_ialltoallv(comm, buf, one, zero, out, one, zero, TNT_F32,
+                             NULL), IA);
+
+    /* In place is refused by the all-to-alls. */
+    EXPECT_RC(tnt_alltoall(comm, TNT_IN_PLACE, out, 4, TNT_F32), IA);
+    EXPECT_RC(tnt_alltoall(comm, out, out, 4, TNT_F32), IA);
+    TH_CHECK(msg_has("in place is not supported", NULL), "'%s'",
+             tnt_last_error());
+    EXPECT_RC(tnt_alltoallv(comm, out, one, zero, out, one, zero, TNT_F32),
+              IA);
+
+    /* The own block's counts disagree: refused before anything moves. */
+    size_t three[1] = {3};
+    EXPECT_RC(tnt_alltoallv(comm, buf, three, zero, out, one, zero,
+                            TNT_F32), TNT_ERR_MISMATCH);
+    TH_CHECK(msg_has("sendcounts[0] = 3", "recvcounts[0] = 4"), "'%s'",
+             tnt_last_error());
+
+    /* Unknown dtypes and ops; roots outside [0, size). */
+    tnt_dtype_t bad_dt = (tnt_dtype_t)77;
+    EXPECT_RC(tnt_reduce(comm, buf, out, 4, bad_dt, TNT_SUM, 0), IA);
+    EXPECT_RC(tnt_gather(comm, buf, out, 4, bad_dt, 0), IA);
+    EXPECT_RC(tnt_scatter(comm, buf, out, 4, bad_dt, 0), IA);
+    EXPECT_RC(tnt_alltoall(comm, buf, out, 4, bad_dt), IA);
+    EXPECT_RC(tnt_alltoallv(comm, buf, one, zero, out, one, zero, bad_dt),
+              IA);
+    static const int bad_op[] = {77, TNT_OP_COUNT, -1};
+    for (size_t i = 0; i < 3; i++)
+        EXPECT_RC(tnt_reduce(comm, buf, out, 4, TNT_F32, (tnt_op_t)bad_op[i],
+                             0), IA);
+    static const int bad_root[] = {-1, 1, 1000, INT32_MIN};
+    for (size_t i = 0; i < sizeof bad_root / sizeof bad_root[0]; i++) {
+        int r = bad_root[i];
+        EXPECT_RC(tnt_reduce(comm, buf, out, 4, TNT_F32, TNT_SUM, r), IA);
+        TH_CHECK(msg_has("tnt_reduce:", "is not a rank"), "'%s'",
+                 tnt_last_error());
+        EXPECT_RC(tnt_ireduce(comm, buf, out, 4, TNT_F32, TNT_SUM, r, &req),
+                  IA);
+        EXPECT_RC(tnt_gather(comm, buf, out, 4, TNT_F32, r), IA);
+        TH_CHECK(msg_has("tnt_gather:", "root"), "'%s'", tnt_last_error());
+        EXPECT_RC(tnt_igather(comm, buf, out, 4, TNT_F32, r, &req), IA);
+        EXPECT_RC(tnt_scatter(comm, buf, out, 4, TNT_F32, r), IA);
+        TH_CHECK(msg_has("tnt_scatter:", "root"), "'%s'", tnt_last_error());
+        EXPECT_RC(tnt_iscatter(comm, buf, out, 4, TNT_F32, r, &req), IA);
+        /* Even with nothing to move, the root is still wrong. */
+        EXPECT_RC(tnt_reduce(comm, NULL, NULL, 0, TNT_F32, TNT_SUM, r), IA);
+    }
+    EXPECT_RC(tnt_ialltoall(comm, buf, out, 4, bad_dt, &req), IA);
+    TH_CHECK(msg_has("tnt_ialltoall:", NULL), "'%s'", tnt_last_error());
+    EXPECT_RC(tnt_ialltoallv(comm, buf, one, zero, out, one, zero, bad_dt,
+                             &req), IA);
+    TH_CHECK(msg_has("tnt_ialltoallv:", NULL), "'%s'", tnt_last_error());
+
+    /* Still healthy, each call right on one rank. */
+    for (int i = 0; i < 16; i++)
+        buf[i] = (float)(3 * i + 1);
+    memset(out, 0, sizeof out);
+    EXPECT_RC(tnt_reduce(comm, buf, out, 16, TNT_F32, TNT_MAX, 0),
+              TNT_SUCCESS);
+    TH_CHECK(memcmp(buf, out, sizeof out) == 0, "reduce after rejected "
+             "calls gave wrong data");
+    memset(out, 0, sizeof out);
+    EXPECT_RC(tnt_gather(comm, buf, out, 16, TNT_F32, 0), TNT_SUCCESS);
+    EXPECT_RC(tnt_scatter(comm, out, out, 0, TNT_F32, 0), TNT_SUCCESS);
+    TH_CHECK(memcmp(buf, out, sizeof out) == 0, "gather gave wrong data");
+    memset(out, 0, sizeof out);
+    EXPECT_RC(tnt_alltoall(comm, buf, out, 16, TNT_F32), TNT_SUCCESS);
+    TH_CHECK(memcmp(buf, out, sizeof out) == 0, "alltoall gave wrong data");
+    memset(out, 0, sizeof out);
+    size_t n[1] = {10}, sd[1] = {6}, rd[1] = {2};
+    EXPECT_RC(tnt_alltoallv(comm, buf, n, sd, out, n, rd, TNT_F32),
+              TNT_SUCCESS);
+    TH_CHECK(memcmp(buf + 6, out + 2, 10 * sizeof(float)) == 0 &&
+                 out[0] == 0 && out[1] == 0 && out[12] == 0,
+             "alltoallv gave wrong data");
     EXPECT_RC(tnt_comm_free(comm), TNT_SUCCESS);
 }
 
@@ -1054,6 +1226,7 @@ static const th_test_def_t k_tests[] = {
     {"single", "no_launcher_env", test_no_launcher_env},
     {"single", "null_arguments", test_null_arguments},
     {"single", "bad_values", test_bad_values},
+    {"single", "rooted_bad_values", test_rooted_bad_values},
     {"single", "bad_config", test_bad_config},
     {"single", "freed_comm", test_freed_comm},
     {"single", "aborted_comm", test_aborted_comm},

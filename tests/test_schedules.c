@@ -263,9 +263,9 @@ static size_t simulate(tnt_coll_args_t a, int algo, uint64_t seed, sim_t *sim)
 {
     int p = a.nranks;
     size_t bytes = a.count * a.esize;
-    size_t send_sz = a.kind == TNT_COLL_REDUCE_SCATTER ? bytes * (size_t)p
-                                                       : bytes;
-    size_t recv_sz = a.kind == TNT_COLL_ALLGATHER ? bytes * (size_t)p : bytes;
+    int rooted = a.kind == TNT_COLL_REDUCE || a.kind == TNT_COLL_GATHER ||
+                 a.kind == TNT_COLL_SCATTER;
+    int in_place = a.in_place;
     memset(sim, 0, sizeof(*sim));
     sim->p = p;
     sim->r = calloc((size_t)p, sizeof(sim_rank_t));
@@ -273,6 +273,24 @@ static size_t simulate(tnt_coll_args_t a, int algo, uint64_t seed, sim_t *sim)
     for (int r = 0; r < p; r++) {
         sim_rank_t *sr = &sim->r[r];
         a.rank = r;
+        /* The rooted ones: in place at the root only, and the buffers a
+         * rank does not use are empty (the bounds check of every
+         * operation then catches a schedule that touches them). */
+        a.in_place = in_place && (!rooted || r == a.root);
+        size_t send_sz = bytes, recv_sz = bytes;
+        if (a.kind == TNT_COLL_REDUCE_SCATTER || a.kind == TNT_COLL_ALLTOALL ||
+            (a.kind == TNT_COLL_SCATTER && r == a.root))
+            send_sz *= (size_t)p;
+        if (a.kind == TNT_COLL_ALLGATHER || a.kind == TNT_COLL_ALLTOALL ||
+            (a.kind == TNT_COLL_GATHER && r == a.root))
+            recv_sz *= (size_t)p;
+        if ((a.kind == TNT_COLL_REDUCE || a.kind == TNT_COLL_GATHER) &&
+            r != a.root)
+            recv_sz = 0;
+        if (a.kind == TNT_COLL_SCATTER && r != a.root)
+            send_sz = 0;
+        if (a.in_place && a.kind == TNT_COLL_SCATTER)
+            recv_sz = 0;
         tnt_result_t rc = tnt__build_schedule(&a, algo, &sr->s);
         CU_ASSERT_EQUAL_FATAL(rc, TNT_SUCCESS);
         sr->size[TNT_BUF_SEND] = send_sz;
@@ -290,10 +308,13 @@ static size_t simulate(tnt_coll_args_t a, int algo, uint64_t seed, sim_t *sim)
             for (size_t i = 0; i < a.count; i++)
                 store(sr->buf[TNT_BUF_RECV], i, a.dtype,
                       r == a.root ? input(r, i) : -99.0);
-        } else if (a.kind == TNT_COLL_ALLGATHER && a.in_place) {
+        } else if ((a.kind == TNT_COLL_ALLGATHER ||
+                    a.kind == TNT_COLL_GATHER) && a.in_place) {
             for (size_t i = 0; i < a.count; i++)
                 store(sr->buf[TNT_BUF_RECV], (size_t)r * a.count + i, a.dtype,
                       input(r, i));
+        } else if (a.in_place && a.kind == TNT_COLL_SCATTER) {
+            /* The root's block stays in its send buffer. */
         } else if (a.in_place) {
             memcpy(sr->buf[TNT_BUF_RECV], sr->buf[TNT_BUF_SEND], bytes);
             free(sr->buf[TNT_BUF_SEND]);
@@ -329,7 +350,7 @@ static size_t simulate(tnt_coll_args_t a, int algo, uint64_t seed, sim_t *sim)
     }
     /* The allreduce's expected result once, not per rank: O(p count). */
     double *want = NULL;
-    if (a.kind == TNT_COLL_ALLREDUCE) {
+    if (a.kind == TNT_COLL_ALLREDUCE || a.kind == TNT_COLL_REDUCE) {
         want = malloc((a.count + 1) * sizeof(double));
         for (size_t i = 0; i < a.count; i++)
             want[i] = reduce_ref(p, i, a.op, a.dtype);
@@ -339,12 +360,22 @@ static size_t simulate(tnt_coll_args_t a, int algo, uint64_t seed, sim_t *sim)
         sim_rank_t *sr = &sim->r[r];
         if (sr->left && !sim->errors)
             sim_error(sim, "deadlock: operations left", r, 0);
-        for (size_t i = 0; i < recv_sz / a.esize; i++) {
+        size_t nrecv = a.in_place && a.kind == TNT_COLL_SCATTER &&
+                               r == a.root
+                           ? 0
+                           : sr->size[TNT_BUF_RECV] / a.esize;
+        for (size_t i = 0; i < nrecv; i++) {
             double expect;
             if (a.kind == TNT_COLL_BROADCAST)
                 expect = input(a.root, i);
-            else if (a.kind == TNT_COLL_ALLGATHER)
+            else if (a.kind == TNT_COLL_ALLGATHER ||
+                     a.kind == TNT_COLL_GATHER)
                 expect = input((int)(i / a.count), i % a.count);
+            else if (a.kind == TNT_COLL_SCATTER)
+                expect = input(a.root, (size_t)r * a.count + i);
+            else if (a.kind == TNT_COLL_ALLTOALL)
+                expect = input((int)(i / a.count),
+                               (size_t)r * a.count + i % a.count);
             else if (a.kind == TNT_COLL_REDUCE_SCATTER)
                 expect = reduce_ref(p, (size_t)r * a.count + i, a.op, a.dtype);
             else
@@ -516,6 +547,51 @@ static void test_broadcast(void)
                     check(a, p == 1 ? TNT_ALGO_LOCAL : algo,
                           tnt__algo_name(algo));
                 }
+}
+
+/* Reduce on every allreduce schedule it may run (reduce_root.c: a
+ * non-root's receive buffer is empty here, so a schedule that still
+ * touched it fails the bounds check), gather and scatter (flat) at every
+ * root, in and out of place, and alltoall (pairwise), at p = 1..13. */
+static void test_rooted_alltoall(void)
+{
+    static const int red_algos[] = {TNT_ALGO_RING, TNT_ALGO_RD,
+                                    TNT_ALGO_RABENSEIFNER, TNT_ALGO_ONESHOT,
+                                    TNT_ALGO_DIRECT};
+    const tnt_op_t ops[] = {TNT_SUM, TNT_AVG, TNT_MAX, TNT_MIN};
+    const tnt_dtype_t dts[] = {TNT_F32, TNT_F64, TNT_I32};
+    for (int p = 1; p <= 13; p++)
+        for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
+            for (int root = 0; root < p; root++) {
+                if (p > 8 && root != 0 && root != p / 2 && root != p - 1)
+                    continue;
+                for (int ip = 0; ip <= 1; ip++) {
+                    for (size_t k = 0; k < 5; k++) {
+                        tnt_coll_args_t a = args(
+                            TNT_COLL_REDUCE, p, counts[ci],
+                            dts[(p + ci + k) % 3], ops[(p + ci + ip) % 4],
+                            16);
+                        a.root = root;
+                        a.in_place = ip;
+                        check(a, p == 1 ? TNT_ALGO_LOCAL : red_algos[k],
+                              "reduce");
+                    }
+                    static const int kinds[] = {TNT_COLL_GATHER,
+                                                TNT_COLL_SCATTER};
+                    for (int g = 0; g < 2; g++) {
+                        tnt_coll_args_t a = args(kinds[g], p, counts[ci],
+                                                 TNT_I32, TNT_SUM, 8);
+                        a.root = root;
+                        a.in_place = ip;
+                        check(a, p == 1 ? TNT_ALGO_LOCAL : TNT_ALGO_FLAT,
+                              g ? "scatter" : "gather");
+                    }
+                }
+            }
+    for (int p = 1; p <= 13; p++)
+        for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
+            check(args(TNT_COLL_ALLTOALL, p, counts[ci], TNT_F64, TNT_SUM, 8),
+                  p == 1 ? TNT_ALGO_LOCAL : TNT_ALGO_PAIRWISE, "alltoall");
 }
 
 static void test_allgather_reduce_scatter(void)
@@ -1014,6 +1090,7 @@ int main(void)
     CU_add_test(s, "allreduce, p up to 1000", test_allreduce_many_ranks);
     CU_add_test(s, "broadcast binomial/pipeline, every root", test_broadcast);
     CU_add_test(s, "allgather and reduce_scatter", test_allgather_reduce_scatter);
+    CU_add_test(s, "reduce, gather, scatter, alltoall", test_rooted_alltoall);
     CU_add_test(s, "barrier p=1..40", test_barrier);
     CU_add_test(s, "counts above 2^32 (build only)", test_huge_counts_build);
     CU_add_test(s, "algorithm selection", test_select);

@@ -25,6 +25,7 @@ static const char *kind_name(int kind)
     case TNT_COLL_ALLREDUCE: return "allreduce";
     case TNT_COLL_BROADCAST: return "broadcast";
     case TNT_COLL_BARRIER: return "barrier";
+    case TNT_COLL_REDUCE: return "reduce";
     default: return "any";
     }
 }
@@ -36,8 +37,10 @@ static void table(info_out_t *o)
         const tnt_algo_rule_t *x = tnt__algo_rule(r);
         info_row(o);
         info_str(o, "collective", kind_name(x->kind));
-        info_str(o, "algorithm", x->algo < 0 ? "forced"
-                                             : tnt__algo_name(x->algo));
+        /* -1: the forced one, or for a reduce the allreduce's */
+        info_str(o, "algorithm", x->algo >= 0 ? tnt__algo_name(x->algo)
+                                 : x->kind == TNT_COLL_REDUCE ? "allreduce's"
+                                                              : "forced");
         info_int(o, "min_bytes", (long long)x->min_bytes);
         info_int(o, "max_bytes", (long long)x->max_bytes); /* 0: none */
         info_str(o, "when", x->when);

@@ -218,6 +218,105 @@ TNT_API tnt_result_t tnt_ireduce_scatter(tnt_comm_t comm,
                                          tnt_op_t op,
                                          tnt_request_t *request);
 
+/*
+ * Rooted collectives and all-to-all (0.5, TNTCOMM_0.5). Counts are in
+ * elements. A root outside 0..size-1 or a NULL buffer where data moves is
+ * TNT_ERR_INVALID_ARG with tnt_last_error saying which.
+ */
+
+/** recvbuf[i] at root = op over ranks of sendbuf[i]; recvbuf is read
+ *  only at root (NULL elsewhere is fine). In place at root: sendbuf ==
+ *  TNT_IN_PLACE or sendbuf == recvbuf. The result is bitwise the one
+ *  tnt_allreduce gives for the same inputs, count, dtype and op on the
+ *  same communicator (docs/design.md, "Determinism"); the reduction moves
+ *  the data of an allreduce. */
+TNT_API tnt_result_t tnt_reduce(tnt_comm_t comm, const void *sendbuf,
+                                void *recvbuf, size_t count,
+                                tnt_dtype_t dtype, tnt_op_t op, int root);
+TNT_API tnt_result_t tnt_ireduce(tnt_comm_t comm, const void *sendbuf,
+                                 void *recvbuf, size_t count,
+                                 tnt_dtype_t dtype, tnt_op_t op, int root,
+                                 tnt_request_t *request);
+
+/** root's recvbuf (size * count elements) = every rank's sendbuf (count),
+ *  in rank order; recvbuf is read only at root. In place at root:
+ *  sendbuf == TNT_IN_PLACE, root's block already at root*count. */
+TNT_API tnt_result_t tnt_gather(tnt_comm_t comm, const void *sendbuf,
+                                void *recvbuf, size_t count,
+                                tnt_dtype_t dtype, int root);
+TNT_API tnt_result_t tnt_igather(tnt_comm_t comm, const void *sendbuf,
+                                 void *recvbuf, size_t count,
+                                 tnt_dtype_t dtype, int root,
+                                 tnt_request_t *request);
+
+/** Rank r's recvbuf (count) = block r of root's sendbuf (size * count
+ *  elements); sendbuf is read only at root. In place at root: recvbuf ==
+ *  (void *)TNT_IN_PLACE, root's block stays in sendbuf. */
+TNT_API tnt_result_t tnt_scatter(tnt_comm_t comm, const void *sendbuf,
+                                 void *recvbuf, size_t count,
+                                 tnt_dtype_t dtype, int root);
+TNT_API tnt_result_t tnt_iscatter(tnt_comm_t comm, const void *sendbuf,
+                                  void *recvbuf, size_t count,
+                                  tnt_dtype_t dtype, int root,
+                                  tnt_request_t *request);
+
+/** Block j (count elements at j*count) of sendbuf goes to rank j, where it
+ *  lands as block i (i: the sender) of recvbuf; both hold size * count
+ *  elements. Not in place. */
+TNT_API tnt_result_t tnt_alltoall(tnt_comm_t comm, const void *sendbuf,
+                                  void *recvbuf, size_t count,
+                                  tnt_dtype_t dtype);
+TNT_API tnt_result_t tnt_ialltoall(tnt_comm_t comm, const void *sendbuf,
+                                   void *recvbuf, size_t count,
+                                   tnt_dtype_t dtype,
+                                   tnt_request_t *request);
+
+/** Rank i sends sendcounts[j] elements from sendbuf + sdispls[j] to rank
+ *  j, which receives them into recvbuf + rdispls[i] and must have
+ *  recvcounts[i] == that count (else TNT_ERR_MISMATCH naming both ranks
+ *  and sizes, on the receiver and then every rank). Arrays of size
+ *  entries, displacements in elements; a send region may overlap another,
+ *  receive regions must not. Not in place. The arrays are read during the
+ *  call only. */
+TNT_API tnt_result_t tnt_alltoallv(tnt_comm_t comm, const void *sendbuf,
+                                   const size_t *sendcounts,
+                                   const size_t *sdispls, void *recvbuf,
+                                   const size_t *recvcounts,
+                                   const size_t *rdispls, tnt_dtype_t dtype);
+TNT_API tnt_result_t tnt_ialltoallv(tnt_comm_t comm, const void *sendbuf,
+                                    const size_t *sendcounts,
+                                    const size_t *sdispls, void *recvbuf,
+                                    const size_t *recvcounts,
+                                    const size_t *rdispls, tnt_dtype_t dtype,
+                                    tnt_request_t *request);
+
+/*
+ * Point-to-point (0.5): one message from this rank to `peer`, tag 0 to
+ * TNT_TAG_MAX. Messages between one pair with one tag are received in
+ * the order they were sent; other tags are independent. The receive's
+ * count and dtype must be the send's, else TNT_ERR_MISMATCH naming both
+ * ranks, the tag and both counts. Sends and receives do not take part in
+ * the collectives' order: they may be posted between collectives, and
+ * collectives between them, in any order on each rank. A send returns
+ * once the buffer may be reused: at once for a small message, once the
+ * receive is posted for one above the eager window (TNT_EAGER_BYTES), so
+ * two ranks that both send a large message before receiving wait for
+ * each other (use tnt_isend). Like a collective, each has the deadline
+ * TNT_TIMEOUT, and a failure fails the communicator.
+ */
+#define TNT_TAG_MAX 0x3fffffff
+
+TNT_API tnt_result_t tnt_send(tnt_comm_t comm, const void *buf, size_t count,
+                              tnt_dtype_t dtype, int peer, int tag);
+TNT_API tnt_result_t tnt_recv(tnt_comm_t comm, void *buf, size_t count,
+                              tnt_dtype_t dtype, int peer, int tag);
+TNT_API tnt_result_t tnt_isend(tnt_comm_t comm, const void *buf,
+                               size_t count, tnt_dtype_t dtype, int peer,
+                               int tag, tnt_request_t *request);
+TNT_API tnt_result_t tnt_irecv(tnt_comm_t comm, void *buf, size_t count,
+                               tnt_dtype_t dtype, int peer, int tag,
+                               tnt_request_t *request);
+
 /* ---- requests ----------------------------------------------------------- */
 
 /** TNT_SUCCESS when done, TNT_INPROGRESS if not yet, or the op's error
@@ -246,7 +345,11 @@ enum {
     TNT_STATS_ALLGATHER,
     TNT_STATS_REDUCE_SCATTER,
     TNT_STATS_BARRIER,
-    TNT_STATS_KINDS = 8        /**< entries of kind[] (room to grow) */
+    TNT_STATS_REDUCE,          /**< 0.5 */
+    TNT_STATS_GATHER,          /**< 0.5 */
+    TNT_STATS_SCATTER,         /**< 0.5 */
+    TNT_STATS_KINDS = 8        /**< entries of kind[] (full: later kinds
+                                    are fields appended to tnt_stats_t) */
 };
 /** Entries of tnt_stats_t.algo[] and .transport[]. */
 #define TNT_STATS_ALGOS 24
@@ -304,11 +407,20 @@ typedef struct tnt_stats {
     uint64_t unexpected_hwm;   /**< most bytes early messages held at
                                     once (payload + descriptor; bounded by
                                     TNT_MAX_UNEXPECTED_BYTES) */
+    /** 0.5: tnt_alltoall and tnt_alltoallv calls (bytes: alltoall's
+     *  count x element size; alltoallv's sendcounts summed). kind[] is
+     *  full, so kinds from here on are appended fields: an older caller's
+     *  smaller struct simply does not get them. */
+    tnt_stats_count_t alltoall;
+    /** 0.5: tnt_send, tnt_recv and their i-variants (bytes: count x
+     *  element size of each). */
+    tnt_stats_count_t p2p;
 } tnt_stats_t;
 
 #define TNT_STATS_VERSION 1
 #define TNT_STATS_INIT { sizeof(tnt_stats_t), TNT_STATS_VERSION, 0, {{0, 0}}, \
-                         {{0, 0}}, {{{0}, 0, 0, 0, 0, 0, 0, 0, 0, 0}}, 0, 0 }
+                         {{0, 0}}, {{{0}, 0, 0, 0, 0, 0, 0, 0, 0, 0}}, 0, 0, \
+                         {0, 0}, {0, 0} }
 /** The smallest size tnt_comm_stats accepts: up to and with kind[]. */
 #define TNT_STATS_SIZE_MIN                                                  \
     (offsetof(tnt_stats_t, kind) + sizeof(((tnt_stats_t *)0)->kind))

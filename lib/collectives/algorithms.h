@@ -14,6 +14,13 @@ enum tnt_coll_kind {
     TNT_COLL_BARRIER,
     TNT_COLL_ALLGATHER,
     TNT_COLL_REDUCE_SCATTER,
+    TNT_COLL_REDUCE,     /* rooted: an allreduce's schedule (reduce_root.c) */
+    TNT_COLL_GATHER,
+    TNT_COLL_SCATTER,
+    TNT_COLL_ALLTOALL,
+    TNT_COLL_ALLTOALLV,  /* count 0; the sizes are in tnt_coll_args_t.v */
+    TNT_COLL_P2P,        /* tnt_send / tnt_recv: not a collective
+                            (core/p2p.h) */
     TNT_COLL_KIND_END
 };
 
@@ -33,6 +40,8 @@ enum tnt_algo {
     TNT_ALGO_SLOTS,     /* allreduce, one host: shm slots, no messages */
     TNT_ALGO_STAGED,    /* allreduce, one host: shm staging, no messages */
     TNT_ALGO_MAPPED,    /* allreduce, one host, shared allocations: in place */
+    TNT_ALGO_PAIRWISE,  /* alltoall(v): one message to every peer */
+    TNT_ALGO_P2P,       /* tnt_send / tnt_recv: one message */
     TNT_ALGO_END
 };
 
@@ -79,6 +88,14 @@ typedef struct tnt_coll_args {
      * rank (core/mem.h); the caller's promise is that they do on every
      * rank (tnt_mem_alloc says so). Only selection reads it. */
     int mapped;
+    /* alltoallv only: sendcounts, sdispls, recvcounts, rdispls (nranks
+     * entries each, elements), valid while the schedule is built. Not
+     * part of the schedule cache's key: an alltoallv's schedule is built
+     * for its call and never cached (core/engine.c, get_sched). */
+    const size_t *v[4];
+    /* p2p only: a send (else a receive) to/from rank `root`, its tag. */
+    int p2p_send;
+    uint32_t tag;
 } tnt_coll_args_t;
 
 const char *tnt__algo_name(int algo);
@@ -122,6 +139,10 @@ enum tnt_algo_rule_id {
     TNT_RULE_PIPELINE,
     TNT_RULE_BARRIER,
     TNT_RULE_GATHER_RING,
+    TNT_RULE_REDUCE,
+    TNT_RULE_ROOTED_FLAT,
+    TNT_RULE_PAIRWISE,
+    TNT_RULE_P2P,
     TNT_RULE_COUNT
 };
 
@@ -167,6 +188,19 @@ tnt_result_t tnt__allgather_ring(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__reduce_scatter_ring(const tnt_coll_args_t *a,
                                       tnt_sched_t *s);
 tnt_result_t tnt__local_copy(const tnt_coll_args_t *a, tnt_sched_t *s);
+tnt_result_t tnt__reduce_root(const tnt_coll_args_t *a, int algo,
+                              tnt_sched_t *s);
+tnt_result_t tnt__gather_flat(const tnt_coll_args_t *a, tnt_sched_t *s);
+tnt_result_t tnt__scatter_flat(const tnt_coll_args_t *a, tnt_sched_t *s);
+tnt_result_t tnt__alltoall_pairwise(const tnt_coll_args_t *a,
+                                    tnt_sched_t *s);
+tnt_result_t tnt__p2p_sched(const tnt_coll_args_t *a, tnt_sched_t *s);
+/** The allreduce algorithm whose schedule a reduce of `a` runs: the one
+ *  tnt_allreduce would pick for the same arguments, on-host ones
+ *  replaced by the direct allreduce (the same rank-order chain, so the
+ *  same bits; reduce_root.c). `forced`: TNT_ALLREDUCE_ALGO's. */
+tnt_result_t tnt__reduce_algo(const tnt_coll_args_t *a, int forced,
+                              int *algo);
 
 /** First step of a broadcast's signature check (select.c): above every
  *  step a schedule's data uses, and below bits 30 and 31, which the

@@ -62,6 +62,8 @@ static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_SLOTS] = "slots",
     [TNT_ALGO_STAGED] = "staged",
     [TNT_ALGO_MAPPED] = "mapped",
+    [TNT_ALGO_PAIRWISE] = "pairwise",
+    [TNT_ALGO_P2P] = "p2p",
 };
 
 const char *tnt__algo_name(int algo)
@@ -153,6 +155,16 @@ static const tnt_algo_rule_t k_rules[TNT_RULE_COUNT] = {
                           "always"},
     [TNT_RULE_GATHER_RING] = {-1, TNT_ALGO_RING, 0, 0,
                               "allgather and reduce-scatter: always"},
+    [TNT_RULE_REDUCE] = {TNT_COLL_REDUCE, -1, 0, 0,
+                         "reduce: the allreduce's algorithm for the same "
+                         "arguments (on one host over shared memory: "
+                         "direct), so the same bits"},
+    [TNT_RULE_ROOTED_FLAT] = {-1, TNT_ALGO_FLAT, 0, 0,
+                              "gather and scatter: always"},
+    [TNT_RULE_PAIRWISE] = {-1, TNT_ALGO_PAIRWISE, 0, 0,
+                           "alltoall and alltoallv: always"},
+    [TNT_RULE_P2P] = {-1, TNT_ALGO_P2P, 0, 0,
+                      "tnt_send and tnt_recv: one message"},
 };
 
 const tnt_algo_rule_t *tnt__algo_rule(int rule)
@@ -195,10 +207,21 @@ tnt_result_t tnt__algo_select_why(const tnt_coll_args_t *a, int forced,
                                   int *algo, int *rule)
 {
     size_t bytes = a->count * a->esize;
+    if (a->kind == TNT_COLL_P2P) { /* never to itself: checked by the API */
+        *algo = TNT_ALGO_P2P;
+        *rule = TNT_RULE_P2P;
+        return TNT_SUCCESS;
+    }
     if (a->nranks == 1) {
         *algo = TNT_ALGO_LOCAL;
         *rule = TNT_RULE_SINGLE;
         return TNT_SUCCESS;
+    }
+    /* A reduce follows the allreduce's choice, forced one included
+     * (reduce_root.c says why). */
+    if (a->kind == TNT_COLL_REDUCE) {
+        *rule = TNT_RULE_REDUCE;
+        return tnt__reduce_algo(a, forced, algo);
     }
     if (forced != TNT_ALGO_AUTO) {
         *rule = TNT_RULE_FORCED;
@@ -305,6 +328,16 @@ tnt_result_t tnt__algo_select_why(const tnt_coll_args_t *a, int forced,
         *algo = TNT_ALGO_RING;
         *rule = TNT_RULE_GATHER_RING;
         break;
+    case TNT_COLL_GATHER:
+    case TNT_COLL_SCATTER:
+        *algo = TNT_ALGO_FLAT;
+        *rule = TNT_RULE_ROOTED_FLAT;
+        break;
+    case TNT_COLL_ALLTOALL:
+    case TNT_COLL_ALLTOALLV:
+        *algo = TNT_ALGO_PAIRWISE;
+        *rule = TNT_RULE_PAIRWISE;
+        break;
     default:
         return tnt__error(TNT_ERR_INTERNAL, "unknown collective kind %d",
                           a->kind);
@@ -324,7 +357,11 @@ tnt_result_t tnt__local_copy(const tnt_coll_args_t *a, tnt_sched_t *s)
     size_t bytes = a->count * a->esize;
     int copies = (a->kind == TNT_COLL_ALLREDUCE ||
                   a->kind == TNT_COLL_ALLGATHER ||
-                  a->kind == TNT_COLL_REDUCE_SCATTER);
+                  a->kind == TNT_COLL_REDUCE_SCATTER ||
+                  a->kind == TNT_COLL_REDUCE ||
+                  a->kind == TNT_COLL_GATHER ||
+                  a->kind == TNT_COLL_SCATTER ||
+                  a->kind == TNT_COLL_ALLTOALL);
     if (copies && !a->in_place && bytes > 0)
         tnt__sched_copy(s, tnt__ref(TNT_BUF_RECV, 0),
                         tnt__ref(TNT_BUF_SEND, 0), bytes);
@@ -365,6 +402,14 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
 {
     tnt__sched_init(s, a->rank, a->nranks, a->esize);
     tnt_result_t rc;
+    if (a->kind == TNT_COLL_REDUCE) {
+        rc = tnt__reduce_root(a, algo, s);
+        goto built;
+    }
+    /* One rank's alltoallv copies its own block as the pairwise one does
+     * for any rank count. */
+    if (a->kind == TNT_COLL_ALLTOALLV && algo == TNT_ALGO_LOCAL)
+        algo = TNT_ALGO_PAIRWISE;
     switch (algo) {
     case TNT_ALGO_LOCAL: rc = tnt__local_copy(a, s); break;
     case TNT_ALGO_RING:
@@ -377,7 +422,13 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
     case TNT_ALGO_HIER: rc = tnt__allreduce_hier(a, s); break;
     case TNT_ALGO_ONESHOT: rc = tnt__allreduce_oneshot(a, s); break;
     case TNT_ALGO_DIRECT: rc = tnt__allreduce_direct(a, s); break;
-    case TNT_ALGO_FLAT: rc = tnt__bcast_flat(a, s); break;
+    case TNT_ALGO_FLAT:
+        rc = a->kind == TNT_COLL_GATHER    ? tnt__gather_flat(a, s)
+             : a->kind == TNT_COLL_SCATTER ? tnt__scatter_flat(a, s)
+                                           : tnt__bcast_flat(a, s);
+        break;
+    case TNT_ALGO_PAIRWISE: rc = tnt__alltoall_pairwise(a, s); break;
+    case TNT_ALGO_P2P: rc = tnt__p2p_sched(a, s); break;
     case TNT_ALGO_BINOMIAL: rc = tnt__bcast_binomial(a, s); break;
     case TNT_ALGO_PIPELINE: rc = tnt__bcast_pipeline(a, s); break;
     case TNT_ALGO_DISSEMINATION: rc = tnt__barrier_dissemination(a, s); break;
@@ -388,8 +439,12 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
         rc = tnt__error(TNT_ERR_INTERNAL, "no builder for algorithm %d",
                         algo);
     }
-    if (rc == TNT_SUCCESS && a->kind == TNT_COLL_BROADCAST &&
-        algo != TNT_ALGO_LOCAL)
+built:
+    /* Broadcast, gather, scatter: data flows between the root and each
+     * rank only, so a rank would not hear from every other (above). */
+    if (rc == TNT_SUCCESS && algo != TNT_ALGO_LOCAL &&
+        (a->kind == TNT_COLL_BROADCAST || a->kind == TNT_COLL_GATHER ||
+         a->kind == TNT_COLL_SCATTER))
         add_signature_check(a, s);
     if (rc == TNT_SUCCESS)
         rc = tnt__sched_finalize(s);

@@ -22,6 +22,7 @@
 #include "core/engine_internal.h"
 #include "core/timeline.h"
 #include "core/engine_flow.h"
+#include "core/p2p.h"
 #include "core/progress.h"
 #include "core/report.h"
 
@@ -33,12 +34,20 @@ const char *tnt__coll_kind_name(int kind)
     case TNT_COLL_BARRIER: return "barrier";
     case TNT_COLL_ALLGATHER: return "allgather";
     case TNT_COLL_REDUCE_SCATTER: return "reduce_scatter";
+    case TNT_COLL_REDUCE: return "reduce";
+    case TNT_COLL_GATHER: return "gather";
+    case TNT_COLL_SCATTER: return "scatter";
+    case TNT_COLL_ALLTOALL: return "alltoall";
+    case TNT_COLL_ALLTOALLV: return "alltoallv";
+    case TNT_COLL_P2P: return "send/recv";
     default: return "unknown";
     }
 }
 
-/* Only the fields the collective has: a broadcast has no op, a barrier
- * no count, dtype or op, and only a broadcast has a root. */
+/* Only the fields the collective has: a barrier has no count, dtype or
+ * op; only reduce and the reductions have an op; only the rooted ones
+ * (broadcast, reduce, gather, scatter) a root; an alltoallv's sizes are
+ * per peer (a wrong one is reported where it arrives). */
 void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len)
 {
     const char *kind = tnt__coll_kind_name(h->kind);
@@ -46,10 +55,19 @@ void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len)
     const char *dt = tnt_dtype_name((tnt_dtype_t)h->dtype);
     if (h->kind == TNT_COLL_BARRIER)
         snprintf(buf, len, "%s(algo=%s)", kind, algo);
-    else if (h->kind == TNT_COLL_BROADCAST)
+    else if (h->kind == TNT_COLL_BROADCAST || h->kind == TNT_COLL_GATHER ||
+             h->kind == TNT_COLL_SCATTER)
         snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, root=%d, "
                  "algo=%s)", kind, h->count, dt, h->root, algo);
-    else if (h->kind == TNT_COLL_ALLGATHER)
+    else if (h->kind == TNT_COLL_REDUCE)
+        snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, op=%s, "
+                 "root=%d, algo=%s)", kind, h->count, dt,
+                 tnt_op_name((tnt_op_t)h->op), h->root, algo);
+    else if (h->kind == TNT_COLL_ALLTOALLV)
+        snprintf(buf, len, "%s(dtype=%s, algo=%s)", kind, dt, algo);
+    else if (h->kind == TNT_COLL_P2P)
+        snprintf(buf, len, "%s(dtype=%s)", kind, dt);
+    else if (h->kind == TNT_COLL_ALLGATHER || h->kind == TNT_COLL_ALLTOALL)
         snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, algo=%s)", kind,
                  h->count, dt, algo);
     else
@@ -78,6 +96,23 @@ static tnt_result_t get_sched(struct tnt_comm *comm,
 {
     if (tnt__algo_onhost(algo)) {
         *out = &no_sched;
+        return TNT_SUCCESS;
+    }
+    /* An alltoallv's schedule depends on its four arrays, which the
+     * cache's key does not hold: built for this call, freed with it. */
+    /* A p2p's tag and direction are not in the key either. */
+    if (args->kind == TNT_COLL_ALLTOALLV || args->kind == TNT_COLL_P2P) {
+        tnt_sched_t *s = malloc(sizeof(*s));
+        if (!s)
+            return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for a "
+                              "schedule");
+        tnt_result_t rc = tnt__build_schedule(args, algo, s);
+        if (rc != TNT_SUCCESS) {
+            free(s);
+            return rc;
+        }
+        s->refs = 1;
+        *out = s;
         return TNT_SUCCESS;
     }
     return tnt__sched_cache_get(&comm->sched_cache, args, algo, out);
@@ -365,6 +400,7 @@ void tnt__engine_free_requests(struct tnt_comm *comm)
         tnt__flow_reset_peer(comm, p);
     }
     tnt__flow_free(comm);
+    tnt__p2p_free(comm);
     while (comm->flow.unexp_slabs) {
         tnt_unexp_slab_t *slab = comm->flow.unexp_slabs;
         comm->flow.unexp_slabs = slab->next;
@@ -561,7 +597,8 @@ void tnt__send_data(struct tnt_comm *comm, struct tnt_request *req,
     else if (rc < 0) {
         char what[300];
         snprintf(what, sizeof(what), "sending %s #%" PRIu64 " failed: %s",
-                 tnt__coll_kind_name(req->args.kind), req->seq,
+                 tnt__coll_kind_name(req->args.kind),
+                 req->seq & ~TNT_P2P_SEQ_BIT,
                  tnt_last_error());
         tnt__fail_peer_lost(comm, sop->peer, what);
     }
@@ -628,7 +665,8 @@ static void fail_dead_peer(struct tnt_comm *comm, struct tnt_request *req,
 {
     char what[160];
     snprintf(what, sizeof(what), "%s #%" PRIu64 " needs it",
-             tnt__coll_kind_name(req->args.kind), req->seq);
+             tnt__coll_kind_name(req->args.kind),
+             req->seq & ~TNT_P2P_SEQ_BIT);
     if (p->dead == TNT_ERR_PEER_LOST || comm->fault.first_lost != p->rank) {
         tnt__fail_peer_lost(comm, p->rank, what);
         return;
@@ -643,6 +681,19 @@ static int matches(const tnt_msg_hdr_t *h, const struct tnt_request *req,
                    uint32_t step)
 {
     return h->seq == req->seq && h->step == step;
+}
+
+/* A p2p receive meets its early message (or RTS) here, where
+ * early_mismatch does not look (a p2p seq is not unique on a rank,
+ * p2p.h): the signature (dtype) is checked now. 1 if it differs
+ * (failed). */
+static int p2p_mismatch(struct tnt_comm *comm, struct tnt_request *req,
+                        int peer, const tnt_msg_hdr_t *h)
+{
+    if (req->args.kind != TNT_COLL_P2P || tnt__sig_equal(h, &req->sig))
+        return 0;
+    tnt__report_mismatch(comm, req, h, peer);
+    return 1;
 }
 
 static void unlink_unexp(tnt_peer_t *p, tnt_unexp_t *u)
@@ -690,6 +741,9 @@ static void post_recv(struct tnt_comm *comm, struct tnt_request *req,
     for (tnt_unexp_t *u = p->unexp_head; u; u = u->next) {
         if (tnt__flow_is_rts(u) && u->hdr.seq == req->seq &&
             (u->hdr.step & ~TNT_STEP_CTL) == sop->step) {
+            if (p2p_mismatch(comm, req, p->rank, &u->hdr) ||
+                tnt__vsize_mismatch(comm, req, p->rank, &u->hdr, sop))
+                return;
             /* The sender waits for this receive: no data can be here. */
             unlink_unexp(p, u);
             tnt__free_unexp(comm, u);
@@ -698,11 +752,15 @@ static void post_recv(struct tnt_comm *comm, struct tnt_request *req,
         }
         if (!matches(&u->hdr, req, sop->step) || u->claimed)
             continue;
+        if (p2p_mismatch(comm, req, p->rank, &u->hdr) ||
+            tnt__vsize_mismatch(comm, req, p->rank, &u->hdr, sop))
+            return;
         if (u->len != sop->bytes) {
             tnt__engine_fail(comm, TNT_ERR_MISMATCH, "rank %d: %s seq %"
                              PRIu64 " step %u expected %zu bytes from rank "
                              "%d but got %zu", comm->rank,
-                             tnt__coll_kind_name(req->args.kind), req->seq, sop->step,
+                             tnt__coll_kind_name(req->args.kind),
+                 req->seq & ~TNT_P2P_SEQ_BIT, sop->step,
                              sop->bytes, p->rank, u->len);
             return;
         }
@@ -777,10 +835,13 @@ void tnt__run_ready(struct tnt_comm *comm, struct tnt_request *req)
 
 /* ---- posting -------------------------------------------------------- */
 
+/* An alltoallv's headers carry each message's own count, not a common
+ * one (engine_vsize.c compares it with the receive). */
 int tnt__sig_equal(const tnt_msg_hdr_t *a, const tnt_msg_hdr_t *b)
 {
+    int vsize = a->kind == TNT_COLL_ALLTOALLV || a->kind == TNT_COLL_P2P;
     return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op &&
-           a->algo == b->algo && a->count == b->count &&
+           a->algo == b->algo && (vsize || a->count == b->count) &&
            a->root == b->root && a->nranks == b->nranks;
 }
 
@@ -790,6 +851,13 @@ void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
     char mine[160], other[160];
     tnt__describe_sig(&req->sig, mine, sizeof(mine));
     tnt__describe_sig(theirs, other, sizeof(other));
+    if (req->args.kind == TNT_COLL_P2P) { /* no collective number */
+        tnt__engine_fail(comm, TNT_ERR_MISMATCH, "send/recv mismatch: "
+                         "rank %d posted %s with rank %d, tag %u, but "
+                         "rank %d sent %s", comm->rank, mine, peer,
+                         req->args.tag, peer, other);
+        return;
+    }
     /* The one difference that is not in the caller's arguments: */
     int mapped = (req->sig.algo == TNT_ALGO_MAPPED) +
                  (theirs->algo == TNT_ALGO_MAPPED);
@@ -802,7 +870,8 @@ void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
 
 static int forced_algo(struct tnt_comm *comm, int kind)
 {
-    if (kind == TNT_COLL_ALLREDUCE)
+    /* A reduce runs the allreduce's schedule (collectives/reduce_root.c). */
+    if (kind == TNT_COLL_ALLREDUCE || kind == TNT_COLL_REDUCE)
         return comm->params.allreduce_algo;
     if (kind == TNT_COLL_BROADCAST)
         return comm->params.bcast_algo;
@@ -869,6 +938,8 @@ tnt_result_t tnt__engine_prepare(struct tnt_comm *comm,
  * one was (the communicator has failed). */
 static int early_mismatch(struct tnt_comm *comm, struct tnt_request *req)
 {
+    if (req->args.kind == TNT_COLL_P2P) /* post_recv's p2p_mismatch */
+        return 0;
     for (int i = 0; i < comm->nranks; i++)
         for (tnt_unexp_t *u = comm->peers[i].unexp_head; u; u = u->next)
             if (u->hdr.seq == req->seq && !tnt__sig_equal(&u->hdr,
@@ -945,12 +1016,30 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
         req->bufs[TNT_BUF_SCRATCH] = req->scratch;
     }
     req->comm = comm;
-    req->seq = comm->next_seq++;
+    if (args->kind == TNT_COLL_P2P) {
+        /* Its own numbering: the collectives' sequence is left alone
+         * (p2p.h). */
+        req->seq = tnt__p2p_next_seq(comm, args->p2p_send, args->root,
+                                     args->tag);
+        if (!req->seq) {
+            free_request(comm, req);
+            return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for the "
+                              "point-to-point counters");
+        }
+        sig->root = 0; /* the peer: rank `root` on one side, this rank on
+                          the other */
+    } else {
+        req->seq = comm->next_seq++;
+    }
     sig->seq = req->seq;
-    comm->reqs.recent_sigs[req->seq % TNT_RECENT_SIGS] = *sig;
+    if (args->kind != TNT_COLL_P2P)
+        comm->reqs.recent_sigs[req->seq % TNT_RECENT_SIGS] = *sig;
     /* Counted here, before the lean slots path may finish it. */
-    tnt__count_post(&comm->stats, args->kind, algo,
-                    (uint64_t)args->count * args->esize);
+    uint64_t counted = (uint64_t)args->count * args->esize;
+    if (args->kind == TNT_COLL_ALLTOALLV) /* no count: what it sends */
+        for (int q = 0; q < args->nranks; q++)
+            counted += (uint64_t)args->v[0][q] * args->esize;
+    tnt__count_post(&comm->stats, args->kind, algo, counted);
     double now = tnt__now_coarse();
     req->timeout.deadline = now + comm->params.timeout_s;
     /* A blocking small allreduce among ranks of this host, nothing else
@@ -980,6 +1069,8 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
         if (req->sched->ops[i].kind == TNT_SOP_SEND) {
             os->hdr = *sig;
             os->hdr.step = req->sched->ops[i].step;
+            if (args->kind == TNT_COLL_ALLTOALLV) /* engine_vsize.c */
+                os->hdr.count = req->sched->ops[i].bytes / args->esize;
         }
         if (os->deps_left == 0)
             push_ready(req, i);
@@ -1198,7 +1289,8 @@ static tnt_result_t wait_locked(struct tnt_request *req, double timeout_s,
     if (rc == TNT_INPROGRESS)
         rc = tnt__error(TNT_TIMEOUT, "rank %d: %s #%" PRIu64 " not done "
                         "after %.3f s", comm->rank,
-                        tnt__coll_kind_name(req->args.kind), req->seq,
+                        tnt__coll_kind_name(req->args.kind),
+                 req->seq & ~TNT_P2P_SEQ_BIT,
                         timeout_s);
     else if (rc != TNT_SUCCESS) /* errors, and a deadline that expired */
         tnt__error_str(rc, comm->fail_msg);
@@ -1350,7 +1442,8 @@ void tnt__engine_check_deadlines(struct tnt_comm *comm, double now)
         tnt__engine_fail(comm, TNT_ERR_TIMEOUT, "rank %d: %s #%" PRIu64
                          " timed out after %.1f s (TNT_TIMEOUT)%s%s, %u of %u "
                          "operations left; waiting for: %s", comm->rank, sig,
-                         r->seq, comm->params.timeout_s, *behind ? ": " : "",
+                         r->seq & ~TNT_P2P_SEQ_BIT, comm->params.timeout_s,
+                         *behind ? ": " : "",
                          behind, r->ops_left, tnt__request_nops(r), what);
         return;
     }

@@ -438,6 +438,7 @@ struct tnt_comm {
      * piece per pass, onhost/mapped_allreduce.c): poll again without sleeping. */
     int stage_more;
     tnt_mem_table_t mem;       /* shared allocations (core/mem.c) */
+    struct tnt_p2p_seqs *p2p;  /* tnt_send/tnt_recv numbering (p2p.c) */
     unsigned char *map_acc;    /* the mapped allreduce's block, lazily */
 };
 

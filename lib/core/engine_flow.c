@@ -240,6 +240,9 @@ int tnt__flow_header(struct tnt_comm *comm, int peer, const tnt_msg_hdr_t *h,
     uint32_t step = h->step & ~TNT_STEP_CTL;
     for (tnt_opstate_t *os = p->posted; os; os = os->next)
         if (os->coll == req && req->sched->ops[os->op].step == step) {
+            if (tnt__vsize_mismatch(comm, req, peer, h,
+                                    &req->sched->ops[os->op]))
+                return -1;
             send_cts(comm, p, os);
             return 1;
         }

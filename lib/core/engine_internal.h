@@ -74,6 +74,16 @@ void tnt__run_compute(const struct tnt_request *req, uint32_t op);
 /** Finish req with rc now that no computation runs on it any more. */
 void tnt__finish_late(struct tnt_request *req);
 int tnt__sig_equal(const tnt_msg_hdr_t *a, const tnt_msg_hdr_t *b);
+/** An alltoallv's message (or its RTS) from `peer` for receive `sop` of
+ *  req: its header's count is the elements the sender sends (the
+ *  signature has no count, the blocks differ by peer). If that is not
+ *  what the receive expects, fail the communicator with
+ *  TNT_ERR_MISMATCH naming both ranks and both counts, and return 1;
+ *  else 0 (always 0 for other collectives, whose sizes the signature
+ *  fixes). engine_vsize.c. */
+int tnt__vsize_mismatch(struct tnt_comm *comm, struct tnt_request *req,
+                        int peer, const tnt_msg_hdr_t *h,
+                        const tnt_sop_t *sop);
 /** `peer` sent h for collective h->seq, which this rank posted already:
  *  if this rank called something else there, fail with the mismatch and
  *  return 1. */

@@ -17,6 +17,7 @@
 #include "core/msg_hdr.h"
 #include "core/progress.h"
 #include "core/report.h"
+#include "core/p2p.h"
 
 /* ---- transport upcalls ------------------------------------------------ */
 
@@ -182,9 +183,14 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
         return tnt__error_str(comm->fail_rc, comm->fail_msg);
     tnt_peer_t *p = &comm->peers[peer];
 
-    struct tnt_request *req = tnt__active_first(comm);
-    while (req && req->seq != h.seq)
-        req = tnt__active_next(comm, req);
+    struct tnt_request *req;
+    if (h.seq & TNT_P2P_SEQ_BIT) {
+        req = tnt__p2p_find(comm, peer, &h);
+    } else {
+        req = tnt__active_first(comm);
+        while (req && req->seq != h.seq)
+            req = tnt__active_next(comm, req);
+    }
     if (req && !tnt__sig_equal(&h, &req->sig)) {
         tnt__report_mismatch(comm, req, &h, peer);
         return TNT_ERR_MISMATCH;
@@ -206,6 +212,8 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
             const tnt_sop_t *sop = &os->coll->sched->ops[os->op];
             if (os->coll != req || sop->step != h.step)
                 continue;
+            if (tnt__vsize_mismatch(comm, req, peer, &h, sop))
+                return TNT_ERR_MISMATCH;
             if (sop->bytes != payload_len) {
                 tnt__engine_fail(comm, TNT_ERR_MISMATCH, "rank %d: %s #%"
                                  PRIu64 " step %u: rank %d sent %zu bytes, "

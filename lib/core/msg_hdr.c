@@ -38,6 +38,7 @@ const char *tnt__msg_hdr_parse(const void *hdr, size_t hdr_len,
     /* No collective moves more than count elements per rank. */
     if (out->count > SIZE_MAX / esize / (size_t)nranks)
         return "element count too large";
+    /* (An alltoallv's header carries its message's own count.) */
     if (payload_len > (size_t)out->count * esize * (size_t)nranks)
         return "payload larger than the collective";
     return NULL;

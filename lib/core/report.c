@@ -133,8 +133,8 @@ static void my_progress(struct tnt_comm *comm, uint64_t *seq,
     const struct tnt_request *old = NULL;
     for (const struct tnt_request *r = tnt__active_first(comm); r;
          r = tnt__active_next(comm, r))
-        if (!old || r->seq < old->seq)
-            old = r;
+        if (r->args.kind != TNT_COLL_P2P && (!old || r->seq < old->seq))
+            old = r; /* a p2p's seq is not the collectives' (p2p.h) */
     *seq = old ? old->seq : comm->next_seq;
     *step = old ? 0 : TNT_PROGRESS_IDLE;
     *waits = -1;

@@ -13,8 +13,11 @@
 #include "core/engine.h"
 #include "util/error.h"
 
-_Static_assert(TNT_COLL_KIND_END <= TNT_STATS_KINDS + 1,
-               "tnt.h: raise TNT_STATS_KINDS");
+/* kind[] is full: the kinds past TNT_STATS_SCATTER are fields of their
+ * own (tnt_stats_t.alltoall). */
+_Static_assert(TNT_COLL_ALLTOALL == TNT_STATS_KINDS + 1 &&
+               TNT_COLL_KIND_END == TNT_COLL_P2P + 1,
+               "tnt.h: a new kind needs a field of tnt_stats_t");
 _Static_assert(TNT_ALGO_END <= TNT_STATS_ALGOS,
                "tnt.h: raise TNT_STATS_ALGOS");
 _Static_assert(TNT_TP_MAX <= TNT_STATS_TRANSPORTS,
@@ -29,6 +32,9 @@ static int public_kind(int kind)
     case TNT_COLL_ALLGATHER: return TNT_STATS_ALLGATHER;
     case TNT_COLL_REDUCE_SCATTER: return TNT_STATS_REDUCE_SCATTER;
     case TNT_COLL_BARRIER: return TNT_STATS_BARRIER;
+    case TNT_COLL_REDUCE: return TNT_STATS_REDUCE;
+    case TNT_COLL_GATHER: return TNT_STATS_GATHER;
+    case TNT_COLL_SCATTER: return TNT_STATS_SCATTER;
     default: return -1;
     }
 }
@@ -85,6 +91,14 @@ TNT_API tnt_result_t tnt_comm_stats(tnt_comm_t comm, tnt_stats_t *out)
     const tnt_comm_counters_t *c = &comm->stats;
     for (int k = 1; k < TNT_COLL_KIND_END; k++) {
         int pk = public_kind(k);
+        if (k == TNT_COLL_ALLTOALL || k == TNT_COLL_ALLTOALLV) {
+            s.alltoall.calls += c->kind_calls[k];
+            s.alltoall.bytes += c->kind_bytes[k];
+        }
+        if (k == TNT_COLL_P2P) {
+            s.p2p.calls += c->kind_calls[k];
+            s.p2p.bytes += c->kind_bytes[k];
+        }
         if (pk < 0)
             continue;
         s.kind[pk].calls = c->kind_calls[k];

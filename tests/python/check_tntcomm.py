@@ -307,6 +307,58 @@ def check_stats(rank, size):
           "stats: wait and high-water mark")
 
 
+def check_rooted(rank, size):
+    """reduce, gather and scatter at every root, alltoall: each against
+    its numpy reference; reduce also bit for bit against allreduce on
+    random float64 values whose sums round."""
+    for root in range(size):
+        for dtype in [np.float32, np.float16, np.int32, np.uint8]:
+            for op in ["sum", "max", "avg"]:
+                for n in [0, 1, 7, 1000]:
+                    got = tnt.reduce(data(rank, n, dtype, op), op=op,
+                                     root=root)
+                    what = "reduce %s %s n=%d root %d" % (
+                        np.dtype(dtype), op, n, root)
+                    if rank == root:
+                        same(got, reference(size, n, dtype, op), what)
+                    else:
+                        check(got is None, what + ": None off the root")
+        x = np.random.default_rng(root * 100 + rank).uniform(-1, 1, 5001)
+        got = tnt.reduce(x, root=root)
+        want = tnt.allreduce(x)
+        if rank == root:
+            check(got.tobytes() == want.tobytes(),
+                  "reduce root %d: bitwise what allreduce gives" % root)
+        for n in [0, 1, 7, 1000]:
+            x = data(rank, n, np.int64, "sum")
+            got = tnt.gather(x, root=root)
+            if rank == root:
+                same(got, np.concatenate([data(r, n, np.int64, "sum")
+                                          for r in range(size)]),
+                     "gather n=%d root %d" % (n, root))
+            else:
+                check(got is None, "gather: None off the root")
+            full = np.concatenate([data(r + root, n, np.float32, "sum")
+                                   for r in range(size)])
+            mine = full if rank == root else np.zeros_like(full)
+            same(tnt.scatter(mine, root=root),
+                 data(rank + root, n, np.float32, "sum"),
+                 "scatter n=%d root %d" % (n, root))
+    for n in [0, 1, 7, 1000]:
+        blocks = [data(rank * size + j, n, np.int32, "sum")
+                  for j in range(size)]
+        got = tnt.alltoall(np.concatenate(blocks).reshape(size * n))
+        want = np.concatenate([data(r * size + rank, n, np.int32, "sum")
+                               for r in range(size)])
+        same(got, want, "alltoall n=%d" % n)
+    try:
+        tnt.scatter(np.zeros(size * 2 + 1), root=0)
+        check(size == 1, "scatter of rows not divisible by size raises")
+    except ValueError as e:
+        check("divisible" in str(e), "scatter's ValueError says why")
+    tnt.barrier()
+
+
 def main():
     rank, size = tnt.get_rank(), tnt.get_size()
     check_rank_api(rank, size)
@@ -316,6 +368,7 @@ def main():
     check_broadcast(rank, size)
     check_allgather(rank, size)
     check_reduce_scatter(rank, size)
+    check_rooted(rank, size)
     check_nonblocking(rank, size)
     check_errors(rank, size)
     check_micro_batch(rank, size)

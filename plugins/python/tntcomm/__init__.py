@@ -29,6 +29,7 @@ __all__ = ["TntError", "init", "finalize", "get_rank", "get_size",
            "get_master_rank", "is_master_rank", "allreduce", "broadcast",
            "barrier", "allgather", "reduce_scatter", "iallreduce",
            "ibroadcast", "ibarrier", "iallgather", "ireduce_scatter",
+           "reduce", "gather", "scatter", "alltoall",
            "Request", "micro_batch", "Fusion", "version", "__version__",
            "stats",
            "SUM", "AVG", "PROD", "MIN", "MAX"]
@@ -223,4 +224,5 @@ def micro_batch(global_batch, rank=None, size=None):
 from ._fusion import Fusion  # noqa: E402  (needs the names above)
 from ._gather import (allgather, reduce_scatter, iallreduce,  # noqa: E402
                       ibroadcast, ibarrier, iallgather, ireduce_scatter)
+from ._rooted import reduce, gather, scatter, alltoall  # noqa: E402
 from ._request import Request  # noqa: E402

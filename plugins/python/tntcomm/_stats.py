@@ -1,6 +1,6 @@
 """tntcomm.stats(): tnt_comm_stats (include/tnt/tnt.h) as a dict.
 
-The ctypes mirror of tnt_stats_t, version 1. The struct is versioned by
+The ctypes mirror of tnt_stats_t (0.5: with the alltoall field). The struct is versioned by
 its size: this mirror passes its own size, and the library fills what
 both know, so a newer library still answers it.
 """
@@ -9,7 +9,8 @@ import ctypes
 from ._lib import lib
 
 _u64 = ctypes.c_uint64
-KINDS = ("allreduce", "broadcast", "allgather", "reduce_scatter", "barrier")
+KINDS = ("allreduce", "broadcast", "allgather", "reduce_scatter", "barrier",
+         "reduce", "gather", "scatter")
 _NKINDS, _NALGOS, _NTPS = 8, 24, 4   # TNT_STATS_KINDS, _ALGOS, _TRANSPORTS
 _RUNNING, _REPORTS = 0x1, 0x2        # TNT_STATS_TP_*
 
@@ -29,11 +30,12 @@ class Transport(ctypes.Structure):
 
 
 class Stats(ctypes.Structure):
-    """tnt_stats_t, version 1"""
+    """tnt_stats_t"""
     _fields_ = [("size", ctypes.c_size_t), ("version", ctypes.c_uint32),
                 ("reserved", ctypes.c_uint32), ("kind", Count * _NKINDS),
                 ("algo", Count * _NALGOS), ("transport", Transport * _NTPS),
-                ("wait_ns", _u64), ("unexpected_hwm", _u64)]
+                ("wait_ns", _u64), ("unexpected_hwm", _u64),
+                ("alltoall", Count)]
 
 
 lib.tnt_comm_stats.restype = ctypes.c_int
@@ -66,8 +68,11 @@ def query(comm):
             d["reports"] = bool(t.flags & _REPORTS)
             transports[t.name.decode()] = d
     return rc, {
-        "kinds": {k: {"calls": s.kind[i].calls, "bytes": s.kind[i].bytes}
-                  for i, k in enumerate(KINDS)},
+        "kinds": dict({k: {"calls": s.kind[i].calls,
+                           "bytes": s.kind[i].bytes}
+                       for i, k in enumerate(KINDS)},
+                      alltoall={"calls": s.alltoall.calls,
+                                "bytes": s.alltoall.bytes}),
         "algorithms": algos,
         "transports": transports,
         "wait_s": s.wait_ns * 1e-9,
