@@ -207,7 +207,9 @@ def noncontig(t):
 
 def case_collectives(rank, size, path):
     """Every operation of the backend, sizes 0, 1 and primes, every root,
-    contiguous and not, each element against its reference."""
+    contiguous and not, each element against its reference; all-to-all
+    with even and uneven splits; send/recv with two tags received in the
+    opposite order."""
     init(rank, size, path)
     for n in (0, 1, 7, 1031):
         for root in range(size):
@@ -260,6 +262,67 @@ def case_collectives(rank, size, path):
         for r in range(size):
             assert torch.equal(lists[r][0], block(r, 0, n))
             assert lists[r][1].tolist() == [r, 7, -r]
+        # all_to_all_single, even and uneven splits (rows of 3 columns:
+        # rank r sends (r + j) % 3 + n % 2 rows to rank j)
+        cols = 3
+        even_in = block(rank, 0, size * (n + 1) * cols).view(-1, cols)
+        even_out = torch.empty_like(even_in)
+        dist.all_to_all_single(even_out, even_in)
+        rows = n + 1
+        for j in range(size):
+            got = even_out[j * rows:(j + 1) * rows]
+            want = block(j, 0, size * rows * cols).view(-1, cols)[
+                rank * rows:(rank + 1) * rows]
+            assert torch.equal(got, want), ("all_to_all_single even", n)
+
+        def nrows(src, dst):
+            return (src + dst) % 3 + n % 2
+        in_splits = [nrows(rank, j) for j in range(size)]
+        out_splits = [nrows(j, rank) for j in range(size)]
+        src = block(rank, 1, sum(in_splits) * cols).view(-1, cols)
+        out = torch.empty(sum(out_splits), cols)
+        dist.all_to_all_single(out, src, out_splits, in_splits)
+        off = 0
+        for j in range(size):
+            theirs = block(j, 1, sum(nrows(j, k) for k in range(size))
+                           * cols).view(-1, cols)
+            start = sum(nrows(j, k) for k in range(rank))
+            want = theirs[start:start + nrows(j, rank)]
+            got = out[off:off + nrows(j, rank)]
+            assert torch.equal(got, want), ("all_to_all_single uneven", n, j)
+            off += nrows(j, rank)
+        # all_to_all with lists of different sizes per pair
+        ins = [block(rank, j, n + j) for j in range(size)]
+        outs = [noncontig(torch.empty(n + rank)) for j in range(size)]
+        dist.all_to_all(outs, ins)
+        for j in range(size):
+            assert torch.equal(outs[j], block(j, rank, n + rank)), ("a2a", n)
+        # send/recv around the ring, tags 0 and 5 in the opposite order
+        if size > 1:
+            nxt, prv = (rank + 1) % size, (rank - 1) % size
+            works = [dist.isend(block(rank, 7, n), nxt, tag=5),
+                     dist.isend(block(rank, 8, n + 1), nxt, tag=0)]
+            a, b = torch.empty(n + 1), noncontig(torch.empty(n))
+            dist.recv(a, prv, tag=0)
+            dist.recv(b, prv, tag=5)
+            for w in works:
+                w.wait()
+            assert torch.equal(a, block(prv, 8, n + 1)), ("recv tag 0", n)
+            assert torch.equal(b, block(prv, 7, n)), ("recv tag 5", n)
+    # a receive posted before a collective does not hold the collective
+    # back: rank 1 sends only once the allreduce is done
+    if size > 1:
+        if rank == 0:
+            box = torch.empty(4)
+            r = dist.irecv(box, 1, tag=9)
+        t = torch.ones(3)
+        dist.all_reduce(t)
+        assert torch.equal(t, torch.full((3,), float(size)))
+        if rank == 1:
+            dist.send(torch.arange(4.0), 0, tag=9)
+        if rank == 0:
+            r.wait()
+            assert torch.equal(box, torch.arange(4.0))
     # many in flight, waited for in reverse
     works = [dist.all_reduce(block(rank, i, 100 + i), async_op=True)
              for i in range(20)]

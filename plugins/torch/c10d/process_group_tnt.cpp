@@ -185,8 +185,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allreduce_coalesced(
     return post(w, TNT_SUCCESS);
 }
 
-// Until the library has a rooted reduce, an allreduce on a copy at the
-// other ranks (their tensors stay as they were, as with MPI_Reduce).
+// The library's reduce gives at the root bitwise what its allreduce gives
+// (docs/design.md, "Determinism"); the other ranks' tensors stay as they
+// were, as with MPI_Reduce.
 c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::reduce(
     std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts)
 {
@@ -195,18 +196,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::reduce(
     check_tensor(tensors[0], name, "tensor");
     int root = root_of(opts.rootRank, opts.rootTensor, getSize(), name);
     tnt_op_t op;
-    at::Tensor src = getRank() == root ? contiguous_of(tensors[0])
-                                       : tensors[0].clone(
-                                             at::MemoryFormat::Contiguous);
-    Buf b = reduce_of(src, opts.reduceOp, name, &op);
+    Buf b = reduce_of(contiguous_of(tensors[0]), opts.reduceOp, name, &op);
     auto w = make_work(c10d::OpType::REDUCE, name, tensors, tensors,
                        opts.timeout);
     w->keep.push_back(b.t);
-    if (getRank() == root)
+    const bool at_root = getRank() == root;
+    if (at_root)
         w->after = copy_back(tensors[0], b.t);
     w->requests.push_back(nullptr);
-    return post(w, tnt_iallreduce(comm_, TNT_IN_PLACE, b.ptr, b.count,
-                                  b.dtype, op, &w->requests.back()));
+    return post(w, tnt_ireduce(comm_, at_root ? TNT_IN_PLACE : b.ptr,
+                               at_root ? b.ptr : nullptr, b.count, b.dtype,
+                               op, root, &w->requests.back()));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allgather(
@@ -312,7 +312,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allgather_coalesced(
                                   &w->requests.back()));
 }
 
-// Until the library has a rooted gather: an allgather, kept by the root.
 c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::gather(
     std::vector<std::vector<at::Tensor>>& outputs,
     std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts)
@@ -321,8 +320,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::gather(
     one_tensor(inputs, name);
     check_tensor(inputs[0], name, "input");
     int root = root_of(opts.rootRank, 0, getSize(), name);
+    const bool at_root = getRank() == root;
     std::vector<at::Tensor> outs;
-    if (getRank() == root) {
+    if (at_root) {
         TORCH_CHECK(outputs.size() == 1 &&
                         outputs[0].size() == static_cast<size_t>(getSize()),
                     "tnt: ", name, ": the root needs one output list of ",
@@ -336,7 +336,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::gather(
     }
     Buf in = bytes_of(contiguous_of(inputs[0]));
     const int64_t n = static_cast<int64_t>(in.count);
-    at::Tensor flat = at::empty({n * getSize()}, at::kByte);
+    at::Tensor flat = at::empty({at_root ? n * getSize() : 0}, at::kByte);
     auto w = make_work(c10d::OpType::GATHER, name, outs, inputs,
                        opts.timeout);
     w->keep = {in.t, flat};
@@ -346,11 +346,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::gather(
                                    outs[i]));
     };
     w->requests.push_back(nullptr);
-    return post(w, tnt_iallgather(comm_, in.ptr, flat.data_ptr(), in.count,
-                                  TNT_U8, &w->requests.back()));
+    return post(w, tnt_igather(comm_, in.ptr,
+                               at_root ? flat.data_ptr() : nullptr, in.count,
+                               TNT_U8, root, &w->requests.back()));
 }
 
-// Until the library has a rooted scatter: the root broadcasts all blocks.
 c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::scatter(
     std::vector<at::Tensor>& outputs,
     std::vector<std::vector<at::Tensor>>& inputs,
@@ -360,10 +360,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::scatter(
     one_tensor(outputs, name);
     check_tensor(outputs[0], name, "output");
     int root = root_of(opts.rootRank, 0, getSize(), name);
-    const int64_t n = outputs[0].numel() * outputs[0].element_size();
+    const bool at_root = getRank() == root;
     at::Tensor flat;
     std::vector<at::Tensor> ins;
-    if (getRank() == root) {
+    if (at_root) {
         TORCH_CHECK(inputs.size() == 1 &&
                         inputs[0].size() == static_cast<size_t>(getSize()),
                     "tnt: ", name, ": the root needs one input list of ",
@@ -378,20 +378,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::scatter(
         TORCH_CHECK(inputs.empty() ||
                         (inputs.size() == 1 && inputs[0].empty()),
                     "tnt: ", name, ": only the root passes input tensors");
-        flat = at::empty({n * getSize()}, at::kByte);
     }
+    Buf out = bytes_of(contiguous_of(outputs[0]));
     auto w = make_work(c10d::OpType::SCATTER, name, outputs, ins,
                        opts.timeout);
-    w->keep = {flat};
-    at::Tensor out = outputs[0];
-    const int64_t me = getRank();
-    w->after = [out, flat, n, me]() mutable {
-        out.copy_(block_as(flat, me, n, out));
-    };
+    w->keep = {out.t};
+    if (flat.defined())
+        w->keep.push_back(flat);
+    w->after = copy_back(outputs[0], out.t);
     w->requests.push_back(nullptr);
-    return post(w, tnt_ibroadcast(comm_, flat.data_ptr(),
-                                  static_cast<size_t>(n * getSize()), TNT_U8,
-                                  root, &w->requests.back()));
+    return post(w, tnt_iscatter(comm_, at_root ? flat.data_ptr() : nullptr,
+                                out.ptr, out.count, TNT_U8, root,
+                                &w->requests.back()));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::reduce_scatter(
@@ -447,37 +445,158 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::_reduce_scatter_base(
                                        out.dtype, op, &w->requests.back()));
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::alltoall_base(
-    at::Tensor&, at::Tensor&, std::vector<int64_t>&, std::vector<int64_t>&,
-    const c10d::AllToAllOptions&)
+// Byte counts and displacements of an all-to-all along dimension 0:
+// `splits` rows per rank (empty: the rows split evenly).
+static void split_bytes(const at::Tensor& t, const std::vector<int64_t>& splits,
+                        int size, const char* name, const char* what,
+                        std::vector<size_t>* counts,
+                        std::vector<size_t>* displs)
 {
-    TORCH_CHECK(false, "tnt: all_to_all_single is not supported yet");
+    const int64_t rows = t.dim() ? t.size(0) : 1;
+    const int64_t row_bytes =
+        rows ? t.numel() * t.element_size() / rows : 0;
+    counts->assign(size, 0);
+    displs->assign(size, 0);
+    if (splits.empty()) {
+        TORCH_CHECK(rows % size == 0, "tnt: ", name, ": the ", what,
+                    "'s ", rows, " rows do not split evenly over ", size,
+                    " ranks");
+    } else {
+        TORCH_CHECK(splits.size() == static_cast<size_t>(size), "tnt: ",
+                    name, ": ", splits.size(), " ", what, " split sizes for ",
+                    size, " ranks");
+    }
+    int64_t off = 0;
+    for (int r = 0; r < size; r++) {
+        int64_t n = splits.empty() ? rows / size : splits[r];
+        TORCH_CHECK(n >= 0, "tnt: ", name, ": negative split size ", n);
+        (*counts)[r] = static_cast<size_t>(n * row_bytes);
+        (*displs)[r] = static_cast<size_t>(off * row_bytes);
+        off += n;
+    }
+    TORCH_CHECK(off == rows, "tnt: ", name, ": the ", what,
+                " split sizes add up to ", off, " rows, the tensor has ",
+                rows);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::alltoall_base(
+    at::Tensor& output, at::Tensor& input,
+    std::vector<int64_t>& output_split_sizes,
+    std::vector<int64_t>& input_split_sizes,
+    const c10d::AllToAllOptions& opts)
+{
+    const char* name = "all_to_all_single";
+    check_tensor(input, name, "input");
+    check_tensor(output, name, "output");
+    TORCH_CHECK(output.scalar_type() == input.scalar_type(), "tnt: ", name,
+                ": output dtype ", output.scalar_type(), " differs from the "
+                "input's ", input.scalar_type());
+    Buf in = bytes_of(contiguous_of(input));
+    Buf out = bytes_of(contiguous_of(output));
+    auto w = make_work(c10d::OpType::ALLTOALL_BASE, name, {output}, {input},
+                       opts.timeout);
+    w->keep = {in.t, out.t};
+    w->after = copy_back(output, out.t);
+    w->requests.push_back(nullptr);
+    if (output_split_sizes.empty() && input_split_sizes.empty()) {
+        TORCH_CHECK(in.count == out.count && in.count % getSize() == 0,
+                    "tnt: ", name, ": input and output must have the same "
+                    "size, a multiple of ", getSize(), " blocks (", in.count,
+                    " and ", out.count, " bytes)");
+        return post(w, tnt_ialltoall(comm_, in.ptr, out.ptr,
+                                     in.count / getSize(), TNT_U8,
+                                     &w->requests.back()));
+    }
+    std::vector<size_t> sc, sd, rc, rd;
+    split_bytes(input, input_split_sizes, getSize(), name, "input", &sc, &sd);
+    split_bytes(output, output_split_sizes, getSize(), name, "output", &rc,
+                &rd);
+    return post(w, tnt_ialltoallv(comm_, in.ptr, sc.data(), sd.data(),
+                                  out.ptr, rc.data(), rd.data(), TNT_U8,
+                                  &w->requests.back()));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::alltoall(
-    std::vector<at::Tensor>&, std::vector<at::Tensor>&,
-    const c10d::AllToAllOptions&)
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllToAllOptions& opts)
 {
-    TORCH_CHECK(false, "tnt: all_to_all is not supported yet");
+    const char* name = "all_to_all";
+    const size_t p = static_cast<size_t>(getSize());
+    TORCH_CHECK(inputs.size() == p && outputs.size() == p, "tnt: ", name,
+                ": needs one input and one output tensor per rank (", p,
+                "), got ", inputs.size(), " and ", outputs.size());
+    std::vector<size_t> sc(p), sd(p), rc(p), rd(p);
+    std::vector<at::Tensor> bytes;
+    size_t soff = 0, roff = 0;
+    for (size_t r = 0; r < p; r++) {
+        check_tensor(inputs[r], name, "input");
+        check_tensor(outputs[r], name, "output");
+        bytes.push_back(contiguous_of(inputs[r]).view({-1}).view(at::kByte));
+        sc[r] = static_cast<size_t>(bytes.back().numel());
+        sd[r] = soff;
+        soff += sc[r];
+        rc[r] = static_cast<size_t>(outputs[r].numel() *
+                                    outputs[r].element_size());
+        rd[r] = roff;
+        roff += rc[r];
+    }
+    at::Tensor packed = at::cat(bytes);
+    at::Tensor flat = at::empty({static_cast<int64_t>(roff)}, at::kByte);
+    auto w = make_work(c10d::OpType::ALLTOALL, name, outputs, inputs,
+                       opts.timeout);
+    w->keep = {packed, flat};
+    std::vector<at::Tensor> outs = outputs;
+    w->after = [outs, flat, rc, rd]() mutable {
+        for (size_t r = 0; r < outs.size(); r++)
+            outs[r].copy_(flat.narrow(0, static_cast<int64_t>(rd[r]),
+                                      static_cast<int64_t>(rc[r]))
+                              .view(outs[r].scalar_type())
+                              .view(outs[r].sizes()));
+    };
+    w->requests.push_back(nullptr);
+    return post(w, tnt_ialltoallv(comm_, packed.data_ptr(), sc.data(),
+                                  sd.data(), flat.data_ptr(), rc.data(),
+                                  rd.data(), TNT_U8, &w->requests.back()));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::send(
-    std::vector<at::Tensor>&, int, int)
+    std::vector<at::Tensor>& tensors, int dst, int tag)
 {
-    TORCH_CHECK(false, "tnt: send is not supported yet");
+    const char* name = "send";
+    one_tensor(tensors, name);
+    check_tensor(tensors[0], name, "tensor");
+    Buf b = bytes_of(contiguous_of(tensors[0]));
+    auto w = make_work(c10d::OpType::SEND, name, tensors, tensors,
+                       std::chrono::milliseconds(0));
+    w->keep.push_back(b.t);
+    w->requests.push_back(nullptr);
+    return post(w, tnt_isend(comm_, b.ptr, b.count, b.dtype, dst, tag,
+                             &w->requests.back()));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::recv(
-    std::vector<at::Tensor>&, int, int)
+    std::vector<at::Tensor>& tensors, int src, int tag)
 {
-    TORCH_CHECK(false, "tnt: recv is not supported yet");
+    const char* name = "recv";
+    one_tensor(tensors, name);
+    check_tensor(tensors[0], name, "tensor");
+    Buf b = bytes_of(contiguous_of(tensors[0]));
+    auto w = make_work(c10d::OpType::RECV, name, tensors, tensors,
+                       std::chrono::milliseconds(0));
+    w->keep.push_back(b.t);
+    w->after = copy_back(tensors[0], b.t);
+    w->source = src;
+    w->requests.push_back(nullptr);
+    return post(w, tnt_irecv(comm_, b.ptr, b.count, b.dtype, src, tag,
+                             &w->requests.back()));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::recvAnysource(
     std::vector<at::Tensor>&, int)
 {
     TORCH_CHECK(false, "tnt: recv from any source is not supported (the "
-                "library matches every message to a named peer)");
+                "library matches every message to a named sender; name the "
+                "source rank)");
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::barrier(
