@@ -138,6 +138,7 @@ struct vb_ctx {
     int odp;             /* registrations use on-demand paging */
     vb_rcache_t rcache;
     int listen_fd;
+    int timer_fd;        /* once a second: strangers expire */
     vb_ep_t *eps;        /* all live endpoints, incoming ones included */
     vb_ep_t *graveyard;
     vb_op_t *free_ops;
