@@ -1023,8 +1023,14 @@ static void vb_finalize(void *vctx)
         ctx->env.unwatch_fd(ctx->env.core, ctx->timer_fd);
         close(ctx->timer_fd);
     }
-    if (ctx->pd)
+    if (ctx->pd) {
+        /* What registration cost this communicator (a pinned
+         * tnt_mem_alloc allocation is one registration for its life). */
+        ctx->env.log(ctx->env.core, TNT_LOG_DEBUG, "rank %d: verbs: %zu "
+                     "memory registrations, %zu deregistrations",
+                     ctx->env.rank, ctx->rcache.nregs, ctx->rcache.nderegs);
         tnt__vb_rcache_destroy(&ctx->rcache);
+    }
     if (ctx->chan) {
         ctx->env.unwatch_fd(ctx->env.core, ctx->chan->fd);
         ibv_destroy_comp_channel(ctx->chan);
