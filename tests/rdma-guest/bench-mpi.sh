@@ -4,17 +4,15 @@
 # float32 (osu-style, ../shared/peers/src/mpi_allreduce_bench.c, compiled
 # on the host against the same Debian libopenmpi), p = 2, rank 0 on rxe0
 # and rank 1 on rxe1 as tnt-bench's TNT_IB_HCA_MAP=local_rank places
-# them. Not in bench.cmds: UCX does not run on rxe in this guest yet
-# (docs/verbs.md, "Benchmark in the guest", says what failed); this is
-# how to try again, as a line of a command list for run.sh in a guest
-# built with TNT_RDMA_GUEST_EXTRA=openmpi-bin. mpirun is stopped after
+# them. A step of bench.cmds, in a guest built with
+# TNT_RDMA_GUEST_EXTRA=openmpi-bin. mpirun is stopped after
 # BENCH_MPI_TIMEOUT seconds (300): a hang fails the step.
 # UCX is held to the verbs transports (rc_verbs, with ud_verbs for its
 # wire-up; no shared memory, which it would pick for two ranks of one
 # host) and to the IPv4-mapped RoCE v2 GID (index 1, as perftest's -x 1).
 # UCX's check of the destination GID of UD packets on Ethernet is off
 # (UCX_UD_VERBS_ETH_DGID_CHECK=n): with it on, UD wire-up timed out
-# although rxe counted the packets as received. UCX_TLS and BENCH_UCX_DEV
+# although rxe counted the packets as received, and MPI could not run. UCX_TLS and BENCH_UCX_DEV
 # (one device for every rank, e.g. rxe0:1) override these.
 #   usage: bench-mpi.sh BENCH_BINARY [its options]
 set -u
@@ -35,7 +33,7 @@ ompi_info 2>/dev/null | grep -E "pml: ucx|Open MPI:" | head -n 2
 ucx_info -v 2>/dev/null | head -n 1
 timeout -k 5 "${BENCH_MPI_TIMEOUT:-300}" mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none \
     --mca pml ucx --mca btl ^vader,tcp,openib,uct --mca osc ^ucx \
-    -x UCX_TLS=${UCX_TLS:-rc_verbs,ud_verbs,self} -x UCX_IB_GID_INDEX=1 \
+    -x UCX_TLS=${UCX_TLS:-rc_verbs,ud_verbs,self} -x UCX_IB_GID_INDEX=${UCX_IB_GID_INDEX:-1} \
     ${BENCH_UCX_DEV:+-x BENCH_UCX_DEV} \
     -x UCX_UD_VERBS_ETH_DGID_CHECK=${UCX_UD_VERBS_ETH_DGID_CHECK:-n} \
     -x UCX_WARN_UNUSED_ENV_VARS=n \
