@@ -11,6 +11,14 @@
  * connection closed), and the ranks' stderr must carry a WARNING for each
  * kind of intruder.
  *
+ * With TNT_TRANSPORT=verbs in the environment (the soft-RoCE guest,
+ * tests/rdma-guest/ci.cmds) the data ports are the verbs transport's
+ * side-channel sockets, and the intruder speaks that handshake instead
+ * (verbs_wire.h: hello, challenge, proof records): random bytes, a
+ * well-formed hello of this job with a wrong key's proof, a replayed
+ * proof, and 500 held connections, each refused with a WARNING naming
+ * it ("dropped verbs connection from ...").
+ *
  * Ports are discovered the way an outsider on the host could: the ranks
  * are the runner's other children; their listening sockets are found by
  * matching the socket inodes in /proc/<pid>/fd against the LISTEN entries
@@ -42,6 +50,9 @@
 #include "boot/boot_wire.h"
 #include "harness.h"
 #include "transport/tcp/tcp_wire.h"
+#include "transport/verbs/verbs_wire.h"
+#include "util/param.h"
+#include "util/param_table.h"
 
 #define IX_KEY "intruder-suite-job-key-0123456789abcdef"
 #define IX_HOLD 500
@@ -51,6 +62,7 @@
 typedef struct ix_ctx {
     char dir[128];
     int root_port;
+    int verbs; /* the data ports are the verbs transport's side channel */
     tnt_auth_key_t key, wrong;
     uint64_t job_id;
     int failures;
@@ -309,6 +321,102 @@ static int ix_attack_data_auth(ix_ctx_t *x, int port)
     return challenged;
 }
 
+/* ---- against a verbs side-channel port ---- */
+
+/* A hello of this job to rank `to`, claiming to be rank 0 (the lower
+ * rank connects): the queue pair fields are made up, the ring depth and
+ * bounce size are the ranks' (the environment's or the table's default),
+ * so that the hello passes every check that needs no key. Encoded into
+ * rec (VB_REC_LEN bytes). */
+static void ix_vb_hello(const ix_ctx_t *x, int to, unsigned char *rec)
+{
+    long depth = 0;
+    size_t bounce = 0;
+    if (tnt__env_long(TNT_VAR_IB_RECV_DEPTH, &depth) != TNT_SUCCESS ||
+        tnt__env_size(TNT_VAR_IB_EAGER_BYTES, &bounce) != TNT_SUCCESS)
+        fprintf(stderr, "intruder: cannot read the verbs knobs: %s\n",
+                tnt_last_error());
+    vb_hello_t h = {.version = VB_PROTO_VERSION, .job_id = x->job_id,
+                    .comm_id = 1, .from = 0, .to = to, .qpn = 0x123,
+                    .psn = 0x456, .lid = 0, .mtu = 3, .is_reply = 0,
+                    .depth = (uint16_t)depth,
+                    .bounce_kib = (uint16_t)(bounce / 1024)};
+    tnt__auth_random(h.nonce, sizeof(h.nonce));
+    tnt__vb_hello_encode(&h, rec);
+}
+
+/* Send the hello record on a new connection and read the challenge:
+ * the fd, or -1 (closed, or no valid challenge). */
+static int ix_vb_open(int port, const unsigned char *hello, vb_auth_t *ch)
+{
+    int fd = ix_connect(port, 20.0 * th_timeout_mult());
+    if (fd < 0)
+        return -1;
+    unsigned char rec[VB_REC_LEN];
+    if (ix_write(fd, hello, VB_REC_LEN) != 0 ||
+        ix_read(fd, rec, VB_REC_LEN) != 0 ||
+        tnt__vb_auth_decode(rec, VB_REC_LEN, VB_AUTH_CHALLENGE, ch)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The proof record that `key` gives for hello and the challenge's
+ * nonce. */
+static void ix_vb_proof(const tnt_auth_key_t *key, const unsigned char *hello,
+                        const vb_auth_t *ch, unsigned char *rec)
+{
+    vb_auth_t pr = {.kind = VB_AUTH_PROOF};
+    unsigned char in[VB_AUTH_INPUT_MAX];
+    size_t n = tnt__vb_auth_input(1, hello, ch->nonce, in);
+    tnt__auth_mac(key, in, n, pr.mac);
+    tnt__vb_auth_encode(&pr, rec);
+}
+
+/* The verbs side channel's ix_attack_data_auth: wrong key and replay,
+ * as rank 0 to ranks 1 and 2; returns how many challenges it got. */
+static int ix_attack_vb_auth(ix_ctx_t *x, int port)
+{
+    int challenged = 0;
+    for (int to = 1; to <= 2; to++) {
+        unsigned char hello[VB_REC_LEN], pr[VB_REC_LEN];
+        vb_auth_t ch;
+        ix_vb_hello(x, to, hello);
+        int fd = ix_vb_open(port, hello, &ch);
+        if (fd < 0)
+            continue;
+        challenged++;
+        /* (b) A wrong key. */
+        ix_vb_proof(&x->wrong, hello, &ch, pr);
+        ix_write(fd, pr, sizeof(pr));
+        if (!ix_closed_by_peer(fd))
+            IX_FAIL(x, "verbs port %d kept a connection with a wrong key",
+                    port);
+        close(fd);
+        /* (c) Replay: a valid proof for one challenge... */
+        ix_vb_hello(x, to, hello);
+        fd = ix_vb_open(port, hello, &ch);
+        if (fd < 0) {
+            IX_FAIL(x, "verbs port %d: no challenge the second time", port);
+            continue;
+        }
+        ix_vb_proof(&x->key, hello, &ch, pr);
+        close(fd);
+        /* ...sent with the same hello on a new connection. */
+        fd = ix_vb_open(port, hello, &ch);
+        if (fd < 0) {
+            IX_FAIL(x, "verbs port %d: no challenge for the replay", port);
+            continue;
+        }
+        ix_write(fd, pr, sizeof(pr));
+        if (!ix_closed_by_peer(fd))
+            IX_FAIL(x, "verbs port %d accepted a replayed handshake", port);
+        close(fd);
+    }
+    return challenged;
+}
+
 /* Open n connections to port and keep them: how many connected. */
 static int ix_hold(int port, int *fds, int n)
 {
@@ -437,7 +545,8 @@ static int ix_main(ix_ctx_t *x)
     int challenged = 0;
     for (int i = 0; i < np && i < 3; i++) {
         ix_random_bytes(x, ports[i], "data port random bytes");
-        challenged += ix_attack_data_auth(x, ports[i]);
+        challenged += x->verbs ? ix_attack_vb_auth(x, ports[i])
+                               : ix_attack_data_auth(x, ports[i]);
         n = ix_hold(ports[i], held[1 + i], IX_HOLD);
         if (n < IX_HOLD)
             IX_FAIL(x, "only %d of %d connections to port %d", n, IX_HOLD,
@@ -529,6 +638,8 @@ static void test_intruders(void)
     tnt__auth_key_derive(IX_KEY, &x.key);
     tnt__auth_key_derive("not-" IX_KEY, &x.wrong);
     x.job_id = tnt__auth_job_id(IX_KEY);
+    const char *tp = getenv("TNT_TRANSPORT");
+    x.verbs = tp && strcmp(tp, "verbs") == 0;
     char log[256], root[64];
     ix_path(&x, "stderr.log", log, sizeof(log));
     snprintf(root, sizeof(root), "TNT_ROOT_ADDR=127.0.0.1:%d", x.root_port);
@@ -568,7 +679,8 @@ static void test_intruders(void)
              "the intruder saw an attack succeed or could not run (see its "
              "FAIL lines in %s)", log);
     /* Each kind of intruder left a WARNING naming its address. */
-    struct { const char *a, *b; int min; } want[] = {
+    struct want { const char *a, *b; int min; };
+    static const struct want tcp_want[] = {
         {"WARNING: rank 0: dropped bootstrap connection from 127.0.0.1",
          "not a libtntcomm bootstrap", 1},
         {"dropped bootstrap connection", "another bootstrap protocol", 1},
@@ -578,8 +690,25 @@ static void test_intruders(void)
         {"dropped connection from", "authentication failed", 4},
         {"dropped connection from", "no authenticated hello in time", 1},
         {"dropped connection from", NULL, 3 * IX_HOLD},
+        {NULL, NULL, 0},
     };
-    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+    /* The bootstrap is the core's, the same under both transports. */
+    static const struct want vb_want[] = {
+        {"WARNING: rank 0: dropped bootstrap connection from 127.0.0.1",
+         "not a libtntcomm bootstrap", 1},
+        {"dropped bootstrap connection", "another bootstrap protocol", 1},
+        {"dropped bootstrap connection", "authentication failed", 2},
+        {"dropped bootstrap connection", NULL, IX_HOLD},
+        {"dropped verbs connection from 127.0.0.1",
+         "not a libtntcomm verbs handshake", 3},
+        {"dropped verbs connection from", "authentication failed", 4},
+        {"dropped verbs connection from",
+         "no authenticated handshake in time", 1},
+        {"dropped verbs connection from", NULL, 3 * IX_HOLD},
+        {NULL, NULL, 0},
+    };
+    const struct want *want = x.verbs ? vb_want : tcp_want;
+    for (size_t i = 0; want[i].a; i++) {
         int n = th_count_lines(log, want[i].a, want[i].b);
         if (getenv("TNT_TEST_VERBOSE"))
             printf("  %5d lines with \"%s\" + \"%s\"\n", n, want[i].a,

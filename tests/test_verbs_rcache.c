@@ -2,7 +2,8 @@
  * Unit tests of the verbs registration cache against a fake registrar
  * that records every registration: covering lookups, merging of
  * overlapping and adjacent ranges, invalidation, LRU eviction under a
- * byte limit, and that a region in use is never deregistered.
+ * byte limit, that a region in use is never deregistered, and pinned
+ * regions (tnt_mem_alloc's memory).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -190,12 +191,83 @@ static void test_no_keep_and_failure(void)
     TH_CHECK(g_fake.live == 0, "region in use at destroy leaked");
 }
 
+/* tnt_mem_alloc's memory (reg_mem/dereg_mem): registered once, found by
+ * every lookup inside it with caching off, never merged away by a lookup
+ * beside it, and gone for good at the unpin, also while in use. */
+static void test_pinned(void)
+{
+    for (int keep = 0; keep <= 1; keep++) {
+        vb_rcache_t rc;
+        setup(&rc, 1 << 20, keep);
+        /* A stale cached region where the new allocation lands. */
+        if (keep) {
+            vb_region_t *old = tnt__vb_rcache_get(&rc, A(PG), PG);
+            tnt__vb_rcache_put(&rc, old);
+        }
+        int before = g_fake.n;
+        vb_region_t *p = tnt__vb_rcache_pin(&rc, A(PG), 4 * PG);
+        TH_CHECK(p && p->start == BASE + PG && p->end == BASE + 5 * PG &&
+                 g_fake.n == before + 1, "keep %d: pin did not register "
+                 "its range", keep);
+        TH_CHECK(g_fake.live == 1, "keep %d: a stale region over new "
+                 "memory survived the pin (%d live)", keep, g_fake.live);
+        /* Messages in it, one after another: no new registration. */
+        for (int i = 0; i < 5; i++) {
+            vb_region_t *m = tnt__vb_rcache_get(&rc, A(PG + 100 * (size_t)i),
+                                                3 * PG);
+            TH_CHECK(m == p, "keep %d: lookup %d inside pinned memory "
+                     "missed it", keep, i);
+            tnt__vb_rcache_put(&rc, m);
+        }
+        TH_CHECK(g_fake.n == before + 1, "keep %d: %d registrations for "
+                 "a pinned range (1 expected)", keep, g_fake.n - before);
+        /* A lookup overlapping its end and the next page: a region of
+         * its own; the pinned one stays found. */
+        vb_region_t *side = tnt__vb_rcache_get(&rc, A(4 * PG), 2 * PG);
+        TH_CHECK(side && side != p && p->cached && !side->pinned,
+                 "keep %d: a lookup beside pinned memory merged it", keep);
+        tnt__vb_rcache_put(&rc, side);
+        vb_region_t *again = tnt__vb_rcache_get(&rc, A(2 * PG), 10);
+        TH_CHECK(again == p, "keep %d: pinned region lost after a lookup "
+                 "beside it", keep);
+        /* Unpin while a message still uses it: deregistered at its put,
+         * and no later lookup finds a region over the freed range. */
+        tnt__vb_rcache_unpin(&rc, p);
+        TH_CHECK(!p->cached, "keep %d: unpinned region still findable",
+                 keep);
+        int live = g_fake.live;
+        tnt__vb_rcache_put(&rc, again);
+        TH_CHECK(g_fake.live == live - 1, "keep %d: unpinned region in "
+                 "use not deregistered at its last put", keep);
+        for (vb_region_t *r = rc.head; r; r = r->next)
+            TH_CHECK(!(r->start < BASE + 5 * PG && BASE + PG < r->end),
+                     "keep %d: a region over freed memory survived the "
+                     "unpin", keep);
+        /* (p is freed now: compare registrations, not pointers.) */
+        int regs = g_fake.n;
+        vb_region_t *n = tnt__vb_rcache_get(&rc, A(2 * PG), 10);
+        TH_CHECK(n && g_fake.n == regs + 1 && n->handle ==
+                 &g_fake.mr[g_fake.n - 1] && g_fake.mr[g_fake.n - 1].live,
+                 "keep %d: no fresh registration after the unpin", keep);
+        tnt__vb_rcache_put(&rc, n);
+        /* A failed pin returns NULL (the transport then registers per
+         * message). */
+        g_fake.fail_next = 1;
+        TH_CHECK(tnt__vb_rcache_pin(&rc, A(20 * PG), PG) == NULL,
+                 "keep %d: failed pin returned a region", keep);
+        tnt__vb_rcache_destroy(&rc);
+        TH_CHECK(g_fake.live == 0, "keep %d: %d registrations left",
+                 keep, g_fake.live);
+    }
+}
+
 static const th_test_def_t k_tests[] = {
     {"verbs_rcache", "lookup_and_cover", test_lookup_and_cover},
     {"verbs_rcache", "merge", test_merge_overlap_and_adjacent},
     {"verbs_rcache", "invalidate", test_invalidate},
     {"verbs_rcache", "lru_eviction", test_lru_eviction_limit},
     {"verbs_rcache", "no_keep_and_failure", test_no_keep_and_failure},
+    {"verbs_rcache", "pinned", test_pinned},
     {NULL, NULL, NULL}};
 
 int main(int argc, char **argv)

@@ -213,7 +213,15 @@ typedef struct tnt_transport {
      *  must stay valid until then. */
     tnt_result_t (*send)(void *ctx, void *ep, const void *hdr, size_t hdr_len,
                          const void *payload, size_t len, void *cookie);
-    /** Optional memory registration hooks (NULL when not needed). */
+    /** Optional memory registration hooks (NULL when not needed). The
+     *  core calls reg_mem for each tnt_mem_alloc allocation of this rank
+     *  (when the transport serves some peer) and dereg_mem at its
+     *  tnt_mem_free, or before finalize for one still live, always
+     *  before the memory is unmapped; both under the core's lock, as
+     *  every downcall. Between them the transport may keep whatever
+     *  registration it made of the range; messages in the range still
+     *  pass the pointer as for any memory. A reg_mem failure only
+     *  means no registration is kept. */
     tnt_result_t (*reg_mem)(void *ctx, void *ptr, size_t len, void **handle);
     void (*dereg_mem)(void *ctx, void *handle);
     /** Close one endpoint; no upcalls for it afterwards. */

@@ -214,6 +214,7 @@ static tnt_result_t build_topo(struct tnt_comm *comm)
 static void comm_destroy(struct tnt_comm *comm)
 {
     tnt__progress_stop(comm);
+    tnt__mem_table_dereg(comm); /* before the transports go */
     tnt__comm_tp_finalize(comm);
     tnt__engine_reap(comm);
     tnt__engine_free_requests(comm);

@@ -293,6 +293,39 @@ void tnt__comm_tp_pair_area(struct tnt_comm *comm, int q, int area,
         p->tp->pair_area(p->tp_ctx, p->ep, area, mine, theirs, &len);
 }
 
+/* Why: a transport that registers memory with a NIC (verbs) cannot
+ * keep a registration of memory the application may free behind its
+ * back, so without this it registers per message. tnt_mem_alloc's memory
+ * ends only at tnt_mem_free, which says so first: registered once. */
+void tnt__comm_tp_reg_mem(struct tnt_comm *comm, void *ptr, size_t len,
+                          void **handles)
+{
+    for (int i = 0; i < TNT_TP_MAX; i++) {
+        handles[i] = NULL;
+        const tnt_transport_t *t = i < TNT_TP_COUNT ? comm->net.tp[i] : NULL;
+        if (!t || !comm->net.tp_ctx[i] || !comm->net.tp_serves[i] ||
+            !t->reg_mem || !t->dereg_mem)
+            continue;
+        if (t->reg_mem(comm->net.tp_ctx[i], ptr, len, &handles[i]) !=
+            TNT_SUCCESS) {
+            TNT_LOG_DEBUG("rank %d: tnt_mem_alloc: %s keeps no "
+                          "registration of %zu bytes (it registers per "
+                          "message): %s", comm->rank, t->name, len,
+                          tnt_last_error());
+            handles[i] = NULL;
+        }
+    }
+}
+
+void tnt__comm_tp_dereg_mem(struct tnt_comm *comm, void **handles)
+{
+    for (int i = 0; i < TNT_TP_MAX && i < TNT_TP_COUNT; i++)
+        if (handles[i] && comm->net.tp[i] && comm->net.tp_ctx[i]) {
+            comm->net.tp[i]->dereg_mem(comm->net.tp_ctx[i], handles[i]);
+            handles[i] = NULL;
+        }
+}
+
 void tnt__comm_tp_finalize(struct tnt_comm *comm)
 {
     for (int i = 0; i < TNT_TP_COUNT; i++)

@@ -26,6 +26,16 @@ int tnt__comm_tp_runs(const void *blob, size_t len, int tpi);
  *  (comm->intra_host: every pair on shared memory). */
 void tnt__comm_tp_pair_area(struct tnt_comm *comm, int q, int area,
                             void **mine, const void **theirs);
+/** tnt_mem_alloc's memory of this rank, `len` bytes at ptr: every
+ *  transport that serves a peer and has reg_mem registers it for its
+ *  whole life (handles[i]; NULL where none, or where registering failed:
+ *  that transport then registers per message, as for any memory).
+ *  tnt__comm_tp_dereg_mem ends it, before the memory is unmapped. The
+ *  caller holds comm->lock (the transports' contexts are the progress
+ *  thread's otherwise). handles has TNT_TP_MAX entries. */
+void tnt__comm_tp_reg_mem(struct tnt_comm *comm, void *ptr, size_t len,
+                          void **handles);
+void tnt__comm_tp_dereg_mem(struct tnt_comm *comm, void **handles);
 /** Finalize every transport started. */
 void tnt__comm_tp_finalize(struct tnt_comm *comm);
 /** "transport tcp (6 peers) shm (1 peer)": what each peer got. */

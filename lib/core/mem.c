@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/comm.h"
+#include "core/comm_tp.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "core/mem.h"
@@ -57,7 +58,28 @@ static void region_free(tnt_mem_region_t *r, int nranks)
         munmap(r->base, r->map_bytes);
     free(r->peer_base);
     free(r->peer_bytes);
+    free(r->tp_reg);
     free(r);
+}
+
+/* A transport's registration of r must end before r is unmapped. */
+static void region_dereg(struct tnt_comm *comm, tnt_mem_region_t *r)
+{
+    if (!r->tp_reg)
+        return;
+    pthread_mutex_lock(&comm->lock);
+    tnt__comm_tp_dereg_mem(comm, r->tp_reg);
+    pthread_mutex_unlock(&comm->lock);
+}
+
+void tnt__mem_table_dereg(struct tnt_comm *comm)
+{
+    tnt_mem_table_t *t = &comm->mem;
+    pthread_mutex_lock(&t->lock);
+    int n = t->n;
+    pthread_mutex_unlock(&t->lock);
+    for (int i = 0; i < n; i++)
+        region_dereg(comm, t->regions[i]);
 }
 
 void tnt__mem_table_destroy(tnt_mem_table_t *t, int nranks)
@@ -198,8 +220,9 @@ TNT_API tnt_result_t tnt_mem_alloc(tnt_comm_t comm, size_t bytes, void **ptr)
         r->peer_base = calloc((size_t)comm->nranks, sizeof(*r->peer_base));
         r->peer_bytes = calloc((size_t)comm->nranks,
                                sizeof(*r->peer_bytes));
+        r->tp_reg = calloc(TNT_TP_MAX, sizeof(*r->tp_reg));
     }
-    if (!r || !r->peer_base || !r->peer_bytes) {
+    if (!r || !r->peer_base || !r->peer_bytes || !r->tp_reg) {
         if (r)
             region_free(r, comm->nranks);
         return tnt__error(TNT_ERR_NO_MEMORY, "rank %d: tnt_mem_alloc: out "
@@ -215,6 +238,14 @@ TNT_API tnt_result_t tnt_mem_alloc(tnt_comm_t comm, size_t bytes, void **ptr)
     if (rc == TNT_SUCCESS && !ok)
         rc = tnt__error(TNT_ERR_NO_MEMORY, "rank %d: tnt_mem_alloc: no "
                         "memory for %zu bytes", comm->rank, bytes);
+    /* Registered once for its life (comm_tp.c says why), before any
+     * collective can find it in the table. comm->lock is taken outside
+     * the table's lock, never inside it. */
+    if (rc == TNT_SUCCESS) {
+        pthread_mutex_lock(&comm->lock);
+        tnt__comm_tp_reg_mem(comm, r->base, r->map_bytes, r->tp_reg);
+        pthread_mutex_unlock(&comm->lock);
+    }
     pthread_mutex_lock(&t->lock);
     if (rc == TNT_SUCCESS && t->n == t->cap) {
         int cap = t->cap ? 2 * t->cap : 8;
@@ -233,6 +264,7 @@ TNT_API tnt_result_t tnt_mem_alloc(tnt_comm_t comm, size_t bytes, void **ptr)
     }
     pthread_mutex_unlock(&t->lock);
     if (rc != TNT_SUCCESS) {
+        region_dereg(comm, r);
         region_free(r, comm->nranks);
         return rc;
     }
@@ -261,6 +293,7 @@ TNT_API tnt_result_t tnt_mem_free(tnt_comm_t comm, void *ptr)
                           "is not an allocation of tnt_mem_alloc on this "
                           "communicator (or was freed already)", comm->rank,
                           ptr);
+    region_dereg(comm, r);
     region_free(r, comm->nranks);
     return TNT_SUCCESS;
 }

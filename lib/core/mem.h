@@ -28,6 +28,8 @@ typedef struct tnt_mem_region {
     size_t map_bytes;
     unsigned char **peer_base; /* [rank]: the peer's memory mapped here */
     size_t *peer_bytes;
+    void **tp_reg;          /* [transport]: its registration of base, or
+                             * NULL (tnt__comm_tp_reg_mem); comm->lock */
 } tnt_mem_region_t;
 
 typedef struct tnt_mem_table {
@@ -40,6 +42,9 @@ typedef struct tnt_mem_table {
 void tnt__mem_table_init(tnt_mem_table_t *t);
 /** Unmap every allocation, this rank's and the peers' (tnt_comm_free). */
 void tnt__mem_table_destroy(tnt_mem_table_t *t, int nranks);
+/** End the transports' registrations of every allocation still live:
+ *  before the transports are finalized (tnt_comm_free). */
+void tnt__mem_table_dereg(struct tnt_comm *comm);
 
 /** A buffer in a shared allocation: which one, and where in it. */
 typedef struct tnt_mem_ref {

@@ -4,7 +4,10 @@ into the Markdown tables of docs/verbs.md: per size, ib_write_bw's
 average bandwidth, ib_send_lat's typical latency, and tnt-bench
 allreduce over verbs and over TCP (out-of-place time; busbw computed from
 the time, since tnt-bench prints GB/s with two decimals), with the ratios
-of verbs to ib_write_bw and to TCP. Bandwidths in MB/s (10^6 B/s). Then
+of verbs to ib_write_bw and to TCP; and Open MPI with UCX (bench-mpi.sh)
+with the ratio of verbs to it (its time over verbs' time: above 1, verbs
+is faster). Bandwidths in MB/s (10^6 B/s). Columns whose step is not in
+the log show "-". Then
 the crossover sweeps: out-of-place time per bounce buffer size (each
 pass, and their mean) and with the registration cache on.
     usage: bench-table.py LOG
@@ -56,6 +59,18 @@ def bench(body):
     return rows
 
 
+def mpi(body):
+    """size -> out-of-place time in us of mpi_allreduce_bench (one
+    'mpi label=... bytes=N ... time_us=T ... check=ok' line per size; a
+    size whose check failed is left out)."""
+    rows = {}
+    for m in re.finditer(r"^mpi .*?bytes=([0-9]+) .*?time_us=([0-9.]+)"
+                         r".*?check=(\w+)", body, flags=re.M):
+        if m.group(3) == "ok":
+            rows[int(m.group(1))] = float(m.group(2))
+    return rows
+
+
 def main():
     text = open(sys.argv[1], errors="replace").read()
     st = steps(text)
@@ -63,23 +78,27 @@ def main():
     lat = perftest(find(st, "ib_send_lat"), 4)
     vb = bench(find(st, "TNT_TRANSPORT=verbs", "-b 8 "))
     tcp = bench(find(st, "bench-tcp-pair.sh"))
+    ompi = mpi(find(st, "bench-mpi.sh"))
     print("| size | ib_write_bw MB/s | ib_send_lat us | verbs time us | "
           "verbs busbw MB/s | TCP time us | TCP busbw MB/s | "
-          "verbs / ib_write_bw | verbs / TCP |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for size in sorted(set(vb) | set(tcp)):
+          "Open MPI/UCX time us | verbs / ib_write_bw | verbs / TCP | "
+          "verbs / Open MPI |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for size in sorted(set(vb) | set(tcp) | set(ompi)):
         v, t = vb.get(size), tcp.get(size)
         b, l = bw.get(size), lat.get(size)
+        o = ompi.get(size)
 
         def num(x, fmt):
             return fmt % x if x is not None else "-"
         r1 = num(v[1] / b if v and b else None, "%.2f")
         r2 = num(v[1] / t[1] if v and t and t[1] else None, "%.2f")
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        r3 = num(o / v[0] if v and o and v[0] else None, "%.2f")
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             size, num(b, "%.2f"), num(l, "%.0f"),
             num(v[0] if v else None, "%.0f"), num(v[1] if v else None, "%.3f"),
             num(t[0] if t else None, "%.0f"), num(t[1] if t else None, "%.3f"),
-            r1, r2))
+            num(o, "%.0f"), r1, r2, r3))
 
 
 def crossover(st):

@@ -16,9 +16,13 @@ log() { echo "rdma-guest: $*" >&2; }
 
 # The packages of the guest: verbs user space and tools (perftest for the
 # raw figures), and what the test binaries and tnt-bench link against.
+# TNT_RDMA_GUEST_EXTRA adds packages for a guest of its own (its own cache
+# entry, the package list is in the key): the benchmark's Open MPI with
+# UCX ("openmpi-bin", bench-mpi.sh) would make CI's guest larger and its
+# boot slower for nothing.
 guest_pkgs="rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest
   iproute2 kmod procps libsodium23 libhwloc15 libnuma1 libcunit1 libpmix2
-  zlib1g"
+  zlib1g ${TNT_RDMA_GUEST_EXTRA:-}"
 # Modules loaded in the guest (with their dependencies): rxe and the verbs
 # character devices, veth for the two "hosts", 9p for the shared tree.
 guest_mods="rdma_rxe ib_uverbs rdma_ucm veth 9p 9pnet_virtio virtio_pci

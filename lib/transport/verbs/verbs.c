@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -338,9 +339,18 @@ static const char *hello_check(vb_ctx_t *ctx, vb_ep_t *ep,
     }
     if (h->is_reply || h->from >= ctx->env.rank || h->from >= ctx->env.nranks)
         return "handshake from a rank that may not connect here";
-    /* Only endpoints that proved the key have a peer. */
+    return NULL;
+}
+
+/* Acceptor, after the proof: a rank that proved the key but is already
+ * connected. Checked only then (as the TCP transport does): before the
+ * proof the hello's "from" is a stranger's claim, and refusing on it
+ * would tell a stranger who is connected and spare it the challenge that
+ * a wrong key must fail. Only endpoints that proved the key have a peer. */
+static const char *duplicate_check(vb_ctx_t *ctx, vb_ep_t *ep, int from)
+{
     for (vb_ep_t *e = ctx->eps; e; e = e->next)
-        if (e != ep && e->peer == h->from)
+        if (e != ep && e->peer == from)
             return "second connection from a rank already connected";
     return NULL;
 }
@@ -407,6 +417,8 @@ static void proof_in(vb_ep_t *ep)
     /* Another connection for the same rank may have proved meanwhile. */
     if (!why)
         why = hello_check(ctx, ep, &ep->peer_hello);
+    if (!why)
+        why = duplicate_check(ctx, ep, ep->peer_hello.from);
     if (why) {
         tnt__vb_fail(ep, VB_EV_PROTOCOL, why);
         return;
@@ -580,33 +592,74 @@ static double mono_now(void)
 }
 
 /* Close the strangers that have not proved the key in time and, when
- * too many are still at it, the oldest: silent connections must not pile
- * up. Checked at each new connection, which is when room is needed. */
-static void expire_strangers(vb_ctx_t *ctx, double now)
+ * room is needed (room_for_one) and too many are still at it, one more:
+ * silent connections must not pile up. Expiry runs once a second
+ * (timer_cb), not only when a new connection comes: strangers that stop
+ * coming would otherwise be held for ever (the intruder suite's last 64
+ * held connections were). For room, the oldest stranger that has not
+ * sent a whole hello goes first, then the oldest: a peer's own
+ * connection sends its hello at once, so a flood of silent strangers
+ * does not push it out (the TCP transport's rule). */
+static void expire_strangers(vb_ctx_t *ctx, double now, int room_for_one)
 {
     for (;;) {
-        vb_ep_t *oldest = NULL;
+        vb_ep_t *oldest = NULL, *silent = NULL;
         int n = 0;
         for (vb_ep_t *e = ctx->eps; e; e = e->next)
             if (!e->connector && !e->known && !e->closed) {
                 n++;
                 if (!oldest || e->born < oldest->born)
                     oldest = e;
+                if (e->stage == VB_S_HELLO_IN &&
+                    (!silent || e->born < silent->born))
+                    silent = e;
             }
+        vb_ep_t *victim = oldest;
         if (oldest && now - oldest->born > VB_HANDSHAKE_WAIT_S)
             tnt__vb_fail(oldest, VB_EV_PROTOCOL, "no authenticated "
                          "handshake in time");
-        else if (oldest && n >= VB_STRANGERS_MAX) {
+        else if (oldest && room_for_one && n >= VB_STRANGERS_MAX) {
+            victim = silent ? silent : oldest;
             ctx->strangers_evicted++;
             ctx->evicting = 1;
-            tnt__vb_fail(oldest, VB_EV_PROTOCOL, "too many connections in "
+            tnt__vb_fail(victim, VB_EV_PROTOCOL, "too many connections in "
                          "their handshake");
             ctx->evicting = 0;
         } else
             return;
-        if (!oldest->closed) /* it is off the list either way */
-            ep_close(ctx, oldest);
+        if (!victim->closed) /* it is off the list either way */
+            ep_close(ctx, victim);
     }
+}
+
+/* Once a second: strangers that have not proved the key in time go. */
+static void timer_cb(void *arg, uint32_t events)
+{
+    vb_ctx_t *ctx = arg;
+    (void)events;
+    uint64_t ticks;
+    if (read(ctx->timer_fd, &ticks, sizeof(ticks)) < 0)
+        return;
+    tnt__vb_free_graveyard(ctx);
+    expire_strangers(ctx, mono_now(), 0);
+}
+
+static tnt_result_t start_timer(vb_ctx_t *ctx)
+{
+    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (tfd < 0)
+        return tnt__error(TNT_ERR_SYSTEM, "verbs: timerfd_create: %s",
+                          strerror(errno));
+    struct itimerspec its = {{1, 0}, {1, 0}};
+    if (timerfd_settime(tfd, 0, &its, NULL) != 0 ||
+        ctx->env.watch_fd(ctx->env.core, tfd, TNT_FD_READ, timer_cb, ctx) !=
+            TNT_SUCCESS) {
+        close(tfd);
+        return tnt__error(TNT_ERR_SYSTEM, "verbs: cannot start the "
+                          "handshake timer");
+    }
+    ctx->timer_fd = tfd;
+    return TNT_SUCCESS;
 }
 
 static void accept_cb(void *arg, uint32_t events)
@@ -630,7 +683,7 @@ static void accept_cb(void *arg, uint32_t events)
         }
         tune_socket(ctx, fd);
         double now = mono_now();
-        expire_strangers(ctx, now);
+        expire_strangers(ctx, now, 1);
         vb_ep_t *ep = ep_new(ctx, -1, fd);
         if (!ep) {
             close(fd);
@@ -710,7 +763,7 @@ static tnt_result_t vb_listen(void *vctx, void *addr, size_t *addr_len)
         return rc;
     }
     ctx->listen_fd = fd;
-    return TNT_SUCCESS;
+    return ctx->timer_fd < 0 ? start_timer(ctx) : TNT_SUCCESS;
 }
 
 static void async_cb(void *arg, uint32_t events)
@@ -893,6 +946,7 @@ static tnt_result_t vb_init(const tnt_transport_env_t *env, void **out)
         return tnt__error(TNT_ERR_NO_MEMORY, "verbs: out of memory");
     ctx->env = *env;
     ctx->listen_fd = -1;
+    ctx->timer_fd = -1;
     int cache = -1;
     size_t limit = 0;
     vb_opened_t o;
@@ -970,8 +1024,18 @@ static void vb_finalize(void *vctx)
         ctx->env.unwatch_fd(ctx->env.core, ctx->listen_fd);
         close(ctx->listen_fd);
     }
-    if (ctx->pd)
+    if (ctx->timer_fd >= 0) {
+        ctx->env.unwatch_fd(ctx->env.core, ctx->timer_fd);
+        close(ctx->timer_fd);
+    }
+    if (ctx->pd) {
+        /* What registration cost this communicator (a pinned
+         * tnt_mem_alloc allocation is one registration for its life). */
+        ctx->env.log(ctx->env.core, TNT_LOG_DEBUG, "rank %d: verbs: %zu "
+                     "memory registrations, %zu deregistrations",
+                     ctx->env.rank, ctx->rcache.nregs, ctx->rcache.nderegs);
         tnt__vb_rcache_destroy(&ctx->rcache);
+    }
     if (ctx->chan) {
         ctx->env.unwatch_fd(ctx->env.core, ctx->chan->fd);
         ibv_destroy_comp_channel(ctx->chan);

@@ -25,9 +25,9 @@
 #include "transport/verbs/verbs_wire.h"
 
 /* Bytes of one bounce buffer (TNT_IB_EAGER_BYTES, the same on every
- * rank: the hello carries it); a message whose header and payload fit is
- * sent eagerly (copied), larger ones by rendezvous (RDMA WRITE). */
-#define VB_BOUNCE_DEFAULT 8192u /* the table's default of TNT_IB_EAGER_BYTES */
+ * rank: the hello carries it; its default is the parameter table's); a
+ * message whose header and payload fit is sent eagerly (copied), larger
+ * ones by rendezvous (RDMA WRITE). */
 #define VB_BOUNCE_MIN 4096u
 #define VB_BOUNCE_MAX (1024u * 1024u)
 #define VB_CTRL_DEPTH 2u
@@ -138,6 +138,7 @@ struct vb_ctx {
     int odp;             /* registrations use on-demand paging */
     vb_rcache_t rcache;
     int listen_fd;
+    int timer_fd;        /* once a second: strangers expire */
     vb_ep_t *eps;        /* all live endpoints, incoming ones included */
     vb_ep_t *graveyard;
     vb_op_t *free_ops;

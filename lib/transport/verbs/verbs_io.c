@@ -779,11 +779,14 @@ void tnt__vb_comp_cb(void *arg, uint32_t events)
 
 /* ---- registration hooks of the transport interface ----------------- */
 
+/* The core calls these for each tnt_mem_alloc allocation and at its
+ * tnt_mem_free: memory whose end the transport learns, so its
+ * registration is kept (pinned) for its whole life, cache on or off. */
 tnt_result_t tnt__vb_reg_mem(void *vctx, void *ptr, size_t len,
                              void **handle)
 {
     vb_ctx_t *ctx = vctx;
-    vb_region_t *r = tnt__vb_rcache_get(&ctx->rcache, ptr, len);
+    vb_region_t *r = tnt__vb_rcache_pin(&ctx->rcache, ptr, len);
     if (!r)
         return tnt__error(TNT_ERR_SYSTEM, "verbs: cannot register %zu bytes "
                           "at %p", len, ptr);
@@ -794,12 +797,7 @@ tnt_result_t tnt__vb_reg_mem(void *vctx, void *ptr, size_t len,
 void tnt__vb_dereg_mem(void *vctx, void *handle)
 {
     vb_ctx_t *ctx = vctx;
-    vb_region_t *r = handle;
-    if (!r)
-        return;
-    uintptr_t start = r->start, end = r->end;
-    tnt__vb_rcache_put(&ctx->rcache, r);
-    /* The caller is done with this memory (it may free it next): no
-     * later message may reuse a registration of it. */
-    tnt__vb_rcache_invalidate(&ctx->rcache, (void *)start, end - start);
+    /* The caller is done with this memory (it frees it next): no later
+     * message may reuse a registration of it. */
+    tnt__vb_rcache_unpin(&ctx->rcache, handle);
 }

@@ -93,11 +93,12 @@ vb_region_t *tnt__vb_rcache_get(vb_rcache_t *rc, const void *addr,
             return r;
         }
     /* Grow the new range over every region it overlaps or touches; one
-     * pass may reach a region the previous extent missed, so repeat. */
+     * pass may reach a region the previous extent missed, so repeat.
+     * Pinned regions stay as they are. */
     for (int grown = 1; grown;) {
         grown = 0;
         for (vb_region_t *r = rc->head; r; r = r->next)
-            if (r->start <= end && start <= r->end &&
+            if (!r->pinned && r->start <= end && start <= r->end &&
                 (r->start < start || r->end > end)) {
                 start = r->start < start ? r->start : start;
                 end = r->end > end ? r->end : end;
@@ -118,13 +119,53 @@ vb_region_t *tnt__vb_rcache_get(vb_rcache_t *rc, const void *addr,
     /* The merged-away regions stay valid for their current users. */
     for (vb_region_t *r = rc->head, *next; r; r = next) {
         next = r->next;
-        if (r->start >= start && r->end <= end)
+        if (!r->pinned && r->start >= start && r->end <= end)
             retire(rc, r);
     }
     n->refs = 1;
     push_front(rc, n);
     evict(rc);
     return n;
+}
+
+vb_region_t *tnt__vb_rcache_pin(vb_rcache_t *rc, const void *addr,
+                                size_t len)
+{
+    uintptr_t a = (uintptr_t)addr;
+    if (len == 0)
+        len = 1;
+    if (a > UINTPTR_MAX - 2 * rc->page ||
+        len > UINTPTR_MAX - 2 * rc->page - a)
+        return NULL;
+    uintptr_t start = a & ~(uintptr_t)(rc->page - 1);
+    uintptr_t end = (a + len + rc->page - 1) & ~(uintptr_t)(rc->page - 1);
+    tnt__vb_rcache_invalidate(rc, (void *)start, end - start);
+    vb_region_t *n = calloc(1, sizeof(*n));
+    if (!n)
+        return NULL;
+    n->start = start;
+    n->end = end;
+    if (rc->ops.reg(rc->ops.arg, (void *)start, end - start, &n->handle)
+        != 0) {
+        free(n);
+        return NULL;
+    }
+    rc->nregs++;
+    n->refs = 1;
+    n->pinned = 1;
+    push_front(rc, n);
+    evict(rc);
+    return n;
+}
+
+void tnt__vb_rcache_unpin(vb_rcache_t *rc, vb_region_t *r)
+{
+    if (!r || !r->pinned)
+        return;
+    uintptr_t start = r->start, end = r->end;
+    r->pinned = 0;
+    tnt__vb_rcache_put(rc, r);
+    tnt__vb_rcache_invalidate(rc, (void *)start, end - start);
 }
 
 void tnt__vb_rcache_put(vb_rcache_t *rc, vb_region_t *r)

@@ -15,6 +15,16 @@
  * entry goes away with its last user), which is what the transport uses
  * when it cannot learn that memory was freed (see docs/verbs.md).
  *
+ * Pinned regions are the exception to "off means uncached": memory
+ * whose lifetime the transport is told (tnt_mem_alloc's allocations,
+ * through the transport interface's reg_mem and dereg_mem) is registered
+ * once when allocated and found by every lookup inside it until it is
+ * unpinned at free, with caching on or off. Nothing can go stale: the
+ * memory cannot be freed without the unpin, which invalidates every
+ * region over it. A pinned region is never merged into another (that
+ * would end the registration the pin holds); a lookup that only partly
+ * overlaps it registers a region of its own beside it.
+ *
  * The registration itself sits behind two function pointers, so that the
  * tests run the cache against fakes. Entries live in a list: the transport
  * keeps tens of regions (a training job's gradient buffers), where a tree
@@ -38,6 +48,7 @@ typedef struct vb_region {
     void *handle;              /* what ops.reg returned (an ibv_mr) */
     unsigned refs;
     int cached;                /* still findable by lookups */
+    int pinned;                /* by tnt__vb_rcache_pin: never merged */
     struct vb_region *prev, *next; /* LRU list, most recent first */
 } vb_region_t;
 
@@ -58,6 +69,18 @@ void tnt__vb_rcache_init(vb_rcache_t *rc, const vb_rcache_ops_t *ops,
  *  registration fails (len 0 is treated as 1 byte). */
 vb_region_t *tnt__vb_rcache_get(vb_rcache_t *rc, const void *addr,
                                 size_t len);
+
+/** Register [addr, addr+len) as a pinned region of its own, holding a
+ *  reference until tnt__vb_rcache_unpin: the memory is new, so every
+ *  cached region overlapping it is stale and invalidated first. NULL
+ *  when registration fails. */
+vb_region_t *tnt__vb_rcache_pin(vb_rcache_t *rc, const void *addr,
+                                size_t len);
+
+/** The pinned memory of r is about to be freed: drop the pin's
+ *  reference and invalidate every region overlapping it (those in use go
+ *  at their last put). */
+void tnt__vb_rcache_unpin(vb_rcache_t *rc, vb_region_t *r);
 
 /** Drop a reference taken by get. */
 void tnt__vb_rcache_put(vb_rcache_t *rc, vb_region_t *r);
