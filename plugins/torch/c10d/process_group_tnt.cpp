@@ -16,6 +16,15 @@ void one_tensor(const std::vector<at::Tensor>& v, const char* op)
                 "process (CPU), got ", v.size());
 }
 
+// The one CPU tensor of a call that takes one.
+const at::Tensor& the_tensor(const std::vector<at::Tensor>& v,
+                             const char* op)
+{
+    one_tensor(v, op);
+    check_tensor(v[0], op, "tensor");
+    return v[0];
+}
+
 int root_of(int64_t root, int64_t root_tensor, int size, const char* op)
 {
     TORCH_CHECK(root_tensor == 0, "tnt: ", op, ": rootTensor must be 0 "
@@ -99,6 +108,18 @@ c10::intrusive_ptr<WorkTnt> ProcessGroupTnt::make_work(
     return w;
 }
 
+c10::intrusive_ptr<WorkTnt> ProcessGroupTnt::single_work(
+    c10d::OpType type, const char* name, std::vector<at::Tensor>& tensors,
+    const Buf& b, bool writes, std::chrono::milliseconds timeout)
+{
+    auto w = make_work(type, name, tensors, tensors, timeout);
+    w->keep.push_back(b.t);
+    if (writes)
+        w->after = copy_back(tensors[0], b.t);
+    w->requests.push_back(nullptr);
+    return w;
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::post(
     c10::intrusive_ptr<WorkTnt> work, tnt_result_t rc)
 {
@@ -111,15 +132,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::broadcast(
     std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts)
 {
     const char* name = "broadcast";
-    one_tensor(tensors, name);
-    check_tensor(tensors[0], name, "tensor");
+    Buf b = bytes_of(contiguous_of(the_tensor(tensors, name)));
     int root = root_of(opts.rootRank, opts.rootTensor, getSize(), name);
-    Buf b = bytes_of(contiguous_of(tensors[0]));
-    auto w = make_work(c10d::OpType::BROADCAST, name, tensors, tensors,
-                       opts.timeout);
-    w->keep.push_back(b.t);
-    w->after = copy_back(tensors[0], b.t);
-    w->requests.push_back(nullptr);
+    auto w = single_work(c10d::OpType::BROADCAST, name, tensors, b, true,
+                         opts.timeout);
     return post(w, tnt_ibroadcast(comm_, b.ptr, b.count, b.dtype, root,
                                   &w->requests.back()));
 }
@@ -128,15 +144,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allreduce(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts)
 {
     const char* name = "all_reduce";
-    one_tensor(tensors, name);
-    check_tensor(tensors[0], name, "tensor");
     tnt_op_t op;
-    Buf b = reduce_of(contiguous_of(tensors[0]), opts.reduceOp, name, &op);
-    auto w = make_work(c10d::OpType::ALLREDUCE, name, tensors, tensors,
-                       opts.timeout);
-    w->keep.push_back(b.t);
-    w->after = copy_back(tensors[0], b.t);
-    w->requests.push_back(nullptr);
+    Buf b = reduce_of(contiguous_of(the_tensor(tensors, name)),
+                      opts.reduceOp, name, &op);
+    auto w = single_work(c10d::OpType::ALLREDUCE, name, tensors, b, true,
+                         opts.timeout);
     return post(w, tnt_iallreduce(comm_, TNT_IN_PLACE, b.ptr, b.count,
                                   b.dtype, op, &w->requests.back()));
 }
@@ -192,18 +204,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::reduce(
     std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts)
 {
     const char* name = "reduce";
-    one_tensor(tensors, name);
-    check_tensor(tensors[0], name, "tensor");
-    int root = root_of(opts.rootRank, opts.rootTensor, getSize(), name);
     tnt_op_t op;
-    Buf b = reduce_of(contiguous_of(tensors[0]), opts.reduceOp, name, &op);
-    auto w = make_work(c10d::OpType::REDUCE, name, tensors, tensors,
-                       opts.timeout);
-    w->keep.push_back(b.t);
+    Buf b = reduce_of(contiguous_of(the_tensor(tensors, name)),
+                      opts.reduceOp, name, &op);
+    int root = root_of(opts.rootRank, opts.rootTensor, getSize(), name);
     const bool at_root = getRank() == root;
-    if (at_root)
-        w->after = copy_back(tensors[0], b.t);
-    w->requests.push_back(nullptr);
+    auto w = single_work(c10d::OpType::REDUCE, name, tensors, b, at_root,
+                         opts.timeout);
     return post(w, tnt_ireduce(comm_, at_root ? TNT_IN_PLACE : b.ptr,
                                at_root ? b.ptr : nullptr, b.count, b.dtype,
                                op, root, &w->requests.back()));
@@ -563,13 +570,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::send(
     std::vector<at::Tensor>& tensors, int dst, int tag)
 {
     const char* name = "send";
-    one_tensor(tensors, name);
-    check_tensor(tensors[0], name, "tensor");
-    Buf b = bytes_of(contiguous_of(tensors[0]));
-    auto w = make_work(c10d::OpType::SEND, name, tensors, tensors,
-                       std::chrono::milliseconds(0));
-    w->keep.push_back(b.t);
-    w->requests.push_back(nullptr);
+    Buf b = bytes_of(contiguous_of(the_tensor(tensors, name)));
+    auto w = single_work(c10d::OpType::SEND, name, tensors, b, false,
+                         std::chrono::milliseconds(0));
     return post(w, tnt_isend(comm_, b.ptr, b.count, b.dtype, dst, tag,
                              &w->requests.back()));
 }
@@ -578,15 +581,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::recv(
     std::vector<at::Tensor>& tensors, int src, int tag)
 {
     const char* name = "recv";
-    one_tensor(tensors, name);
-    check_tensor(tensors[0], name, "tensor");
-    Buf b = bytes_of(contiguous_of(tensors[0]));
-    auto w = make_work(c10d::OpType::RECV, name, tensors, tensors,
-                       std::chrono::milliseconds(0));
-    w->keep.push_back(b.t);
-    w->after = copy_back(tensors[0], b.t);
+    Buf b = bytes_of(contiguous_of(the_tensor(tensors, name)));
+    auto w = single_work(c10d::OpType::RECV, name, tensors, b, true,
+                         std::chrono::milliseconds(0));
     w->source = src;
-    w->requests.push_back(nullptr);
     return post(w, tnt_irecv(comm_, b.ptr, b.count, b.dtype, src, tag,
                              &w->requests.back()));
 }

@@ -14,6 +14,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "tnt/tnt.h"
+#include "tensor_map.hpp"
 #include "tnt_work.hpp"
 
 namespace tnt_torch {
@@ -88,6 +89,12 @@ class ProcessGroupTnt : public c10d::ProcessGroup {
       c10d::OpType type, const char* name, std::vector<at::Tensor> outputs,
       const std::vector<at::Tensor>& inputs,
       std::chrono::milliseconds timeout);
+  // The work of a call on one tensor: b (its staging tensor or itself)
+  // kept alive, copied back into tensors[0] afterwards if the call
+  // `writes` it, and one request slot.
+  c10::intrusive_ptr<WorkTnt> single_work(
+      c10d::OpType type, const char* name, std::vector<at::Tensor>& tensors,
+      const Buf& b, bool writes, std::chrono::milliseconds timeout);
   // Throws the library's message if rc is an error; else queues the work.
   c10::intrusive_ptr<c10d::Work> post(c10::intrusive_ptr<WorkTnt> work,
                                       tnt_result_t rc);
