@@ -3,7 +3,9 @@
 # every dtype and reduce op exact against a reference, bad input (wrong
 # dtype, sparse tensor, unsupported op, bad root, shapes that differ
 # across ranks, a rank that dies, groups destroyed and made again),
-# subgroups, and DistributedDataParallel training of a small CNN with
+# a group destroyed while a receive whose tensor Python let go of is still
+# pending (it deadlocked on the GIL before), subgroups, and
+# DistributedDataParallel training of a small CNN with
 # batch norm on the digits data that gives on every rank bitwise the same
 # parameters, equal to DDP over gloo to 1e-5 (tests/python/ddp_digits.py).
 #
@@ -56,6 +58,8 @@ one "bad input, 3 ranks" "$PY" "$CHECK" bad_input 3
 one "shapes differ across ranks, 3 ranks" "$PY" "$CHECK" mismatch 3
 one "a rank dies, 3 ranks" "$PY" "$CHECK" dead_rank 3
 one "destroy and make again, 2 ranks" "$PY" "$CHECK" reinit 2
+one "destroyed with a receive pending, 2 ranks" \
+    "$PY" "$CHECK" destroy_pending 2
 one "subgroups, 3 ranks" "$PY" "$CHECK" subgroups 3
 LAUNCH=$SRC/tests/python/launch_torch_backend.py
 one "init_process_group(\"tnt\") under tnt-run, 3 ranks" \

@@ -333,7 +333,27 @@ def case_collectives(rank, size, path):
     dist.destroy_process_group()
 
 
-CASES = {"dtypes": case_dtypes, "collectives": case_collectives, "bad_input": case_bad_input,
+def case_destroy_pending(rank, size, path):
+    """A group destroyed while its completion thread still holds the last
+    reference to a tensor Python has let go of: the thread needs the GIL
+    to release that tensor's Python object, and destroy_process_group
+    holds the GIL while it waits for the thread (it hung once in ten runs
+    of PyTorch's send/recv test under load; here every time before the
+    fix)."""
+    init(rank, size, path)
+    if rank == 0:
+        t = torch.empty(1000)
+        w = dist.irecv(t, 1, tag=4)
+        del t, w  # Python lets go; the pending receive keeps the tensor
+        dist.destroy_process_group()  # waits for the receive to finish
+    else:
+        time.sleep(1.0)
+        dist.send(torch.ones(1000), 0, tag=4)
+        dist.destroy_process_group()
+    print("rank %d: destroyed with a receive pending" % rank)
+
+
+CASES = {"dtypes": case_dtypes, "destroy_pending": case_destroy_pending, "collectives": case_collectives, "bad_input": case_bad_input,
          "mismatch": case_mismatch, "dead_rank": case_dead_rank,
          "reinit": case_reinit, "subgroups": case_subgroups}
 

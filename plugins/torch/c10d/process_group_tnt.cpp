@@ -1,4 +1,6 @@
 // The "tnt" process group (process_group_tnt.hpp).
+#include <Python.h>  // first, as Python asks; for the GIL in the destructor
+
 #include "process_group_tnt.hpp"
 
 #include <c10/util/Exception.h>
@@ -86,9 +88,22 @@ ProcessGroupTnt::ProcessGroupTnt(const c10::intrusive_ptr<c10d::Store>& store,
     completer_.reset(new Completer(comm_, rank));
 }
 
+// The completion thread may need the GIL: when it drops the last
+// reference to a tensor whose Python object torch keeps alive from C++
+// (PyObject preservation: Python let go of the tensor first), the tensor's
+// destructor takes the GIL to release that object. A group destroyed from
+// Python (destroy_process_group) runs this with the GIL held, so joining
+// the thread with it held could wait for ever; release it meanwhile.
+// (Seen: test_send_recv_with_tag at 3 ranks, one rank stuck in
+// destroy_process_group, under load.)
 ProcessGroupTnt::~ProcessGroupTnt()
 {
+    PyThreadState* saved = nullptr;
+    if (Py_IsInitialized() && PyGILState_Check())
+        saved = PyEval_SaveThread();
     completer_.reset();  // finishes the queued operations first
+    if (saved)
+        PyEval_RestoreThread(saved);
     tnt_comm_free(comm_);
 }
 
