@@ -109,12 +109,16 @@ def measure(args, coll, p, algo, sizes):
     """{size: time_us} from tnt-bench (in place; the model's form)."""
     env = dict(os.environ)
     env["TNT_TRANSPORT"] = args.transport
-    env["TNT_ALLREDUCE_ALGO" if coll == "allreduce" else "TNT_BCAST_ALGO"] = algo
+    algo_var = "TNT_ALLREDUCE_ALGO" if coll == "allreduce" else "TNT_BCAST_ALGO"
+    env[algo_var] = algo
+    # {xenv}: the variables this run sets, as a launcher's "-x VAR" list
+    # (tnt-run refuses to forward a variable that is not set).
+    xenv = "-x TNT_TRANSPORT -x " + algo_var
     res = {}
     with tempfile.TemporaryDirectory() as tmp:
         js = os.path.join(tmp, "r.json")
         for s in sizes:
-            launch = args.launch.format(p=p, bench=args.bench)
+            launch = args.launch.format(p=p, bench=args.bench, xenv=xenv)
             cmd = shlex.split(launch) + [
                 coll, "--size", str(s), "-n", str(args.iters),
                 "-w", str(args.warmup), "--inplace-only", "--json", js]
@@ -191,10 +195,20 @@ def main():
                     help="reduction GB/s, held fixed (e.g. from tnt-bench "
                          "kernels); 0: fitted")
     ap.add_argument("--launch", default="{bench} -N {p}",
-                    help="how to start p ranks of tnt-bench ({p}, {bench})")
+                    help="how to start p ranks of tnt-bench ({p}, {bench}, and "
+                         "{xenv}: -x VAR for each variable set)")
     ap.add_argument("--bench", default="build/bench/tnt-bench")
     ap.add_argument("--sim", default="build/tools/tnt-sim")
     ap.add_argument("--json", help="also write every row here")
+    ap.add_argument("--fit-procs", default="",
+                    help="fit on the rows of these rank counts only "
+                         "(default: all); e.g. the p that have a core each")
+    ap.add_argument("--fit-sizes", default="",
+                    help="fit on the rows of these sizes only (default: "
+                         "all); e.g. leave out a shaped link's burst")
+    ap.add_argument("--replay", metavar="JSON",
+                    help="take the measured times and counts from an "
+                         "earlier --json instead of running tnt-bench")
     args = ap.parse_args()
     procs = [int(x) for x in args.procs.split(",")]
     sizes = [parse_size(x) for x in args.sizes.split(",")]
@@ -202,7 +216,17 @@ def main():
     plan += [("broadcast", a) for a in args.bcast_algos.split(",") if a]
 
     data = []  # (p, size, coll, algo, coeffs, measured_us)
-    for p in procs:
+    if args.replay:
+        with open(args.replay) as f:
+            for r in json.load(f)["rows"]:
+                if r["p"] in procs and r["bytes"] in sizes and \
+                        (r["collective"], r["algorithm"]) in plan:
+                    data.append((r["p"], r["bytes"], r["collective"],
+                                 r["algorithm"],
+                                 (r["n_alpha"], r["n_beta"], r["n_gamma"]),
+                                 r["measured_us"]))
+        procs = sorted({d[0] for d in data})
+    for p in ([] if args.replay else procs):
         cnt = {coll: counts(args, coll, p, sizes)
                for coll in sorted({c for c, _ in plan})}
         for coll, algo in plan:
@@ -216,14 +240,19 @@ def main():
 
     # Coefficients in us per unit: alpha (us), beta (us/B), gamma (us/B).
     fixed = {2: 1e-3 / args.gamma} if args.gamma > 0 else {}
-    x = lstsq([(c, t) for *_, c, t in data], fixed)
+    fit_p = {int(x) for x in args.fit_procs.split(",") if x} or set(procs)
+    fit_s = {parse_size(x) for x in args.fit_sizes.split(",") if x} or \
+        set(sizes)
+    x = lstsq([(c, t) for p, s, *_, c, t in data
+               if p in fit_p and s in fit_s], fixed)
     alpha, beta, gamma = x
     bw = 1e-3 / beta if beta > 0 else float("inf")
     gbps = 1e-3 / gamma if gamma > 0 else float("inf")
-    print("# transport %s, ranks per host %s: alpha %.3f us, beta %.4g us/B "
-          "(%.3f GB/s), gamma %.4g us/B (%.3f GB/s%s)" %
-          (args.transport, args.rph or "p", alpha, beta, bw, gamma, gbps,
-           ", fixed" if fixed else ""))
+    print("# transport %s, ranks per host %s, fitted on p = %s: alpha %.3f "
+          "us, beta %.4g us/B (%.3f GB/s), gamma %.4g us/B (%.3f GB/s%s)" %
+          (args.transport, args.rph or "p",
+           ",".join(str(p) for p in sorted(fit_p)), alpha, beta, bw, gamma,
+           gbps, ", fixed" if fixed else ""))
 
     # Predicted: the model itself with the fitted figures.
     link = (alpha, "%.6g" % min(bw, 1e9), "%.6g" % min(gbps, 1e9))
@@ -247,9 +276,19 @@ def main():
                      "algorithm": algo, "measured_us": t, "predicted_us": pt,
                      "n_alpha": c[0], "n_beta": c[1], "n_gamma": c[2]})
     print("# %d of %d rows off by more than 30%%" % (off, len(rows)))
+    for p in procs:
+        pr = [r for r in rows if r["p"] == p and r["predicted_us"]]
+        rs = sorted(r["predicted_us"] / r["measured_us"] for r in pr)
+        if rs:
+            print("# p = %d: %d of %d rows off by more than 30%%, median "
+                  "predicted/measured %.2f" %
+                  (p, sum(1 for q in rs if not 0.7 <= q <= 1.3), len(rs),
+                   rs[len(rs) // 2]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"transport": args.transport, "alpha_us": alpha,
+                       "fit_procs": sorted(fit_p),
+                       "fit_sizes": sorted(fit_s),
                        "beta_us_per_byte": beta, "gamma_us_per_byte": gamma,
                        "rows": rows}, f, indent=1)
 
