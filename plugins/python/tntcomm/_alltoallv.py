@@ -13,12 +13,12 @@ a count of rows per peer, along the first axis as alltoall is
 recvcounts[i] must be what rank i sends this rank (its sendcounts[rank]),
 else TntError (TNT_ERR_MISMATCH): at once for this rank's block to itself
 (nothing is sent; the communicator stays usable), else on every rank, and
-the communicator fails, as the library says.
-Without recvcounts, they are first exchanged with an alltoall of the
-sendcounts (one more collective). Every rank passes arrays of the same
-dtype and trailing shape. Counts are rows (numbers of elements along the
-first axis); a non-integer count is TypeError, a wrong number of counts,
-a negative one or sendcounts that do not add up to the rows a ValueError.
+the communicator fails, as the library says. Without recvcounts, they
+are first exchanged with an alltoall of the sendcounts (one more
+collective). Every rank passes arrays of the same dtype and trailing
+shape. Counts are rows (numbers of elements along the first axis); a
+non-integer count is TypeError, a wrong number of counts, a negative one
+or sendcounts that do not add up to the rows a ValueError.
 """
 import numpy as np
 
@@ -50,14 +50,13 @@ def _size_ts(values):
 
 
 def _args(array, sendcounts, recvcounts):
-    from . import init, get_size, _dtype_of
-    from ._rooted import alltoall
+    from . import init, get_size
+    from ._rooted import alltoall, _send
     size = get_size()
-    if np.ndim(array) == 0:  # (ascontiguousarray would make it 1-d)
+    if np.ndim(array) == 0:  # (_send would make it 1-d)
         raise ValueError("tntcomm: alltoallv needs an array with a first "
                          "axis, not a 0-d array")
-    send = np.ascontiguousarray(array)
-    dtype = _dtype_of(send)
+    send, dtype = _send(array)
     scounts = _counts(sendcounts, size, "sendcounts")
     if scounts.sum() != send.shape[0]:
         raise ValueError("tntcomm: sendcounts add up to %d rows but the "

@@ -43,9 +43,9 @@ def int_arg(value, what):
 
 
 def _send_args(array, peer, tag):
-    from . import init, _dtype_of
-    send = np.ascontiguousarray(array)
-    dtype = _dtype_of(send)
+    from . import init
+    from ._rooted import _send
+    send, dtype = _send(array)
     return (init(), send.ctypes.data, send.size, dtype,
             int_arg(peer, "peer"), int_arg(tag, "tag")), send
 
