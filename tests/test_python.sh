@@ -1,7 +1,7 @@
 #!/bin/bash
 # Tests of the Python binding tntcomm (plugins/python): the rank program
 # tests/python/check_tntcomm.py alone (a world of one) and under tnt-run
-# on 2, 3 and 4 ranks; a clear ImportError when the library cannot be
+# on 2, 3, 4 and 5 ranks; a clear ImportError when the library cannot be
 # loaded; and the package that `meson install` puts into a prefix.
 # Usage: test_python.sh PYTHON TNT-RUN BUILD-DIR SOURCE-DIR. Exits 77
 # (skipped) when PYTHON lacks numpy (package python3-numpy).
@@ -39,7 +39,7 @@ env -u TNT_RANK -u TNT_SIZE -u TNT_ROOT_ADDR timeout -k 5 "$LIMIT" \
     "$PY" "$CHECK" >"$TMP/log" 2>&1
 result "one process, no launcher" $? "$TMP/log"
 
-for n in 2 3 4; do
+for n in 2 3 4 5; do
     timeout -k 5 "$LIMIT" "$RUN" -n "$n" "$PY" "$CHECK" >"$TMP/log" 2>&1
     result "$n ranks" $? "$TMP/log"
 done
@@ -75,7 +75,8 @@ if [ -z "$init" ] || [ -z "$lib" ]; then
     ok=0
 else
     pkg=$(dirname "$init")
-    for f in _lib.py _fusion.py _config.py torch.py; do
+    for f in _lib.py _fusion.py _config.py _alltoallv.py _p2p.py \
+             torch.py; do
         [ -f "$pkg/$f" ] || { echo "installed package lacks $f"; ok=0; }
     done >>"$TMP/log"
     grep -qF "LIBRARY = \"${lib#"$dest"}\"" "$pkg/_config.py" || {

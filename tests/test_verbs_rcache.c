@@ -255,6 +255,21 @@ static void test_pinned(void)
         g_fake.fail_next = 1;
         TH_CHECK(tnt__vb_rcache_pin(&rc, A(20 * PG), PG) == NULL,
                  "keep %d: failed pin returned a region", keep);
+        /* A range whose page rounding would wrap: refused before any
+         * registration, as by a lookup. */
+        regs = g_fake.n;
+        TH_CHECK(tnt__vb_rcache_pin(&rc, (void *)(UINTPTR_MAX - 10), 100) ==
+                 NULL && g_fake.n == regs, "keep %d: wrapping pin "
+                 "accepted", keep);
+        /* nregs counts the registrations made, failed ones not. */
+        TH_CHECK(rc.nregs == (size_t)g_fake.n, "keep %d: nregs %zu but %d "
+                 "registrations", keep, rc.nregs, g_fake.n);
+        /* A pin of length 0 covers one page, as a lookup's does. */
+        vb_region_t *z = tnt__vb_rcache_pin(&rc, A(30 * PG + 5), 0);
+        TH_CHECK(z && z->pinned && z->refs == 1 && z->start ==
+                 BASE + 30 * PG && z->end == BASE + 31 * PG,
+                 "keep %d: pin of 0 bytes is not one pinned page", keep);
+        tnt__vb_rcache_unpin(&rc, z);
         tnt__vb_rcache_destroy(&rc);
         TH_CHECK(g_fake.live == 0, "keep %d: %d registrations left",
                  keep, g_fake.live);

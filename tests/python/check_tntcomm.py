@@ -254,6 +254,84 @@ def check_errors(rank, size):
     e = raises(tnt.TntError, lambda: tnt.ibroadcast(np.ones(2), root=size),
                "root %d is not a rank" % size, "ibroadcast root out of range")
     check(e.call == "tnt_ibroadcast", "TntError names tnt_ibroadcast")
+    check_p2p_errors(rank, size, raises)
+    check_alltoallv_errors(rank, size, raises)
+
+
+def check_p2p_errors(rank, size, raises):
+    """Bad arguments of send/recv: a Python exception saying why, and the
+    communicator still works (the next collective checks it)."""
+    other = (rank + 1) % size
+    for fn in (tnt.send, tnt.isend, tnt.recv, tnt.irecv):
+        name = "tnt_" + fn.__name__
+        e = raises(tnt.TntError, lambda: fn(np.ones(2), size),
+                   "peer %d is not a rank" % size, name + " peer = size")
+        check(e.code == -1 and e.call == name, "%s: TntError %r %r"
+              % (name, e.code, e.call))
+        raises(tnt.TntError, lambda: fn(np.ones(2), -1),
+               "peer -1 is not a rank", name + " peer -1")
+        raises(tnt.TntError, lambda: fn(np.ones(2), rank),
+               "peer %d is this rank" % rank, name + " peer = own rank")
+        raises(ValueError, lambda: fn(np.ones(2), 2 ** 32 + other),
+               "peer %d is out of the C int range" % (2 ** 32 + other),
+               name + " peer past the C int range")
+        raises(TypeError, lambda: fn(np.ones(2), "1"),
+               "peer must be an int, not str", name + " peer a string")
+        raises(TypeError, lambda: fn(np.ones(2), 1.0),
+               "peer must be an int, not float", name + " peer a float")
+        if size > 1:  # else every peer is refused before the tag
+            raises(tnt.TntError, lambda: fn(np.ones(2), other, tag=-1),
+                   "tag -1; expected 0..TNT_TAG_MAX", name + " negative tag")
+            raises(tnt.TntError,
+                   lambda: fn(np.ones(2), other, tag=tnt.TAG_MAX + 1),
+                   "tag %d" % (tnt.TAG_MAX + 1), name + " tag past TAG_MAX")
+        raises(TypeError, lambda: fn(np.ones(2, np.complex64), other),
+               "dtype complex64 is not supported", name + " complex dtype")
+    for fn in (tnt.recv, tnt.irecv):
+        raises(TypeError, lambda: fn([1.0, 2.0], other),
+               "needs a numpy array", fn.__name__ + " into a list")
+        raises(ValueError, lambda: fn(np.ones(8)[::2], other),
+               "writeable C-contiguous", fn.__name__ + " into a strided view")
+    tnt.barrier()
+
+
+def check_alltoallv_errors(rank, size, raises):
+    """Bad counts: ValueError/TypeError before any call, or the library's
+    own local TntError; none of them fails the communicator."""
+    x = np.arange(2 * size, dtype=np.float32)
+    twos = [2] * size
+    for fn in (tnt.alltoallv, tnt.ialltoallv):
+        name = fn.__name__
+        raises(ValueError, lambda: fn(x, [2] * (size + 1), twos),
+               "sendcounts has %d entries; expected one per rank (%d)"
+               % (size + 1, size), name + " sendcounts too long")
+        raises(ValueError, lambda: fn(x, twos, [2] * (size - 1)),
+               "recvcounts has %d entries" % (size - 1),
+               name + " recvcounts too short")
+        raises(ValueError, lambda: fn(x, [3] + [2] * (size - 1), twos),
+               "sendcounts add up to %d rows but the array has %d"
+               % (2 * size + 1, 2 * size), name + " sendcounts sum")
+        raises(ValueError, lambda: fn(x, [-1] + [2] * (size - 1), twos),
+               "sendcounts has a negative count", name + " negative count")
+        raises(TypeError, lambda: fn(x, [2.0] * size, twos),
+               "sendcounts must be ints, not float64", name + " float counts")
+        raises(TypeError, lambda: fn(x, 2, twos),
+               "sendcounts must be a sequence of ints", name + " scalar")
+        raises(TypeError, lambda: fn(x.astype(np.complex64), twos, twos),
+               "dtype complex64 is not supported", name + " complex dtype")
+        raises(ValueError, lambda: fn(np.float32(1), [1] * size, twos),
+               "not a 0-d array", name + " 0-d array")
+        # This rank's block to itself must keep its count: the library
+        # refuses it locally (TNT_ERR_MISMATCH), before any rank posts.
+        bad = list(twos)
+        bad[rank] = 3
+        e = raises(tnt.TntError, lambda: fn(x, twos, bad),
+                   "the block a rank sends itself", name + " own block")
+        check(e.code == -8, name + ": own block is TNT_ERR_MISMATCH")
+    # Every rank's x is the same: each sends rank j rows 2j, 2j+1.
+    same(tnt.alltoallv(x, twos, twos),
+         np.tile(np.arange(2 * rank, 2 * rank + 2, dtype=np.float32), size),
+         "alltoallv after the errors")
 
 
 def check_micro_batch(rank, size):
@@ -359,6 +437,99 @@ def check_rooted(rank, size):
     tnt.barrier()
 
 
+def v_counts(r, j, size, base):
+    """Rows rank r sends rank j in alltoallv case `base`: 0, 1, primes
+    and uneven (base 1009: large, above TNT_EAGER_BYTES, 256 KiB, in
+    float64)."""
+    if base == 1009:
+        return 32771 + 13 * r + 3 * j
+    return (r * 3 + j * 5 + base) % 4 + (base == 2 and r == j) * 7
+
+
+def check_alltoallv(rank, size):
+    """Rank r's block for rank j is data(r*size + j) of v_counts(r, j)
+    rows; rank `rank` must hold every sender's block for it, in rank
+    order. Blocking and nonblocking, with and without recvcounts, in 1-d
+    and with trailing axes."""
+    for base in [0, 1, 2, 1009]:
+        for dtype in [np.float64, np.int32, np.uint8]:
+            scounts = [v_counts(rank, j, size, base) for j in range(size)]
+            rcounts = [v_counts(i, rank, size, base) for i in range(size)]
+            x = np.concatenate([data(rank * size + j, scounts[j], dtype,
+                                     "sum") for j in range(size)])
+            want = np.concatenate([data(i * size + rank, rcounts[i], dtype,
+                                        "sum") for i in range(size)])
+            keep = x.copy()
+            what = "alltoallv %s base %d" % (np.dtype(dtype), base)
+            same(tnt.alltoallv(x, scounts, rcounts), want, what)
+            same(x, keep, what + " left its input alone")
+            same(tnt.alltoallv(x, np.array(scounts, np.uint64)), want,
+                 what + " (recvcounts exchanged)")
+            same(tnt.ialltoallv(x, scounts, rcounts).wait(), want,
+                 "i" + what)
+            same(tnt.ialltoallv(x, scounts).wait(), want,
+                 "i" + what + " (recvcounts exchanged)")
+    # Rows of shape (2, 3): counts are rows, not elements.
+    scounts = [v_counts(rank, j, size, 0) for j in range(size)]
+    rcounts = [v_counts(i, rank, size, 0) for i in range(size)]
+    x = np.concatenate([data(rank * size + j, 6 * scounts[j], np.int64,
+                             "sum") for j in range(size)]).reshape(-1, 2, 3)
+    want = np.concatenate([data(i * size + rank, 6 * rcounts[i], np.int64,
+                                "sum") for i in range(size)]).reshape(-1, 2, 3)
+    same(tnt.alltoallv(x, scounts, rcounts), want, "alltoallv of rows 2x3")
+
+
+def check_p2p(rank, size):
+    """send/recv around the ring (rank to rank+1), every element checked:
+    blocking and nonblocking, counts 0, 1, 7 and 65537 (float64, above
+    TNT_EAGER_BYTES: the send waits for the receive), tags apart."""
+    if size == 1:
+        return  # no other rank to talk to; check_errors covers size 1
+    right, left = (rank + 1) % size, (rank - 1) % size
+    before = tnt.stats()["kinds"]["p2p"]
+    calls = nbytes = 0
+    for dtype in [np.float64, np.int8, np.uint32]:
+        for n in [0, 1, 7, 65537]:
+            mine = data(rank * 31 + n, n, dtype, "sum")
+            want = data(left * 31 + n, n, dtype, "sum")
+            what = "send/recv %s n=%d" % (np.dtype(dtype), n)
+            got = np.full(n, 99, dtype)
+            # A chain, so large blocking sends cannot wait for each other:
+            # rank 0 sends first, every other rank receives first.
+            if rank == 0:
+                tnt.send(mine, right, tag=n)
+                check(tnt.recv(got, left, tag=n) is got,
+                      what + ": recv returns its array")
+            else:
+                tnt.recv(got, left, tag=n)
+                tnt.send(mine, right, tag=n)
+            same(got, want, what)
+            got2 = np.full(n, 99, dtype)
+            reqs = [tnt.irecv(got2, left, tag=5), tnt.isend(mine, right,
+                                                            tag=5)]
+            check(reqs[1].wait() is None, what + ": isend gives None")
+            check(reqs[0].wait() is got2, what + ": irecv gives its array")
+            same(got2, want, "i" + what)
+            calls += 4
+            nbytes += 4 * n * np.dtype(dtype).itemsize
+    # Tags are independent: two messages received in the other order.
+    a, b = np.arange(5.0) + rank, np.arange(3, dtype=np.int32) * rank
+    sends = [tnt.isend(a, right, tag=tnt.TAG_MAX), tnt.isend(b, right, tag=0)]
+    gb = tnt.recv(np.empty(3, np.int32), left, tag=0)
+    ga = tnt.recv(np.empty(5), left, tag=tnt.TAG_MAX)
+    for r in sends:
+        r.wait()
+    same(ga, np.arange(5.0) + left, "tag TAG_MAX received second")
+    same(gb, np.arange(3, dtype=np.int32) * left, "tag 0 received first")
+    calls += 4
+    nbytes += 2 * (5 * 8 + 3 * 4)
+    after = tnt.stats()["kinds"]["p2p"]
+    got = {k: after[k] - before[k] for k in ("calls", "bytes")}
+    check(got == {"calls": calls, "bytes": nbytes},
+          "stats p2p: %r, want %d calls of %d bytes" % (got, calls, nbytes))
+    tnt.barrier()
+
+
 def main():
     rank, size = tnt.get_rank(), tnt.get_size()
     check_rank_api(rank, size)
@@ -369,6 +540,8 @@ def main():
     check_allgather(rank, size)
     check_reduce_scatter(rank, size)
     check_rooted(rank, size)
+    check_alltoallv(rank, size)
+    check_p2p(rank, size)
     check_nonblocking(rank, size)
     check_errors(rank, size)
     check_micro_batch(rank, size)

@@ -74,17 +74,54 @@ static void evict(vb_rcache_t *rc)
     }
 }
 
-vb_region_t *tnt__vb_rcache_get(vb_rcache_t *rc, const void *addr,
-                                size_t len)
+/* [*start, *end): the whole pages holding [addr, addr+len), len 0
+ * counting as 1 byte; -1 when the rounded range would wrap around the
+ * address space (nothing can be registered there). */
+static int page_range(const vb_rcache_t *rc, const void *addr, size_t len,
+                      uintptr_t *start, uintptr_t *end)
 {
     uintptr_t a = (uintptr_t)addr;
     if (len == 0)
         len = 1;
     if (a > UINTPTR_MAX - 2 * rc->page ||
         len > UINTPTR_MAX - 2 * rc->page - a)
-        return NULL; /* the page-rounded range would wrap around */
-    uintptr_t start = a & ~(uintptr_t)(rc->page - 1);
-    uintptr_t end = (a + len + rc->page - 1) & ~(uintptr_t)(rc->page - 1);
+        return -1;
+    *start = a & ~(uintptr_t)(rc->page - 1);
+    *end = (a + len + rc->page - 1) & ~(uintptr_t)(rc->page - 1);
+    return 0;
+}
+
+/* A region for [start, end) registered through ops.reg, with one
+ * reference, not yet in the list (the caller links it in once the
+ * regions it replaces are gone); NULL when allocation or registration
+ * fails, leaving the cache as it was. */
+static vb_region_t *new_region(vb_rcache_t *rc, uintptr_t start,
+                               uintptr_t end, int pinned)
+{
+    vb_region_t *n = calloc(1, sizeof(*n));
+    if (!n)
+        return NULL;
+    n->start = start;
+    n->end = end;
+    if (rc->ops.reg(rc->ops.arg, (void *)start, end - start, &n->handle)
+        != 0) {
+        free(n);
+        return NULL;
+    }
+    rc->nregs++;
+    n->refs = 1;
+    n->pinned = pinned;
+    return n;
+}
+
+vb_region_t *tnt__vb_rcache_get(vb_rcache_t *rc, const void *addr,
+                                size_t len)
+{
+    uintptr_t a = (uintptr_t)addr, start, end;
+    if (page_range(rc, addr, len, &start, &end) != 0)
+        return NULL;
+    if (len == 0) /* as page_range counts it */
+        len = 1;
     for (vb_region_t *r = rc->head; r; r = r->next)
         if (r->start <= a && a + len <= r->end) {
             unlink_region(rc, r);
@@ -105,24 +142,15 @@ vb_region_t *tnt__vb_rcache_get(vb_rcache_t *rc, const void *addr,
                 grown = 1;
             }
     }
-    vb_region_t *n = calloc(1, sizeof(*n));
+    vb_region_t *n = new_region(rc, start, end, 0);
     if (!n)
         return NULL;
-    n->start = start;
-    n->end = end;
-    if (rc->ops.reg(rc->ops.arg, (void *)start, end - start, &n->handle)
-        != 0) {
-        free(n);
-        return NULL;
-    }
-    rc->nregs++;
     /* The merged-away regions stay valid for their current users. */
     for (vb_region_t *r = rc->head, *next; r; r = next) {
         next = r->next;
         if (!r->pinned && r->start >= start && r->end <= end)
             retire(rc, r);
     }
-    n->refs = 1;
     push_front(rc, n);
     evict(rc);
     return n;
@@ -131,28 +159,13 @@ vb_region_t *tnt__vb_rcache_get(vb_rcache_t *rc, const void *addr,
 vb_region_t *tnt__vb_rcache_pin(vb_rcache_t *rc, const void *addr,
                                 size_t len)
 {
-    uintptr_t a = (uintptr_t)addr;
-    if (len == 0)
-        len = 1;
-    if (a > UINTPTR_MAX - 2 * rc->page ||
-        len > UINTPTR_MAX - 2 * rc->page - a)
+    uintptr_t start, end;
+    if (page_range(rc, addr, len, &start, &end) != 0)
         return NULL;
-    uintptr_t start = a & ~(uintptr_t)(rc->page - 1);
-    uintptr_t end = (a + len + rc->page - 1) & ~(uintptr_t)(rc->page - 1);
     tnt__vb_rcache_invalidate(rc, (void *)start, end - start);
-    vb_region_t *n = calloc(1, sizeof(*n));
+    vb_region_t *n = new_region(rc, start, end, 1);
     if (!n)
         return NULL;
-    n->start = start;
-    n->end = end;
-    if (rc->ops.reg(rc->ops.arg, (void *)start, end - start, &n->handle)
-        != 0) {
-        free(n);
-        return NULL;
-    }
-    rc->nregs++;
-    n->refs = 1;
-    n->pinned = 1;
     push_front(rc, n);
     evict(rc);
     return n;

@@ -8,6 +8,7 @@
     everyone = tnt.allgather(x)       # every rank's x along the first axis
     mine = tnt.reduce_scatter(y)      # this rank's block of the sum
     req = tnt.iallreduce(grads, inplace=True); ...; req.wait()
+    tnt.send(x, peer=1, tag=0); tnt.recv(y, peer=0, tag=0)  # y in place
 
 The world communicator is created from the launcher's environment
 (tnt-run sets TNT_RANK, TNT_SIZE, ...) on first use, or by init(), and
@@ -29,7 +30,8 @@ __all__ = ["TntError", "init", "finalize", "get_rank", "get_size",
            "get_master_rank", "is_master_rank", "allreduce", "broadcast",
            "barrier", "allgather", "reduce_scatter", "iallreduce",
            "ibroadcast", "ibarrier", "iallgather", "ireduce_scatter",
-           "reduce", "gather", "scatter", "alltoall",
+           "reduce", "gather", "scatter", "alltoall", "alltoallv",
+           "ialltoallv", "send", "recv", "isend", "irecv", "TAG_MAX",
            "Request", "micro_batch", "Fusion", "version", "__version__",
            "stats",
            "SUM", "AVG", "PROD", "MIN", "MAX"]
@@ -125,7 +127,10 @@ def is_master_rank():
 
 def stats():
     """The world communicator's counters (tnt_comm_stats), a dict:
-    {"kinds": {"allreduce": {"calls": n, "bytes": b}, ...} (every kind),
+    {"kinds": {"allreduce": {"calls": n, "bytes": b}, ...} (every kind:
+               allreduce, broadcast, allgather, reduce_scatter, barrier,
+               reduce, gather, scatter, alltoall (with alltoallv) and p2p
+               (send, recv and their i-variants, each a call)),
      "algorithms": {"ring": {"calls", "bytes"}, ...} (those that ran),
      "transports": {"tcp": {"peers", "msgs_sent", "bytes_sent",
                             "msgs_recv", "bytes_recv", "reconnects",
@@ -225,4 +230,6 @@ from ._fusion import Fusion  # noqa: E402  (needs the names above)
 from ._gather import (allgather, reduce_scatter, iallreduce,  # noqa: E402
                       ibroadcast, ibarrier, iallgather, ireduce_scatter)
 from ._rooted import reduce, gather, scatter, alltoall  # noqa: E402
+from ._alltoallv import alltoallv, ialltoallv  # noqa: E402
+from ._p2p import send, recv, isend, irecv, TAG_MAX  # noqa: E402
 from ._request import Request  # noqa: E402

@@ -1,8 +1,8 @@
 """tntcomm.stats(): tnt_comm_stats (include/tnt/tnt.h) as a dict.
 
-The ctypes mirror of tnt_stats_t (0.5: with the alltoall field). The struct is versioned by
-its size: this mirror passes its own size, and the library fills what
-both know, so a newer library still answers it.
+The ctypes mirror of tnt_stats_t (0.5: with the alltoall and p2p fields).
+The struct is versioned by its size: this mirror passes its own size, and
+the library fills what both know, so a newer library still answers it.
 """
 import ctypes
 
@@ -35,7 +35,7 @@ class Stats(ctypes.Structure):
                 ("reserved", ctypes.c_uint32), ("kind", Count * _NKINDS),
                 ("algo", Count * _NALGOS), ("transport", Transport * _NTPS),
                 ("wait_ns", _u64), ("unexpected_hwm", _u64),
-                ("alltoall", Count)]
+                ("alltoall", Count), ("p2p", Count)]
 
 
 lib.tnt_comm_stats.restype = ctypes.c_int
@@ -72,7 +72,8 @@ def query(comm):
                            "bytes": s.kind[i].bytes}
                        for i, k in enumerate(KINDS)},
                       alltoall={"calls": s.alltoall.calls,
-                                "bytes": s.alltoall.bytes}),
+                                "bytes": s.alltoall.bytes},
+                      p2p={"calls": s.p2p.calls, "bytes": s.p2p.bytes}),
         "algorithms": algos,
         "transports": transports,
         "wait_s": s.wait_ns * 1e-9,

@@ -26,11 +26,5 @@ PYBIND11_MODULE(_c10d, m)
              py::arg("timeout_s"),
              // Rendezvous and connection set-up block: let other Python
              // threads run meanwhile.
-             py::call_guard<py::gil_scoped_release>())
-        .def("comm_handle",
-             [](const tnt_torch::ProcessGroupTnt& pg) {
-                 return reinterpret_cast<uintptr_t>(pg.comm());
-             },
-             "The libtntcomm communicator's address (tnt_comm_t), for "
-             "tntcomm.stats and other calls through ctypes.");
+             py::call_guard<py::gil_scoped_release>());
 }

@@ -61,6 +61,19 @@ at::Tensor block_as(const at::Tensor& flat, int64_t i, int64_t n,
         like.sizes());
 }
 
+// Work::after of a gather into a flat byte tensor: block i (n bytes) of
+// `flat` into outs[i], in the dtype and shape of outs[i]. allgather and
+// gather (at the root; elsewhere outs is empty) both receive that way.
+std::function<void()> copy_blocks_out(std::vector<at::Tensor> outs,
+                                      at::Tensor flat, int64_t n)
+{
+    return [outs, flat, n]() mutable {
+        for (size_t i = 0; i < outs.size(); i++)
+            outs[i].copy_(block_as(flat, static_cast<int64_t>(i), n,
+                                   outs[i]));
+    };
+}
+
 // Copy `from` back into `to` when the library worked on a staging copy.
 std::function<void()> copy_back(at::Tensor to, at::Tensor from)
 {
@@ -250,13 +263,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allgather(
     auto w = make_work(c10d::OpType::ALLGATHER, name, outputs[0], inputs,
                        opts.timeout);
     w->keep = {in.t, flat};
-    std::vector<at::Tensor> outs = outputs[0];
-    const int64_t n = static_cast<int64_t>(in.count);
-    w->after = [outs, flat, n]() mutable {
-        for (size_t i = 0; i < outs.size(); i++)
-            outs[i].copy_(block_as(flat, static_cast<int64_t>(i), n,
-                                   outs[i]));
-    };
+    w->after = copy_blocks_out(outputs[0], flat,
+                               static_cast<int64_t>(in.count));
     w->requests.push_back(nullptr);
     return post(w, tnt_iallgather(comm_, in.ptr, flat.data_ptr(), in.count,
                                   TNT_U8, &w->requests.back()));
@@ -362,11 +370,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::gather(
     auto w = make_work(c10d::OpType::GATHER, name, outs, inputs,
                        opts.timeout);
     w->keep = {in.t, flat};
-    w->after = [outs, flat, n]() mutable {
-        for (size_t i = 0; i < outs.size(); i++)
-            outs[i].copy_(block_as(flat, static_cast<int64_t>(i), n,
-                                   outs[i]));
-    };
+    w->after = copy_blocks_out(outs, flat, n);
     w->requests.push_back(nullptr);
     return post(w, tnt_igather(comm_, in.ptr,
                                at_root ? flat.data_ptr() : nullptr, in.count,

@@ -82,8 +82,6 @@ class ProcessGroupTnt : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> barrier(
       const c10d::BarrierOptions& opts) override;
 
-  tnt_comm_t comm() const { return comm_; }
-
  private:
   c10::intrusive_ptr<WorkTnt> make_work(
       c10d::OpType type, const char* name, std::vector<at::Tensor> outputs,
