@@ -101,7 +101,7 @@ static void test_boot_register(void)
     }
 }
 
-static void test_boot_reply_table(void)
+static void test_boot_reply(void)
 {
     tnt_boot_reply_t r, out;
     memset(&r, 0, sizeof(r));
@@ -115,18 +115,85 @@ static void test_boot_reply_table(void)
     r.status = 5;
     TH_CHECK(tnt__boot_reply_parse(&r, sizeof(r), 3, &out) != NULL,
              "positive status accepted");
-    tnt_boot_entry_t t[3];
+}
+
+/* A table of p entries with addresses of 1..128 bytes and hosts of
+ * 0..63 characters, encoded, decodes to the same entries; the encoding
+ * holds each entry's used bytes only; every cut, every wrong rank, length
+ * or stray NUL is refused with a reason, never read past. */
+static void test_boot_table(void)
+{
+    enum { P = 7 };
+    tnt_boot_entry_t t[P], back[P];
     memset(t, 0, sizeof(t));
-    for (int i = 0; i < 3; i++) {
+    size_t used = 0;
+    for (int i = 0; i < P; i++) {
         t[i].rank = i;
-        t[i].addr_len = 8;
+        t[i].addr_len = i == 0 ? 1 : i == 1 ? TNT_TRANSPORT_ADDR_MAX
+                                            : (unsigned)(5 + 11 * i);
+        for (unsigned k = 0; k < t[i].addr_len; k++)
+            t[i].addr[k] = (unsigned char)(i * 31 + k);
+        memset(t[i].host, 'a' + i, i == 2 ? TNT_HOST_MAX - 1
+                                          : (size_t)(i == 3 ? 0 : 4 + i));
+        used += 4 + 2 + t[i].addr_len + 1 + strlen(t[i].host);
     }
-    TH_CHECK(!tnt__boot_table_check(t, 3), "good table refused");
-    t[1].rank = 2;
-    TH_CHECK(tnt__boot_table_check(t, 3) != NULL, "wrong rank accepted");
-    t[1].rank = 1;
-    t[2].addr_len = TNT_TRANSPORT_ADDR_MAX + 1;
-    TH_CHECK(tnt__boot_table_check(t, 3) != NULL, "long address accepted");
+    unsigned char enc[P * TNT_BOOT_WIRE_ENTRY_MAX + 8];
+    size_t n = tnt__boot_table_encode(t, P, enc);
+    TH_CHECK(n == used, "encoded %zu bytes, expected %zu", n, used);
+    TH_CHECK(!tnt__boot_table_decode(enc, n, P, back), "good table refused");
+    for (int i = 0; i < P; i++)
+        TH_CHECK(back[i].rank == i && back[i].addr_len == t[i].addr_len &&
+                 memcmp(back[i].addr, t[i].addr, t[i].addr_len) == 0 &&
+                 strcmp(back[i].host, t[i].host) == 0,
+                 "entry %d changed on the way", i);
+    for (size_t cut = 0; cut < n; cut++)
+        TH_CHECK(tnt__boot_table_decode(enc, cut, P, back) != NULL,
+                 "table cut to %zu of %zu bytes accepted", cut, n);
+    enc[n] = 0;
+    TH_CHECK(tnt__boot_table_decode(enc, n + 1, P, back) != NULL,
+             "table with a trailing byte accepted");
+    TH_CHECK(tnt__boot_table_decode(enc, n, P - 1, back) != NULL,
+             "table of 7 entries accepted as 6");
+    /* Entry 1 starts after entry 0's 4 + 2 + 1 + 1 + 4 bytes. */
+    size_t e1 = 4 + 2 + 1 + 1 + 4;
+    unsigned char bad[sizeof(enc)];
+    struct { size_t off; unsigned char v; const char *what; } cases[] = {
+        {e1, 2, "wrong rank"},
+        {e1 + 4, 0, "address length 0"},          /* low byte of 128 */
+        {e1 + 5, 1, "address length 384"},
+        {e1 + 6 + TNT_TRANSPORT_ADDR_MAX, TNT_HOST_MAX, "host of 64 bytes"},
+        {e1 + 6 + TNT_TRANSPORT_ADDR_MAX + 2, 0, "NUL in a host name"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        memcpy(bad, enc, n);
+        bad[cases[i].off] = cases[i].v;
+        TH_CHECK(tnt__boot_table_decode(bad, n, P, back) != NULL,
+                 "table with %s accepted", cases[i].what);
+    }
+    tnt_boot_table_hdr_t h = {TNT_BOOT_MAGIC, TNT_BOOT_VERSION, P,
+                              (uint32_t)n}, ho;
+    TH_CHECK(!tnt__boot_table_hdr_parse(&h, sizeof(h), P, &ho) &&
+             ho.bytes == n, "good table header refused");
+    tnt_boot_table_hdr_t hb = h;
+    hb.version++;
+    const char *why = tnt__boot_table_hdr_parse(&hb, sizeof(hb), P, &ho);
+    TH_CHECK(why && strstr(why, "version"), "other version: %s",
+             why ? why : "accepted");
+    hb = h;
+    hb.magic ^= 1;
+    TH_CHECK(tnt__boot_table_hdr_parse(&hb, sizeof(hb), P, &ho) != NULL,
+             "bad table magic accepted");
+    hb = h;
+    hb.bytes = P * TNT_BOOT_WIRE_ENTRY_MAX + 1;
+    TH_CHECK(tnt__boot_table_hdr_parse(&hb, sizeof(hb), P, &ho) != NULL,
+             "table longer than p entries can be accepted");
+    hb.bytes = P * TNT_BOOT_WIRE_ENTRY_MIN - 1;
+    TH_CHECK(tnt__boot_table_hdr_parse(&hb, sizeof(hb), P, &ho) != NULL,
+             "table shorter than p entries can be accepted");
+    TH_CHECK(tnt__boot_table_hdr_parse(&h, sizeof(h), P + 1, &ho) != NULL,
+             "table header for another size accepted");
+    TH_CHECK(tnt__boot_table_hdr_parse(&h, sizeof(h) - 1, P, &ho) != NULL,
+             "short table header accepted");
 }
 
 /* ---- TCP handshake and frames ---------------------------------------- */
@@ -375,7 +442,8 @@ static void test_shm_handshake(void)
 static const th_test_def_t k_tests[] = {
     {"boot", "hello", test_boot_hello},
     {"boot", "register", test_boot_register},
-    {"boot", "reply_table", test_boot_reply_table},
+    {"boot", "reply", test_boot_reply},
+    {"boot", "table", test_boot_table},
     {"tcp", "hello", test_tcp_hello},
     {"tcp", "challenge_proof_frame", test_tcp_challenge_proof_frame},
     {"core", "msg_hdr", test_msg_hdr},

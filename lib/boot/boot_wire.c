@@ -85,16 +85,84 @@ const char *tnt__boot_reply_parse(const void *buf, size_t len, int nranks,
     return NULL;
 }
 
-const char *tnt__boot_table_check(tnt_boot_entry_t *table, int nranks)
+size_t tnt__boot_table_encode(const tnt_boot_entry_t *table, int nranks,
+                              unsigned char *out)
 {
+    size_t n = 0;
     for (int i = 0; i < nranks; i++) {
-        table[i].host[TNT_HOST_MAX - 1] = '\0';
-        if (table[i].rank != i)
-            return "bootstrap table entry for the wrong rank";
-        if (table[i].addr_len == 0 ||
-            table[i].addr_len > TNT_TRANSPORT_ADDR_MAX)
-            return "bootstrap table entry with a malformed address";
+        const tnt_boot_entry_t *e = &table[i];
+        uint32_t rank = (uint32_t)e->rank;
+        uint16_t alen = (uint16_t)e->addr_len;
+        size_t hl = strnlen(e->host, TNT_HOST_MAX - 1);
+        uint8_t hlen = (uint8_t)hl;
+        memcpy(out + n, &rank, 4);
+        memcpy(out + n + 4, &alen, 2);
+        memcpy(out + n + 6, e->addr, alen);
+        n += 6 + alen;
+        out[n++] = hlen;
+        memcpy(out + n, e->host, hl);
+        n += hl;
     }
+    return n;
+}
+
+const char *tnt__boot_table_hdr_parse(const void *buf, size_t len,
+                                      int nranks, tnt_boot_table_hdr_t *out)
+{
+    if (len != sizeof(*out))
+        return "bootstrap table header of the wrong length";
+    memcpy(out, buf, sizeof(*out));
+    if (out->magic != TNT_BOOT_MAGIC)
+        return "not a libtntcomm bootstrap table";
+    if (out->version != TNT_BOOT_VERSION)
+        return "a bootstrap table of another protocol version";
+    if (nranks <= 0 || out->nranks != nranks)
+        return "a bootstrap table for another job size";
+    if ((uint64_t)out->bytes < (uint64_t)nranks * TNT_BOOT_WIRE_ENTRY_MIN ||
+        (uint64_t)out->bytes > (uint64_t)nranks * TNT_BOOT_WIRE_ENTRY_MAX)
+        return "a bootstrap table of an impossible length";
+    return NULL;
+}
+
+const char *tnt__boot_table_decode(const void *buf, size_t len, int nranks,
+                                   tnt_boot_entry_t *table)
+{
+    const unsigned char *b = buf;
+    size_t n = 0;
+    for (int i = 0; i < nranks; i++) {
+        tnt_boot_entry_t *e = &table[i];
+        uint32_t rank;
+        uint16_t alen;
+        /* Each length is checked against what is left before use. */
+        if (len - n < 6)
+            return "bootstrap table cut short";
+        memcpy(&rank, b + n, 4);
+        memcpy(&alen, b + n + 4, 2);
+        n += 6;
+        if (rank != (uint32_t)i)
+            return "bootstrap table entry for the wrong rank";
+        if (alen == 0 || alen > TNT_TRANSPORT_ADDR_MAX)
+            return "bootstrap table entry with a malformed address";
+        if (len - n < (size_t)alen + 1)
+            return "bootstrap table cut short";
+        memset(e, 0, sizeof(*e));
+        e->rank = i;
+        e->addr_len = alen;
+        memcpy(e->addr, b + n, alen);
+        n += alen;
+        size_t hlen = b[n++];
+        if (hlen >= TNT_HOST_MAX)
+            return "bootstrap table entry with a host name too long";
+        if (len - n < hlen)
+            return "bootstrap table cut short";
+        if (memchr(b + n, '\0', hlen))
+            return "bootstrap table entry with a NUL in its host name";
+        memcpy(e->host, b + n, hlen);
+        e->host[hlen] = '\0';
+        n += hlen;
+    }
+    if (n != len)
+        return "bootstrap table with bytes after its last entry";
     return NULL;
 }
 

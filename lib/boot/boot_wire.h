@@ -13,6 +13,8 @@
  *                              0 is alive, the message says whom it
  *                              still waits for (any number, repeated)
  *   root -> client  reply      {magic, status, size, message} [+ table]
+ *   root -> client  table      {magic, version, size, bytes} + entries,
+ *                              each its used bytes only (below)
  * The root MAC covers "TNTB-root" + hello + root nonce, the client MAC
  * "TNTB-client" + hello + root nonce + the registration before its MAC:
  * both nonces are fresh, so a recorded exchange replays to nothing, and
@@ -28,7 +30,7 @@
 #include "boot/bootstrap.h"
 
 #define TNT_BOOT_MAGIC 0x42544e54u /* "TNTB" */
-#define TNT_BOOT_VERSION 3u
+#define TNT_BOOT_VERSION 4u
 /* The status of a note: not a verdict, rank 0 is still waiting. */
 #define TNT_BOOT_WAITING 0x57414954
 
@@ -67,6 +69,26 @@ typedef struct tnt_boot_reply {
     char msg[244];
 } tnt_boot_reply_t;
 
+/* The table after a good reply: this header, then `bytes` bytes of
+ * entries in rank order, each only what it uses (a whole
+ * tnt_boot_entry_t is 200 bytes, a TCP entry about 40 on the wire):
+ *   rank u32 | addr_len u16 | addr[addr_len] | host_len u8 | host[host_len]
+ * in the sender's byte order, like every bootstrap message (all ranks
+ * run the same build). Rank 0 sends p - 1 copies, so this is the term of
+ * its work that grows as p^2 (docs/scale.md). */
+typedef struct tnt_boot_table_hdr {
+    uint32_t magic;
+    uint32_t version;
+    int32_t nranks;
+    uint32_t bytes;
+} tnt_boot_table_hdr_t;
+
+/* The shortest and longest entry on the wire (a host of at most
+ * TNT_HOST_MAX - 1 bytes: the receiver terminates it). */
+#define TNT_BOOT_WIRE_ENTRY_MIN (4 + 2 + 1 + 1)
+#define TNT_BOOT_WIRE_ENTRY_MAX (4 + 2 + TNT_TRANSPORT_ADDR_MAX + 1 + \
+                                 TNT_HOST_MAX - 1)
+
 /* The largest input the MAC of a registration covers. */
 #define TNT_BOOT_AUTH_MAX (16 + sizeof(tnt_boot_hello_t) + \
                            TNT_AUTH_NONCE_BYTES + sizeof(tnt_boot_register_t))
@@ -102,8 +124,27 @@ int tnt__boot_register_check(const tnt_boot_register_t *r, int nranks,
 const char *tnt__boot_reply_parse(const void *buf, size_t len, int nranks,
                                   tnt_boot_reply_t *out);
 
-/** Check the table of nranks entries sent after a good reply. */
-const char *tnt__boot_table_check(tnt_boot_entry_t *table, int nranks);
+/**
+ * Encode table[0..nranks-1] into out (room for nranks *
+ * TNT_BOOT_WIRE_ENTRY_MAX bytes); returns the bytes written. Entries
+ * must be valid (rank == index, 1..TNT_TRANSPORT_ADDR_MAX address bytes).
+ */
+size_t tnt__boot_table_encode(const tnt_boot_entry_t *table, int nranks,
+                              unsigned char *out);
+
+/** Parse a table header: NULL if it announces nranks entries in a byte
+ *  count that nranks valid entries can have. */
+const char *tnt__boot_table_hdr_parse(const void *buf, size_t len,
+                                      int nranks, tnt_boot_table_hdr_t *out);
+
+/**
+ * Decode len bytes of entries into table[0..nranks-1]: NULL if they are
+ * exactly nranks valid entries (rank i at index i, an address of
+ * 1..TNT_TRANSPORT_ADDR_MAX bytes, a host without NUL bytes, terminated
+ * here), else why not. Never reads past buf + len.
+ */
+const char *tnt__boot_table_decode(const void *buf, size_t len, int nranks,
+                                   tnt_boot_entry_t *table);
 
 /**
  * The bytes a MAC covers: label + hello + root nonce [+ registration up

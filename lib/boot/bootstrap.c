@@ -58,9 +58,11 @@
  * other rank registered) before the bootstrap fails naming it. */
 #define BOOT_KEY_GRACE_S 2.0
 
+/* The reply, and after a good one the encoded table (header + entries,
+ * built once by encode_table). */
 static void send_reply(int fd, tnt_result_t status, const char *msg,
-                       int nranks, const tnt_boot_entry_t *table,
-                       double deadline)
+                       int nranks, const unsigned char *table,
+                       size_t table_len, double deadline)
 {
     tnt_boot_reply_t r;
     memset(&r, 0, sizeof(r));
@@ -69,9 +71,25 @@ static void send_reply(int fd, tnt_result_t status, const char *msg,
     r.nranks = nranks;
     snprintf(r.msg, sizeof(r.msg), "%s", msg ? msg : "");
     if (tnt__io_write_all(fd, &r, sizeof(r), deadline) == TNT_SUCCESS &&
-        status == TNT_SUCCESS)
-        tnt__io_write_all(fd, table, (size_t)nranks * sizeof(*table),
-                          deadline);
+        status == TNT_SUCCESS && table)
+        tnt__io_write_all(fd, table, table_len, deadline);
+}
+
+/* The table message: header + each entry's used bytes. NULL if out of
+ * memory. */
+static unsigned char *encode_table(const tnt_boot_entry_t *table,
+                                   int nranks, size_t *len)
+{
+    tnt_boot_table_hdr_t h = {TNT_BOOT_MAGIC, TNT_BOOT_VERSION, nranks, 0};
+    unsigned char *m = malloc(sizeof(h) + (size_t)nranks *
+                              TNT_BOOT_WIRE_ENTRY_MAX);
+    if (!m)
+        return NULL;
+    size_t n = tnt__boot_table_encode(table, nranks, m + sizeof(h));
+    h.bytes = (uint32_t)n;
+    memcpy(m, &h, sizeof(h));
+    *len = sizeof(h) + n;
+    return m;
 }
 
 static int make_socket(int family)
@@ -246,7 +264,7 @@ static int serve_conn(boot_server_t *s, int i)
         int k = on_register(s, c, &why);
         if (k < 0) {
             send_reply(c->fd, TNT_ERR_CONFIG, s->msg, s->a->nranks, NULL,
-                       tnt__now() + 1.0);
+                       0, tnt__now() + 1.0);
             return -1;
         }
         if (k > 0) {
@@ -444,15 +462,24 @@ static tnt_result_t root_serve(const tnt_boot_args_t *a, int lfd,
     while (s.npend > 0)
         drop(&s, s.npend - 1, "still unauthenticated when the bootstrap "
              "ended");
+    size_t tlen = 0;
+    unsigned char *tmsg = NULL;
+    if (rc == TNT_SUCCESS) {
+        tmsg = encode_table(table, p, &tlen);
+        if (!tmsg)
+            rc = tnt__error(TNT_ERR_NO_MEMORY, "bootstrap: out of memory "
+                            "for the table of %d ranks", p);
+    }
     for (int i = 1; i < p; i++) {
         if (s.fds[i] < 0)
             continue;
         send_reply(s.fds[i], rc < 0 ? rc : rc == TNT_SUCCESS ? TNT_SUCCESS
                                                    : TNT_ERR_CONNECT,
-                   rc == TNT_SUCCESS ? "" : tnt_last_error(), p, table,
+                   rc == TNT_SUCCESS ? "" : tnt_last_error(), p, tmsg, tlen,
                    deadline);
         close(s.fds[i]);
     }
+    free(tmsg);
 out_free:
     free(pfd);
     free(s.pend);
@@ -618,6 +645,37 @@ static tnt_result_t await_verdict(const tnt_boot_args_t *a, int fd,
     }
 }
 
+/* The table after rank 0's good reply: header, then the entries, each
+ * length checked before anything is allocated or read. */
+static tnt_result_t read_table(const tnt_boot_args_t *a, int fd,
+                               tnt_boot_entry_t *table, double deadline)
+{
+    tnt_boot_table_hdr_t h;
+    unsigned char raw[sizeof(h)];
+    tnt_result_t rc = tnt__io_read_all(fd, raw, sizeof(raw), deadline);
+    if (rc != TNT_SUCCESS)
+        return tnt__error(TNT_ERR_CONNECT, "rank %d: bootstrap table "
+                          "incomplete (%s)", a->rank, tnt_strerror(rc));
+    const char *why = tnt__boot_table_hdr_parse(raw, sizeof(raw), a->nranks,
+                                                &h);
+    if (why)
+        return tnt__error(TNT_ERR_PROTOCOL, "rank %d: %s from %s", a->rank,
+                          why, a->root_addr);
+    unsigned char *body = malloc(h.bytes);
+    if (!body)
+        return tnt__error(TNT_ERR_NO_MEMORY, "rank %d: out of memory for "
+                          "the bootstrap table", a->rank);
+    rc = tnt__io_read_all(fd, body, h.bytes, deadline);
+    if (rc != TNT_SUCCESS)
+        rc = tnt__error(TNT_ERR_CONNECT, "rank %d: bootstrap table "
+                        "incomplete (%s)", a->rank, tnt_strerror(rc));
+    else if ((why = tnt__boot_table_decode(body, h.bytes, a->nranks, table)))
+        rc = tnt__error(TNT_ERR_PROTOCOL, "rank %d: %s from %s", a->rank,
+                        why, a->root_addr);
+    free(body);
+    return rc;
+}
+
 static tnt_result_t client_bootstrap(const tnt_boot_args_t *a,
                                      const struct sockaddr_storage *ss,
                                      socklen_t sl, tnt_boot_entry_t *table,
@@ -653,16 +711,7 @@ static tnt_result_t client_bootstrap(const tnt_boot_args_t *a,
                         a->rank, reply.msg);
         goto out_close;
     }
-    rc = tnt__io_read_all(fd, table, (size_t)a->nranks * sizeof(*table),
-                          deadline);
-    if (rc != TNT_SUCCESS) {
-        rc = tnt__error(TNT_ERR_CONNECT, "rank %d: bootstrap table "
-                        "incomplete", a->rank);
-        goto out_close;
-    }
-    const char *why = tnt__boot_table_check(table, a->nranks);
-    if (why)
-        rc = tnt__error(TNT_ERR_PROTOCOL, "rank %d: %s", a->rank, why);
+    rc = read_table(a, fd, table, deadline);
 out_close:
     close(fd);
     return rc;

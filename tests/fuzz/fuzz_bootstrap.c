@@ -1,10 +1,11 @@
 /*
  * libFuzzer harness of the bootstrap message parsers
  * (lib/boot/boot_wire.c). The first byte picks the message (hello,
- * challenge, registration, reply, table), the second the job size; the
- * rest is the message. Accepted messages must satisfy what bootstrap.c
- * relies on: ranks in range, addresses within TNT_TRANSPORT_ADDR_MAX,
- * strings terminated.
+ * challenge, registration, reply, table header, table entries), the
+ * second the job size; the rest is the message. Accepted messages must
+ * satisfy what bootstrap.c relies on: ranks in range, addresses within
+ * TNT_TRANSPORT_ADDR_MAX, strings terminated; an accepted table must
+ * encode back to exactly the bytes it was decoded from.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2)
         return 0;
-    int kind = data[0] % 5, nranks = 1 + data[1] % 64;
+    int kind = data[0] % 6, nranks = 1 + data[1] % 64;
     const uint8_t *m = data + 2;
     size_t len = size - 2;
     if (kind == 0) {
@@ -55,16 +56,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!tnt__boot_reply_parse(m, len, nranks, &r))
             FUZZ_ASSERT(strlen(r.msg) < sizeof(r.msg) &&
                         (r.status <= 0 || r.status == TNT_BOOT_WAITING));
+    } else if (kind == 4) {
+        tnt_boot_table_hdr_t h;
+        if (!tnt__boot_table_hdr_parse(m, len, nranks, &h))
+            FUZZ_ASSERT(h.nranks == nranks &&
+                        h.bytes <= (size_t)nranks * TNT_BOOT_WIRE_ENTRY_MAX);
     } else {
-        if (len != (size_t)nranks * sizeof(tnt_boot_entry_t))
-            return 0;
-        tnt_boot_entry_t *t = malloc(len);
-        memcpy(t, m, len);
-        if (!tnt__boot_table_check(t, nranks))
+        tnt_boot_entry_t *t = malloc((size_t)nranks * sizeof(*t));
+        if (!tnt__boot_table_decode(m, len, nranks, t)) {
             for (int i = 0; i < nranks; i++)
-                FUZZ_ASSERT(t[i].rank == i &&
+                FUZZ_ASSERT(t[i].rank == i && t[i].addr_len >= 1 &&
                             t[i].addr_len <= TNT_TRANSPORT_ADDR_MAX &&
                             strlen(t[i].host) < TNT_HOST_MAX);
+            unsigned char *again = malloc((size_t)nranks *
+                                          TNT_BOOT_WIRE_ENTRY_MAX);
+            FUZZ_ASSERT(tnt__boot_table_encode(t, nranks, again) == len &&
+                        memcmp(again, m, len) == 0);
+            free(again);
+        }
         free(t);
     }
     return 0;

@@ -147,6 +147,11 @@ int main(int argc, char **argv)
         t[i].addr_len = 16;
         snprintf(t[i].host, sizeof(t[i].host), "node%d", i);
     }
-    put("bootstrap", "table", 4, 1, 1, t, sizeof(t));
+    unsigned char enc[2 * TNT_BOOT_WIRE_ENTRY_MAX];
+    size_t elen = tnt__boot_table_encode(t, 2, enc);
+    tnt_boot_table_hdr_t th = {TNT_BOOT_MAGIC, TNT_BOOT_VERSION, 2,
+                               (uint32_t)elen};
+    put("bootstrap", "table_hdr", 4, 1, 1, &th, sizeof(th));
+    put("bootstrap", "table", 5, 1, 1, enc, elen);
     return 0;
 }
