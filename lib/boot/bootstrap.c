@@ -7,8 +7,9 @@
  * misconfigured job fails on every rank with the same message instead of
  * timing out.
  *
- * Rank 0 serves every pending connection at once from one poll loop, each
- * with its own deadline: a stranger that sends garbage, fails the proof or
+ * Rank 0 serves every pending connection at once from one epoll loop (a
+ * wake-up costs the descriptors that are ready, not p), each with its
+ * own deadline: a stranger that sends garbage, fails the proof or
  * stays silent is dropped and logged at WARNING, and however many of them
  * there are, the legitimate ranks' registrations go on being read.
  *
@@ -29,9 +30,11 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -124,19 +127,35 @@ typedef struct boot_server {
     boot_claim_t *claim;       /* by rank: a hello of another job key */
     int registered;
     double last_change;        /* of registered */
-    boot_conn_t **pend;
+    int ep;                    /* epoll: listener, pending, registered */
+    int listening;             /* the listener is in ep's interest */
+    boot_conn_t **pend;        /* BOOT_PENDING_MAX slots, NULL: free */
+    int *free_slot;            /* a stack of the free slots */
     int npend;
     char msg[240];             /* a configuration error, for every rank */
 } boot_server_t;
+
+/* What an epoll event is about: the listener, pending connection slot
+ * k (1 + k), or registered rank r (EV_RANK + r). */
+#define EV_LISTENER 0u
+#define EV_RANK (1ull << 32)
+
+/* Slot i leaves the pending set (its connection dropped or registered). */
+static void release_slot(boot_server_t *s, int i)
+{
+    free(s->pend[i]);
+    s->pend[i] = NULL;
+    s->free_slot[BOOT_PENDING_MAX - s->npend] = i;
+    s->npend--;
+}
 
 static void drop(boot_server_t *s, int i, const char *why)
 {
     boot_conn_t *c = s->pend[i];
     TNT_LOG_WARN("rank 0: dropped bootstrap connection from %s: %s",
                  c->who, why);
-    close(c->fd);
-    free(c);
-    s->pend[i] = s->pend[--s->npend];
+    close(c->fd); /* which also takes it out of s->ep */
+    release_slot(s, i);
 }
 
 static void accept_some(boot_server_t *s, int lfd, double *paused_until)
@@ -164,7 +183,17 @@ static void accept_some(boot_server_t *s, int lfd, double *paused_until)
         c->fd = fd;
         c->deadline = tnt__now() + BOOT_REGISTER_WAIT_S;
         tnt__sockaddr_str((struct sockaddr *)&ss, c->who, sizeof(c->who));
-        s->pend[s->npend++] = c;
+        int slot = s->free_slot[BOOT_PENDING_MAX - 1 - s->npend];
+        struct epoll_event ev = {.events = EPOLLIN,
+                                 .data.u64 = 1u + (unsigned)slot};
+        if (epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            TNT_LOG_WARN("rank 0: bootstrap epoll: %s", strerror(errno));
+            close(fd);
+            free(c);
+            return;
+        }
+        s->pend[slot] = c;
+        s->npend++;
     }
 }
 
@@ -227,6 +256,13 @@ static int on_register(boot_server_t *s, boot_conn_t *c, const char **why)
     if (tnt__boot_register_check(&reg, s->a->nranks, s->taken, s->msg,
                                  sizeof(s->msg)) != 0)
         return -1;
+    /* From now on the connection is watched for the rank's death. */
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP,
+                             .data.u64 = EV_RANK + (uint64_t)reg.rank};
+    if (epoll_ctl(s->ep, EPOLL_CTL_MOD, c->fd, &ev) != 0) {
+        *why = "could not watch the connection (epoll)";
+        return 0;
+    }
     s->table[reg.rank] = reg.entry;
     s->fds[reg.rank] = c->fd;
     s->taken[reg.rank] = 1;
@@ -268,8 +304,7 @@ static int serve_conn(boot_server_t *s, int i)
             return -1;
         }
         if (k > 0) {
-            free(c);
-            s->pend[i] = s->pend[--s->npend];
+            release_slot(s, i);
             return 1;
         }
     }
@@ -365,14 +400,30 @@ static int only_wrong_keys_missing(const boot_server_t *s, double now)
     return 1;
 }
 
-static tnt_result_t serve_loop(boot_server_t *s, int lfd, double deadline,
-                               struct pollfd *pfd)
+/* The listener is watched while a slot is free and accept is not
+ * paused (out of descriptors); level-triggered, so it must leave the
+ * interest set rather than wake every loop unserved. */
+static void set_listening(boot_server_t *s, int lfd, int on)
+{
+    if (on == s->listening)
+        return;
+    struct epoll_event ev = {.events = on ? EPOLLIN : 0,
+                             .data.u64 = EV_LISTENER};
+    if (epoll_ctl(s->ep, EPOLL_CTL_MOD, lfd, &ev) == 0)
+        s->listening = on;
+}
+
+/* Once every BOOT_TICK_S, not per wake-up: the deadlines of the pending
+ * connections and the wrong-key verdict cost O(pending) and O(p). */
+#define BOOT_TICK_S 0.1
+
+static tnt_result_t serve_loop(boot_server_t *s, int lfd, double deadline)
 {
     const tnt_boot_args_t *a = s->a;
-    int p = a->nranks;
-    double paused_until = 0, started = tnt__now();
+    double paused_until = 0, started = tnt__now(), next_tick = 0;
     double next_note = started + BOOT_NOTE_FIRST_S;
     char miss[200];
+    struct epoll_event evs[64];
     while (s->registered < a->nranks) {
         double now = tnt__now();
         if (now >= deadline) {
@@ -382,39 +433,37 @@ static tnt_result_t serve_loop(boot_server_t *s, int lfd, double deadline,
                               "missing: %s", s->registered, a->nranks,
                               a->timeout_s, miss);
         }
-        if (only_wrong_keys_missing(s, now)) {
-            missing_list(s, miss, sizeof(miss));
-            return tnt__error(TNT_ERR_CONFIG, "rank 0: every rank but %s "
-                              "registered; do all ranks have the same "
-                              "TNT_JOB_KEY?", miss);
+        if (now >= next_tick) {
+            next_tick = now + BOOT_TICK_S;
+            if (only_wrong_keys_missing(s, now)) {
+                missing_list(s, miss, sizeof(miss));
+                return tnt__error(TNT_ERR_CONFIG, "rank 0: every rank but "
+                                  "%s registered; do all ranks have the "
+                                  "same TNT_JOB_KEY?", miss);
+            }
+            for (int i = 0; i < BOOT_PENDING_MAX; i++)
+                if (s->pend[i] && s->pend[i]->deadline <= now)
+                    drop(s, i, "silent for too long");
         }
         if (now >= next_note) {
             send_notes(s, started);
             next_note = now + BOOT_NOTE_EVERY_S;
         }
-        for (int i = 0; i < s->npend;)
-            if (s->pend[i]->deadline <= now)
-                drop(s, i, "silent for too long");
-            else
-                i++;
-        int listening = s->npend < BOOT_PENDING_MAX && now >= paused_until;
-        pfd[0] = (struct pollfd){.fd = listening ? lfd : -1,
-                                 .events = POLLIN};
-        for (int i = 0; i < s->npend; i++)
-            pfd[1 + i] = (struct pollfd){.fd = s->pend[i]->fd,
-                                         .events = POLLIN};
-        /* Registered ranks after the pending ones, by rank. */
-        int n = s->npend;
-        struct pollfd *reg = pfd + 1 + n;
-        for (int r = 0; r < p; r++)
-            reg[r] = (struct pollfd){.fd = r > 0 ? s->fds[r] : -1,
-                                     .events = POLLIN | POLLRDHUP};
-        /* Wake at least every 100 ms to expire silent connections. */
-        if (poll(pfd, (nfds_t)(n + 1 + p), 100) < 0 && errno != EINTR)
-            return tnt__error(TNT_ERR_SYSTEM, "bootstrap poll: %s",
+        set_listening(s, lfd, s->npend < BOOT_PENDING_MAX &&
+                                  now >= paused_until);
+        /* Wake at least every tick to expire silent connections. */
+        int n = epoll_wait(s->ep, evs, 64, (int)(BOOT_TICK_S * 1000));
+        if (n < 0 && errno != EINTR)
+            return tnt__error(TNT_ERR_SYSTEM, "bootstrap epoll_wait: %s",
                               strerror(errno));
-        for (int r = 1; r < p; r++) {
-            if (!reg[r].revents || !registered_gone(s, r))
+        /* Deaths first, so that a registration read in the same wake-up
+         * is not taken for a complete job. */
+        for (int k = 0; k < n; k++) {
+            uint64_t u = evs[k].data.u64;
+            if (u < EV_RANK)
+                continue;
+            int r = (int)(u - EV_RANK);
+            if (s->fds[r] < 0 || !registered_gone(s, r))
                 continue;
             missing_list(s, miss, sizeof(miss));
             return tnt__error(TNT_ERR_PEER_LOST, "rank 0: rank %d (host %s, "
@@ -424,14 +473,20 @@ static tnt_result_t serve_loop(boot_server_t *s, int lfd, double deadline,
                               "now: %s)", r, s->table[r].host, s->who[r],
                               miss);
         }
-        /* Back to front: serving may move the last entry into slot i. */
-        for (int i = n - 1; i >= 0; i--) {
-            if (!(pfd[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
+        int accept_now = 0;
+        for (int k = 0; k < n; k++) {
+            uint64_t u = evs[k].data.u64;
+            if (u == EV_LISTENER) {
+                accept_now = 1;
                 continue;
-            if (serve_conn(s, i) < 0)
+            }
+            if (u >= EV_RANK)
+                continue;
+            int i = (int)(u - 1);
+            if (s->pend[i] && serve_conn(s, i) < 0)
                 return tnt__error(TNT_ERR_CONFIG, "bootstrap: %s", s->msg);
         }
-        if (pfd[0].revents & POLLIN)
+        if (accept_now)
             accept_some(s, lfd, &paused_until);
     }
     return TNT_SUCCESS;
@@ -442,26 +497,37 @@ static tnt_result_t root_serve(const tnt_boot_args_t *a, int lfd,
 {
     int p = a->nranks;
     boot_server_t s = {.a = a, .table = table, .registered = 1,
-                       .last_change = tnt__now()};
+                       .last_change = tnt__now(), .ep = -1};
     s.fds = malloc((size_t)p * sizeof(int));
     s.taken = calloc((size_t)p, sizeof(int));
     s.who = calloc((size_t)p, sizeof(*s.who));
     s.claim = calloc((size_t)p, sizeof(*s.claim));
-    s.pend = malloc(BOOT_PENDING_MAX * sizeof(*s.pend));
-    struct pollfd *pfd = malloc((BOOT_PENDING_MAX + 1 + (size_t)p) *
-                                sizeof(*pfd));
+    s.pend = calloc(BOOT_PENDING_MAX, sizeof(*s.pend));
+    s.free_slot = malloc(BOOT_PENDING_MAX * sizeof(*s.free_slot));
     tnt_result_t rc = TNT_SUCCESS;
-    if (!s.fds || !s.taken || !s.who || !s.claim || !s.pend || !pfd) {
+    if (!s.fds || !s.taken || !s.who || !s.claim || !s.pend ||
+        !s.free_slot) {
         rc = tnt__error(TNT_ERR_NO_MEMORY, "bootstrap: out of memory");
         goto out_free;
     }
+    s.ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = EV_LISTENER};
+    if (s.ep < 0 || epoll_ctl(s.ep, EPOLL_CTL_ADD, lfd, &ev) != 0) {
+        rc = tnt__error(TNT_ERR_SYSTEM, "bootstrap epoll: %s",
+                        strerror(errno));
+        goto out_free;
+    }
+    s.listening = 1;
     for (int i = 0; i < p; i++)
         s.fds[i] = -1;
+    /* Slots are taken from the top of the stack: 0 first. */
+    for (int i = 0; i < BOOT_PENDING_MAX; i++)
+        s.free_slot[i] = BOOT_PENDING_MAX - 1 - i;
     s.taken[0] = 1;
-    rc = serve_loop(&s, lfd, deadline, pfd);
-    while (s.npend > 0)
-        drop(&s, s.npend - 1, "still unauthenticated when the bootstrap "
-             "ended");
+    rc = serve_loop(&s, lfd, deadline);
+    for (int i = 0; i < BOOT_PENDING_MAX; i++)
+        if (s.pend[i])
+            drop(&s, i, "still unauthenticated when the bootstrap ended");
     size_t tlen = 0;
     unsigned char *tmsg = NULL;
     if (rc == TNT_SUCCESS) {
@@ -481,7 +547,9 @@ static tnt_result_t root_serve(const tnt_boot_args_t *a, int lfd,
     }
     free(tmsg);
 out_free:
-    free(pfd);
+    if (s.ep >= 0)
+        close(s.ep);
+    free(s.free_slot);
     free(s.pend);
     free(s.claim);
     free(s.who);
