@@ -2,16 +2,31 @@
  * The bootstrap protocol. Rank 0 listens on TNT_ROOT_ADDR; every other
  * rank connects (retrying while rank 0 starts up), proves the job key in
  * a challenge-response exchange (boot_wire.h), registers {size, rank,
- * address, host}, and receives either the full table or an error that
- * rank 0 found (a rank with another TNT_SIZE, a duplicate rank), so that a
- * misconfigured job fails on every rank with the same message instead of
- * timing out.
+ * address, host, tree listener}, and receives either the full table or an
+ * error that rank 0 found (a rank with another TNT_SIZE, a duplicate
+ * rank), so that a misconfigured job fails on every rank with the same
+ * message instead of timing out.
  *
  * Rank 0 serves every pending connection at once from one epoll loop (a
  * wake-up costs the descriptors that are ready, not p), each with its
  * own deadline: a stranger that sends garbage, fails the proof or
  * stays silent is dropped and logged at WARNING, and however many of them
  * there are, the legitimate ranks' registrations go on being read.
+ *
+ * The table goes out one of two ways. The star: rank 0 sends it to every
+ * rank, p - 1 copies (each entry's used bytes only). The tree, from
+ * TNT_BOOT_TREE_MIN_RANKS ranks: every rank opens a bootstrap listener
+ * before it registers; rank 0 sends the table to its binomial-tree
+ * children's listeners, and each rank passes it on to its own children
+ * (ceil(log2 p) rounds, rank 0 sends ceil(log2 p) copies). The table
+ * carries one MAC, with the job key over the table nonce that every rank
+ * got in its challenge, so it is forwarded as it came and a stranger on a
+ * listener is dropped (boot_tree.c). Each rank acknowledges the table to
+ * rank 0 over its registration connection, which stays open, and rank 0
+ * gives its verdict over the same connections only when every rank has
+ * it: a rank that dies during the fan-out is still seen by rank 0 (its
+ * connection ends), and every other rank, with or without the table,
+ * hears rank 0 name it.
  *
  * A wait must never be silent or blame the wrong rank. Rank 0 keeps the
  * registered ranks' connections open and watches them: one that closes
@@ -20,7 +35,8 @@
  * registered). While ranks are missing, rank 0 logs which ones, a few
  * seconds in and then periodically, and sends the same words as a note
  * to the ranks already registered, so that they say "rank 0 is alive and
- * waiting for rank 3" rather than blame rank 0. A hello of another job
+ * waiting for rank 3" rather than blame rank 0 (and the same while the
+ * table has not reached some ranks). A hello of another job
  * that claims a missing rank of the same size is remembered: that rank
  * has another TNT_JOB_KEY. The claim is unproven, so it is only trusted
  * when it explains everything: once every other rank has registered and
@@ -38,6 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "boot/boot_tree.h"
 #include "boot/boot_wire.h"
 #include "boot/bootstrap.h"
 #include "util/error.h"
@@ -60,6 +77,10 @@
 /* How long the claim of a rank with another job key stands alone (every
  * other rank registered) before the bootstrap fails naming it. */
 #define BOOT_KEY_GRACE_S 2.0
+/* When a parent cannot pass the table to a child, how long rank 0 waits
+ * for the child's registration connection to end: if it does, the child
+ * died and is named as dead; else its listener is unreachable. */
+#define BOOT_DEATH_GRACE_S 1.0
 
 /* The reply, and after a good one the encoded table (header + entries,
  * built once by encode_table). */
@@ -78,20 +99,34 @@ static void send_reply(int fd, tnt_result_t status, const char *msg,
         tnt__io_write_all(fd, table, table_len, deadline);
 }
 
-/* The table message: header + each entry's used bytes. NULL if out of
- * memory. */
-static unsigned char *encode_table(const tnt_boot_entry_t *table,
-                                   int nranks, size_t *len)
+/* The table message: header + each entry's used bytes (with the
+ * ranks' tree listeners when listeners is not NULL), and one MAC over
+ * all of it with the job key and the table nonce every rank's challenge
+ * carried. NULL if out of memory. */
+static unsigned char *encode_table(const tnt_boot_args_t *a,
+                                   const tnt_boot_entry_t *table,
+                                   const tnt_boot_listener_t *listeners,
+                                   const unsigned char *tnonce, size_t *len)
 {
-    tnt_boot_table_hdr_t h = {TNT_BOOT_MAGIC, TNT_BOOT_VERSION, nranks, 0};
+    int nranks = a->nranks;
+    tnt_boot_table_hdr_t h;
+    memset(&h, 0, sizeof(h));
+    memcpy(h.label, "TNTB-table", sizeof("TNTB-table"));
+    h.magic = TNT_BOOT_MAGIC;
+    h.version = TNT_BOOT_VERSION;
+    h.nranks = nranks;
+    memcpy(h.table_nonce, tnonce, sizeof(h.table_nonce));
     unsigned char *m = malloc(sizeof(h) + (size_t)nranks *
                               TNT_BOOT_WIRE_ENTRY_MAX);
     if (!m)
         return NULL;
-    size_t n = tnt__boot_table_encode(table, nranks, m + sizeof(h));
+    size_t n = tnt__boot_table_encode(table, listeners, nranks,
+                                      m + sizeof(h));
     h.bytes = (uint32_t)n;
     memcpy(m, &h, sizeof(h));
     *len = sizeof(h) + n;
+    tnt__auth_mac(a->key, m + TNT_AUTH_MAC_BYTES, *len - TNT_AUTH_MAC_BYTES,
+                  m);
     return m;
 }
 
@@ -108,7 +143,7 @@ typedef struct boot_conn {
     size_t got;
     double deadline;
     tnt_boot_hello_t hello;
-    unsigned char nonce[TNT_AUTH_NONCE_BYTES];
+    tnt_boot_challenge_t ch;   /* what this connection was sent */
     unsigned char in[sizeof(tnt_boot_register_t)];
     char who[64];
 } boot_conn_t;
@@ -125,6 +160,8 @@ typedef struct boot_server {
     int *taken;
     char (*who)[64];           /* by rank: where it registered from */
     boot_claim_t *claim;       /* by rank: a hello of another job key */
+    tnt_boot_listener_t *listeners; /* by rank: for the tree fan-out */
+    unsigned char tnonce[TNT_AUTH_NONCE_BYTES]; /* the table's nonce */
     int registered;
     double last_change;        /* of registered */
     int ep;                    /* epoll: listener, pending, registered */
@@ -221,18 +258,18 @@ static const char *on_hello(boot_server_t *s, boot_conn_t *c)
         note_claim(s, c);
         return why;
     }
-    tnt_boot_challenge_t ch;
-    memset(&ch, 0, sizeof(ch));
-    ch.magic = TNT_BOOT_MAGIC;
-    ch.version = TNT_BOOT_VERSION;
-    tnt__auth_random(ch.nonce, sizeof(ch.nonce));
-    memcpy(c->nonce, ch.nonce, sizeof(c->nonce));
+    tnt_boot_challenge_t *ch = &c->ch;
+    memset(ch, 0, sizeof(*ch));
+    ch->magic = TNT_BOOT_MAGIC;
+    ch->version = TNT_BOOT_VERSION;
+    tnt__auth_random(ch->nonce, sizeof(ch->nonce));
+    memcpy(ch->table_nonce, s->tnonce, sizeof(ch->table_nonce));
     unsigned char in[TNT_BOOT_AUTH_MAX];
-    size_t n = tnt__boot_auth_input(0, &c->hello, c->nonce, NULL, in);
-    tnt__auth_mac(s->a->key, in, n, ch.mac);
+    size_t n = tnt__boot_auth_input(0, &c->hello, ch, NULL, in);
+    tnt__auth_mac(s->a->key, in, n, ch->mac);
     /* A fresh socket's send buffer always takes these few bytes. */
-    if (send(c->fd, &ch, sizeof(ch), MSG_NOSIGNAL | MSG_DONTWAIT) !=
-        (ssize_t)sizeof(ch))
+    if (send(c->fd, ch, sizeof(*ch), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+        (ssize_t)sizeof(*ch))
         return "could not send the challenge";
     c->stage = 1;
     c->got = 0;
@@ -248,7 +285,7 @@ static int on_register(boot_server_t *s, boot_conn_t *c, const char **why)
     if (*why)
         return 0;
     unsigned char in[TNT_BOOT_AUTH_MAX];
-    size_t n = tnt__boot_auth_input(1, &c->hello, c->nonce, &reg, in);
+    size_t n = tnt__boot_auth_input(1, &c->hello, &c->ch, &reg, in);
     if (!tnt__auth_verify(s->a->key, in, n, reg.mac)) {
         *why = "authentication failed (wrong TNT_JOB_KEY, or a replay)";
         return 0;
@@ -264,6 +301,7 @@ static int on_register(boot_server_t *s, boot_conn_t *c, const char **why)
         return 0;
     }
     s->table[reg.rank] = reg.entry;
+    s->listeners[reg.rank] = reg.listener;
     s->fds[reg.rank] = c->fd;
     s->taken[reg.rank] = 1;
     snprintf(s->who[reg.rank], sizeof(s->who[0]), "%s", c->who);
@@ -343,20 +381,14 @@ static void missing_list(const boot_server_t *s, char *buf, size_t len)
  * for. A note that does not fit the socket at all now is skipped (the
  * next one says the same); one that went out in part is finished, so
  * that the stream stays in frame. */
-static void send_notes(boot_server_t *s, double started)
+static void broadcast_note(boot_server_t *s, const char *text)
 {
-    char miss[200];
-    missing_list(s, miss, sizeof(miss));
-    TNT_LOG_WARN("rank 0: bootstrap: %d of %d ranks registered after "
-                 "%.0f s; still waiting for %s", s->registered,
-                 s->a->nranks, tnt__now() - started, miss);
     tnt_boot_reply_t r;
     memset(&r, 0, sizeof(r));
     r.magic = TNT_BOOT_MAGIC;
     r.status = TNT_BOOT_WAITING;
     r.nranks = s->a->nranks;
-    snprintf(r.msg, sizeof(r.msg), "%d of %d ranks registered; waiting "
-             "for %s", s->registered, s->a->nranks, miss);
+    snprintf(r.msg, sizeof(r.msg), "%s", text);
     for (int i = 1; i < s->a->nranks; i++) {
         if (s->fds[i] < 0)
             continue;
@@ -366,6 +398,18 @@ static void send_notes(boot_server_t *s, double started)
             tnt__io_write_all(s->fds[i], (char *)&r + n, sizeof(r) - (size_t)n,
                               tnt__now() + 1.0);
     }
+}
+
+static void send_notes(boot_server_t *s, double started)
+{
+    char miss[200], text[sizeof(((tnt_boot_reply_t *)0)->msg)];
+    missing_list(s, miss, sizeof(miss));
+    TNT_LOG_WARN("rank 0: bootstrap: %d of %d ranks registered after "
+                 "%.0f s; still waiting for %s", s->registered,
+                 s->a->nranks, tnt__now() - started, miss);
+    snprintf(text, sizeof(text), "%d of %d ranks registered; waiting "
+             "for %s", s->registered, s->a->nranks, miss);
+    broadcast_note(s, text);
 }
 
 /* A registered rank's connection is readable: it sends nothing more, so
@@ -492,8 +536,194 @@ static tnt_result_t serve_loop(boot_server_t *s, int lfd, double deadline)
     return TNT_SUCCESS;
 }
 
+/* ---- rank 0: the table down the tree -------------------------------- */
+
+/* Rank 0 hears from every rank over its registration connection: the
+ * rank's acknowledgement, or the end of the connection (its death). */
+typedef struct boot_ack_in {
+    size_t got;
+    int done;
+    unsigned char buf[sizeof(tnt_boot_ack_t)];
+} boot_ack_in_t;
+
+/* "rank 3, rank 5": the ranks the table has not reached yet. */
+static void unacked_list(const boot_server_t *s, const boot_ack_in_t *in,
+                         char *buf, size_t len)
+{
+    size_t n = 0;
+    int shown = 0;
+    buf[0] = '\0';
+    for (int r = 1; r < s->a->nranks && n + 1 < len; r++) {
+        if (in[r].done)
+            continue;
+        if (shown == 16) {
+            snprintf(buf + n, len - n, ", ...");
+            return;
+        }
+        int w = snprintf(buf + n, len - n, "%srank %d", shown ? ", " : "",
+                         r);
+        if (w < 0 || (size_t)w >= len - n)
+            return;
+        n += (size_t)w;
+        shown++;
+    }
+}
+
+static tnt_result_t died_in_fan_out(const boot_server_t *s, int r,
+                                    const char *how)
+{
+    return tnt__error(TNT_ERR_PEER_LOST, "rank 0: rank %d (host %s, from %s) "
+                      "registered, then closed its bootstrap connection "
+                      "while the table went down the tree%s: it died "
+                      "before the communicator was created", r,
+                      s->table[r].host, s->who[r], how);
+}
+
+/* Rank `from` could not pass the table to rank `about`. A child that
+ * died is named as dead (its registration connection ends, within
+ * BOOT_DEATH_GRACE_S), not its parent; a child that is alive has a
+ * listener its parent cannot reach. */
+static tnt_result_t fan_failure(boot_server_t *s, int from, int about,
+                                const char *why)
+{
+    char how[200];
+    snprintf(how, sizeof(how), " (rank %d could not pass it the table: %s)",
+             from, why);
+    double until = tnt__now() + BOOT_DEATH_GRACE_S;
+    while (s->fds[about] >= 0 && tnt__now() < until) {
+        struct pollfd pf = {.fd = s->fds[about],
+                            .events = POLLIN | POLLRDHUP};
+        if (poll(&pf, 1, 50) > 0 && registered_gone(s, about))
+            break;
+    }
+    if (s->fds[about] < 0)
+        return died_in_fan_out(s, about, how);
+    char at[80];
+    tnt__boot_listener_str(&s->listeners[about], at, sizeof(at));
+    return tnt__error(TNT_ERR_CONNECT, "rank 0: rank %d could not pass the "
+                      "bootstrap table to rank %d (host %s, bootstrap "
+                      "listener %s): %s; rank %d is alive (its connection "
+                      "to rank 0 is open), so rank %d cannot reach its "
+                      "listener", from, about, s->table[about].host, at, why,
+                      about, from);
+}
+
+/* Rank r's registration connection is readable: its acknowledgement (a
+ * piece of it), or its end. */
+static tnt_result_t read_ack(boot_server_t *s, int r, boot_ack_in_t *in,
+                             int *nacked)
+{
+    ssize_t n = recv(s->fds[r], in->buf + in->got, sizeof(in->buf) - in->got,
+                     MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return TNT_SUCCESS;
+    if (n <= 0) {
+        close(s->fds[r]);
+        s->fds[r] = -1;
+        return died_in_fan_out(s, r, in->done ? " (after it had the table)"
+                                              : "");
+    }
+    in->got += (size_t)n;
+    if (in->got < sizeof(in->buf))
+        return TNT_SUCCESS;
+    in->got = 0;
+    tnt_boot_ack_t ack;
+    const char *why = tnt__boot_ack_parse(in->buf, sizeof(in->buf), r,
+                                          s->a->nranks, &ack);
+    if (why)
+        return tnt__error(TNT_ERR_PROTOCOL, "rank 0: from rank %d (host "
+                          "%s): %s", r, s->table[r].host, why);
+    if (ack.status != 0)
+        return fan_failure(s, r, ack.about, ack.msg);
+    if (in->done)
+        return tnt__error(TNT_ERR_PROTOCOL, "rank 0: rank %d acknowledged "
+                          "the bootstrap table twice", r);
+    in->done = 1;
+    (*nacked)++;
+    return TNT_SUCCESS;
+}
+
+/* Rank 0 pushes the table to its own children, then waits until every
+ * rank has acknowledged it, watching every registration connection: a
+ * rank that dies during the fan-out is named, and rank 0's verdict
+ * reaches every rank over the star (root_serve). While ranks lack the
+ * table, rank 0 says which, as while ranks are missing. */
+static tnt_result_t root_fan_out(boot_server_t *s, const unsigned char *msg,
+                                 size_t len, double deadline)
+{
+    const tnt_boot_args_t *a = s->a;
+    int p = a->nranks, kids[32], nk = tnt__boot_tree_children(0, p, kids);
+    char why[100], list[160];
+    for (int k = 0; k < nk; k++)
+        if (tnt__boot_tree_push(&s->listeners[kids[k]], msg, len, deadline,
+                                why, sizeof(why)) != 0)
+            return fan_failure(s, 0, kids[k], why);
+    boot_ack_in_t *in = calloc((size_t)p, sizeof(*in));
+    if (!in)
+        return tnt__error(TNT_ERR_NO_MEMORY, "bootstrap: out of memory");
+    tnt_result_t rc = TNT_SUCCESS;
+    int nacked = 1;
+    double started = tnt__now(), next_note = started + BOOT_NOTE_FIRST_S;
+    struct epoll_event evs[64];
+    while (nacked < p && rc == TNT_SUCCESS) {
+        double now = tnt__now();
+        if (now >= deadline) {
+            unacked_list(s, in, list, sizeof(list));
+            rc = tnt__error(TNT_ERR_CONNECT, "rank 0: every rank registered, "
+                            "but the bootstrap table did not reach %s within "
+                            "TNT_CONNECT_TIMEOUT=%.0f s (it goes down a "
+                            "binomial tree: see their tree parents' logs)",
+                            list, a->timeout_s);
+            break;
+        }
+        if (now >= next_note) {
+            char text[sizeof(((tnt_boot_reply_t *)0)->msg)];
+            next_note = now + BOOT_NOTE_EVERY_S;
+            unacked_list(s, in, list, sizeof(list));
+            TNT_LOG_WARN("rank 0: bootstrap: all %d ranks registered; after "
+                         "%.0f s the table has not reached %s", p,
+                         now - started, list);
+            snprintf(text, sizeof(text), "all %d ranks registered; the table "
+                     "has not reached %s yet", p, list);
+            broadcast_note(s, text);
+        }
+        int n = epoll_wait(s->ep, evs, 64, (int)(BOOT_TICK_S * 1000));
+        if (n < 0 && errno != EINTR)
+            rc = tnt__error(TNT_ERR_SYSTEM, "bootstrap epoll_wait: %s",
+                            strerror(errno));
+        for (int k = 0; k < n && rc == TNT_SUCCESS; k++) {
+            uint64_t u = evs[k].data.u64;
+            if (u < EV_RANK)
+                continue;
+            int r = (int)(u - EV_RANK);
+            if (s->fds[r] >= 0)
+                rc = read_ack(s, r, &in[r], &nacked);
+        }
+    }
+    free(in);
+    return rc;
+}
+
+/* The tree when rank 0's TNT_BOOT_TREE_MIN_RANKS says so (want) and
+ * every rank opened a listener (one whose own setting said star did
+ * not: then the star, which every rank also takes). */
+static int use_tree(const boot_server_t *s, int want)
+{
+    if (!want)
+        return 0;
+    for (int r = 1; r < s->a->nranks; r++)
+        if (s->listeners[r].family == 0) {
+            TNT_LOG_INFO("rank 0: rank %d opened no bootstrap listener "
+                         "(another TNT_BOOT_TREE_MIN_RANKS?): the table goes "
+                         "from rank 0 to every rank", r);
+            return 0;
+        }
+    return 1;
+}
+
 static tnt_result_t root_serve(const tnt_boot_args_t *a, int lfd,
-                               tnt_boot_entry_t *table, double deadline)
+                               tnt_boot_entry_t *table, double deadline,
+                               int want_tree)
 {
     int p = a->nranks;
     boot_server_t s = {.a = a, .table = table, .registered = 1,
@@ -502,11 +732,12 @@ static tnt_result_t root_serve(const tnt_boot_args_t *a, int lfd,
     s.taken = calloc((size_t)p, sizeof(int));
     s.who = calloc((size_t)p, sizeof(*s.who));
     s.claim = calloc((size_t)p, sizeof(*s.claim));
+    s.listeners = calloc((size_t)p, sizeof(*s.listeners));
     s.pend = calloc(BOOT_PENDING_MAX, sizeof(*s.pend));
     s.free_slot = malloc(BOOT_PENDING_MAX * sizeof(*s.free_slot));
     tnt_result_t rc = TNT_SUCCESS;
-    if (!s.fds || !s.taken || !s.who || !s.claim || !s.pend ||
-        !s.free_slot) {
+    if (!s.fds || !s.taken || !s.who || !s.claim || !s.listeners ||
+        !s.pend || !s.free_slot) {
         rc = tnt__error(TNT_ERR_NO_MEMORY, "bootstrap: out of memory");
         goto out_free;
     }
@@ -524,25 +755,35 @@ static tnt_result_t root_serve(const tnt_boot_args_t *a, int lfd,
     for (int i = 0; i < BOOT_PENDING_MAX; i++)
         s.free_slot[i] = BOOT_PENDING_MAX - 1 - i;
     s.taken[0] = 1;
+    tnt__auth_random(s.tnonce, sizeof(s.tnonce));
     rc = serve_loop(&s, lfd, deadline);
     for (int i = 0; i < BOOT_PENDING_MAX; i++)
         if (s.pend[i])
             drop(&s, i, "still unauthenticated when the bootstrap ended");
+    /* Late strangers wait in the backlog, closed with the listener. */
+    set_listening(&s, lfd, 0);
+    int tree = rc == TNT_SUCCESS && use_tree(&s, want_tree);
     size_t tlen = 0;
     unsigned char *tmsg = NULL;
     if (rc == TNT_SUCCESS) {
-        tmsg = encode_table(table, p, &tlen);
+        tmsg = encode_table(a, table, tree ? s.listeners : NULL, s.tnonce,
+                            &tlen);
         if (!tmsg)
             rc = tnt__error(TNT_ERR_NO_MEMORY, "bootstrap: out of memory "
                             "for the table of %d ranks", p);
+    }
+    if (rc == TNT_SUCCESS && tree) {
+        TNT_LOG_INFO("rank 0: bootstrap table (%zu bytes) to %d ranks down a "
+                     "binomial tree", tlen, p);
+        rc = root_fan_out(&s, tmsg, tlen, deadline);
     }
     for (int i = 1; i < p; i++) {
         if (s.fds[i] < 0)
             continue;
         send_reply(s.fds[i], rc < 0 ? rc : rc == TNT_SUCCESS ? TNT_SUCCESS
                                                    : TNT_ERR_CONNECT,
-                   rc == TNT_SUCCESS ? "" : tnt_last_error(), p, tmsg, tlen,
-                   deadline);
+                   rc == TNT_SUCCESS ? "" : tnt_last_error(), p,
+                   tree ? NULL : tmsg, tlen, deadline);
         close(s.fds[i]);
     }
     free(tmsg);
@@ -551,6 +792,7 @@ out_free:
         close(s.ep);
     free(s.free_slot);
     free(s.pend);
+    free(s.listeners);
     free(s.claim);
     free(s.who);
     free(s.taken);
@@ -561,7 +803,8 @@ out_free:
 static tnt_result_t root_bootstrap(const tnt_boot_args_t *a,
                                    const struct sockaddr_storage *ss,
                                    socklen_t sl, tnt_boot_entry_t *table,
-                                   double deadline, const char *if_ip)
+                                   double deadline, const char *if_ip,
+                                   int want_tree)
 {
     int lfd = make_socket(ss->ss_family);
     if (lfd < 0)
@@ -590,7 +833,7 @@ static tnt_result_t root_bootstrap(const tnt_boot_args_t *a,
     snprintf(table[0].host, sizeof(table[0].host), "%s", a->host);
     tnt_result_t rc = a->listen(a->listen_arg, ip, &table[0]);
     if (rc == TNT_SUCCESS)
-        rc = root_serve(a, lfd, table, deadline);
+        rc = root_serve(a, lfd, table, deadline, want_tree);
     close(lfd);
     return rc;
 }
@@ -631,10 +874,11 @@ static tnt_result_t connect_root(const tnt_boot_args_t *a,
 }
 
 /* The client's half of the handshake on a connected socket: send the
- * hello, check rank 0's proof, send the registration with this rank's. */
+ * hello, check rank 0's proof, send the registration with this rank's.
+ * The challenge's table nonce goes to tnonce: the table's MAC covers it. */
 static tnt_result_t client_register(const tnt_boot_args_t *a, int fd,
                                     tnt_boot_register_t *reg,
-                                    double deadline)
+                                    unsigned char *tnonce, double deadline)
 {
     tnt_boot_hello_t h;
     memset(&h, 0, sizeof(h));
@@ -657,18 +901,19 @@ static tnt_result_t client_register(const tnt_boot_args_t *a, int fd,
                           tnt_strerror(rc));
     unsigned char in[TNT_BOOT_AUTH_MAX];
     const char *why = tnt__boot_challenge_parse(raw, sizeof(raw), &ch);
-    size_t n = tnt__boot_auth_input(0, &h, ch.nonce, NULL, in);
+    size_t n = tnt__boot_auth_input(0, &h, &ch, NULL, in);
     if (!why && !tnt__auth_verify(a->key, in, n, ch.mac))
         why = "it does not know the job key";
     if (why)
         return tnt__error(TNT_ERR_PROTOCOL, "rank %d: %s is not this job's "
                           "rank 0: %s (check TNT_ROOT_ADDR and "
                           "TNT_JOB_KEY)", a->rank, a->root_addr, why);
+    memcpy(tnonce, ch.table_nonce, sizeof(ch.table_nonce));
     reg->magic = TNT_BOOT_MAGIC;
     reg->version = TNT_BOOT_VERSION;
     reg->nranks = a->nranks;
     reg->rank = a->rank;
-    n = tnt__boot_auth_input(1, &h, ch.nonce, reg, in);
+    n = tnt__boot_auth_input(1, &h, &ch, reg, in);
     tnt__auth_mac(a->key, in, n, reg->mac);
     return tnt__io_write_all(fd, reg, sizeof(*reg), deadline);
 }
@@ -713,9 +958,10 @@ static tnt_result_t await_verdict(const tnt_boot_args_t *a, int fd,
     }
 }
 
-/* The table after rank 0's good reply: header, then the entries, each
- * length checked before anything is allocated or read. */
+/* The table after rank 0's good reply (the star): header, then the
+ * entries, each length checked before anything is allocated or read. */
 static tnt_result_t read_table(const tnt_boot_args_t *a, int fd,
+                               const unsigned char *tnonce,
                                tnt_boot_entry_t *table, double deadline)
 {
     tnt_boot_table_hdr_t h;
@@ -729,27 +975,224 @@ static tnt_result_t read_table(const tnt_boot_args_t *a, int fd,
     if (why)
         return tnt__error(TNT_ERR_PROTOCOL, "rank %d: %s from %s", a->rank,
                           why, a->root_addr);
-    unsigned char *body = malloc(h.bytes);
-    if (!body)
+    unsigned char *m = malloc(sizeof(h) + h.bytes);
+    if (!m)
         return tnt__error(TNT_ERR_NO_MEMORY, "rank %d: out of memory for "
                           "the bootstrap table", a->rank);
-    rc = tnt__io_read_all(fd, body, h.bytes, deadline);
+    memcpy(m, raw, sizeof(h));
+    rc = tnt__io_read_all(fd, m + sizeof(h), h.bytes, deadline);
     if (rc != TNT_SUCCESS)
         rc = tnt__error(TNT_ERR_CONNECT, "rank %d: bootstrap table "
                         "incomplete (%s)", a->rank, tnt_strerror(rc));
-    else if ((why = tnt__boot_table_decode(body, h.bytes, a->nranks, table)))
+    else if ((why = tnt__boot_table_accept(a, tnonce, m, sizeof(h) + h.bytes,
+                                           table, NULL)))
         rc = tnt__error(TNT_ERR_PROTOCOL, "rank %d: %s from %s", a->rank,
                         why, a->root_addr);
-    free(body);
+    free(m);
+    return rc;
+}
+
+/* The star: rank 0's verdict, and after a good one the table. */
+static tnt_result_t client_star(const tnt_boot_args_t *a, int fd,
+                                const unsigned char *tnonce,
+                                tnt_boot_entry_t *table, double deadline)
+{
+    tnt_boot_reply_t reply;
+    TNT_CHECK(await_verdict(a, fd, deadline, &reply));
+    if (reply.status != TNT_SUCCESS)
+        return tnt__error(reply.status < 0 ? (tnt_result_t)reply.status
+                                           : TNT_ERR_CONFIG,
+                          "rank %d: the bootstrap failed at rank 0: %s",
+                          a->rank, reply.msg);
+    return read_table(a, fd, tnonce, table, deadline);
+}
+
+/* A message from rank 0 while this rank waits for the table on its
+ * listener and its registration connection alike: a note (logged, kept
+ * in last: 0, go on) or rank 0's verdict (1, *rc says it): an error, or
+ * success with the table after it, when rank 0 chose the star. */
+static int star_message(const tnt_boot_args_t *a, int fd,
+                        const unsigned char *tnonce, tnt_boot_entry_t *table,
+                        double deadline, char *last, size_t lastlen,
+                        tnt_result_t *rc)
+{
+    tnt_boot_reply_t reply;
+    unsigned char raw[sizeof(reply)];
+    /* Rank 0 writes whole replies: the rest of one follows at once. */
+    double until = tnt__now() + 1.0 > deadline ? tnt__now() + 1.0 : deadline;
+    tnt_result_t r = tnt__io_read_all(fd, raw, sizeof(raw), until);
+    const char *why = NULL;
+    if (r != TNT_SUCCESS) {
+        *rc = tnt__error(TNT_ERR_CONNECT, "rank %d: rank 0 at %s closed the "
+                         "bootstrap connection before this rank had the "
+                         "table (%s)%s%s", a->rank, a->root_addr,
+                         tnt_strerror(r), *last ? "; it last said: " : "",
+                         last);
+        return 1;
+    }
+    if ((why = tnt__boot_reply_parse(raw, sizeof(raw), a->nranks, &reply))) {
+        *rc = tnt__error(TNT_ERR_PROTOCOL, "rank %d: %s from %s", a->rank,
+                         why, a->root_addr);
+        return 1;
+    }
+    if (reply.status == TNT_BOOT_WAITING) {
+        snprintf(last, lastlen, "%s", reply.msg);
+        TNT_LOG_WARN("rank %d: registered; rank 0 is alive and waiting: %s",
+                     a->rank, last);
+        return 0;
+    }
+    if (reply.status != TNT_SUCCESS)
+        *rc = tnt__error(reply.status < 0 ? (tnt_result_t)reply.status
+                                          : TNT_ERR_CONFIG,
+                         "rank %d: the bootstrap failed at rank 0: %s",
+                         a->rank, reply.msg);
+    else
+        *rc = read_table(a, fd, tnonce, table, deadline);
+    return 1;
+}
+
+/* This rank has a tree listener (lfd): the table comes down the tree,
+ * or after rank 0's good reply if rank 0 chose the star; rank 0's notes
+ * and verdict come over fd either way, so the wait is never silent and a
+ * failure anywhere (a rank that died) reaches this rank. *via_tree says
+ * which way the table came; *msg is the tree's message, to pass on. */
+static tnt_result_t await_table(const tnt_boot_args_t *a, int fd, int lfd,
+                                const unsigned char *tnonce, double deadline,
+                                tnt_boot_entry_t *table,
+                                tnt_boot_listener_t *ls, unsigned char **msg,
+                                size_t *mlen, int *via_tree)
+{
+    tnt_boot_tree_wait_t w = {.a = a, .tnonce = tnonce};
+    char last[sizeof(((tnt_boot_reply_t *)0)->msg)] = "";
+    double last_at = 0;
+    tnt_result_t rc = TNT_SUCCESS;
+    *via_tree = 0;
+    for (;;) {
+        double now = tnt__now(), until = deadline;
+        /* While rank 0's notes come, its verdict is worth waiting for. */
+        if (*last && until < last_at + 2 * BOOT_NOTE_EVERY_S)
+            until = last_at + 2 * BOOT_NOTE_EVERY_S;
+        if (now >= until) {
+            if (*last)
+                rc = tnt__error(TNT_ERR_CONNECT, "rank %d: rank 0 at %s went "
+                                "silent while waiting for other ranks (it "
+                                "last said: %s)", a->rank, a->root_addr,
+                                last);
+            else
+                rc = tnt__error(TNT_TIMEOUT, "rank %d: no bootstrap answer "
+                                "from rank 0 at %s, and no table down the "
+                                "tree, within TNT_CONNECT_TIMEOUT=%.0f s",
+                                a->rank, a->root_addr, a->timeout_s);
+            break;
+        }
+        tnt__boot_tree_expire(&w, now);
+        struct pollfd pf[2 + TNT_BOOT_TREE_PENDING_MAX];
+        int n = w.n;
+        pf[0] = (struct pollfd){.fd = fd, .events = POLLIN};
+        pf[1] = (struct pollfd){
+            .fd = n < TNT_BOOT_TREE_PENDING_MAX ? lfd : -1, .events = POLLIN};
+        for (int i = 0; i < n; i++)
+            pf[2 + i] = (struct pollfd){.fd = w.c[i].fd, .events = POLLIN};
+        if (poll(pf, (nfds_t)(2 + n), 100) < 0 && errno != EINTR) {
+            rc = tnt__error(TNT_ERR_SYSTEM, "rank %d: bootstrap poll: %s",
+                            a->rank, strerror(errno));
+            break;
+        }
+        /* Back to front: a dropped connection's slot takes the last. */
+        int got = 0;
+        for (int i = n - 1; i >= 0 && !got; i--)
+            if (pf[2 + i].revents)
+                got = tnt__boot_tree_read(&w, i, table, ls, msg, mlen);
+        if (got) {
+            *via_tree = 1;
+            break;
+        }
+        if (pf[0].revents) {
+            if (star_message(a, fd, tnonce, table, deadline, last,
+                             sizeof(last), &rc))
+                break;
+            last_at = tnt__now();
+        }
+        if (pf[1].revents & POLLIN)
+            tnt__boot_tree_accept(&w, lfd);
+    }
+    tnt__boot_tree_close(&w, *via_tree ? "the table had come already"
+                                       : "the bootstrap ended");
+    return rc;
+}
+
+/* Pass the table on to this rank's tree children, as it came, then
+ * acknowledge it to rank 0: status 0, or the first child it could not
+ * reach and why (rank 0 then names that child, dead or unreachable). A
+ * lost connection to rank 0 is left to the verdict's read, which says
+ * so: rank 0 may have failed the job and closed, its verdict queued. */
+static void pass_on(const tnt_boot_args_t *a, int fd,
+                    const tnt_boot_listener_t *ls, const unsigned char *msg,
+                    size_t len, double deadline)
+{
+    int kids[32], nk = tnt__boot_tree_children(a->rank, a->nranks, kids);
+    tnt_boot_ack_t ack;
+    memset(&ack, 0, sizeof(ack));
+    ack.magic = TNT_BOOT_MAGIC;
+    ack.version = TNT_BOOT_VERSION;
+    ack.rank = a->rank;
+    for (int k = 0; k < nk; k++) {
+        char why[100];
+        if (tnt__boot_tree_push(&ls[kids[k]], msg, len, deadline, why,
+                                sizeof(why)) == 0)
+            continue;
+        /* Only this rank knows: logged here whatever the log's ranks. */
+        TNT_LOG_SECURITY("rank %d: could not pass the bootstrap table to "
+                         "rank %d: %s", a->rank, kids[k], why);
+        if (ack.status == 0) {
+            ack.status = TNT_ERR_CONNECT;
+            ack.about = kids[k];
+            snprintf(ack.msg, sizeof(ack.msg), "%s", why);
+        }
+    }
+    (void)tnt__io_write_all(fd, &ack, sizeof(ack), deadline);
+}
+
+/* The tree: the table (from the parent or, if rank 0 chose the star,
+ * from rank 0), passed on, acknowledged; then rank 0's verdict, which
+ * comes once every rank has acknowledged, or names what failed. */
+static tnt_result_t client_tree(const tnt_boot_args_t *a, int fd, int lfd,
+                                const unsigned char *tnonce,
+                                tnt_boot_entry_t *table, double deadline)
+{
+    tnt_boot_listener_t *ls = calloc((size_t)a->nranks, sizeof(*ls));
+    if (!ls)
+        return tnt__error(TNT_ERR_NO_MEMORY, "rank %d: out of memory",
+                          a->rank);
+    unsigned char *msg = NULL;
+    size_t mlen = 0;
+    int via_tree = 0;
+    tnt_result_t rc = await_table(a, fd, lfd, tnonce, deadline, table, ls,
+                                  &msg, &mlen, &via_tree);
+    if (rc == TNT_SUCCESS && a->test_hook)
+        a->test_hook(a->test_arg, "table", via_tree);
+    if (rc == TNT_SUCCESS && via_tree) {
+        pass_on(a, fd, ls, msg, mlen, deadline);
+        tnt_boot_reply_t reply;
+        rc = await_verdict(a, fd, deadline, &reply);
+        if (rc == TNT_SUCCESS && reply.status != TNT_SUCCESS)
+            rc = tnt__error(reply.status < 0 ? (tnt_result_t)reply.status
+                                             : TNT_ERR_CONFIG,
+                            "rank %d: the bootstrap failed at rank 0: %s",
+                            a->rank, reply.msg);
+    }
+    free(msg);
+    free(ls);
     return rc;
 }
 
 static tnt_result_t client_bootstrap(const tnt_boot_args_t *a,
                                      const struct sockaddr_storage *ss,
                                      socklen_t sl, tnt_boot_entry_t *table,
-                                     double deadline, const char *if_ip)
+                                     double deadline, const char *if_ip,
+                                     int want_tree)
 {
-    int fd = -1;
+    int fd = -1, lfd = -1;
     TNT_CHECK(connect_root(a, ss, sl, deadline, &fd));
     struct sockaddr_storage me;
     socklen_t ml = sizeof(me);
@@ -763,24 +1206,26 @@ static tnt_result_t client_bootstrap(const tnt_boot_args_t *a,
     memset(&reg, 0, sizeof(reg));
     reg.entry.rank = a->rank;
     snprintf(reg.entry.host, sizeof(reg.entry.host), "%s", a->host);
+    unsigned char tnonce[TNT_AUTH_NONCE_BYTES] = {0};
     tnt_result_t rc = a->listen(a->listen_arg, ip, &reg.entry);
-    if (rc == TNT_SUCCESS)
-        rc = client_register(a, fd, &reg, deadline);
-    if (rc != TNT_SUCCESS)
-        goto out_close;
-    tnt_boot_reply_t reply;
-    rc = await_verdict(a, fd, deadline, &reply);
-    if (rc != TNT_SUCCESS)
-        goto out_close;
-    if (reply.status != TNT_SUCCESS) {
-        rc = tnt__error(reply.status < 0 ? (tnt_result_t)reply.status
-                                         : TNT_ERR_CONFIG,
-                        "rank %d: the bootstrap failed at rank 0: %s",
-                        a->rank, reply.msg);
-        goto out_close;
+    /* The tree listener opens before registering: from then on rank 0
+     * may hand its address to this rank's tree parent. */
+    if (rc == TNT_SUCCESS && want_tree) {
+        rc = tnt__boot_tree_listen(ip, &lfd, &reg.listener);
+        if (rc == TNT_SUCCESS && a->test_hook)
+            a->test_hook(a->test_arg, "listening", reg.listener.port);
     }
-    rc = read_table(a, fd, table, deadline);
-out_close:
+    if (rc == TNT_SUCCESS)
+        rc = client_register(a, fd, &reg, tnonce, deadline);
+    if (rc == TNT_SUCCESS && lfd >= 0) {
+        rc = client_tree(a, fd, lfd, tnonce, table, deadline);
+    } else if (rc == TNT_SUCCESS) {
+        rc = client_star(a, fd, tnonce, table, deadline);
+        if (rc == TNT_SUCCESS && a->test_hook)
+            a->test_hook(a->test_arg, "table", 0);
+    }
+    if (lfd >= 0)
+        close(lfd);
     close(fd);
     return rc;
 }
@@ -823,8 +1268,12 @@ tnt_result_t tnt__bootstrap(const tnt_boot_args_t *a,
                                            &ss, &sl));
     char if_ip[64] = "";
     TNT_CHECK(pick_interface(a, &ss, &sl, if_ip, sizeof(if_ip)));
+    long tree_min = 0;
+    TNT_CHECK(tnt__env_long(TNT_VAR_BOOT_TREE_MIN_RANKS, &tree_min));
+    int want_tree = a->nranks >= tree_min;
     double deadline = tnt__now() + a->timeout_s;
     if (a->rank == 0)
-        return root_bootstrap(a, &ss, sl, table, deadline, if_ip);
-    return client_bootstrap(a, &ss, sl, table, deadline, if_ip);
+        return root_bootstrap(a, &ss, sl, table, deadline, if_ip,
+                              want_tree);
+    return client_bootstrap(a, &ss, sl, table, deadline, if_ip, want_tree);
 }
