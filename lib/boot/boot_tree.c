@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,9 @@ int tnt__boot_tree_push(const tnt_boot_listener_t *l, const void *msg,
         close(fd);
         return -1;
     }
+    /* No wait for an ACK before the table's last segment. */
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     tnt_result_t rc = tnt__io_write_all(fd, msg, len, deadline);
     close(fd);
     if (rc != TNT_SUCCESS) {
