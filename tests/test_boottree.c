@@ -19,6 +19,9 @@
  *             rank 3 (a leaf) likewise: every other rank fails with
  *             TNT_ERR_PEER_LOST naming the dead rank as dead, long before
  *             TNT_CONNECT_TIMEOUT.
+ *   unreachable  the tree forced, p = 8: rank 6 lives but its listener
+ *             refuses connections: every rank fails with TNT_ERR_CONNECT
+ *             naming rank 6 as alive and unreachable from rank 4.
  *   stranger  the tree forced, p = 5: before ranks 2 and 4 register, their
  *             tree listeners get garbage, a well-formed table header of
  *             another job (another table nonce) with its entries, and a
@@ -54,6 +57,7 @@ typedef struct bt_job {
     int size;
     const char *tree_min;     /* TNT_BOOT_TREE_MIN_RANKS, NULL: unset */
     int victim;               /* killed once it has the table; -1 none */
+    int deaf;                 /* its listener shut once open; -1 none */
     int strangers[2];         /* ranks whose listeners get strangers */
     double connect_timeout;
 } bt_job_t;
@@ -146,8 +150,14 @@ static void bt_hook(void *arg, const char *what, int value)
 {
     bt_rank_t *x = arg;
     if (strcmp(what, "listening") == 0) {
+        struct sockaddr_in sa;
+        socklen_t sl = sizeof(sa);
+        getsockname(value, (struct sockaddr *)&sa, &sl);
         if (x->rank == x->j->strangers[0] || x->rank == x->j->strangers[1])
-            bt_strangers(x, value);
+            bt_strangers(x, ntohs(sa.sin_port));
+        /* Alive, registered, but its listener refuses connections. */
+        if (x->rank == x->j->deaf)
+            shutdown(value, SHUT_RDWR);
     } else if (strcmp(what, "table") == 0) {
         x->via_tree = value;
         if (x->rank == x->j->victim)
@@ -258,6 +268,7 @@ static void bt_setup(bt_job_t *j, int size, const char *tree_min)
     j->size = size;
     j->tree_min = tree_min;
     j->victim = -1;
+    j->deaf = -1;
     j->strangers[0] = j->strangers[1] = -1;
     j->connect_timeout = 60.0 * th_timeout_mult();
 }
@@ -390,6 +401,37 @@ static void test_killed_in_fan_out(void)
     bt_check_killed(5, 3);
 }
 
+/* p = 8, the tree forced: rank 6's listener refuses connections while
+ * rank 6 lives. Its parent (rank 4) cannot pass it the table and tells
+ * rank 0, which finds rank 6 alive and fails the job on every rank
+ * naming rank 6's listener as unreachable from rank 4. */
+static void test_unreachable_child(void)
+{
+    bt_job_t j;
+    bt_setup(&j, 8, "1");
+    j.deaf = 6;
+    int sig[8];
+    bt_run(&j, sig, 90.0);
+    for (int r = 0; r < 8; r++) {
+        bt_result_t res;
+        if (bt_result(&j, r, &res) != 0) {
+            TH_CHECK(0, "rank %d left no result (signal %d)", r, sig[r]);
+            continue;
+        }
+        printf("  rank %d: rc %d after %.1f s: %s", r, res.rc, res.took,
+               res.err);
+        TH_CHECK(res.rc == TNT_ERR_CONNECT, "rank %d: rc %d (%s), expected "
+                 "TNT_ERR_CONNECT", r, res.rc, tnt_strerror(res.rc));
+        TH_CHECK(strstr(res.err, "rank 4 could not pass the bootstrap table "
+                        "to rank 6") && strstr(res.err, "rank 6 is alive"),
+                 "rank %d's error does not name rank 6 as unreachable from "
+                 "rank 4: %s", r, res.err);
+        TH_CHECK(res.took < 30.0 * th_timeout_mult(), "rank %d took %.1f s",
+                 r, res.took);
+    }
+    bt_cleanup(&j);
+}
+
 static void test_strangers(void)
 {
     bt_job_t j;
@@ -438,6 +480,7 @@ static const th_test_def_t k_tests[] = {
     {"boottree", "sizes", test_tree_sizes},
     {"boottree", "default_threshold", test_default_threshold},
     {"boottree", "killed", test_killed_in_fan_out},
+    {"boottree", "unreachable", test_unreachable_child},
     {"boottree", "stranger", test_strangers},
     {"boottree", "comm", test_comm_over_tree},
     {NULL, NULL, NULL},

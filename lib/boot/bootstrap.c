@@ -1080,6 +1080,7 @@ static tnt_result_t await_table(const tnt_boot_args_t *a, int fd, int lfd,
     char last[sizeof(((tnt_boot_reply_t *)0)->msg)] = "";
     double last_at = 0;
     tnt_result_t rc = TNT_SUCCESS;
+    int listening = 1;
     *via_tree = 0;
     for (;;) {
         double now = tnt__now(), until = deadline;
@@ -1104,7 +1105,8 @@ static tnt_result_t await_table(const tnt_boot_args_t *a, int fd, int lfd,
         int n = w.n;
         pf[0] = (struct pollfd){.fd = fd, .events = POLLIN};
         pf[1] = (struct pollfd){
-            .fd = n < TNT_BOOT_TREE_PENDING_MAX ? lfd : -1, .events = POLLIN};
+            .fd = listening && n < TNT_BOOT_TREE_PENDING_MAX ? lfd : -1,
+            .events = POLLIN};
         for (int i = 0; i < n; i++)
             pf[2 + i] = (struct pollfd){.fd = w.c[i].fd, .events = POLLIN};
         if (poll(pf, (nfds_t)(2 + n), 100) < 0 && errno != EINTR) {
@@ -1127,8 +1129,16 @@ static tnt_result_t await_table(const tnt_boot_args_t *a, int fd, int lfd,
                 break;
             last_at = tnt__now();
         }
-        if (pf[1].revents & POLLIN)
+        /* A listener that failed would wake every poll: rank 0 hears
+         * from the parent that it cannot pass the table on, and its
+         * verdict comes over fd. */
+        if (pf[1].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+            TNT_LOG_SECURITY("rank %d: its bootstrap listener failed; "
+                             "waiting for rank 0's verdict", a->rank);
+            listening = 0;
+        } else if (pf[1].revents & POLLIN) {
             tnt__boot_tree_accept(&w, lfd);
+        }
     }
     tnt__boot_tree_close(&w, *via_tree ? "the table had come already"
                                        : "the bootstrap ended");
@@ -1227,7 +1237,7 @@ static tnt_result_t client_bootstrap(const tnt_boot_args_t *a,
     if (rc == TNT_SUCCESS && want_tree) {
         rc = tnt__boot_tree_listen(ip, &lfd, &reg.listener);
         if (rc == TNT_SUCCESS && a->test_hook)
-            a->test_hook(a->test_arg, "listening", reg.listener.port);
+            a->test_hook(a->test_arg, "listening", lfd);
     }
     if (rc == TNT_SUCCESS)
         rc = client_register(a, fd, &reg, tnonce, deadline);

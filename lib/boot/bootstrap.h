@@ -36,7 +36,7 @@ typedef struct tnt_boot_args {
     tnt_boot_listen_fn listen;
     void *listen_arg;
     /* Tests only (NULL in the library): called with "listening" and the
-     * port once this rank's tree listener is open, and with "table" and 1
+     * descriptor once this rank's tree listener is open, and with "table" and 1
      * (it came down the tree) or 0 (from rank 0 directly) once this rank
      * has the table, before it passes it on or answers. */
     void (*test_hook)(void *arg, const char *what, int value);
