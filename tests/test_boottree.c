@@ -19,6 +19,8 @@
  *             rank 3 (a leaf) likewise: every other rank fails with
  *             TNT_ERR_PEER_LOST naming the dead rank as dead, long before
  *             TNT_CONNECT_TIMEOUT.
+ *   mixed     the tree forced on all ranks of 5 but rank 3: rank 0
+ *             takes the star, every rank gets the table from it.
  *   unreachable  the tree forced, p = 8: rank 6 lives but its listener
  *             refuses connections: every rank fails with TNT_ERR_CONNECT
  *             naming rank 6 as alive and unreachable from rank 4.
@@ -58,6 +60,7 @@ typedef struct bt_job {
     const char *tree_min;     /* TNT_BOOT_TREE_MIN_RANKS, NULL: unset */
     int victim;               /* killed once it has the table; -1 none */
     int deaf;                 /* its listener shut once open; -1 none */
+    int no_tree;              /* TNT_BOOT_TREE_MIN_RANKS unset; -1 none */
     int strangers[2];         /* ranks whose listeners get strangers */
     double connect_timeout;
 } bt_job_t;
@@ -179,7 +182,7 @@ static pid_t bt_start(const bt_job_t *j, int rank)
     bt_path(j, rank, "stderr", path, sizeof(path));
     if (!freopen(path, "w", stderr))
         _exit(3);
-    if (j->tree_min)
+    if (j->tree_min && rank != j->no_tree)
         setenv("TNT_BOOT_TREE_MIN_RANKS", j->tree_min, 1);
     else
         unsetenv("TNT_BOOT_TREE_MIN_RANKS");
@@ -269,6 +272,7 @@ static void bt_setup(bt_job_t *j, int size, const char *tree_min)
     j->tree_min = tree_min;
     j->victim = -1;
     j->deaf = -1;
+    j->no_tree = -1;
     j->strangers[0] = j->strangers[1] = -1;
     j->connect_timeout = 60.0 * th_timeout_mult();
 }
@@ -401,6 +405,23 @@ static void test_killed_in_fan_out(void)
     bt_check_killed(5, 3);
 }
 
+/* The tree forced on every rank but rank 3, which opens no listener:
+ * rank 0 falls back to the star, and every rank (those waiting on a
+ * listener too) takes the table from rank 0. */
+static void test_mixed_thresholds(void)
+{
+    bt_job_t j;
+    bt_setup(&j, 5, "1");
+    j.no_tree = 3;
+    bt_check_good(&j, 0);
+    char path[128];
+    bt_path(&j, 0, "stderr", path, sizeof(path));
+    TH_CHECK(th_count_lines(path, "rank 3 opened no bootstrap listener",
+                            NULL) == 1,
+             "rank 0 did not say why it took the star");
+    bt_cleanup(&j);
+}
+
 /* p = 8, the tree forced: rank 6's listener refuses connections while
  * rank 6 lives. Its parent (rank 4) cannot pass it the table and tells
  * rank 0, which finds rank 6 alive and fails the job on every rank
@@ -480,6 +501,7 @@ static const th_test_def_t k_tests[] = {
     {"boottree", "sizes", test_tree_sizes},
     {"boottree", "default_threshold", test_default_threshold},
     {"boottree", "killed", test_killed_in_fan_out},
+    {"boottree", "mixed", test_mixed_thresholds},
     {"boottree", "unreachable", test_unreachable_child},
     {"boottree", "stranger", test_strangers},
     {"boottree", "comm", test_comm_over_tree},
