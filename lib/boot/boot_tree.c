@@ -24,9 +24,15 @@
 /* A connection to a listener must bring its table within this time. */
 #define TREE_CONN_WAIT_S 5.0
 
-static int tree_socket(int family)
+int tnt__boot_socket(int family)
 {
     return socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+
+void tnt__boot_no_delay(int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 tnt_result_t tnt__boot_tree_listen(const char *ip, int *fd,
@@ -35,7 +41,7 @@ tnt_result_t tnt__boot_tree_listen(const char *ip, int *fd,
     struct sockaddr_storage ss;
     socklen_t sl;
     TNT_CHECK(tnt__sockaddr_parse_ip(ip, 0, &ss, &sl));
-    int s = tree_socket(ss.ss_family);
+    int s = tnt__boot_socket(ss.ss_family);
     if (s < 0)
         return tnt__error(TNT_ERR_SYSTEM, "bootstrap listener: socket: %s",
                           strerror(errno));
@@ -99,7 +105,7 @@ int tnt__boot_tree_push(const tnt_boot_listener_t *l, const void *msg,
 {
     struct sockaddr_storage ss;
     socklen_t sl = listener_sockaddr(l, &ss);
-    int fd = tree_socket(ss.ss_family);
+    int fd = tnt__boot_socket(ss.ss_family);
     if (fd < 0) {
         snprintf(why, whylen, "socket: %s", strerror(errno));
         return -1;
@@ -121,8 +127,7 @@ int tnt__boot_tree_push(const tnt_boot_listener_t *l, const void *msg,
         return -1;
     }
     /* No wait for an ACK before the table's last segment. */
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    tnt__boot_no_delay(fd);
     tnt_result_t rc = tnt__io_write_all(fd, msg, len, deadline);
     close(fd);
     if (rc != TNT_SUCCESS) {

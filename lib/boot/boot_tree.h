@@ -14,6 +14,18 @@
 #include "boot/boot_wire.h"
 #include "boot/bootstrap.h"
 
+/** A nonblocking, close-on-exec TCP socket of the bootstrap. */
+int tnt__boot_socket(int family);
+
+/**
+ * TCP_NODELAY: the bootstrap's messages are small and each waits for an
+ * answer that may not come soon (a rank's ack follows its registration
+ * only after the whole job registered, with no data from rank 0 in
+ * between to carry the TCP acknowledgement): without it, Nagle's
+ * algorithm holds such a message until the delayed ACK (40 ms on Linux).
+ */
+void tnt__boot_no_delay(int fd);
+
 /* Table connections a rank reads at once; more wait in the backlog. */
 #define TNT_BOOT_TREE_PENDING_MAX 16
 

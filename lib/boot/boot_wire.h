@@ -47,6 +47,12 @@
 #define TNT_BOOT_VERSION 5u
 /* The status of a note: not a verdict, rank 0 is still waiting. */
 #define TNT_BOOT_WAITING 0x57414954
+/* Rank 0 repeats its note every this many seconds (the first after 3 s):
+ * soon enough that a user sees why nothing happens, rare enough not to
+ * flood a log. A rank that has heard a note waits 2 periods past its own
+ * deadline for the next word from rank 0, whose verdict names the
+ * missing ranks, rather than blame rank 0. */
+#define TNT_BOOT_NOTE_EVERY_S 10.0
 
 typedef struct tnt_boot_hello {
     uint32_t magic;
