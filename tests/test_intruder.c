@@ -178,10 +178,11 @@ static int ix_boot_open(const ix_ctx_t *x, const tnt_boot_hello_t *h,
     return fd;
 }
 
-/* A registration as rank 1, with the MAC that key gives for nonce. */
+/* A registration as rank 1, with the MAC that key gives for challenge
+ * ch. */
 static void ix_boot_register(const tnt_auth_key_t *key,
                              const tnt_boot_hello_t *h,
-                             const unsigned char *nonce,
+                             const tnt_boot_challenge_t *ch,
                              tnt_boot_register_t *reg)
 {
     memset(reg, 0, sizeof(*reg));
@@ -192,7 +193,7 @@ static void ix_boot_register(const tnt_auth_key_t *key,
     reg->entry.rank = 1;
     reg->entry.addr_len = 8;
     unsigned char in[TNT_BOOT_AUTH_MAX];
-    size_t n = tnt__boot_auth_input(1, h, nonce, reg, in);
+    size_t n = tnt__boot_auth_input(1, h, ch, reg, in);
     tnt__auth_mac(key, in, n, reg->mac);
 }
 
@@ -216,7 +217,7 @@ static void ix_attack_bootstrap(ix_ctx_t *x)
         IX_FAIL(x, "bootstrap: no challenge for a well-formed hello");
     } else {
         tnt_boot_register_t reg;
-        ix_boot_register(&x->wrong, &h, ch.nonce, &reg);
+        ix_boot_register(&x->wrong, &h, &ch, &reg);
         ix_write(fd, &reg, sizeof(reg));
         if (!ix_closed_by_peer(fd))
             IX_FAIL(x, "bootstrap kept a connection with a wrong key");
@@ -228,7 +229,7 @@ static void ix_attack_bootstrap(ix_ctx_t *x)
     h = ix_boot_hello(x, TNT_BOOT_VERSION);
     fd = ix_boot_open(x, &h, &ch);
     tnt_boot_register_t captured;
-    ix_boot_register(&x->key, &h, ch.nonce, &captured);
+    ix_boot_register(&x->key, &h, &ch, &captured);
     if (fd >= 0)
         close(fd);
     fd = ix_boot_open(x, &h, &ch);

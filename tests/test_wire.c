@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "util/auth.h"
+#include "boot/boot_tree.h"
 #include "boot/boot_wire.h"
 #include "core/msg_hdr.h"
 #include "harness.h"
@@ -101,7 +102,7 @@ static void test_boot_register(void)
     }
 }
 
-static void test_boot_reply_table(void)
+static void test_boot_reply(void)
 {
     tnt_boot_reply_t r, out;
     memset(&r, 0, sizeof(r));
@@ -115,18 +116,121 @@ static void test_boot_reply_table(void)
     r.status = 5;
     TH_CHECK(tnt__boot_reply_parse(&r, sizeof(r), 3, &out) != NULL,
              "positive status accepted");
-    tnt_boot_entry_t t[3];
+}
+
+/* A table of p entries with addresses of 1..128 bytes and hosts of
+ * 0..63 characters, encoded, decodes to the same entries; the encoding
+ * holds each entry's used bytes only; every cut, every wrong rank, length
+ * or stray NUL is refused with a reason, never read past. */
+static void test_boot_table(void)
+{
+    enum { P = 7 };
+    tnt_boot_entry_t t[P], back[P];
+    tnt_boot_listener_t l[P], lback[P];
     memset(t, 0, sizeof(t));
-    for (int i = 0; i < 3; i++) {
+    memset(l, 0, sizeof(l));
+    size_t used = 0;
+    for (int i = 0; i < P; i++) {
         t[i].rank = i;
-        t[i].addr_len = 8;
+        t[i].addr_len = i == 0 ? 1 : i == 1 ? TNT_TRANSPORT_ADDR_MAX
+                                            : (unsigned)(5 + 11 * i);
+        for (unsigned k = 0; k < t[i].addr_len; k++)
+            t[i].addr[k] = (unsigned char)(i * 31 + k);
+        memset(t[i].host, 'a' + i, i == 2 ? TNT_HOST_MAX - 1
+                                          : (size_t)(i == 3 ? 0 : 4 + i));
+        used += 4 + 2 + t[i].addr_len + 1 + strlen(t[i].host) + 1;
+        /* Listeners: none on 0 and 1, then IPv4 and IPv6 in turn. */
+        if (i >= 2) {
+            l[i].family = i % 2 ? 4 : 6;
+            l[i].port = (uint16_t)(1000 + i);
+            for (int k = 0; k < (l[i].family == 4 ? 4 : 16); k++)
+                l[i].ip[k] = (unsigned char)(i + 7 * k);
+            used += 2 + (l[i].family == 4 ? 4 : 16);
+        }
     }
-    TH_CHECK(!tnt__boot_table_check(t, 3), "good table refused");
-    t[1].rank = 2;
-    TH_CHECK(tnt__boot_table_check(t, 3) != NULL, "wrong rank accepted");
-    t[1].rank = 1;
-    t[2].addr_len = TNT_TRANSPORT_ADDR_MAX + 1;
-    TH_CHECK(tnt__boot_table_check(t, 3) != NULL, "long address accepted");
+    unsigned char enc[P * TNT_BOOT_WIRE_ENTRY_MAX + 8];
+    size_t n = tnt__boot_table_encode(t, l, P, enc);
+    TH_CHECK(n == used, "encoded %zu bytes, expected %zu", n, used);
+    TH_CHECK(!tnt__boot_table_decode(enc, n, P, back, lback),
+             "good table refused");
+    for (int i = 0; i < P; i++)
+        TH_CHECK(back[i].rank == i && back[i].addr_len == t[i].addr_len &&
+                 memcmp(back[i].addr, t[i].addr, t[i].addr_len) == 0 &&
+                 strcmp(back[i].host, t[i].host) == 0 &&
+                 memcmp(&lback[i], &l[i], sizeof(l[i])) == 0,
+                 "entry %d changed on the way", i);
+    /* Without listeners: one family byte (0) an entry. */
+    unsigned char enc0[P * TNT_BOOT_WIRE_ENTRY_MAX];
+    size_t n0 = tnt__boot_table_encode(t, NULL, P, enc0);
+    TH_CHECK(n0 == n - (2 + 4) * 2 - (2 + 16) * 3,
+             "table without listeners of %zu bytes", n0);
+    TH_CHECK(!tnt__boot_table_decode(enc0, n0, P, back, lback) &&
+             lback[4].family == 0, "table without listeners refused");
+    for (size_t cut = 0; cut < n; cut++)
+        TH_CHECK(tnt__boot_table_decode(enc, cut, P, back, lback) != NULL,
+                 "table cut to %zu of %zu bytes accepted", cut, n);
+    enc[n] = 0;
+    TH_CHECK(tnt__boot_table_decode(enc, n + 1, P, back, NULL) != NULL,
+             "table with a trailing byte accepted");
+    TH_CHECK(tnt__boot_table_decode(enc, n, P - 1, back, NULL) != NULL,
+             "table of 7 entries accepted as 6");
+    /* Entry 1 starts after entry 0's 4 + 2 + 1 + 1 + 4 + 1 bytes. */
+    size_t e1 = 4 + 2 + 1 + 1 + 4 + 1;
+    /* Entry 2 after entry 1's 4 + 2 + 128 + 1 + 5 + 1. */
+    size_t e2 = e1 + 4 + 2 + TNT_TRANSPORT_ADDR_MAX + 1 + 5 + 1;
+    size_t e2fam = e2 + 4 + 2 + t[2].addr_len + 1 + TNT_HOST_MAX - 1;
+    unsigned char bad[sizeof(enc)];
+    struct { size_t off; unsigned char v; const char *what; } cases[] = {
+        {e1, 2, "wrong rank"},
+        {e1 + 4, 0, "address length 0"},          /* low byte of 128 */
+        {e1 + 5, 1, "address length 384"},
+        {e1 + 6 + TNT_TRANSPORT_ADDR_MAX, TNT_HOST_MAX, "host of 64 bytes"},
+        {e1 + 6 + TNT_TRANSPORT_ADDR_MAX + 2, 0, "NUL in a host name"},
+        {e2fam, 5, "listener family 5"},
+        {e2fam + 1, 0, "listener port 0"},                 /* 1002 */
+    };
+    TH_CHECK(enc[e2fam] == 6, "entry 2's listener not where expected");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        memcpy(bad, enc, n);
+        bad[cases[i].off] = cases[i].v;
+        if (i == sizeof(cases) / sizeof(cases[0]) - 1)
+            bad[cases[i].off + 1] = 0;
+        TH_CHECK(tnt__boot_table_decode(bad, n, P, back, lback) != NULL,
+                 "table with %s accepted", cases[i].what);
+    }
+    tnt_boot_table_hdr_t h, ho;
+    memset(&h, 0, sizeof(h));
+    memcpy(h.label, "TNTB-table", sizeof("TNTB-table"));
+    h.magic = TNT_BOOT_MAGIC;
+    h.version = TNT_BOOT_VERSION;
+    h.nranks = P;
+    h.bytes = (uint32_t)n;
+    TH_CHECK(!tnt__boot_table_hdr_parse(&h, sizeof(h), P, &ho) &&
+             ho.bytes == n, "good table header refused");
+    tnt_boot_table_hdr_t hb = h;
+    hb.version++;
+    const char *why = tnt__boot_table_hdr_parse(&hb, sizeof(hb), P, &ho);
+    TH_CHECK(why && strstr(why, "version"), "other version: %s",
+             why ? why : "accepted");
+    hb = h;
+    hb.magic ^= 1;
+    TH_CHECK(tnt__boot_table_hdr_parse(&hb, sizeof(hb), P, &ho) != NULL,
+             "bad table magic accepted");
+    hb = h;
+    hb.label[0] = 'X';
+    TH_CHECK(tnt__boot_table_hdr_parse(&hb, sizeof(hb), P, &ho) != NULL,
+             "bad table label accepted");
+    hb = h;
+    hb.bytes = P * TNT_BOOT_WIRE_ENTRY_MAX + 1;
+    TH_CHECK(tnt__boot_table_hdr_parse(&hb, sizeof(hb), P, &ho) != NULL,
+             "table longer than p entries can be accepted");
+    hb.bytes = P * TNT_BOOT_WIRE_ENTRY_MIN - 1;
+    TH_CHECK(tnt__boot_table_hdr_parse(&hb, sizeof(hb), P, &ho) != NULL,
+             "table shorter than p entries can be accepted");
+    TH_CHECK(tnt__boot_table_hdr_parse(&h, sizeof(h), P + 1, &ho) != NULL,
+             "table header for another size accepted");
+    TH_CHECK(tnt__boot_table_hdr_parse(&h, sizeof(h) - 1, P, &ho) != NULL,
+             "short table header accepted");
 }
 
 /* ---- TCP handshake and frames ---------------------------------------- */
@@ -288,13 +392,24 @@ static void test_auth(void)
     tnt_boot_hello_t bh = good_boot_hello();
     tnt_boot_register_t reg = good_register(1);
     unsigned char bin[TNT_BOOT_AUTH_MAX];
-    n = tnt__boot_auth_input(1, &bh, n1, &reg, bin);
+    tnt_boot_challenge_t bc;
+    memset(&bc, 0, sizeof(bc));
+    memcpy(bc.nonce, n1, sizeof(bc.nonce));
+    n = tnt__boot_auth_input(1, &bh, &bc, &reg, bin);
     tnt__auth_mac(&k1, bin, n, reg.mac);
     TH_CHECK(tnt__auth_verify(&k1, bin, n, reg.mac), "registration MAC");
     reg.rank = 2;
-    n = tnt__boot_auth_input(1, &bh, n1, &reg, bin);
+    n = tnt__boot_auth_input(1, &bh, &bc, &reg, bin);
     TH_CHECK(!tnt__auth_verify(&k1, bin, n, reg.mac),
              "altered registration accepted");
+    /* The challenge's MAC covers its table nonce (the table's MAC does
+     * too: a rank accepts only tables of the nonce rank 0 proved). */
+    n = tnt__boot_auth_input(0, &bh, &bc, NULL, bin);
+    tnt__auth_mac(&k1, bin, n, bc.mac);
+    bc.table_nonce[3] ^= 1;
+    n = tnt__boot_auth_input(0, &bh, &bc, NULL, bin);
+    TH_CHECK(!tnt__auth_verify(&k1, bin, n, bc.mac),
+             "challenge with another table nonce accepted");
 }
 
 /* The shared-memory handshake: each parser with a good message and one
@@ -372,10 +487,143 @@ static void test_shm_handshake(void)
              "shm proof descriptors: too few accepted");
 }
 
+/* The fan-out tree: every rank but 0 is the child of exactly one rank,
+ * r minus its lowest set bit; children come largest subtree first; with
+ * each rank sending to its children one after the other, in that order,
+ * the last rank has the table after ceil(log2 p) rounds. */
+static void test_boot_tree(void)
+{
+    for (int p = 1; p <= 130; p++) {
+        int parent_of[130], round[130], last = 0, kids[32];
+        for (int r = 0; r < p; r++)
+            parent_of[r] = -1;
+        round[0] = 0;
+        for (int r = 0; r < p; r++) {
+            int n = tnt__boot_tree_children(r, p, kids);
+            for (int k = 0; k < n; k++) {
+                int c = kids[k];
+                TH_CHECK(c > r && c < p && parent_of[c] == -1 &&
+                         (k == 0 || kids[k - 1] > c),
+                         "p=%d: rank %d's child %d", p, r, c);
+                if (c > r && c < p) {
+                    parent_of[c] = r;
+                    round[c] = round[r] + k + 1;
+                    if (round[c] > last)
+                        last = round[c];
+                }
+            }
+        }
+        int rounds = 0;
+        while ((1 << rounds) < p)
+            rounds++;
+        for (int r = 1; r < p; r++)
+            TH_CHECK(parent_of[r] == r - (r & -r), "p=%d: rank %d's parent "
+                     "%d", p, r, parent_of[r]);
+        TH_CHECK(last == rounds, "p=%d: the last rank has the table in "
+                 "round %d, expected %d", p, last, rounds);
+    }
+}
+
+/* A rank's acknowledgement: its own rank, a status of 0 or an error
+ * about a rank of the job. */
+static void test_boot_ack(void)
+{
+    tnt_boot_ack_t k, out;
+    memset(&k, 0, sizeof(k));
+    k.magic = TNT_BOOT_MAGIC;
+    k.version = TNT_BOOT_VERSION;
+    k.rank = 3;
+    memset(k.msg, 'm', sizeof(k.msg));
+    TH_CHECK(!tnt__boot_ack_parse(&k, sizeof(k), 3, 8, &out) &&
+             strlen(out.msg) == sizeof(out.msg) - 1, "good ack refused");
+    TH_CHECK(tnt__boot_ack_parse(&k, sizeof(k), 4, 8, &out) != NULL,
+             "ack of another rank accepted");
+    TH_CHECK(tnt__boot_ack_parse(&k, sizeof(k) - 1, 3, 8, &out) != NULL,
+             "short ack accepted");
+    tnt_boot_ack_t b = k;
+    b.version++;
+    TH_CHECK(tnt__boot_ack_parse(&b, sizeof(b), 3, 8, &out) != NULL,
+             "ack of another version accepted");
+    b = k;
+    b.status = 1;
+    TH_CHECK(tnt__boot_ack_parse(&b, sizeof(b), 3, 8, &out) != NULL,
+             "positive ack status accepted");
+    b.status = TNT_ERR_CONNECT;
+    b.about = 7;
+    TH_CHECK(!tnt__boot_ack_parse(&b, sizeof(b), 3, 8, &out),
+             "failure about rank 7 refused");
+    b.about = 8;
+    TH_CHECK(tnt__boot_ack_parse(&b, sizeof(b), 3, 8, &out) != NULL,
+             "failure about rank 8 of 8 accepted");
+    b.about = 0;
+    TH_CHECK(tnt__boot_ack_parse(&b, sizeof(b), 3, 8, &out) != NULL,
+             "failure about rank 0 accepted");
+}
+
+/* A table on a rank's listener counts only with the job key's MAC over
+ * this job's table nonce; the MAC covers every byte after it. */
+static void test_boot_table_accept(void)
+{
+    TH_CHECK(tnt__auth_init() == TNT_SUCCESS, "libsodium init");
+    tnt_auth_key_t key, other;
+    tnt__auth_key_derive("table-key", &key);
+    tnt__auth_key_derive("other-key", &other);
+    tnt_boot_args_t a;
+    memset(&a, 0, sizeof(a));
+    a.nranks = 3;
+    a.key = &key;
+    tnt_boot_entry_t t[3], back[3];
+    memset(t, 0, sizeof(t));
+    for (int i = 0; i < 3; i++) {
+        t[i].rank = i;
+        t[i].addr_len = 8;
+        snprintf(t[i].host, sizeof(t[i].host), "n%d", i);
+    }
+    unsigned char nonce[TNT_AUTH_NONCE_BYTES];
+    memset(nonce, 0x42, sizeof(nonce));
+    tnt_boot_table_hdr_t h;
+    memset(&h, 0, sizeof(h));
+    memcpy(h.label, "TNTB-table", sizeof("TNTB-table"));
+    h.magic = TNT_BOOT_MAGIC;
+    h.version = TNT_BOOT_VERSION;
+    h.nranks = 3;
+    memcpy(h.table_nonce, nonce, sizeof(nonce));
+    unsigned char m[sizeof(h) + 3 * TNT_BOOT_WIRE_ENTRY_MAX];
+    h.bytes = (uint32_t)tnt__boot_table_encode(t, NULL, 3, m + sizeof(h));
+    memcpy(m, &h, sizeof(h));
+    size_t len = sizeof(h) + h.bytes;
+    tnt__auth_mac(&key, m + TNT_AUTH_MAC_BYTES, len - TNT_AUTH_MAC_BYTES, m);
+    TH_CHECK(!tnt__boot_table_accept(&a, nonce, m, len, back, NULL) &&
+             strcmp(back[2].host, "n2") == 0, "good table refused");
+    TH_CHECK(tnt__boot_table_accept(&a, nonce, m, len - 1, back, NULL),
+             "short table accepted");
+    unsigned char bad[sizeof(m)];
+    for (size_t i = TNT_AUTH_MAC_BYTES; i < len; i++) {
+        memcpy(bad, m, len);
+        bad[i] ^= 0x10;
+        TH_CHECK(tnt__boot_table_accept(&a, nonce, bad, len, back, NULL),
+                 "table with byte %zu altered accepted", i);
+    }
+    unsigned char other_nonce[TNT_AUTH_NONCE_BYTES];
+    memset(other_nonce, 0x43, sizeof(other_nonce));
+    const char *why = tnt__boot_table_accept(&a, other_nonce, m, len, back,
+                                             NULL);
+    TH_CHECK(why && strstr(why, "nonce"), "table of another nonce: %s",
+             why ? why : "accepted");
+    a.key = &other;
+    why = tnt__boot_table_accept(&a, nonce, m, len, back, NULL);
+    TH_CHECK(why && strstr(why, "authentication"), "table with another "
+             "key: %s", why ? why : "accepted");
+}
+
 static const th_test_def_t k_tests[] = {
     {"boot", "hello", test_boot_hello},
     {"boot", "register", test_boot_register},
-    {"boot", "reply_table", test_boot_reply_table},
+    {"boot", "reply", test_boot_reply},
+    {"boot", "table", test_boot_table},
+    {"boot", "tree", test_boot_tree},
+    {"boot", "ack", test_boot_ack},
+    {"boot", "table_accept", test_boot_table_accept},
     {"tcp", "hello", test_tcp_hello},
     {"tcp", "challenge_proof_frame", test_tcp_challenge_proof_frame},
     {"core", "msg_hdr", test_msg_hdr},

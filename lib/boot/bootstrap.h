@@ -1,6 +1,7 @@
 /*
  * Rendezvous at rank 0: every rank registers its transport address and
- * host identity; rank 0 answers with the whole table. Connections between
+ * host identity; the whole table comes back from rank 0 (a star) or down
+ * a binomial tree from rank 0 (TNT_BOOT_TREE_MIN_RANKS; bootstrap.c). Connections between
  * ranks are made later, lazily, by the engine.
  */
 #ifndef TNT_BOOT_BOOTSTRAP_H
@@ -34,6 +35,12 @@ typedef struct tnt_boot_args {
     const char *host;
     tnt_boot_listen_fn listen;
     void *listen_arg;
+    /* Tests only (NULL in the library): called with "listening" and the
+     * descriptor once this rank's tree listener is open, and with "table" and 1
+     * (it came down the tree) or 0 (from rank 0 directly) once this rank
+     * has the table, before it passes it on or answers. */
+    void (*test_hook)(void *arg, const char *what, int value);
+    void *test_arg;
 } tnt_boot_args_t;
 
 /** Fill table[0..nranks-1] (indexed by rank). Collective over all ranks. */

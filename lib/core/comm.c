@@ -296,7 +296,7 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
         tnt_boot_args_t ba = {config->root_addr, comm->rank, comm->nranks,
                               comm->job_id, &comm->auth_key,
                               comm->params.connect_timeout_s,
-                              comm->host, boot_listen, comm};
+                              comm->host, boot_listen, comm, NULL, NULL};
         rc = table ? boot(&ba, table)
                    : tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
         /* The rendezvous says TNT_TIMEOUT for "nobody came in time"; the

@@ -66,6 +66,9 @@ typedef enum tnt_env_type {
     X(SOCKET_IFNAME, "TNT_SOCKET_IFNAME", TEXT, NULL, 0, 0,                 \
       "names, =exact names, CIDR blocks, ^ excludes", 1, "boot/bootstrap.c", \
       "interface of the listening sockets (else the route to rank 0)")      \
+    X(BOOT_TREE_MIN_RANKS, "TNT_BOOT_TREE_MIN_RANKS", LONG, "128", 1,       \
+      TNT_ENV_MAX_RANKS, NULL, 1, "boot/bootstrap.c",                       \
+      "from this rank count the table goes down a tree, not from rank 0")  \
     /* the engine (util/param.c, read at tnt_comm_init) */                  \
     X(TIMEOUT, "TNT_TIMEOUT", SECONDS, "300", 0, 0, NULL, 1,                \
       "util/param.c", "deadline of every operation, seconds (> 0)")         \

@@ -119,7 +119,8 @@ int main(int argc, char **argv)
     /* Bootstrap: byte 0 = kind, byte 1 = nranks - 1. */
     tnt_boot_hello_t bh = {TNT_BOOT_MAGIC, TNT_BOOT_VERSION, 42, {7}, 3, 1};
     put("bootstrap", "hello", 0, 1, 3, &bh, sizeof(bh));
-    tnt_boot_challenge_t bc = {TNT_BOOT_MAGIC, TNT_BOOT_VERSION, {8}, {9}};
+    tnt_boot_challenge_t bc = {TNT_BOOT_MAGIC, TNT_BOOT_VERSION, {8}, {10},
+                               {9}};
     put("bootstrap", "challenge", 1, 1, 3, &bc, sizeof(bc));
     tnt_boot_register_t r;
     memset(&r, 0, sizeof(r));
@@ -147,6 +148,33 @@ int main(int argc, char **argv)
         t[i].addr_len = 16;
         snprintf(t[i].host, sizeof(t[i].host), "node%d", i);
     }
-    put("bootstrap", "table", 4, 1, 1, t, sizeof(t));
+    /* Rank 1 with an IPv4 tree listener. */
+    tnt_boot_listener_t l[2];
+    memset(l, 0, sizeof(l));
+    l[1].family = 4;
+    l[1].port = 4242;
+    l[1].ip[0] = 127;
+    l[1].ip[3] = 1;
+    unsigned char enc[2 * TNT_BOOT_WIRE_ENTRY_MAX];
+    size_t elen = tnt__boot_table_encode(t, l, 2, enc);
+    tnt_boot_table_hdr_t th;
+    memset(&th, 0, sizeof(th));
+    memcpy(th.label, "TNTB-table", sizeof("TNTB-table"));
+    th.magic = TNT_BOOT_MAGIC;
+    th.version = TNT_BOOT_VERSION;
+    th.nranks = 2;
+    th.bytes = (uint32_t)elen;
+    put("bootstrap", "table_hdr", 4, 1, 1, &th, sizeof(th));
+    put("bootstrap", "table", 5, 1, 1, enc, elen);
+    tnt_boot_ack_t ack;
+    memset(&ack, 0, sizeof(ack));
+    ack.magic = TNT_BOOT_MAGIC;
+    ack.version = TNT_BOOT_VERSION;
+    ack.rank = 1;
+    put("bootstrap", "ack", 6, 1, 3, &ack, sizeof(ack));
+    ack.status = TNT_ERR_CONNECT;
+    ack.about = 3;
+    snprintf(ack.msg, sizeof(ack.msg), "connect: Connection refused");
+    put("bootstrap", "ack_failed", 6, 1, 3, &ack, sizeof(ack));
     return 0;
 }

@@ -36,7 +36,8 @@ sodium=$(pkg-config --libs libsodium)
 # layout change shows up in git status).
 # shellcheck disable=SC2086
 $cc -std=c11 -D_GNU_SOURCE -Iinclude -I"$out/include" -Ilib tests/fuzz/gen_corpus.c \
-    lib/transport/verbs/verbs_wire.c $common $sodium -o "$out/gen_corpus"
+    lib/transport/verbs/verbs_wire.c lib/boot/boot_wire.c $common $sodium \
+    -o "$out/gen_corpus"
 for h in handshake msg_hdr bootstrap verbs; do
     mkdir -p "tests/fuzz/corpus/$h"
 done
