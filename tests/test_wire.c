@@ -355,6 +355,21 @@ static void test_msg_hdr(void)
              "CTS refused");
     TH_CHECK(tnt__msg_hdr_parse(&h, sizeof(h), 400, 1, 4, &out) != NULL,
              "CTS with a payload accepted");
+    /* A CTS's count: the steps it clears, at least one, none past the
+     * last step a header can name. */
+    h.count = 1;
+    TH_CHECK(!tnt__msg_hdr_parse(&h, sizeof(h), 0, 1, 4, &out),
+             "CTS of one step refused");
+    h.count = TNT_STEP_CTS - 3;
+    TH_CHECK(!tnt__msg_hdr_parse(&h, sizeof(h), 0, 1, 4, &out),
+             "CTS up to the last step refused");
+    h.count++;
+    TH_CHECK(tnt__msg_hdr_parse(&h, sizeof(h), 0, 1, 4, &out) != NULL,
+             "CTS past the last step accepted");
+    h.count = 0;
+    TH_CHECK(tnt__msg_hdr_parse(&h, sizeof(h), 0, 1, 4, &out) != NULL,
+             "CTS of no step accepted");
+    h.count = 100;
     h.step = 3 | TNT_STEP_CTL;
     TH_CHECK(tnt__msg_hdr_parse(&h, sizeof(h), 0, 1, 4, &out) != NULL,
              "both flow-control flags accepted");

@@ -68,8 +68,13 @@ tnt_result_t tnt__ring_init(tnt_ring_t *r, const tnt_coll_args_t *a,
 {
     r->chunk_off = NULL;
     r->peers = NULL;
+    /* The longest chunk (tnt__chunk_range): count / p, one more where p
+     * does not divide count. A length one too long cost an empty last
+     * segment (a 0-byte message per step) wherever a chunk filled its
+     * segments exactly, as at every power-of-two size. */
+    size_t p = (size_t)a->nranks;
     return ring_setup(r, a, count, block,
-                      block ? block : count / (size_t)a->nranks + 1);
+                      block ? block : count / p + (count % p != 0));
 }
 
 tnt_result_t tnt__ring_init_mapped(tnt_ring_t *r, const tnt_coll_args_t *a,

@@ -5,6 +5,7 @@
  * freed handle is reported as TNT_ERR_INVALID_COMM instead of touching
  * freed memory.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -400,6 +401,17 @@ TNT_API tnt_result_t tnt_comm_free(tnt_comm_t comm)
                           "or never created)", (void *)comm);
     pthread_mutex_lock(&comm->lock);
     tnt__engine_drain(comm, TNT_ERR_ABORTED);
+    /* What flow control cost, for counting it per call (docs/
+     * performance.md, "fewer control messages over TCP"). */
+    uint64_t msgs = 0;
+    for (int i = 0; i < TNT_TP_MAX; i++)
+        msgs += comm->stats.tp_msgs_sent[i];
+    TNT_LOG_DEBUG("rank %d: messages sent %" PRIu64 ", of them flow "
+                  "control: RTS %" PRIu64 ", CTS %" PRIu64 ", CREDIT %"
+                  PRIu64, comm->rank, msgs,
+                  comm->stats.ctl_sent[TNT_CTL_RTS],
+                  comm->stats.ctl_sent[TNT_CTL_CTS],
+                  comm->stats.ctl_sent[TNT_CTL_CREDIT]);
     pthread_mutex_unlock(&comm->lock);
     comm_destroy(comm);
     return TNT_SUCCESS;

@@ -829,6 +829,8 @@ void tnt__run_ready(struct tnt_comm *comm, struct tnt_request *req)
         else
             start_op(comm, req, op);
     }
+    if (comm->flow.nowed) /* the CTSs of the receives just posted */
+        tnt__flow_flush(comm);
     if (req->result == TNT_INPROGRESS && req->ops_left == 0)
         finish(req, TNT_SUCCESS);
 }

@@ -64,9 +64,12 @@ enum tnt_cookie_type {
  * RTS (the message's header alone, step | TNT_STEP_RTS) unless a CTS
  * (the receiver's signature, step | TNT_STEP_CTS) is already here; a
  * receiver sends the CTS when it posts a receive above the eager limit, or
- * one whose RTS has come. Both carry no payload. A CREDIT (kind
- * TNT_MSG_CREDIT, count = bytes of eager messages consumed so far from
- * that peer) reopens the sender's window. */
+ * one whose RTS has come. Both carry no payload. A CTS's count is not
+ * the collective's but the number of consecutive steps it clears, from
+ * its step on (TNT_FLOW_BATCH: the receives of a run posted at once; its
+ * signature check leaves the count out). A CREDIT (kind TNT_MSG_CREDIT,
+ * count = bytes of eager messages consumed so far from that peer) reopens
+ * the sender's window. */
 #define TNT_STEP_RTS 0x80000000u
 #define TNT_STEP_CTS 0x40000000u
 #define TNT_STEP_CTL (TNT_STEP_RTS | TNT_STEP_CTS)
@@ -144,6 +147,7 @@ typedef struct tnt_unexp {
     tnt_opstate_t *claimed;    /* receive waiting for the payload */
     unsigned char *data;       /* from the communicator's buffer pool */
     size_t cap;
+    uint64_t cts_left;         /* a CTS record: sends it has yet to clear */
 } tnt_unexp_t;
 
 /* What an early message counts against TNT_MAX_UNEXPECTED_BYTES: its
@@ -186,6 +190,8 @@ typedef struct tnt_peer {
     tnt_opstate_t *parked_head;
     tnt_unexp_t *cts_head;
     uint64_t tx_eager, tx_acked, rx_consumed, rx_reported;
+    uint64_t rts_seq1;         /* 1 + seq of the last collective whose
+                                  RTS went to it (TNT_FLOW_BATCH) */
     /* Slot operations (onhost/slots.c): the most this peer said it had
      * finished, and whether it may sleep unwoken on a publication here. */
     uint64_t slot_completed;
@@ -364,6 +370,11 @@ struct tnt_comm_flow {
     struct tnt_ctl_tx *ctl_free, *ctl_all; /* flow-control sends */
     int ctl_rx_cookie;         /* TNT_COOKIE_CTL: payload of a control
                                   message (none) */
+    /* Receives posted in this run of tnt__run_ready whose CTS is owed
+     * (TNT_FLOW_BATCH): sent together when it ends, one CTS per run of
+     * consecutive steps (tnt__flow_flush). Kept allocated. */
+    tnt_opstate_t **owed;
+    size_t nowed, owed_cap;
 };
 
 /* What this rank tells and asks about failures and hangs (engine.c,

@@ -40,9 +40,9 @@ int tnt__flow_budget(struct tnt_comm *comm, int peer, size_t payload_len)
     return 0;
 }
 
-/* Send a header-only control message to p. */
+/* Send a header-only control message to p; what: TNT_CTL_*. */
 static void send_ctl(struct tnt_comm *comm, tnt_peer_t *p,
-                     const tnt_msg_hdr_t *h)
+                     const tnt_msg_hdr_t *h, int what)
 {
     tnt_ctl_tx_t *c = comm->flow.ctl_free;
     if (c) {
@@ -63,8 +63,10 @@ static void send_ctl(struct tnt_comm *comm, tnt_peer_t *p,
     c->hdr = *h;
     tnt_result_t rc = p->tp->send(p->tp_ctx, p->ep, &c->hdr, sizeof(c->hdr),
                                   NULL, 0, c);
-    if (rc >= 0)
+    if (rc >= 0) {
         tnt__count_sent(&comm->stats, p->tpi, 0);
+        comm->stats.ctl_sent[what]++;
+    }
     if (rc == TNT_INPROGRESS) {
         p->sends_inflight++;
         return;
@@ -89,6 +91,19 @@ void tnt__flow_ctl_done(struct tnt_comm *comm, void *cookie)
     comm->flow.ctl_free = c;
 }
 
+/* The CTS of req's receives from p at steps step .. step + span - 1. */
+static void send_cts_run(struct tnt_comm *comm, tnt_peer_t *p,
+                         struct tnt_request *req, uint32_t step,
+                         uint32_t span)
+{
+    tnt_msg_hdr_t h = req->sig;
+    h.seq = req->seq;
+    h.step = step | TNT_STEP_CTS;
+    h.count = span;
+    send_ctl(comm, p, &h, TNT_CTL_CTS);
+}
+
+/* The CTS of os alone, now. */
 static void send_cts(struct tnt_comm *comm, tnt_peer_t *p, tnt_opstate_t *os)
 {
     if (os->cts_sent)
@@ -97,13 +112,126 @@ static void send_cts(struct tnt_comm *comm, tnt_peer_t *p, tnt_opstate_t *os)
         os->cts_due = 1; /* tnt__flow_connected sends it */
         return;
     }
-    struct tnt_request *req = os->coll;
-    tnt_msg_hdr_t h = req->sig;
-    h.seq = req->seq;
-    h.step = req->sched->ops[os->op].step | TNT_STEP_CTS;
     os->cts_sent = 1;
     os->cts_due = 0;
-    send_ctl(comm, p, &h);
+    send_cts_run(comm, p, os->coll, os->coll->sched->ops[os->op].step, 1);
+}
+
+/* The CTS of os, with the others owed when this run of tnt__run_ready
+ * ends (tnt__flow_flush); at once without TNT_FLOW_BATCH, or if the list
+ * cannot grow. */
+static void owe_cts(struct tnt_comm *comm, tnt_peer_t *p, tnt_opstate_t *os)
+{
+    struct tnt_comm_flow *f = &comm->flow;
+    if (os->cts_sent || !p->ep || !comm->params.flow_batch) {
+        send_cts(comm, p, os);
+        return;
+    }
+    if (f->nowed == f->owed_cap) {
+        size_t cap = f->owed_cap ? 2 * f->owed_cap : 64;
+        tnt_opstate_t **v = realloc(f->owed, cap * sizeof(*v));
+        if (!v) {
+            send_cts(comm, p, os);
+            return;
+        }
+        f->owed = v;
+        f->owed_cap = cap;
+    }
+    os->cts_sent = 1;
+    os->cts_due = 0;
+    f->owed[f->nowed++] = os;
+}
+
+static int owed_peer(const tnt_opstate_t *os)
+{
+    return os->coll->sched->ops[os->op].peer;
+}
+
+static uint32_t owed_step(const tnt_opstate_t *os)
+{
+    return os->coll->sched->ops[os->op].step;
+}
+
+/* By peer, collective, step: runs of consecutive steps end up adjacent. */
+static int owed_cmp(const void *a, const void *b)
+{
+    const tnt_opstate_t *x = *(tnt_opstate_t *const *)a;
+    const tnt_opstate_t *y = *(tnt_opstate_t *const *)b;
+    int px = owed_peer(x), py = owed_peer(y);
+    if (px != py)
+        return px < py ? -1 : 1;
+    if (x->coll != y->coll)
+        return (uintptr_t)x->coll < (uintptr_t)y->coll ? -1 : 1;
+    uint32_t sx = owed_step(x), sy = owed_step(y);
+    return sx < sy ? -1 : sx > sy;
+}
+
+/* Heap sort, in place: no allocation here (glibc's qsort may malloc for
+ * large arrays, and a steady collective allocates nothing). */
+static void owed_sift(tnt_opstate_t **v, size_t i, size_t n)
+{
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && owed_cmp(&v[c + 1], &v[c]) > 0)
+            c++;
+        if (owed_cmp(&v[c], &v[i]) <= 0)
+            return;
+        tnt_opstate_t *t = v[i];
+        v[i] = v[c];
+        v[c] = t;
+        i = c;
+    }
+}
+
+static void owed_sort(tnt_opstate_t **v, size_t n)
+{
+    for (size_t i = n / 2; i-- > 0;)
+        owed_sift(v, i, n);
+    while (n > 1) {
+        tnt_opstate_t *t = v[0];
+        v[0] = v[--n];
+        v[n] = t;
+        owed_sift(v, 0, n);
+    }
+}
+
+void tnt__flow_flush(struct tnt_comm *comm)
+{
+    struct tnt_comm_flow *f = &comm->flow;
+    size_t n = f->nowed;
+    f->nowed = 0;
+    /* A failure in this run may have finished their requests. */
+    if (comm->state != TNT_COMM_OK)
+        return;
+    tnt_opstate_t **v = f->owed;
+    owed_sort(v, n);
+    /* A schedule has one message per (source, destination, step)
+     * (test_schedules checks it), so a run of consecutive steps of one
+     * collective from one peer is exactly the peer's sends at those
+     * steps, and every one of them has its receive posted here. */
+    for (size_t i = 0; i < n && comm->state == TNT_COMM_OK;) {
+        struct tnt_request *req = v[i]->coll;
+        int peer = owed_peer(v[i]);
+        uint32_t step = owed_step(v[i]), span = 1;
+        size_t j = i + 1;
+        while (j < n && v[j]->coll == req && owed_peer(v[j]) == peer &&
+               owed_step(v[j]) == step + span) {
+            span++;
+            j++;
+        }
+        tnt_peer_t *p = &comm->peers[peer];
+        if (p->ep) {
+            send_cts_run(comm, p, req, step, span);
+        } else {
+            for (size_t k = i; k < j; k++) { /* tnt__flow_connected */
+                v[k]->cts_sent = 0;
+                v[k]->cts_due = 1;
+            }
+        }
+        i = j;
+    }
 }
 
 void tnt__flow_send(struct tnt_comm *comm, struct tnt_request *req,
@@ -116,9 +244,11 @@ void tnt__flow_send(struct tnt_comm *comm, struct tnt_request *req,
     for (tnt_unexp_t **pp = &p->cts_head; *pp; pp = &(*pp)->next) {
         tnt_unexp_t *u = *pp;
         if (u->hdr.seq == req->seq &&
-            (u->hdr.step & ~TNT_STEP_CTL) == sop->step) {
-            *pp = u->next;
-            tnt__free_unexp(comm, u);
+            sop->step - (u->hdr.step & ~TNT_STEP_CTL) < u->hdr.count) {
+            if (--u->cts_left == 0) {
+                *pp = u->next;
+                tnt__free_unexp(comm, u);
+            }
             tnt__send_data(comm, req, op);
             return;
         }
@@ -130,13 +260,22 @@ void tnt__flow_send(struct tnt_comm *comm, struct tnt_request *req,
         tnt__send_data(comm, req, op);
         return;
     }
-    /* Wait for the receiver; say so, with the signature. */
+    /* Wait for the receiver; say so, with the signature, unless an RTS
+     * of this collective has said so already and the receiver clears
+     * this send unasked (above E; not for the kinds whose RTS carries
+     * the message's own size). */
     os->parked = 1;
     os->next = p->parked_head;
     p->parked_head = os;
+    if (comm->params.flow_batch && p->rts_seq1 == req->seq + 1 &&
+        sop->bytes > tnt__flow_eager(comm) &&
+        req->args.kind != TNT_COLL_ALLTOALLV &&
+        req->args.kind != TNT_COLL_P2P)
+        return;
+    p->rts_seq1 = req->seq + 1;
     tnt_msg_hdr_t h = os->hdr;
     h.step |= TNT_STEP_RTS;
-    send_ctl(comm, p, &h);
+    send_ctl(comm, p, &h, TNT_CTL_RTS);
 }
 
 void tnt__flow_recv_posted(struct tnt_comm *comm, tnt_peer_t *p,
@@ -144,7 +283,7 @@ void tnt__flow_recv_posted(struct tnt_comm *comm, tnt_peer_t *p,
 {
     const tnt_sop_t *sop = &os->coll->sched->ops[os->op];
     if (rts || sop->bytes > tnt__flow_eager(comm))
-        send_cts(comm, p, os);
+        owe_cts(comm, p, os);
 }
 
 void tnt__flow_consumed(struct tnt_comm *comm, tnt_peer_t *p, size_t len)
@@ -160,7 +299,7 @@ void tnt__flow_consumed(struct tnt_comm *comm, tnt_peer_t *p, size_t len)
     h.count = p->rx_consumed;
     h.nranks = comm->nranks;
     p->rx_reported = p->rx_consumed;
-    send_ctl(comm, p, &h);
+    send_ctl(comm, p, &h, TNT_CTL_CREDIT);
 }
 
 void tnt__flow_credit(struct tnt_comm *comm, int peer, uint64_t consumed)
@@ -177,25 +316,14 @@ void tnt__flow_connected(struct tnt_comm *comm, tnt_peer_t *p)
     for (tnt_opstate_t *os = p->posted; os && comm->state == TNT_COMM_OK;
          os = os->next)
         if (os->cts_due)
-            send_cts(comm, p, os);
+            owe_cts(comm, p, os);
+    tnt__flow_flush(comm);
 }
 
-/* A CTS for a send of req: send it if parked, else keep it for the send
- * (it has not started here yet). */
-static int cts_arrived(struct tnt_comm *comm, tnt_peer_t *p,
-                       const tnt_msg_hdr_t *h, struct tnt_request *req)
+/* Keep a CTS for `left` sends that have not started here yet. */
+static int keep_cts(struct tnt_comm *comm, tnt_peer_t *p,
+                    const tnt_msg_hdr_t *h, uint64_t left)
 {
-    uint32_t step = h->step & ~TNT_STEP_CTL;
-    for (tnt_opstate_t **pp = &p->parked_head; *pp; pp = &(*pp)->next) {
-        tnt_opstate_t *os = *pp;
-        if (os->coll != req || req->sched->ops[os->op].step != step)
-            continue;
-        *pp = os->next;
-        os->parked = 0;
-        tnt__send_data(comm, req, os->op);
-        tnt__run_ready(comm, req);
-        return 1;
-    }
     if (!tnt__flow_budget(comm, p->rank, 0))
         return -1;
     tnt_unexp_t *u = tnt__alloc_unexp(comm);
@@ -211,11 +339,44 @@ static int cts_arrived(struct tnt_comm *comm, tnt_peer_t *p,
     u->cap = 0;
     u->complete = 1;
     u->claimed = NULL;
+    u->cts_left = left;
     comm->unexp_bytes += TNT_UNEXP_COST(0);
     tnt__count_unexp(&comm->stats, comm->unexp_bytes);
     u->next = p->cts_head;
     p->cts_head = u;
     return 1;
+}
+
+/* A CTS for sends of req (steps lo .. lo + count - 1): send those that
+ * are parked, and keep it for the others (not started here yet) until
+ * each has used it. */
+static int cts_arrived(struct tnt_comm *comm, tnt_peer_t *p,
+                       const tnt_msg_hdr_t *h, struct tnt_request *req)
+{
+    uint32_t lo = h->step & ~TNT_STEP_CTL;
+    uint64_t left = h->count; /* >= 1 (tnt__msg_hdr_parse) */
+    int sent = 0;
+    for (tnt_opstate_t **pp = &p->parked_head; *pp && left;) {
+        tnt_opstate_t *os = *pp;
+        if (os->coll != req ||
+            req->sched->ops[os->op].step - lo >= h->count) {
+            pp = &os->next;
+            continue;
+        }
+        *pp = os->next;
+        os->parked = 0;
+        left--;
+        sent = 1;
+        tnt__send_data(comm, req, os->op);
+        if (comm->state != TNT_COMM_OK)
+            return -1;
+    }
+    /* The record goes in before the ready sends start (they look for
+     * it). */
+    int rc = left ? keep_cts(comm, p, h, left) : 1;
+    if (sent && rc == 1)
+        tnt__run_ready(comm, req);
+    return rc;
 }
 
 int tnt__flow_header(struct tnt_comm *comm, int peer, const tnt_msg_hdr_t *h,
@@ -276,4 +437,7 @@ void tnt__flow_free(struct tnt_comm *comm)
         free(c);
     }
     comm->flow.ctl_free = NULL;
+    free(comm->flow.owed);
+    comm->flow.owed = NULL;
+    comm->flow.nowed = comm->flow.owed_cap = 0;
 }

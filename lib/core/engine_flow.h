@@ -15,6 +15,18 @@
  *   it, costing no round trip), or when the sender's RTS says it waits.
  *   The RTS carries the collective's signature, so a mismatch is still
  *   found from the first message a receiver sees.
+ * - TNT_FLOW_BATCH (default 1) takes control messages out: the CTSs owed
+ *   by the receives one run of tnt__run_ready posts are sent when it ends
+ *   (tnt__flow_flush), one per run of consecutive steps of one collective
+ *   from one peer (its count says how many steps: the ring posts a
+ *   window of segments, and the whole allgather at p = 2, at once); and a
+ *   send above E parks without an RTS once one went to that peer for its
+ *   collective (the receiver sends the CTS of a receive above E when it
+ *   posts it, RTS or not: the RTS only carried the signature, which the
+ *   first one did). Alltoallv and send/recv, whose RTS carries each
+ *   message's own size, keep one RTS per message. A CTS record that
+ *   clears several sends stays until the last of them has used it. Only
+ *   receives already posted are cleared, so no bound below changes.
  *
  * So early data from one peer is at most W (plus 0-byte RTS and CTS
  * records, one per send or receive the peer has posted). W is capped at
@@ -51,10 +63,14 @@ void tnt__flow_recv_posted(struct tnt_comm *comm, tnt_peer_t *p,
                            tnt_opstate_t *os, int rts);
 /** Eager bytes (cost) from p were consumed by a receive here. */
 void tnt__flow_consumed(struct tnt_comm *comm, tnt_peer_t *p, size_t len);
+/** Send the CTSs owed by the receives posted since the last call (the
+ *  end of every tnt__run_ready). */
+void tnt__flow_flush(struct tnt_comm *comm);
 /** p is connected: send the CTSs owed to it. */
 void tnt__flow_connected(struct tnt_comm *comm, tnt_peer_t *p);
 /** A control header from `peer` (RTS or CTS, already parsed; req: its
- *  collective, if active here).
+ *  collective, if active here; a CTS's signature less its count checked
+ *  against req's).
  *  Returns 1 if consumed (nothing to store), 0 if the caller keeps it as
  *  an early record (an RTS before its receive), < 0 on failure. */
 int tnt__flow_header(struct tnt_comm *comm, int peer, const tnt_msg_hdr_t *h,

@@ -33,6 +33,11 @@ const char *tnt__msg_hdr_parse(const void *hdr, size_t hdr_len,
         return "both flow-control flags in the step";
     if ((out->step & TNT_STEP_CTL) && payload_len)
         return "flow-control message with a payload";
+    /* A CTS's count is the steps it clears, from its own on. */
+    if ((out->step & TNT_STEP_CTS) &&
+        (out->count == 0 ||
+         out->count > TNT_STEP_CTS - (out->step & ~TNT_STEP_CTL)))
+        return "CTS clearing no step, or steps past the last";
     if (out->root < 0 || out->root >= nranks)
         return "root outside the job";
     /* No collective moves more than count elements per rank. */

@@ -18,6 +18,9 @@
 /* Transports one communicator may use at once (engine.h's TNT_TP_MAX). */
 #define TNT_STATS_TP_MAX 4
 
+/* Index of tnt_comm_counters_t.ctl_sent. */
+enum { TNT_CTL_RTS = 0, TNT_CTL_CTS, TNT_CTL_CREDIT, TNT_CTL_KINDS };
+
 typedef struct tnt_comm_counters {
     /* By kind (TNT_COLL_*, 1-based) and by algorithm (TNT_ALGO_*). */
     uint64_t kind_calls[TNT_COLL_KIND_END], kind_bytes[TNT_COLL_KIND_END];
@@ -26,6 +29,10 @@ typedef struct tnt_comm_counters {
      * and their payload bytes. */
     uint64_t tp_msgs_sent[TNT_STATS_TP_MAX], tp_bytes_sent[TNT_STATS_TP_MAX];
     uint64_t tp_msgs_recv[TNT_STATS_TP_MAX], tp_bytes_recv[TNT_STATS_TP_MAX];
+    /* Flow-control messages sent (engine_flow.c), by TNT_CTL_*: the
+     * messages without payload. Internal (tests and measurements read
+     * them; tnt_comm_stats does not report them). */
+    uint64_t ctl_sent[TNT_CTL_KINDS];
     uint64_t wait_ns;          /* blocking waits */
     size_t unexp_hwm;          /* the most comm->unexp_bytes ever was */
 } tnt_comm_counters_t;

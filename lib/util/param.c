@@ -107,6 +107,14 @@ static tnt_result_t parse_kind_MICROS(const char *n, const char *s,
     return TNT_SUCCESS;
 }
 
+static tnt_result_t parse_kind_SWITCH(const char *n, const char *s, int *o)
+{
+    long v;
+    TNT_CHECK(tnt__parse_long(n, s, 0, 1, &v));
+    *o = (int)v;
+    return TNT_SUCCESS;
+}
+
 /* Which algorithms each variable may force, and how to say so. An
  * algorithm of another collective is refused here, at tnt_comm_init,
  * naming the variable, rather than failing every call later. */

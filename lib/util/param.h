@@ -17,7 +17,7 @@
 /* X(field, table id, kind). kind: SIZE (bytes with k/M/G suffixes,
  * powers of 1024), SECONDS (decimal), MICROS (integer microseconds up to
  * 1 s, kept in seconds), ALGO (names of this collective's algorithms),
- * TOPOLOGY (auto or flat). */
+ * TOPOLOGY (auto or flat), SWITCH (0 or 1). */
 #define TNT_PARAM_LIST(X)                                                   \
     X(timeout_s, TIMEOUT, SECONDS)                                          \
     X(connect_timeout_s, CONNECT_TIMEOUT, SECONDS)                          \
@@ -28,6 +28,7 @@
     X(max_unexpected_bytes, MAX_UNEXPECTED_BYTES, SIZE)                     \
     X(eager_bytes, EAGER_BYTES, SIZE)                                       \
     X(eager_window, EAGER_WINDOW, SIZE)                                     \
+    X(flow_batch, FLOW_BATCH, SWITCH)                                       \
     X(unlocked_bytes, UNLOCKED_BYTES, SIZE)                                 \
     X(spin_s, SPIN_US, MICROS)
 
@@ -43,6 +44,7 @@ typedef struct tnt_params {
     size_t max_unexpected_bytes;
     size_t eager_bytes;
     size_t eager_window;
+    int flow_batch;     /* TNT_FLOW_BATCH (engine_flow.h) */
     size_t unlocked_bytes;
     double spin_s;
 } tnt_params_t;

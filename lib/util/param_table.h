@@ -97,6 +97,10 @@ typedef enum tnt_env_type {
     X(EAGER_WINDOW, "TNT_EAGER_WINDOW", SIZE, "1M", 0, 0, NULL,             \
       1, "util/param.c",                                                    \
       "eager bytes per peer sent and not yet consumed by its receives")     \
+    X(FLOW_BATCH, "TNT_FLOW_BATCH", LONG, "1", 0, 1, NULL, 1,               \
+      "util/param.c",                                                       \
+      "1: one CTS clears a run of a peer's receives, one RTS per "          \
+      "collective and peer; 0: one of each per message")                    \
     X(UNLOCKED_BYTES, "TNT_UNLOCKED_BYTES", SIZE, "16k", 0, 0,              \
       NULL, 1, "util/param.c",                                              \
       "reductions and copies this large run with the engine lock free")     \

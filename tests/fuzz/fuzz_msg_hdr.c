@@ -4,7 +4,8 @@
  * for the announced payload length, then the header bytes. An accepted
  * header must name a known collective, type, op and algorithm, a root in
  * the job, a payload no larger than count * type size * size, and none
- * at all on a flow-control message (RTS or CTS).
+ * at all on a flow-control message (RTS or CTS), and a CTS clearing at
+ * least one step and none past the last.
  */
 #include <stdint.h>
 #include <string.h>
@@ -35,5 +36,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* A flow-control message (RTS or CTS, never both) has no payload. */
     FUZZ_ASSERT((h.step & TNT_STEP_CTL) != TNT_STEP_CTL);
     FUZZ_ASSERT(!(h.step & TNT_STEP_CTL) || payload == 0);
+    /* A CTS clears count steps from its own, at least one, all nameable. */
+    FUZZ_ASSERT(!(h.step & TNT_STEP_CTS) ||
+                (h.count >= 1 &&
+                 h.count <= TNT_STEP_CTS - (h.step & ~TNT_STEP_CTL)));
     return 0;
 }
