@@ -97,6 +97,23 @@ static void test_rd_two_hosts(void)
     CU_ASSERT(close_to(got, want));
 }
 
+/* The double binary tree at p = 2, one segment a half: each rank sends
+ * its half of the other tree's root up (alpha + n/2 beta), the root
+ * reduces n/2 and sends it back down (alpha + n/2 beta); the two halves
+ * go the opposite ways at once. */
+static void test_tree_two_ranks(void)
+{
+    double n = 4000;
+    const tnt_model_link_t *l = &params.inter;
+    double want = 2 * l->alpha + n * l->beta + n / 2 * params.gamma;
+    double got = predict(args(TNT_COLL_ALLREDUCE, 2, 1000), TNT_ALGO_TREE,
+                         1, 0);
+    if (!close_to(got, want))
+        fprintf(stderr, "\ntree p=2: model %.9g s, formula %.9g s\n", got,
+                want);
+    CU_ASSERT(close_to(got, want));
+}
+
 /* One host's ranks standing for all give what all ranks give. */
 static void test_symmetry(void)
 {
@@ -173,6 +190,7 @@ int main(void)
     CU_add_test(s, "ring = textbook, p=2..12", test_ring_textbook);
     CU_add_test(s, "rd = textbook, p=2..64", test_rd_textbook);
     CU_add_test(s, "rd over two hosts", test_rd_two_hosts);
+    CU_add_test(s, "tree at p=2", test_tree_two_ranks);
     CU_add_test(s, "one host stands for all", test_symmetry);
     CU_add_test(s, "broadcast threshold within 1.5x of the model's best",
                 test_bcast_threshold);

@@ -42,6 +42,7 @@ enum tnt_algo {
     TNT_ALGO_MAPPED,    /* allreduce, one host, shared allocations: in place */
     TNT_ALGO_PAIRWISE,  /* alltoall(v): one message to every peer */
     TNT_ALGO_P2P,       /* tnt_send / tnt_recv: one message */
+    TNT_ALGO_TREE,      /* allreduce: pipelined double binary tree */
     TNT_ALGO_END
 };
 
@@ -175,6 +176,7 @@ tnt_result_t tnt__allreduce_ring(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_rd(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_rab(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_hier(const tnt_coll_args_t *a, tnt_sched_t *s);
+tnt_result_t tnt__allreduce_tree(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_oneshot(const tnt_coll_args_t *a,
                                     tnt_sched_t *s);
 tnt_result_t tnt__allreduce_direct(const tnt_coll_args_t *a,

@@ -64,6 +64,7 @@ static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_MAPPED] = "mapped",
     [TNT_ALGO_PAIRWISE] = "pairwise",
     [TNT_ALGO_P2P] = "p2p",
+    [TNT_ALGO_TREE] = "tree",
 };
 
 const char *tnt__algo_name(int algo)
@@ -99,7 +100,7 @@ static int applies(int kind, int algo)
                algo == TNT_ALGO_RABENSEIFNER || algo == TNT_ALGO_HIER ||
                algo == TNT_ALGO_ONESHOT || algo == TNT_ALGO_DIRECT ||
                algo == TNT_ALGO_SLOTS || algo == TNT_ALGO_STAGED ||
-               algo == TNT_ALGO_MAPPED;
+               algo == TNT_ALGO_MAPPED || algo == TNT_ALGO_TREE;
     case TNT_COLL_BROADCAST:
         return algo == TNT_ALGO_BINOMIAL || algo == TNT_ALGO_PIPELINE ||
                algo == TNT_ALGO_FLAT || algo == TNT_ALGO_STAGED;
@@ -420,6 +421,7 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
     case TNT_ALGO_RD: rc = tnt__allreduce_rd(a, s); break;
     case TNT_ALGO_RABENSEIFNER: rc = tnt__allreduce_rab(a, s); break;
     case TNT_ALGO_HIER: rc = tnt__allreduce_hier(a, s); break;
+    case TNT_ALGO_TREE: rc = tnt__allreduce_tree(a, s); break;
     case TNT_ALGO_ONESHOT: rc = tnt__allreduce_oneshot(a, s); break;
     case TNT_ALGO_DIRECT: rc = tnt__allreduce_direct(a, s); break;
     case TNT_ALGO_FLAT:
