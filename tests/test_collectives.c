@@ -315,7 +315,7 @@ static void test_allreduce_rab(void)
 
 /* The double binary tree, forced: every p of the matrix (1, 2, 3, 4, 5,
  * 7, 8: odd p shift the second tree, even p mirror it), counts of one
- * segment and of several (65537 f32: 16 segments of 8 KiB a half). */
+ * segment and of several (65537 f32: 33 segments of 4 KiB a half). */
 static void test_allreduce_tree(void)
 {
     ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 1, 0};

@@ -135,6 +135,7 @@ enum tnt_algo_rule_id {
     TNT_RULE_HIER,
     TNT_RULE_RD,
     TNT_RULE_RAB,
+    TNT_RULE_TREE,
     TNT_RULE_RING,
     TNT_RULE_BINOMIAL,
     TNT_RULE_PIPELINE,
@@ -162,6 +163,11 @@ const tnt_algo_rule_t *tnt__algo_rule(int rule);
  *  pipelined chain, for nranks ranks and segments of segment_bytes; it
  *  grows with the rank count (select.c states the rule). */
 size_t tnt__bcast_binomial_max_bytes(int nranks, size_t segment_bytes);
+
+/** The largest allreduce (bytes) that goes by recursive doubling rather
+ *  than Rabenseifner for nranks ranks, flat; it shrinks as the rank count
+ *  grows (select.c states the rule). */
+size_t tnt__allreduce_rd_max_bytes(int nranks);
 
 /** tnt__algo_select, also naming the rule that gave the algorithm. The
  *  same decision: tnt__algo_select is this without the rule. */
