@@ -39,7 +39,8 @@ import subprocess
 import sys
 import tempfile
 
-ALLREDUCE_ALGOS = ["ring", "rd", "rabenseifner", "oneshot", "direct"]
+ALLREDUCE_ALGOS = ["ring", "rd", "rabenseifner", "tree", "oneshot",
+                   "direct"]
 BCAST_ALGOS = ["binomial", "pipeline", "flat"]
 FREE_GBPS = "1e9"  # a link or kernel this fast costs nothing at 64 MiB
 

@@ -313,6 +313,15 @@ static void test_allreduce_rab(void)
     run_allreduce_jobs("rabenseifner", NULL, &s);
 }
 
+/* The double binary tree, forced: every p of the matrix (1, 2, 3, 4, 5,
+ * 7, 8: odd p shift the second tree, even p mirror it), counts of one
+ * segment and of several (65537 f32: 33 segments of 4 KiB a half). */
+static void test_allreduce_tree(void)
+{
+    ar_spec_t s = {k_matrix_counts, 6, k_all_dtypes, 10, k_all_ops, 5, 1, 1, 0};
+    run_allreduce_jobs("tree", NULL, &s);
+}
+
 /* The intra-host algorithms, forced: over shm (collectives_shm) they are
  * what auto picks on one host; over TCP they must still be right. */
 static void test_allreduce_oneshot(void)
@@ -1149,7 +1158,8 @@ static void test_determinism(void)
         const char *algo;
         const char *seg;
     } jobs[] = {{3, "auto", NULL}, {5, "ring", NULL}, {5, "rd", NULL},
-                {8, "ring", "4k"}, {8, "rd", NULL}, {7, "auto", "4k"}};
+                {8, "ring", "4k"}, {8, "rd", NULL}, {7, "auto", "4k"},
+                {7, "tree", "4k"}};
     for (size_t k = 0; k < sizeof jobs / sizeof jobs[0]; k++) {
         char algo_env[64], seg_env[64], name[128];
         snprintf(algo_env, sizeof algo_env, "TNT_ALLREDUCE_ALGO=%s",
@@ -1256,6 +1266,7 @@ static const th_test_def_t k_tests[] = {
     {"allreduce", "ring", test_allreduce_ring},
     {"allreduce", "rd", test_allreduce_rd},
     {"allreduce", "rabenseifner", test_allreduce_rab},
+    {"allreduce", "tree", test_allreduce_tree},
     {"allreduce", "oneshot", test_allreduce_oneshot},
     {"allreduce", "direct", test_allreduce_direct},
     {"allreduce", "slots", test_allreduce_slots},

@@ -1,7 +1,8 @@
 /*
  * Peer and chunk arithmetic of the algorithms, without a network: chunk
  * and segment ranges (also for counts above 2^32, nothing allocated),
- * recursive-doubling rank maps and binomial trees for p = 1..64.
+ * recursive-doubling rank maps and binomial trees for p = 1..64, double
+ * binary trees to 4,100 ranks.
  */
 #include <CUnit/Basic.h>
 #include <stdint.h>
@@ -107,6 +108,63 @@ static void test_binomial_tree(void)
         }
 }
 
+/* The double binary tree at p = 1..4100 (all to 300, then a sample):
+ * parent and children agree, every position hangs from the root by a
+ * path of at most ceil(log2 p) + 1 edges, each subtree holds a
+ * contiguous range of positions with the node between its children, the
+ * two trees' maps are inverse permutations, and no rank is interior in
+ * both trees but rank 0 at odd p. */
+static int subtree_ok(int pos, int p, int lo, int hi, int depth, int maxd,
+                      int *seen)
+{
+    int par, lw, up;
+    if (pos < lo || pos > hi || depth > maxd || seen[pos]++)
+        return 0;
+    tnt__btree(pos, p, &par, &lw, &up);
+    int ok = 1;
+    if (lw >= 0) {
+        int cp, a, b;
+        tnt__btree(lw, p, &cp, &a, &b);
+        ok = ok && cp == pos && lw < pos &&
+             subtree_ok(lw, p, lo, pos - 1, depth + 1, maxd, seen);
+    }
+    if (up >= 0) {
+        int cp, a, b;
+        tnt__btree(up, p, &cp, &a, &b);
+        ok = ok && cp == pos && up > pos &&
+             subtree_ok(up, p, pos + 1, hi, depth + 1, maxd, seen);
+    }
+    return ok;
+}
+
+static void test_dbtree(void)
+{
+    for (int p = 1; p <= 4100; p += p < 300 ? 1 : 97) {
+        int *seen = calloc((size_t)p, sizeof(int));
+        int maxd = 1, par, lw, up;
+        while ((1 << (maxd - 1)) < p)
+            maxd++;
+        tnt__btree(0, p, &par, &lw, &up);
+        CU_ASSERT_EQUAL(par, -1);
+        CU_ASSERT_EQUAL(lw, -1);
+        CU_ASSERT(subtree_ok(0, p, 0, p - 1, 0, maxd, seen));
+        for (int v = 0; v < p; v++)
+            CU_ASSERT_EQUAL(seen[v], 1);
+        for (int r = 0; r < p; r++) {
+            int interior = 0;
+            for (int t = 0; t < 2; t++) {
+                int v = tnt__dbtree_pos(t, r, p);
+                CU_ASSERT(v >= 0 && v < p);
+                CU_ASSERT_EQUAL(tnt__dbtree_rank(t, v, p), r);
+                tnt__btree(v, p, &par, &lw, &up);
+                interior += lw >= 0 || up >= 0;
+            }
+            CU_ASSERT(interior <= 1 || (r == 0 && p % 2));
+        }
+        free(seen);
+    }
+}
+
 static void test_mod(void)
 {
     CU_ASSERT_EQUAL(tnt__mod(-1, 5), 4);
@@ -123,6 +181,7 @@ int main(void)
     CU_add_test(s, "segments", test_segments);
     CU_add_test(s, "recursive doubling maps", test_rd_maps);
     CU_add_test(s, "binomial trees", test_binomial_tree);
+    CU_add_test(s, "double binary trees", test_dbtree);
     CU_add_test(s, "mod", test_mod);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();

@@ -629,9 +629,9 @@ static int forced_rank(tnt_comm_t comm, int rank, int p, void *arg,
 static void test_reduce_forced(void)
 {
     static const char *const algos[] = {"ring", "rd", "rabenseifner",
-                                        "oneshot", "direct"};
+                                        "oneshot", "direct", "tree"};
     static const int ps[] = {3, 5, 8};
-    for (size_t a = 0; a < 5; a++)
+    for (size_t a = 0; a < 6; a++)
         for (size_t k = 0; k < 3; k++) {
             if (skip_p(ps[k]))
                 continue;

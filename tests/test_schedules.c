@@ -447,10 +447,11 @@ static void test_allreduce(void)
     const tnt_dtype_t dts[] = {TNT_F32, TNT_F64, TNT_I32};
     for (int p = 1; p <= 17; p++)
         for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
-            for (size_t k = 0; k < 3; k++)
+            for (size_t k = 0; k < 4; k++)
                 for (int ip = 0; ip <= 1; ip++) {
                     static const int algos[] = {TNT_ALGO_RING, TNT_ALGO_RD,
-                                                TNT_ALGO_RABENSEIFNER};
+                                                TNT_ALGO_RABENSEIFNER,
+                                                TNT_ALGO_TREE};
                     tnt_coll_args_t a = args(TNT_COLL_ALLREDUCE, p,
                                              counts[ci], dts[(p + ci) % 3],
                                              ops[(p + ci + ip) % 4], 16);
@@ -520,6 +521,8 @@ static void test_allreduce_many_ranks(void)
         check(args(TNT_COLL_ALLREDUCE, ps[i], 77, TNT_F64, TNT_SUM, 64),
               TNT_ALGO_ONESHOT, "oneshot");
         check(args(TNT_COLL_ALLREDUCE, ps[i], 1001, TNT_F32, TNT_AVG, 64),
+              TNT_ALGO_TREE, "tree");
+        check(args(TNT_COLL_ALLREDUCE, ps[i], 1001, TNT_F32, TNT_AVG, 64),
               TNT_ALGO_DIRECT, "direct");
     }
     /* One wide job: 300 ranks of recursive doubling (pre/post step with
@@ -557,7 +560,7 @@ static void test_rooted_alltoall(void)
 {
     static const int red_algos[] = {TNT_ALGO_RING, TNT_ALGO_RD,
                                     TNT_ALGO_RABENSEIFNER, TNT_ALGO_ONESHOT,
-                                    TNT_ALGO_DIRECT};
+                                    TNT_ALGO_DIRECT, TNT_ALGO_TREE};
     const tnt_op_t ops[] = {TNT_SUM, TNT_AVG, TNT_MAX, TNT_MIN};
     const tnt_dtype_t dts[] = {TNT_F32, TNT_F64, TNT_I32};
     for (int p = 1; p <= 13; p++)
@@ -566,7 +569,7 @@ static void test_rooted_alltoall(void)
                 if (p > 8 && root != 0 && root != p / 2 && root != p - 1)
                     continue;
                 for (int ip = 0; ip <= 1; ip++) {
-                    for (size_t k = 0; k < 5; k++) {
+                    for (size_t k = 0; k < 6; k++) {
                         tnt_coll_args_t a = args(
                             TNT_COLL_REDUCE, p, counts[ci],
                             dts[(p + ci + k) % 3], ops[(p + ci + ip) % 4],
@@ -972,6 +975,7 @@ static const scale_case_t scale_cases[] = {
     {"direct", TNT_COLL_ALLREDUCE, TNT_ALGO_DIRECT, 0},
     {"hierarchical/4", TNT_COLL_ALLREDUCE, TNT_ALGO_HIER, 4},
     {"hierarchical/8", TNT_COLL_ALLREDUCE, TNT_ALGO_HIER, 8},
+    {"tree", TNT_COLL_ALLREDUCE, TNT_ALGO_TREE, 0},
     {"binomial", TNT_COLL_BROADCAST, TNT_ALGO_BINOMIAL, 0},
     {"pipeline", TNT_COLL_BROADCAST, TNT_ALGO_PIPELINE, 0},
     {"flat", TNT_COLL_BROADCAST, TNT_ALGO_FLAT, 0},
@@ -1084,7 +1088,8 @@ int main(void)
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 2;
     CU_pSuite s = CU_add_suite("schedules", NULL, NULL);
-    CU_add_test(s, "allreduce ring/rd, p=1..17", test_allreduce);
+    CU_add_test(s, "allreduce ring/rd/rabenseifner/tree, p=1..17",
+                test_allreduce);
     CU_add_test(s, "allreduce oneshot/direct, p=1..8",
                 test_allreduce_intra_host);
     CU_add_test(s, "allreduce, p up to 1000", test_allreduce_many_ranks);

@@ -9,7 +9,9 @@
  *     size alone (recursive doubling also takes fewer elements than
  *     ranks, above its bound);
  *   - every row but the forced one is reached by some case;
- *   - the broadcast's threshold, which grows with p, at worked values.
+ *   - the broadcast's threshold, which grows with p, at worked values;
+ *   - the allreduce's rd/Rabenseifner bound, which shrinks with p, at
+ *     worked values.
  */
 #include <CUnit/Basic.h>
 #include <stdio.h>
@@ -164,6 +166,50 @@ static void test_bcast_threshold_grows(void)
     }
 }
 
+/* Recursive doubling up to 64 KiB to 16 ranks, then 32 KiB x L / (2L - 3)
+ * (L = ceil(log2 p)): worked out by hand, never growing with p, never
+ * below 16 KiB, and the flat decision switching exactly there. */
+static void test_rd_bound_shrinks(void)
+{
+    static const struct {
+        int p;
+        size_t max;
+    } want[] = {{2, 65536}, {3, 65536}, {8, 65536}, {16, 65536},
+                {17, 23405}, {32, 23405}, {33, 21845}, {64, 21845},
+                {512, 19660}, {4096, 18724}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        size_t got = tnt__allreduce_rd_max_bytes(want[i].p);
+        if (got != want[i].max)
+            printf("\np=%d: %zu, expected %zu\n", want[i].p, got,
+                   want[i].max);
+        CU_ASSERT_EQUAL(got, want[i].max);
+    }
+    size_t prev = (size_t)-1;
+    for (int p = 2; p <= 1 << 16; p++) {
+        size_t t = tnt__allreduce_rd_max_bytes(p);
+        CU_ASSERT(t <= prev);
+        CU_ASSERT(t > 16384);
+        prev = t;
+    }
+    static const int ps[] = {3, 16, 17, 64, 512, 4096};
+    for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+        size_t max = tnt__allreduce_rd_max_bytes(ps[i]);
+        tnt_coll_args_t a = {.kind = TNT_COLL_ALLREDUCE, .dtype = TNT_U8,
+                             .op = TNT_SUM, .count = max, .esize = 1,
+                             .nranks = ps[i], .segment_bytes = 256 << 10};
+        int algo = -1, rule = -1;
+        CU_ASSERT_EQUAL(tnt__algo_select_why(&a, TNT_ALGO_AUTO, &algo,
+                                             &rule), TNT_SUCCESS);
+        CU_ASSERT_EQUAL(algo, TNT_ALGO_RD);
+        CU_ASSERT_EQUAL(rule, TNT_RULE_RD);
+        a.count++;
+        CU_ASSERT_EQUAL(tnt__algo_select_why(&a, TNT_ALGO_AUTO, &algo,
+                                             &rule), TNT_SUCCESS);
+        CU_ASSERT_EQUAL(algo, TNT_ALGO_RABENSEIFNER);
+        CU_ASSERT_EQUAL(rule, TNT_RULE_RAB);
+    }
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -172,6 +218,8 @@ int main(void)
     CU_add_test(s, "rows match the decision", test_rows_match_decision);
     CU_add_test(s, "broadcast threshold grows with p",
                 test_bcast_threshold_grows);
+    CU_add_test(s, "rd/Rabenseifner bound shrinks with p",
+                test_rd_bound_shrinks);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     int failures = (int)CU_get_number_of_failures();

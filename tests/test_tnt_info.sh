@@ -163,6 +163,15 @@ for n in 4 64; do
         expect "d['algorithms']['case']['broadcast']['algorithm']" "$want"
     done
 done
+# Allreduce by messages from 17 ranks: rd's bound shrinks with p (21.3 KiB
+# at 64 ranks, so 32 KiB is Rabenseifner's) and the double binary tree
+# runs above 2 MiB (select.c); at 4 ranks 32 KiB stays rd's.
+for case in "64 32k rabenseifner" "64 8M tree" "4 32k rd" "4 8M ring"; do
+    set -- $case
+    TNT_TRANSPORT=tcp "$INFO" --json --algorithms -n "$1" --size "$2" \
+        >"$TMP/v.json"
+    expect "d['algorithms']['case']['allreduce']['algorithm']" "$3"
+done
 # Buffers from tnt_mem_alloc on one host: the mapped allreduce.
 "$INFO" --json --algorithms -n 4 --size 64k --mapped >"$TMP/v.json"
 timeout 60 "$RUN" -n 4 "$PROBE" 65536 mapped >"$TMP/real" 2>&1

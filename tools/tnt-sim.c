@@ -99,6 +99,7 @@ static int algos_of(int kind, int rph, int *out)
         out[n++] = TNT_ALGO_RABENSEIFNER;
         if (rph > 1)
             out[n++] = TNT_ALGO_HIER;
+        out[n++] = TNT_ALGO_TREE;
         out[n++] = TNT_ALGO_ONESHOT;
         out[n++] = TNT_ALGO_DIRECT;
         break;

@@ -42,6 +42,7 @@ enum tnt_algo {
     TNT_ALGO_MAPPED,    /* allreduce, one host, shared allocations: in place */
     TNT_ALGO_PAIRWISE,  /* alltoall(v): one message to every peer */
     TNT_ALGO_P2P,       /* tnt_send / tnt_recv: one message */
+    TNT_ALGO_TREE,      /* allreduce: pipelined double binary tree */
     TNT_ALGO_END
 };
 
@@ -134,6 +135,7 @@ enum tnt_algo_rule_id {
     TNT_RULE_HIER,
     TNT_RULE_RD,
     TNT_RULE_RAB,
+    TNT_RULE_TREE,
     TNT_RULE_RING,
     TNT_RULE_BINOMIAL,
     TNT_RULE_PIPELINE,
@@ -162,6 +164,11 @@ const tnt_algo_rule_t *tnt__algo_rule(int rule);
  *  grows with the rank count (select.c states the rule). */
 size_t tnt__bcast_binomial_max_bytes(int nranks, size_t segment_bytes);
 
+/** The largest allreduce (bytes) that goes by recursive doubling rather
+ *  than Rabenseifner for nranks ranks, flat; it shrinks as the rank count
+ *  grows (select.c states the rule). */
+size_t tnt__allreduce_rd_max_bytes(int nranks);
+
 /** tnt__algo_select, also naming the rule that gave the algorithm. The
  *  same decision: tnt__algo_select is this without the rule. */
 tnt_result_t tnt__algo_select_why(const tnt_coll_args_t *a, int forced,
@@ -175,6 +182,7 @@ tnt_result_t tnt__allreduce_ring(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_rd(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_rab(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_hier(const tnt_coll_args_t *a, tnt_sched_t *s);
+tnt_result_t tnt__allreduce_tree(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_oneshot(const tnt_coll_args_t *a,
                                     tnt_sched_t *s);
 tnt_result_t tnt__allreduce_direct(const tnt_coll_args_t *a,

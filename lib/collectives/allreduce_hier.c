@@ -4,8 +4,10 @@
  * ranks of each host (over shared memory), after which local rank c holds
  * its host's sum of its slices; (2) for every slice, an allreduce among
  * the owners of that slice on all hosts, one rank per host (over the
- * network; recursive doubling, Rabenseifner or ring by the slice's size,
- * as the flat table would pick for that many hosts); (3) a ring allgather
+ * network; recursive doubling, Rabenseifner, the double binary tree or
+ * ring by the slice's size, as the flat table would pick for that many
+ * hosts: the tree for slices above 2 MiB across more than 16 hosts);
+ * (3) a ring allgather
  * among the ranks of each host. Only 1/k of the data crosses the network
  * from each of a host's k ranks, instead of the whole buffer.
  *
@@ -33,7 +35,8 @@
 #include "util/error.h"
 
 /* Tags per slice: above every flat builder's largest tag (recursive
- * doubling's 1000000, 2(p-1)*nseg < 2^19 for the ring). */
+ * doubling's 1000000, 2(p-1)*nseg < 2^19 for the ring, 2^17 for the
+ * tree). */
 #define HIER_STEP_STRIDE ((uint32_t)1 << 21)
 
 /* Start of slice j in elements (j == nslices: the end). */

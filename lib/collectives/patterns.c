@@ -95,3 +95,41 @@ int tnt__binomial_children(int rank, int root, int p, int *children, int max)
     }
     return n;
 }
+
+int tnt__dbtree_pos(int t, int rank, int p)
+{
+    if (t == 0)
+        return rank;
+    return p % 2 ? tnt__mod(rank - 1, p) : p - 1 - rank;
+}
+
+int tnt__dbtree_rank(int t, int pos, int p)
+{
+    if (t == 0)
+        return pos;
+    return p % 2 ? (pos + 1) % p : p - 1 - pos;
+}
+
+void tnt__btree(int pos, int p, int *parent, int *lower, int *upper)
+{
+    /* `bit`: pos's lowest set bit; for the root, the first power of two
+     * >= p, whose half is the root's only child. A node at bit b has its
+     * children at pos -+ b/2 and its parent at pos -+ b, where the upper
+     * ones are pulled in (b/4, b/8, ...) when past the end. */
+    int bit = 1;
+    while (bit < p && !(pos & bit))
+        bit <<= 1;
+    *lower = -1;
+    if (pos == 0) {
+        *parent = -1;
+        *upper = p > 1 ? bit >> 1 : -1;
+        return;
+    }
+    int up = (pos ^ bit) | (bit << 1);
+    *parent = up < p ? up : pos ^ bit;
+    int low = bit >> 1;
+    *lower = low ? pos - low : -1;
+    while (low && pos + low >= p)
+        low >>= 1;
+    *upper = low ? pos + low : -1;
+}

@@ -40,4 +40,20 @@ int tnt__binomial_parent(int rank, int root, int p);
 int tnt__binomial_children(int rank, int root, int p, int *children,
                            int max);
 
+/* Double binary tree (NCCL's): two in-order binary trees over the ranks'
+ * positions 0..p-1, position 0 at the root. Tree 0 places rank r at
+ * position r; tree 1 mirrors it (position p-1-r) for even p and shifts
+ * it (position r-1 mod p) for odd p. Interior positions are the even
+ * ones, so a rank that is interior in one tree is a leaf in the other
+ * (except rank 0 for odd p: root of tree 0 and interior in tree 1). */
+/** Position of `rank` in tree t (0 or 1). */
+int tnt__dbtree_pos(int t, int rank, int p);
+/** Rank at position `pos` of tree t. */
+int tnt__dbtree_rank(int t, int pos, int p);
+/** In-order binary tree on positions 0..p-1: the parent of `pos` (-1 for
+ *  the root, 0), its child below it and its child above it (-1: none).
+ *  Every subtree holds a contiguous range of positions. Depth at most
+ *  ceil(log2 p) + 1. */
+void tnt__btree(int pos, int p, int *parent, int *lower, int *upper);
+
 #endif /* TNT_COLLECTIVES_PATTERNS_H */

@@ -71,6 +71,7 @@ tnt_result_t tnt__reduce_root(const tnt_coll_args_t *a, int algo,
     case TNT_ALGO_RD: rc = tnt__allreduce_rd(&ar, s); break;
     case TNT_ALGO_RABENSEIFNER: rc = tnt__allreduce_rab(&ar, s); break;
     case TNT_ALGO_HIER: rc = tnt__allreduce_hier(&ar, s); break;
+    case TNT_ALGO_TREE: rc = tnt__allreduce_tree(&ar, s); break;
     case TNT_ALGO_ONESHOT: rc = tnt__allreduce_oneshot(&ar, s); break;
     case TNT_ALGO_DIRECT: rc = tnt__allreduce_direct(&ar, s); break;
     default:

@@ -24,7 +24,15 @@
 #include "collectives/patterns.h"
 #include "util/error.h"
 
+/* Up to ALLREDUCE_SMALL_P ranks (one host of this machine's tests) the
+ * thresholds are the ones measured here; from one more, recursive
+ * doubling up to a bound shrinking with p (tnt__allreduce_rd_max_bytes,
+ * towards ALLREDUCE_RD_LARGE_BYTES / 2) and above ALLREDUCE_RAB_MAX_BYTES
+ * the double binary tree instead of the ring (docs/scale.md, "Large p":
+ * the ring's 2(p-1) latencies). */
+#define ALLREDUCE_SMALL_P 16
 #define ALLREDUCE_RD_MAX_BYTES ((size_t)64 << 10)
+#define ALLREDUCE_RD_LARGE_BYTES ((size_t)32 << 10)
 #define ALLREDUCE_RAB_MAX_BYTES ((size_t)2 << 20)
 /* Broadcast by messages: binomial up to tnt__bcast_binomial_max_bytes
  * (below), never less than this floor (where the segments are small
@@ -64,6 +72,7 @@ static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_MAPPED] = "mapped",
     [TNT_ALGO_PAIRWISE] = "pairwise",
     [TNT_ALGO_P2P] = "p2p",
+    [TNT_ALGO_TREE] = "tree",
 };
 
 const char *tnt__algo_name(int algo)
@@ -99,7 +108,7 @@ static int applies(int kind, int algo)
                algo == TNT_ALGO_RABENSEIFNER || algo == TNT_ALGO_HIER ||
                algo == TNT_ALGO_ONESHOT || algo == TNT_ALGO_DIRECT ||
                algo == TNT_ALGO_SLOTS || algo == TNT_ALGO_STAGED ||
-               algo == TNT_ALGO_MAPPED;
+               algo == TNT_ALGO_MAPPED || algo == TNT_ALGO_TREE;
     case TNT_COLL_BROADCAST:
         return algo == TNT_ALGO_BINOMIAL || algo == TNT_ALGO_PIPELINE ||
                algo == TNT_ALGO_FLAT || algo == TNT_ALGO_STAGED;
@@ -138,10 +147,19 @@ static const tnt_algo_rule_t k_rules[TNT_RULE_COUNT] = {
                        "1024 a host), TNT_TOPOLOGY=auto"},
     [TNT_RULE_RD] = {TNT_COLL_ALLREDUCE, TNT_ALGO_RD, 0,
                      ALLREDUCE_RD_MAX_BYTES,
-                     "messages, small (or fewer elements than ranks)"},
+                     "messages, small: up to 64 KiB to 16 ranks, then "
+                     "32 KiB x L / (2L - 3), L = ceil(log2 p): shrinks "
+                     "with p towards 16 KiB (or fewer elements than "
+                     "ranks)"},
     [TNT_RULE_RAB] = {TNT_COLL_ALLREDUCE, TNT_ALGO_RABENSEIFNER,
-                      ALLREDUCE_RD_MAX_BYTES + 1, ALLREDUCE_RAB_MAX_BYTES,
-                      "messages, more than 2 ranks"},
+                      ALLREDUCE_RD_LARGE_BYTES / 2 + 1,
+                      ALLREDUCE_RAB_MAX_BYTES,
+                      "messages, more than 2 ranks, above rd's bound"},
+    [TNT_RULE_TREE] = {TNT_COLL_ALLREDUCE, TNT_ALGO_TREE,
+                       ALLREDUCE_RAB_MAX_BYTES + 1, 0,
+                       "messages, large, more than 16 ranks (also the "
+                       "hierarchical allreduce's step across more than 16 "
+                       "hosts)"},
     [TNT_RULE_RING] = {TNT_COLL_ALLREDUCE, TNT_ALGO_RING, 0, 0,
                        "messages, otherwise (large, or 2 ranks)"},
     [TNT_RULE_BINOMIAL] = {TNT_COLL_BROADCAST, TNT_ALGO_BINOMIAL, 0, 0,
@@ -200,6 +218,35 @@ size_t tnt__bcast_binomial_max_bytes(int nranks, size_t segment_bytes)
     if (max / segment_bytes != k)
         max = (size_t)-1; /* saturate */
     return max > BCAST_BINOMIAL_MAX_BYTES ? max : BCAST_BINOMIAL_MAX_BYTES;
+}
+
+/*
+ * Recursive doubling or Rabenseifner, by the alpha-beta-gamma costs of
+ * the two (power-of-two p, L = log2 p rounds): rd L (alpha + n beta +
+ * n gamma), Rabenseifner 2 L alpha + 2 n beta + n gamma. rd is the
+ * faster up to n* = L alpha / ((L - 1) gamma + (L - 2) beta), which
+ * shrinks as p grows, towards alpha / (beta + gamma): with beta = gamma,
+ * n* = (alpha / gamma) L / (2L - 3), twice as large at L = 2 as at large
+ * L. Up to 16 ranks the bound stays the 64 KiB measured on loopback at
+ * p = 4 (docs/performance.md), where the model with this machine's
+ * loopback figures (bench/calibrate-model.py, tests/test_model.c) has
+ * rd within 1.1-1.35x of Rabenseifner from 4 to 16 ranks; from 17 ranks
+ * it is 32 KiB x L / (2L - 3): 22.9 KiB at 32 ranks, 21.3 at 64, 19.2
+ * at 512, 18.3 at 4,096. A constant 64 KiB had rd predicted 1.7-2.1x
+ * slower than Rabenseifner at 32 KiB (2.3-3.0x at 64 KiB) with one
+ * rank a host from 32 to 4,096 ranks on HDR InfiniBand and 100 GbE
+ * (docs/scale.md, "Large p"); on 25 GbE TCP (alpha 15 us) rd stays the
+ * faster below about 40 KiB, and the new bound leaves Rabenseifner
+ * 1.35-1.38x slower just above it (below the bar of 1.5).
+ */
+size_t tnt__allreduce_rd_max_bytes(int nranks)
+{
+    if (nranks <= ALLREDUCE_SMALL_P)
+        return ALLREDUCE_RD_MAX_BYTES;
+    size_t L = 0;
+    while (((size_t)1 << L) < (size_t)nranks)
+        L++;
+    return ALLREDUCE_RD_LARGE_BYTES * L / (2 * L - 3);
 }
 
 /* The one decision: which rule applies, and so which algorithm. */
@@ -303,11 +350,13 @@ tnt_result_t tnt__algo_select_why(const tnt_coll_args_t *a, int forced,
             a->topo->max_local <= HIER_MAX_LOCAL &&
             bytes >= ALLREDUCE_HIER_MIN_BYTES)
             *rule = TNT_RULE_HIER;
-        else if (bytes <= ALLREDUCE_RD_MAX_BYTES ||
+        else if (bytes <= tnt__allreduce_rd_max_bytes(a->nranks) ||
                  a->count < (size_t)a->nranks)
             *rule = TNT_RULE_RD;
         else if (a->nranks > 2 && bytes <= ALLREDUCE_RAB_MAX_BYTES)
             *rule = TNT_RULE_RAB;
+        else if (a->nranks > ALLREDUCE_SMALL_P)
+            *rule = TNT_RULE_TREE;
         else
             *rule = TNT_RULE_RING;
         *algo = k_rules[*rule].algo;
@@ -420,6 +469,7 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
     case TNT_ALGO_RD: rc = tnt__allreduce_rd(a, s); break;
     case TNT_ALGO_RABENSEIFNER: rc = tnt__allreduce_rab(a, s); break;
     case TNT_ALGO_HIER: rc = tnt__allreduce_hier(a, s); break;
+    case TNT_ALGO_TREE: rc = tnt__allreduce_tree(a, s); break;
     case TNT_ALGO_ONESHOT: rc = tnt__allreduce_oneshot(a, s); break;
     case TNT_ALGO_DIRECT: rc = tnt__allreduce_direct(a, s); break;
     case TNT_ALGO_FLAT:

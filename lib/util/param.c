@@ -124,10 +124,10 @@ static const struct {
     int algos[12];
 } k_algo_vars[] = {
     {"TNT_ALLREDUCE_ALGO", "auto, ring, rd, rabenseifner, hierarchical, "
-     "oneshot, direct, slots, staged or mapped",
+     "tree, oneshot, direct, slots, staged or mapped",
      {TNT_ALGO_AUTO, TNT_ALGO_RING, TNT_ALGO_RD, TNT_ALGO_RABENSEIFNER,
-      TNT_ALGO_HIER, TNT_ALGO_ONESHOT, TNT_ALGO_DIRECT, TNT_ALGO_SLOTS,
-      TNT_ALGO_STAGED, TNT_ALGO_MAPPED, -1}},
+      TNT_ALGO_HIER, TNT_ALGO_TREE, TNT_ALGO_ONESHOT, TNT_ALGO_DIRECT,
+      TNT_ALGO_SLOTS, TNT_ALGO_STAGED, TNT_ALGO_MAPPED, -1}},
     {"TNT_BCAST_ALGO", "auto, binomial, pipeline, flat or staged",
      {TNT_ALGO_AUTO, TNT_ALGO_BINOMIAL, TNT_ALGO_PIPELINE, TNT_ALGO_FLAT,
       TNT_ALGO_STAGED, -1}},

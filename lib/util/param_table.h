@@ -79,7 +79,7 @@ typedef enum tnt_env_type {
       NULL, 1, "util/param.c",                                              \
       "pipelining granule: chain segment; ring and direct x4 (>= 64)")      \
     X(ALLREDUCE_ALGO, "TNT_ALLREDUCE_ALGO", CHOICE, "auto",                 \
-      0, 0, "auto|ring|rd|rabenseifner|hierarchical|oneshot|"               \
+      0, 0, "auto|ring|rd|rabenseifner|hierarchical|tree|oneshot|"          \
       "direct|slots|staged|mapped", 1, "util/param.c",                      \
       "force an allreduce algorithm")                                       \
     X(TOPOLOGY, "TNT_TOPOLOGY", CHOICE, "auto", 0, 0,                       \
