@@ -251,8 +251,8 @@ static void test_allreduce_table_large_p(void)
  * figures as bench/calibrate-model.py fitted them (2026-11-26, on the
  * p = 2 rows, docs/scale.md "Calibration": alpha 7.7 us, 4.47 GB/s,
  * reduction 14.0 GB/s, o in alpha), all ranks on one
- * host, keeps rd within 1.5x of Rabenseifner there (1.10x at 4 ranks,
- * 1.23x at 8, 1.34x at 16, at 64 KiB). */
+ * host, keeps rd within 1.5x of Rabenseifner there (0.96x at 4 ranks,
+ * 1.07x at 8, 1.16x at 16, at 64 KiB). */
 static void test_allreduce_table_one_host(void)
 {
     tnt_model_params_t lo = {.intra = {7.7e-6, 1.0 / 4.47e9, 0},
