@@ -371,7 +371,8 @@ struct tnt_comm_flow {
     int ctl_rx_cookie;         /* TNT_COOKIE_CTL: payload of a control
                                   message (none) */
     /* Receives posted in this run of tnt__run_ready whose CTS is owed
-     * (TNT_FLOW_BATCH): sent together when it ends, one CTS per run of
+     * (TNT_FLOW_BATCH): sent together once it has started every ready
+     * receive, before its sends and reductions, one CTS per run of
      * consecutive steps (tnt__flow_flush). Kept allocated. */
     tnt_opstate_t **owed;
     size_t nowed, owed_cap;

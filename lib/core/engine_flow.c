@@ -117,8 +117,8 @@ static void send_cts(struct tnt_comm *comm, tnt_peer_t *p, tnt_opstate_t *os)
     send_cts_run(comm, p, os->coll, os->coll->sched->ops[os->op].step, 1);
 }
 
-/* The CTS of os, with the others owed when this run of tnt__run_ready
- * ends (tnt__flow_flush); at once without TNT_FLOW_BATCH, or if the list
+/* The CTS of os, with the others owed, once this run of tnt__run_ready
+ * has started every ready receive (tnt__flow_flush); at once without TNT_FLOW_BATCH, or if the list
  * cannot grow. */
 static void owe_cts(struct tnt_comm *comm, tnt_peer_t *p, tnt_opstate_t *os)
 {

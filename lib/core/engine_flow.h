@@ -15,7 +15,8 @@
  *   it, costing no round trip), or when the sender's RTS says it waits.
  *   The RTS carries the collective's signature, so a mismatch is still
  *   found from the first message a receiver sees.
- * - TNT_FLOW_BATCH (default 1) takes control messages out: the CTSs owed
+ * - TNT_FLOW_BATCH (default 0: no gain in time, more CPU at p = 2
+ *   4 MiB on loopback, docs/performance.md) takes control messages out: the CTSs owed
  *   by the receives one run of tnt__run_ready posts are sent when it ends
  *   (tnt__flow_flush), one per run of consecutive steps of one collective
  *   from one peer (its count says how many steps: the ring posts a

@@ -97,7 +97,7 @@ typedef enum tnt_env_type {
     X(EAGER_WINDOW, "TNT_EAGER_WINDOW", SIZE, "1M", 0, 0, NULL,             \
       1, "util/param.c",                                                    \
       "eager bytes per peer sent and not yet consumed by its receives")     \
-    X(FLOW_BATCH, "TNT_FLOW_BATCH", LONG, "1", 0, 1, NULL, 1,               \
+    X(FLOW_BATCH, "TNT_FLOW_BATCH", LONG, "0", 0, 1, NULL, 0,               \
       "util/param.c",                                                       \
       "1: one CTS clears a run of a peer's receives, one RTS per "          \
       "collective and peer; 0: one of each per message")                    \
