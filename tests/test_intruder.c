@@ -26,6 +26,21 @@
  * 1 and 2 wait for the intruder to finish with the bootstrap port before
  * they start, so that rank 0 meets the intruders alone first and must
  * still admit them while 500 strangers hold connections.
+ *
+ * With the tree forced (TNT_BOOT_TREE_MIN_RANKS <= 3; meson's
+ * intruder_tree) every rank but 0 also listens for the bootstrap table
+ * while it bootstraps. Rank 2 then waits until the intruder is done with
+ * rank 1's bootstrap listener, which stays open while rank 0 waits for
+ * rank 2: the intruder tells it apart from the data ports (it drops
+ * random bytes at once, where a data port accepts nothing before the
+ * communicator exists), sends it a table of this job (the table nonce is
+ * in every challenge of rank 0) with a wrong key's MAC and a table of
+ * another job, and holds more connections than it serves at once; the
+ * job must start all the same, and rank 1 must log each stranger. Rank
+ * 2's listener is open only for a moment (rank 0 has every rank then)
+ * and is not attacked. The data ports are attacked once the bootstrap
+ * listeners are closed. The flood test leaves rank 2's bootstrap
+ * listener alone the same way.
  */
 #include <CUnit/CUnit.h>
 #include <dirent.h>
@@ -47,6 +62,7 @@
 #include <unistd.h>
 
 #include "util/auth.h"
+#include "boot/boot_tree.h"
 #include "boot/boot_wire.h"
 #include "harness.h"
 #include "transport/tcp/tcp_wire.h"
@@ -63,8 +79,12 @@ typedef struct ix_ctx {
     char dir[128];
     int root_port;
     int verbs; /* the data ports are the verbs transport's side channel */
+    int tree;  /* TNT_BOOT_TREE_MIN_RANKS <= 3: ranks 1, 2 listen too */
     tnt_auth_key_t key, wrong;
     uint64_t job_id;
+    /* The job's table nonce: every challenge of rank 0 carries it, to
+     * anyone who says hello (the table's MAC is what keeps them out). */
+    unsigned char tnonce[TNT_AUTH_NONCE_BYTES];
     int failures;
 } ix_ctx_t;
 
@@ -216,6 +236,7 @@ static void ix_attack_bootstrap(ix_ctx_t *x)
     if (fd < 0) {
         IX_FAIL(x, "bootstrap: no challenge for a well-formed hello");
     } else {
+        memcpy(x->tnonce, ch.table_nonce, sizeof(x->tnonce));
         tnt_boot_register_t reg;
         ix_boot_register(&x->wrong, &h, &ch, &reg);
         ix_write(fd, &reg, sizeof(reg));
@@ -503,6 +524,156 @@ static int ix_find_ports(int skip_port, int *ports, int max)
     return found;
 }
 
+/* ---- the ranks' bootstrap listeners (the tree) ------------------------ */
+
+/* Which of ports[0..np-1] is a bootstrap listener, told apart as an
+ * outsider could: while the job bootstraps, the ranks' data ports accept
+ * nothing yet (the transport serves them once the communicator exists),
+ * but a rank waiting for the table down the tree serves its bootstrap
+ * listener and drops garbage at once. Random bytes go to every port; the
+ * index of the one that closes the connection, or -1 if none did within
+ * timeout_s or more than one did. */
+static int ix_boot_listener(const int *ports, int np, double timeout_s)
+{
+    int fds[8], closed = -1, nclosed = 0;
+    unsigned char junk[300];
+    th_rng_t r = {(uint64_t)getpid() * 7919u};
+    for (size_t k = 0; k < sizeof(junk); k++)
+        junk[k] = (unsigned char)th_rnd(&r);
+    for (int i = 0; i < np && i < 8; i++) {
+        fds[i] = ix_connect(ports[i], 1.0);
+        if (fds[i] >= 0 && ix_write(fds[i], junk, sizeof(junk)) != 0) {
+            nclosed++; /* closed before the bytes went out */
+            closed = i;
+        }
+    }
+    double end = th_now() + timeout_s;
+    while (nclosed == 0 && th_now() < end) {
+        usleep(50000);
+        for (int i = 0; i < np && i < 8; i++) {
+            struct pollfd p = {fds[i], POLLIN, 0};
+            char b[64];
+            if (fds[i] < 0 || poll(&p, 1, 0) != 1)
+                continue;
+            ssize_t n = recv(fds[i], b, sizeof(b), MSG_DONTWAIT);
+            if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+                nclosed++;
+                closed = i;
+            }
+        }
+    }
+    for (int i = 0; i < np && i < 8; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    return nclosed == 1 ? closed : -1;
+}
+
+/* The ranks' listening ports while the job bootstraps, once `want` data
+ * ports are up. With the tree a registered rank also listens for the
+ * table: then want + 1 ports are waited for and that rank's bootstrap
+ * listener is set apart in *boot (-1 if none could be told apart).
+ * Returns how many data ports are in ports. */
+static int ix_bootstrap_ports(ix_ctx_t *x, int want, int *ports, int *boot)
+{
+    int found[8], np = 0, need = want + (x->tree ? 1 : 0);
+    double end = th_now() + 60.0 * th_timeout_mult();
+    *boot = -1;
+    while ((np = ix_find_ports(x->root_port, found, 8)) < need &&
+           th_now() < end)
+        usleep(20000);
+    int b = x->tree && np == need
+                ? ix_boot_listener(found, np, 20.0 * th_timeout_mult())
+                : -1;
+    if (x->tree && b < 0)
+        IX_FAIL(x, "no one of %d listening ports behaved as a bootstrap "
+                "listener", np);
+    int n = 0;
+    for (int i = 0; i < np; i++)
+        if (i == b)
+            *boot = found[i];
+        else
+            ports[n++] = found[i];
+    return n;
+}
+
+/* A table message for p = 3 with `nonce`, MACed with `key`: its header
+ * and 3 minimal entries (zeros). Returns its length. */
+static size_t ix_tree_table(const tnt_auth_key_t *key,
+                            const unsigned char *nonce, unsigned char *out)
+{
+    tnt_boot_table_hdr_t h;
+    memset(&h, 0, sizeof(h));
+    memcpy(h.label, "TNTB-table", sizeof("TNTB-table"));
+    h.magic = TNT_BOOT_MAGIC;
+    h.version = TNT_BOOT_VERSION;
+    h.nranks = 3;
+    h.bytes = 3 * TNT_BOOT_WIRE_ENTRY_MIN;
+    memcpy(h.table_nonce, nonce, sizeof(h.table_nonce));
+    size_t len = sizeof(h) + h.bytes;
+    memset(out, 0, len);
+    memcpy(out, &h, sizeof(h));
+    tnt__auth_mac(key, out + TNT_AUTH_MAC_BYTES, len - TNT_AUTH_MAC_BYTES,
+                  out);
+    return len;
+}
+
+/* Held on a bootstrap listener: more than the connections it serves at
+ * once, fewer than its listen backlog (64). */
+#define IX_TREE_HOLD (TNT_BOOT_TREE_PENDING_MAX + 4)
+
+/* A rank's bootstrap listener, while it waits for the table (the random
+ * bytes went there already, ix_boot_listener): a table of this job (the
+ * table nonce from rank 0's challenge) with a wrong key's MAC, a table of
+ * another job, each of which must be closed, then IX_TREE_HOLD silent
+ * connections kept until the job has started (ix_tree_held_closed). */
+static void ix_attack_tree(ix_ctx_t *x, int port, int *held)
+{
+    unsigned char m[sizeof(tnt_boot_table_hdr_t) +
+                    3 * TNT_BOOT_WIRE_ENTRY_MIN];
+    unsigned char other[TNT_AUTH_NONCE_BYTES];
+    memset(other, 0x5a, sizeof(other));
+    for (int k = 0; k < 2; k++) {
+        size_t len = k == 0 ? ix_tree_table(&x->wrong, x->tnonce, m)
+                            : ix_tree_table(&x->key, other, m);
+        int fd = ix_connect(port, 20.0 * th_timeout_mult());
+        if (fd < 0) {
+            IX_FAIL(x, "bootstrap listener %d refused a connection", port);
+            continue;
+        }
+        ix_write(fd, m, len);
+        if (!ix_closed_by_peer(fd))
+            IX_FAIL(x, "bootstrap listener %d kept a table %s", port,
+                    k == 0 ? "with a wrong key's MAC" : "of another job");
+        close(fd);
+    }
+    int n = ix_hold(port, held, IX_TREE_HOLD);
+    if (n < IX_TREE_HOLD)
+        IX_FAIL(x, "only %d of %d connections to bootstrap listener %d", n,
+                IX_TREE_HOLD, port);
+}
+
+/* The job has started: the rank closed every held connection (dropped
+ * it, or closed its listener with the rest in the backlog). */
+static void ix_tree_held_closed(ix_ctx_t *x, int port, int *held)
+{
+    int open_left = 0;
+    for (int k = 0; k < IX_TREE_HOLD; k++)
+        open_left += held[k] >= 0 && !ix_closed_by_peer(held[k]);
+    if (open_left)
+        IX_FAIL(x, "%d connections held on bootstrap listener %d still "
+                "open after the job started", open_left, port);
+    ix_release(held, IX_TREE_HOLD);
+}
+
+/* Whether the data ports get IX_HOLD held connections each (and the
+ * test waits 10 s for the ranks to expire them): not in a quick run with
+ * the tree (meson's intruder_tree), whose point is the bootstrap
+ * listeners; the run without the tree holds them. */
+static int ix_hold_data(const ix_ctx_t *x)
+{
+    return !(x->tree && th_quick());
+}
+
 static int ix_main(ix_ctx_t *x)
 {
     /* 500 held connections on each of four ports at once. */
@@ -520,6 +691,7 @@ static int ix_main(ix_ctx_t *x)
     if (fd < 0) {
         IX_FAIL(x, "rank 0 never listened on port %d", x->root_port);
         th_flag_set(x->dir, "go");
+        th_flag_set(x->dir, "go2");
         th_flag_set(x->dir, "done");
         return 1;
     }
@@ -533,11 +705,29 @@ static int ix_main(ix_ctx_t *x)
     /* The other ranks start now and must get through. */
     th_flag_set(x->dir, "go");
 
-    int ports[8], np = 0;
+    int ports[8], np = 0, tree_port = -1;
+    static int tree_held[IX_TREE_HOLD];
+    if (x->tree) {
+        /* Only rank 1 is in: while rank 2 waits for "go2", rank 1 waits
+         * for the table with its bootstrap listener open. */
+        ix_bootstrap_ports(x, 2, ports, &tree_port);
+        if (tree_port > 0)
+            ix_attack_tree(x, tree_port, tree_held);
+        th_flag_set(x->dir, "go2");
+    }
+    /* The data ports of all three ranks: with the tree, once the
+     * bootstrap listeners are closed (rank 1's closes only after rank 2
+     * registered and opened its own, so 3 ports without rank 1's are the
+     * data ports). */
     end = th_now() + 60.0 * mult;
-    while ((np = ix_find_ports(x->root_port, ports, 8)) < 3 &&
+    while (((np = ix_find_ports(x->root_port, ports, 8)) != 3 ||
+            (tree_port > 0 && (ports[0] == tree_port ||
+                               ports[1] == tree_port ||
+                               ports[2] == tree_port))) &&
            th_now() < end)
         usleep(50000);
+    if (tree_port > 0)
+        ix_tree_held_closed(x, tree_port, tree_held);
     if (np != 3)
         IX_FAIL(x, "found %d listening data ports of the ranks, expected 3",
                 np);
@@ -548,6 +738,8 @@ static int ix_main(ix_ctx_t *x)
         ix_random_bytes(x, ports[i], "data port random bytes");
         challenged += x->verbs ? ix_attack_vb_auth(x, ports[i])
                                : ix_attack_data_auth(x, ports[i]);
+        if (!ix_hold_data(x))
+            continue;
         n = ix_hold(ports[i], held[1 + i], IX_HOLD);
         if (n < IX_HOLD)
             IX_FAIL(x, "only %d of %d connections to port %d", n, IX_HOLD,
@@ -556,10 +748,13 @@ static int ix_main(ix_ctx_t *x)
     if (np == 3 && challenged != 2)
         IX_FAIL(x, "%d data ports answered a hello with a challenge, "
                 "expected 2 (the ports of ranks 1 and 2)", challenged);
+    if (!ix_hold_data(x))
+        np = 0; /* no held connections to wait for */
     /* Hold them past the transport's handshake limit (10 s), until the
      * ranks have expired them all (a rank that accepted them late, on a
      * loaded machine, expires them late), then let the job end. */
-    usleep((useconds_t)(10.5 * 1e6));
+    if (np > 0)
+        usleep((useconds_t)(10.5 * 1e6));
     end = th_now() + 30.0 * mult;
     int open_left;
     do {
@@ -589,8 +784,11 @@ static int rank_fn(tnt_comm_t unused, int rank, int nranks, void *arg,
     (void)unused;
     ix_ctx_t *x = arg;
     double end = th_now() + 120.0 * th_timeout_mult();
+    /* With the tree rank 2 comes last, so that rank 1's bootstrap
+     * listener stays open while the intruder attacks it. */
+    const char *flag = x->tree && rank == 2 ? "go2" : "go";
     if (rank > 0)
-        while (!th_flag_isset(x->dir, "go") && th_now() < end)
+        while (!th_flag_isset(x->dir, flag) && th_now() < end)
             usleep(10000);
     tnt_comm_t comm;
     tnt_result_t rc = tnt_comm_init_from_env(&comm);
@@ -625,6 +823,15 @@ static int rank_fn(tnt_comm_t unused, int rank, int nranks, void *arg,
     return 0;
 }
 
+/* The tree forced for a job of 3 (TNT_BOOT_TREE_MIN_RANKS <= 3 in the
+ * environment): ranks 1 and 2 open bootstrap listeners. */
+static int ix_tree_forced(void)
+{
+    long min = 0;
+    return tnt__env_long(TNT_VAR_BOOT_TREE_MIN_RANKS, &min) == TNT_SUCCESS &&
+           min <= 3;
+}
+
 static void test_intruders(void)
 {
     ix_ctx_t x;
@@ -641,6 +848,7 @@ static void test_intruders(void)
     x.job_id = tnt__auth_job_id(IX_KEY);
     const char *tp = getenv("TNT_TRANSPORT");
     x.verbs = tp && strcmp(tp, "verbs") == 0;
+    x.tree = ix_tree_forced();
     char log[256], root[64];
     ix_path(&x, "stderr.log", log, sizeof(log));
     snprintf(root, sizeof(root), "TNT_ROOT_ADDR=127.0.0.1:%d", x.root_port);
@@ -710,6 +918,12 @@ static void test_intruders(void)
     };
     const struct want *want = x.verbs ? vb_want : tcp_want;
     for (size_t i = 0; want[i].a; i++) {
+        /* Without held connections on the data ports, none expire. */
+        if (!ix_hold_data(&x) && want[i].min >= 3 * IX_HOLD)
+            continue;
+        if (!ix_hold_data(&x) && want[i].b &&
+            strstr(want[i].b, "in time"))
+            continue;
         int n = th_count_lines(log, want[i].a, want[i].b);
         if (getenv("TNT_TEST_VERBOSE"))
             printf("  %5d lines with \"%s\" + \"%s\"\n", n, want[i].a,
@@ -718,10 +932,31 @@ static void test_intruders(void)
                  "\"%s\" in %s, expected at least %d", n, want[i].a,
                  want[i].b ? want[i].b : "", log, want[i].min);
     }
+    /* With the tree, rank 1's bootstrap listener named each stranger. */
+    static const struct want tree_want[] = {
+        {"WARNING: rank 1: dropped bootstrap table connection from "
+         "127.0.0.1", "not a libtntcomm bootstrap table", 1},
+        {"rank 1: dropped bootstrap table connection",
+         "authentication failed", 1},
+        {"rank 1: dropped bootstrap table connection", "wrong table nonce",
+         1},
+        {"rank 1: dropped bootstrap table connection", NULL,
+         3 + IX_TREE_HOLD},
+        {NULL, NULL, 0},
+    };
+    for (size_t i = 0; x.tree && tree_want[i].a; i++) {
+        int n = th_count_lines(log, tree_want[i].a, tree_want[i].b);
+        TH_CHECK(n >= tree_want[i].min, "%d WARNING lines with \"%s\" and "
+                 "\"%s\" in %s, expected at least %d", n, tree_want[i].a,
+                 tree_want[i].b ? tree_want[i].b : "", log,
+                 tree_want[i].min);
+    }
     if (CU_get_number_of_failures() == 0 && !getenv("TNT_TEST_KEEP")) {
         unlink(log);
         char p[256];
         ix_path(&x, "go", p, sizeof(p));
+        unlink(p);
+        ix_path(&x, "go2", p, sizeof(p));
         unlink(p);
         ix_path(&x, "done", p, sizeof(p));
         unlink(p);
@@ -791,12 +1026,10 @@ static void fl_helper(int port, int n, int out)
 
 static int fl_main(ix_ctx_t *x, pid_t *helpers, int maxh)
 {
-    double end = th_now() + 60.0 * th_timeout_mult();
-    int ports[8], np = 0;
-    /* Ranks 0 and 2 listen (rank 1 waits for "go"). */
-    while ((np = ix_find_ports(x->root_port, ports, 8)) < 2 &&
-           th_now() < end)
-        usleep(20000);
+    int ports[8], np = 0, boot;
+    /* Ranks 0 and 2 listen (rank 1 waits for "go"); with the tree rank
+     * 2's bootstrap listener too, which the flood leaves alone. */
+    np = ix_bootstrap_ports(x, 2, ports, &boot);
     /* First, strangers that claim to be rank 0 (a hello of this job,
      * with no key) or say nothing, and close: a close in the handshake
      * makes a rank look whether rank 0 is gone (tcp_probe.c), and it is
@@ -849,7 +1082,7 @@ static int fl_main(ix_ctx_t *x, pid_t *helpers, int maxh)
         fails++;
     }
     th_flag_set(x->dir, "go");
-    return fails;
+    return fails + x->failures;
 }
 
 static int flood_rank(tnt_comm_t unused, int rank, int nranks, void *arg,
@@ -896,6 +1129,7 @@ static void test_flood(void)
     x.root_port = th_free_port();
     TH_CHECK(tnt__auth_init() == TNT_SUCCESS, "libsodium init");
     x.job_id = tnt__auth_job_id(IX_KEY);
+    x.tree = ix_tree_forced();
     char log[256], root[64];
     ix_path(&x, "stderr.log", log, sizeof(log));
     snprintf(root, sizeof(root), "TNT_ROOT_ADDR=127.0.0.1:%d", x.root_port);
