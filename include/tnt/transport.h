@@ -157,6 +157,15 @@ typedef struct tnt_transport_env {
  *  every rank has a CPU of its own (elsewhere every empty look is time
  *  the awaited rank does not get), and waits in epoll otherwise. */
 #define TNT_TP_POLL_SYSCALLS 0x2u
+/** close keeps the peer's stream in frame: a message partly written is
+ *  finished (the transport copies its rest, so the core may reuse the
+ *  memory at once), then the messages sent without a cookie that still
+ *  wait (the core's failure notices), in the background, within a bound
+ *  of about a second and without upcalls; the messages not yet begun
+ *  are dropped. The core then sends its failure notice also to a peer
+ *  with sends in flight; without the bit it skips such a peer, whose
+ *  connection then just closes. */
+#define TNT_TP_CLOSE_FINISHES 0x4u
 
 /** Flags of poll. */
 /** Turn wake-ups back on and take what arrived meanwhile: the caller is

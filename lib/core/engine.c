@@ -429,10 +429,14 @@ static void free_unexpected(struct tnt_comm *comm, tnt_peer_t *p)
     p->unexp_tail = NULL;
 }
 
-/* Best effort: a notice can only go where no message is half sent (the
- * stream must stay in frame), and a notice the transport could not write
- * at once is dropped by the close that follows. The peer then sees the
- * connection close instead, as before. */
+/* Best effort. A notice must leave the peer's stream in frame: over a
+ * transport whose close finishes the message it had begun and then the
+ * notices queued (TNT_TP_CLOSE_FINISHES: tcp, shm) it may follow sends in
+ * flight, and the peer takes that message whole, with its real data,
+ * before the notice; elsewhere it goes only where no send is in flight
+ * (tnt__engine_fail), and one the transport could not write at once is
+ * dropped by the close that follows. The peer then sees the connection
+ * close instead. */
 void tnt__send_notice(struct tnt_comm *comm, int tpi, void *ep)
 {
     if (!ep || comm->state == TNT_COMM_OK || !comm->net.tp[tpi])
@@ -469,12 +473,12 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
     else
         TNT_LOG_ERR("%s", comm->fail_msg);
     /* Tell every peer why, then close: afterwards no transport holds a
-     * pointer into any request, so the requests can be finished and
-     * freed. */
+     * pointer into any request (one that finishes a frame after close
+     * has copied it), so the requests can be finished and freed. */
     for (int i = 0; i < comm->nranks; i++) {
         tnt_peer_t *p = &comm->peers[i];
         if (p->ep) {
-            if (!p->sends_inflight)
+            if (!p->sends_inflight || (p->tp->caps & TNT_TP_CLOSE_FINISHES))
                 tnt__send_notice(comm, p->tpi, p->ep);
             p->tp->close(p->tp_ctx, p->ep);
         }

@@ -175,7 +175,9 @@ typedef struct tnt_peer {
     int connecting;
     int ever_connected;
     int sends_inflight;        /* sends the transport has not finished:
-                                  a notice now would not be in frame */
+                                  a close cuts them, and a notice behind
+                                  them, unless the transport finishes
+                                  them (TNT_TP_CLOSE_FINISHES) */
     tnt_result_t dead;         /* 0 while alive */
     tnt_opstate_t *pending_head, *pending_tail; /* sends before connect */
     tnt_opstate_t *posted;     /* posted receives */

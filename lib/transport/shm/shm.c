@@ -197,13 +197,8 @@ static shm_ep_t *ep_new(shm_ctx_t *ctx, int peer, int side)
     return ep;
 }
 
-static void ep_close(void *vctx, void *vep)
+void tnt__shm_ep_release(shm_ctx_t *ctx, shm_ep_t *ep)
 {
-    shm_ctx_t *ctx = vctx;
-    shm_ep_t *ep = vep;
-    if (!ep || ep->closed)
-        return;
-    ep->closed = 1;
     if (ep->sock_watched)
         ctx->env.unwatch_fd(ctx->env.core, ep->sock);
     if (ep->sock >= 0)
@@ -229,6 +224,31 @@ static void ep_close(void *vctx, void *vep)
      * this endpoint may look at it until the next callback starts. */
     ep->next = ctx->graveyard;
     ctx->graveyard = ep;
+}
+
+/* The transport's own closes: the pair failed, or finalize. */
+static void ep_close(void *vctx, void *vep)
+{
+    shm_ctx_t *ctx = vctx;
+    shm_ep_t *ep = vep;
+    if (!ep || ep->closed)
+        return;
+    ep->closed = 1;
+    tnt__shm_ep_release(ctx, ep);
+}
+
+/* The core's close (tnt_transport_t.close, TNT_TP_CLOSE_FINISHES): a
+ * message partly in the ring and the notices queued are finished first,
+ * in the background, without upcalls (shm_tail.c). */
+static void ep_close_by_core(void *vctx, void *vep)
+{
+    shm_ctx_t *ctx = vctx;
+    shm_ep_t *ep = vep;
+    if (!ep || ep->closed)
+        return;
+    ep->closed = 1;
+    if (!tnt__shm_tail_keep(ep))
+        tnt__shm_ep_release(ctx, ep);
 }
 
 void tnt__shm_free_graveyard(shm_ctx_t *ctx)
@@ -808,6 +828,7 @@ static void shm_finalize(void *vctx)
     if (!ctx)
         return;
     tnt__shm_watch_finalize(ctx);
+    tnt__shm_tail_finish(ctx, now_s() + SHM_TAIL_S);
     while (ctx->eps)
         ep_close(ctx, ctx->eps);
     if (ctx->listen_fd >= 0) {
@@ -907,10 +928,10 @@ const tnt_transport_t tnt__shm_transport = {
     .send = tnt__shm_send,
     .reg_mem = NULL,
     .dereg_mem = NULL,
-    .close = ep_close,
+    .close = ep_close_by_core,
     .finalize = shm_finalize,
     .preference = 300,
-    .caps = TNT_TP_POLL_UNARMS,
+    .caps = TNT_TP_POLL_UNARMS | TNT_TP_CLOSE_FINISHES,
     .reachable = shm_reachable,
     .poll = tnt__shm_poll,
     .set_option = tnt__shm_set_option,

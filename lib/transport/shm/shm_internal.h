@@ -121,7 +121,9 @@ typedef struct shm_sreq {
     size_t done;          /* bytes of frame, header and payload written */
     size_t total;
     void *cookie;
-    int internal;         /* an ACK: no upcall when done */
+    int internal;         /* an ACK or a closed pair's tail: no upcall */
+    void *owned;          /* a tail's copy of header and payload, freed
+                             with the request (shm_tail.c) */
 } shm_sreq_t;
 
 typedef struct shm_ctx shm_ctx_t;
@@ -155,6 +157,7 @@ typedef struct shm_ep {
     size_t tx_warm, rx_warm; /* bytes of each ring populated, from 0 */
     int announced;        /* on_connected was called */
     int closed;
+    double tail_until;    /* closed, finishing its last frame until then */
     int hello_done;       /* the challenge has been answered (side 0) */
     /* Sending. */
     shm_sreq_t *sq_head, *sq_tail;
@@ -167,6 +170,9 @@ typedef struct shm_ep {
     unsigned char *dest;
     size_t left;
     void *rcookie;
+    /* A rendezvous pull that failed: reported once what followed it in
+     * the ring has been read (shm_io.c's message_in), "" if none. */
+    char pull_failed[160];
     struct shm_ep *next;  /* ctx's list, or graveyard */
 } shm_ep_t;
 
@@ -179,6 +185,7 @@ struct shm_ctx {
     int npending;         /* accepted endpoints before their proof */
     shm_ep_t *eps;
     shm_ep_t *graveyard;
+    shm_ep_t *tails;      /* closed pairs finishing their last frame */
     shm_sreq_t *free_sreqs;
     struct shm_watch *watches; /* by rank (shm_death.c), made when needed */
     /* Counters for the core (shm_stats): unproven connections closed,
@@ -231,6 +238,18 @@ void tnt__shm_warm_ring(shm_ep_t *ep, int tx, uint64_t end);
 void tnt__shm_warm(shm_ep_t *ep, unsigned part);
 void tnt__shm_fail(shm_ep_t *ep, const char *what);
 void tnt__shm_free_graveyard(shm_ctx_t *ctx);
+/* The rest of a close (ep->closed is set): descriptors, queued sends,
+ * off the list, to the graveyard. */
+void tnt__shm_ep_release(shm_ctx_t *ctx, shm_ep_t *ep);
+
+/* shm_tail.c: finishing a closed pair's last frame (the core's close of
+ * a failed communicator): 1 if ep now finishes in the background (it is
+ * off ctx->eps; it releases itself), 0 if the caller releases it now. */
+int tnt__shm_tail_keep(shm_ep_t *ep);
+/* finalize: finish every tail, blocking, until `end` at the latest. */
+void tnt__shm_tail_finish(shm_ctx_t *ctx, double end);
+/* How long finalize waits for them. */
+#define SHM_TAIL_S 1.0
 extern volatile uint64_t tnt__shm_probe_word;
 
 /* shm_death.c: an unproven connection from process `pid` closed; if that
@@ -245,6 +264,13 @@ void tnt__shm_watch_finalize(shm_ctx_t *ctx);
 void tnt__shm_ep_cb(void *arg, uint32_t events);
 void tnt__shm_progress(shm_ep_t *ep);
 void tnt__shm_drop_sends(shm_ep_t *ep);
+/* A closed pair's queue cut to what keeps the peer's ring in frame: the
+ * message partly written and the notices (sends without a cookie), as
+ * copies, without upcalls; the rest dropped. 1 if anything is kept. */
+int tnt__shm_tail_sends(shm_ep_t *ep);
+/* A tail's step: drop what the peer wrote, write what fits of the kept
+ * sends. 1 when all of them are in the ring. */
+int tnt__shm_tail_step(shm_ep_t *ep);
 tnt_result_t tnt__shm_send(void *vctx, void *vep, const void *hdr,
                            size_t hdr_len, const void *payload, size_t len,
                            void *cookie);

@@ -41,6 +41,8 @@ static shm_sreq_t *sreq_get(shm_ctx_t *ctx)
 
 static void sreq_put(shm_ctx_t *ctx, shm_sreq_t *r)
 {
+    free(r->owned);
+    r->owned = NULL;
     r->next = ctx->free_sreqs;
     ctx->free_sreqs = r;
 }
@@ -205,6 +207,101 @@ tnt_result_t tnt__shm_send(void *vctx, void *vep, const void *hdr,
     return TNT_INPROGRESS;
 }
 
+/* ---- a closed pair's tail (shm_tail.c) ----------------------------- */
+
+/* Make r independent of the core's memory: a copy of what is left to
+ * write (of a message begun, the payload's rest; of one not begun, header
+ * and payload). No upcall when it is done. 0, or -1 without memory. */
+static int tail_copy(shm_sreq_t *r)
+{
+    size_t hlen = r->frame.hdr_len, head_len = sizeof(r->frame) + hlen;
+    r->internal = 1;
+    if (r->done >= head_len) {
+        size_t rest = r->total - r->done;
+        unsigned char *c = malloc(rest ? rest : 1);
+        if (!c)
+            return -1;
+        if (rest)
+            memcpy(c, (const unsigned char *)r->payload +
+                          (r->done - head_len), rest);
+        r->owned = c;
+        r->payload = c;
+        r->total = head_len + rest;
+        r->done = head_len;
+        return 0;
+    }
+    size_t plen = r->total - head_len; /* 0 for RNDV and ACK frames */
+    unsigned char *c = malloc(hlen + plen ? hlen + plen : 1);
+    if (!c)
+        return -1;
+    if (hlen)
+        memcpy(c, r->hdr, hlen);
+    if (plen)
+        memcpy(c + hlen, r->payload, plen);
+    r->owned = c;
+    r->hdr = c;
+    r->payload = c + hlen;
+    return 0;
+}
+
+int tnt__shm_tail_sends(shm_ep_t *ep)
+{
+    shm_ctx_t *ctx = ep->ctx;
+    shm_sreq_t *r = ep->sq_head, *kept = NULL, **tail = &kept;
+    ep->sq_head = ep->sq_tail = NULL;
+    /* Only the first can be partly written; without memory for its rest
+     * nothing behind it could stay in frame either. */
+    int in_frame = 1;
+    for (int first = 1; r; first = 0) {
+        shm_sreq_t *next = r->next;
+        int keep = (first && r->done > 0) || (!r->cookie && !r->internal);
+        if (keep && in_frame && tail_copy(r) == 0) {
+            r->next = NULL;
+            *tail = r;
+            tail = &r->next;
+            ep->sq_tail = r;
+        } else {
+            if (first && r->done > 0)
+                in_frame = 0;
+            sreq_put(ctx, r);
+        }
+        r = next;
+    }
+    ep->sq_head = kept;
+    /* Rendezvous sends awaiting their ACK: their frames are whole in the
+     * ring; nothing more is owed on them. */
+    while (ep->rndv) {
+        shm_sreq_t *d = ep->rndv;
+        ep->rndv = d->next;
+        sreq_put(ctx, d);
+    }
+    return kept != NULL;
+}
+
+int tnt__shm_tail_step(shm_ep_t *ep)
+{
+    /* The peer may be finishing its own frame to this side: take it off
+     * its ring (dropped), so that neither waits for the other's room. */
+    unsigned char sink[4096];
+    do {
+        int got = 0;
+        while (tnt__shm_ring_get(ep->rx, ep->cap, sink, sizeof(sink)) > 0)
+            got = 1;
+        if (got && tnt__shm_ring_wake_producer(ep->rx))
+            wake_peer(ep);
+    } while (tnt__shm_ring_consumer_sleep(ep->rx));
+    while (ep->sq_head) {
+        shm_sreq_t *r = ep->sq_head;
+        if (!write_sreq(ep, r))
+            return 0;
+        ep->sq_head = r->next;
+        if (!ep->sq_head)
+            ep->sq_tail = NULL;
+        sreq_put(ep->ctx, r);
+    }
+    return 1;
+}
+
 /* ---- receiving ----------------------------------------------------- */
 
 static void ack_in(shm_ep_t *ep, uint64_t id)
@@ -273,11 +370,16 @@ static int message_in(shm_ep_t *ep)
     }
     if (f->type == SHM_RNDV) {
         if (pull(ep, dest, f->addr, f->payload_len) != 0) {
-            char what[160];
-            snprintf(what, sizeof(what), "process_vm_readv from pid %d: %s",
-                     (int)ep->pid, strerror(errno));
-            tnt__shm_fail(ep, what);
-            return -1;
+            /* A sender that failed may have freed that memory already,
+             * and queued a notice that says why behind this frame: read
+             * on to the end of what is in the ring (drain) before
+             * failing the pair. The payload is never reported landed, so
+             * its operation cannot complete. */
+            if (!ep->pull_failed[0])
+                snprintf(ep->pull_failed, sizeof(ep->pull_failed),
+                         "process_vm_readv from pid %d: %s", (int)ep->pid,
+                         strerror(errno));
+            return 0;
         }
         send_ack(ep, f->id);
         if (ep->closed)
@@ -349,6 +451,10 @@ static int drain(shm_ep_t *ep)
         moved = 1;
     if (rc < 0)
         return -1;
+    if (ep->pull_failed[0]) {
+        tnt__shm_fail(ep, ep->pull_failed);
+        return -1;
+    }
     if (moved && tnt__shm_ring_wake_producer(ep->rx))
         wake_peer(ep);
     flush(ep);

@@ -74,22 +74,26 @@ static void unlink_incoming(tcp_ctx_t *ctx, tcp_conn_t *c)
 }
 
 /* Close the socket; its memory goes with its endpoint, or to the conn
- * graveyard if it never got one. */
-static void conn_close(tcp_ctx_t *ctx, tcp_conn_t *c)
+ * graveyard if it never got one. `finish`: the core closes it (its
+ * communicator failed), so a frame it had begun and the notices behind
+ * it are finished first, in the background (tcp_tail.c). */
+static void conn_close_how(tcp_ctx_t *ctx, tcp_conn_t *c, int finish)
 {
     ctx->closes++;
     if (c->closed)
         return;
     c->closed = 1;
-    ctx->env.unwatch_fd(ctx->env.core, c->fd);
-    /* close() with unread data sends a reset, which can destroy what was
-     * just written (a failure notice) before the peer reads it: read off
-     * what is already here first (bounded). */
-    char sink[4096];
-    for (int i = 0; i < 256; i++)
-        if (recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0)
-            break;
-    close(c->fd);
+    if (!finish || c->state != TCP_READY || !tnt__tcp_tail_keep(c)) {
+        ctx->env.unwatch_fd(ctx->env.core, c->fd);
+        /* close() with unread data sends a reset, which can destroy what
+         * was just written (a failure notice) before the peer reads it:
+         * read off what is already here first (bounded). */
+        char sink[4096];
+        for (int i = 0; i < 256; i++)
+            if (recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0)
+                break;
+        close(c->fd);
+    }
     while (c->sq_head) {
         tcp_sreq_t *r = c->sq_head;
         c->sq_head = r->next;
@@ -104,17 +108,20 @@ static void conn_close(tcp_ctx_t *ctx, tcp_conn_t *c)
     }
 }
 
-static void ep_close(void *vctx, void *vep)
+static void conn_close(tcp_ctx_t *ctx, tcp_conn_t *c)
 {
-    tcp_ctx_t *ctx = vctx;
-    tcp_ep_t *ep = vep;
+    conn_close_how(ctx, c, 0);
+}
+
+static void ep_close_how(tcp_ctx_t *ctx, tcp_ep_t *ep, int finish)
+{
     if (!ep || ep->closed)
         return;
     ep->closed = 1;
     ctx->closes++; /* also when it has no socket yet: the list changes */
     for (int i = 0; i < TCP_MAX_SOCKETS; i++)
         if (ep->conns[i])
-            conn_close(ctx, ep->conns[i]);
+            conn_close_how(ctx, ep->conns[i], finish);
     if (ctx->accepting && ctx->accepting[ep->peer] == ep)
         ctx->accepting[ep->peer] = NULL;
     for (tcp_ep_t **pp = &ctx->eps; *pp; pp = &(*pp)->next)
@@ -124,6 +131,20 @@ static void ep_close(void *vctx, void *vep)
         }
     ep->next = ctx->graveyard;
     ctx->graveyard = ep;
+}
+
+/* The transport's own closes: the connection failed, or finalize. */
+static void ep_close(void *vctx, void *vep)
+{
+    ep_close_how(vctx, vep, 0);
+}
+
+/* The core's close (tnt_transport_t.close, TNT_TP_CLOSE_FINISHES): the
+ * sockets finish the frame they had begun and the notices queued, in the
+ * background, without upcalls. */
+static void ep_close_by_core(void *vctx, void *vep)
+{
+    ep_close_how(vctx, vep, 1);
 }
 
 void tnt__tcp_fail(tcp_conn_t *c, tnt_result_t err, const char *what)
@@ -445,6 +466,7 @@ static void timer_cb(void *arg, uint32_t events)
     free_graveyards(ctx);
     tnt__tcp_probe_tick(ctx);
     double now = tnt__now();
+    tnt__tcp_tail_tick(ctx, now);
     tcp_conn_t *c = ctx->incoming;
     while (c) {
         tcp_conn_t *next = c->next;
@@ -715,10 +737,9 @@ static void finish_handshakes(tcp_ctx_t *ctx, double budget_s)
  * then read and drop what the peers still send until each has closed
  * too, for at most TCP_LINGER_S; only then close. Ranks that free their
  * communicators together see each other's end at once. */
-#define TCP_LINGER_S 1.0
 #define TCP_LINGER_MAX 1024
 
-static void linger_close(tcp_ctx_t *ctx)
+static void linger_close(tcp_ctx_t *ctx, double end)
 {
     struct pollfd pfd[TCP_LINGER_MAX];
     int n = 0;
@@ -730,7 +751,6 @@ static void linger_close(tcp_ctx_t *ctx)
             if (shutdown(c->fd, SHUT_WR) == 0)
                 pfd[n++] = (struct pollfd){.fd = c->fd, .events = POLLIN};
         }
-    double end = tnt__now() + TCP_LINGER_S;
     int open = n;
     char sink[4096];
     while (open > 0) {
@@ -756,7 +776,11 @@ static void tcp_finalize(void *vctx)
     if (!ctx)
         return;
     finish_handshakes(ctx, 0.2);
-    linger_close(ctx);
+    /* The tails of sockets the core closed (a failed communicator's last
+     * frames and notices) and the gentle close share one TCP_LINGER_S. */
+    double end = tnt__now() + TCP_LINGER_S;
+    tnt__tcp_tail_finish(ctx, end);
+    linger_close(ctx, end);
     tnt__tcp_probe_finalize(ctx);
     while (ctx->eps)
         ep_close(ctx, ctx->eps);
@@ -804,10 +828,10 @@ const tnt_transport_t tnt__tcp_transport = {
     .send = tnt__tcp_send,
     .reg_mem = NULL,
     .dereg_mem = NULL,
-    .close = ep_close,
+    .close = ep_close_by_core,
     .finalize = tcp_finalize,
     .preference = 100,
-    .caps = TNT_TP_POLL_SYSCALLS,
+    .caps = TNT_TP_POLL_SYSCALLS | TNT_TP_CLOSE_FINISHES,
     .poll = tnt__tcp_poll,
     .stats = tcp_stats,
 };

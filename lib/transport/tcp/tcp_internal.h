@@ -53,6 +53,20 @@ typedef struct tcp_sreq {
 typedef struct tcp_ctx tcp_ctx_t;
 typedef struct tcp_ep tcp_ep_t;
 
+/* A socket the core closed that still writes its last bytes: the rest of
+ * a frame it had begun and the failure notices queued behind (copies),
+ * then reads until the peer closes (tcp_tail.c). It owns the descriptor;
+ * the connection it came from is gone. */
+typedef struct tcp_tail {
+    struct tcp_tail *next;
+    tcp_ctx_t *ctx;
+    int fd;
+    int shut;            /* all written and SHUT_WR sent */
+    unsigned char *buf;
+    size_t len, done;
+    double until;        /* closed then at the latest */
+} tcp_tail_t;
+
 typedef struct tcp_conn {
     tcp_ctx_t *ctx;
     tcp_ep_t *ep;     /* NULL until an incoming hello names the peer */
@@ -115,6 +129,7 @@ struct tcp_ctx {
     tcp_ep_t *graveyard;  /* closed endpoints, freed at the next callback */
     tcp_conn_t *conn_graveyard;
     tcp_sreq_t *free_sreqs;
+    tcp_tail_t *tails;    /* closed sockets finishing their last frame */
     struct tcp_probe *probes; /* by rank, made at the first suspicion */
     int sweep_next;       /* round-robin start of the next sweep */
     int sweep_wanted;     /* a sweep waits for its gap */
@@ -136,6 +151,21 @@ void tnt__tcp_probe_finalize(tcp_ctx_t *ctx);
 /* Whether the pair with `rank` is connected or being assembled. */
 int tnt__tcp_has_ep(const tcp_ctx_t *ctx, int rank);
 
+/* How long a closing socket may take for its last bytes and the peer's
+ * end: the background finish of a closed socket's frame (tcp_tail.c) and
+ * the gentle close of finalize (linger_close) share it. */
+#define TCP_LINGER_S 1.0
+
+/* tcp_tail.c: finishing a closed socket's last frame. */
+/* Called as the core closes c (its communicator failed): if c has a frame
+ * partly written or notices queued, copy what is left of them, take over
+ * the descriptor and return 1; else 0 (the caller closes it). */
+int tnt__tcp_tail_keep(tcp_conn_t *c);
+/* Once a second (timer_cb): close the tails past their time. */
+void tnt__tcp_tail_tick(tcp_ctx_t *ctx, double now);
+/* finalize: finish every tail, blocking, until `end` at the latest. */
+void tnt__tcp_tail_finish(tcp_ctx_t *ctx, double end);
+
 /* tcp.c */
 void tnt__tcp_fail(tcp_conn_t *c, tnt_result_t err, const char *what);
 int tnt__tcp_hello_in(tcp_conn_t *c);
@@ -154,6 +184,8 @@ void tnt__tcp_read(tcp_conn_t *c);
  * (then one epoll_wait is cheaper); TNT_POLL_ARM: nothing to do. */
 int tnt__tcp_poll(void *vctx, unsigned flags);
 tcp_sreq_t *tnt__tcp_sreq_get(tcp_ctx_t *ctx);
+/* The bytes of r not yet written; copied to out unless it is NULL. */
+size_t tnt__tcp_sreq_rest(const tcp_sreq_t *r, unsigned char *out);
 void tnt__tcp_sreq_put(tcp_ctx_t *ctx, tcp_sreq_t *r);
 tnt_result_t tnt__tcp_send(void *vctx, void *vep, const void *hdr,
                            size_t hdr_len, const void *payload, size_t len,

@@ -75,6 +75,19 @@ static int sreq_iov(const tcp_sreq_t *r, struct iovec *iov)
     return n;
 }
 
+size_t tnt__tcp_sreq_rest(const tcp_sreq_t *r, unsigned char *out)
+{
+    struct iovec iov[3];
+    int n = sreq_iov(r, iov);
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        if (out)
+            memcpy(out + len, iov[i].iov_base, iov[i].iov_len);
+        len += iov[i].iov_len;
+    }
+    return len;
+}
+
 /* Write as much of r as the socket takes: 1 done, 0 would block, -1 err. */
 static int write_sreq(tcp_conn_t *c, tcp_sreq_t *r)
 {
