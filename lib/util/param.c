@@ -101,7 +101,7 @@ static tnt_result_t parse_kind_SECONDS(const char *n, const char *s,
 static tnt_result_t parse_kind_MICROS(const char *n, const char *s,
                                       double *o)
 {
-    long us;
+    long us = 0; /* set on success; gcc -O3 cannot see it (release build) */
     TNT_CHECK(tnt__parse_long(n, s, 0, 1000000, &us));
     *o = (double)us * 1e-6;
     return TNT_SUCCESS;
@@ -109,7 +109,7 @@ static tnt_result_t parse_kind_MICROS(const char *n, const char *s,
 
 static tnt_result_t parse_kind_SWITCH(const char *n, const char *s, int *o)
 {
-    long v;
+    long v = 0; /* as above */
     TNT_CHECK(tnt__parse_long(n, s, 0, 1, &v));
     *o = (int)v;
     return TNT_SUCCESS;
