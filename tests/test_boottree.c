@@ -131,13 +131,11 @@ static void bt_strangers(bt_rank_t *x, int port)
     x->stranger_fds[0] = fd;
 
     tnt_boot_table_hdr_t h;
-    memset(&h, 0, sizeof(h));
-    memcpy(h.label, "TNTB-table", sizeof("TNTB-table"));
-    h.magic = TNT_BOOT_MAGIC;
-    h.version = TNT_BOOT_VERSION;
-    h.nranks = x->j->size;
-    h.bytes = (uint32_t)x->j->size * TNT_BOOT_WIRE_ENTRY_MIN;
-    memset(h.table_nonce, 0x5a, sizeof(h.table_nonce));
+    unsigned char other_nonce[TNT_AUTH_NONCE_BYTES];
+    memset(other_nonce, 0x5a, sizeof(other_nonce));
+    tnt__boot_table_hdr_init(&h, x->j->size,
+                             (uint32_t)x->j->size * TNT_BOOT_WIRE_ENTRY_MIN,
+                             other_nonce);
     size_t len = sizeof(h) + h.bytes;
     unsigned char *m = calloc(1, len);
     memcpy(m, &h, sizeof(h));

@@ -602,13 +602,7 @@ static size_t ix_tree_table(const tnt_auth_key_t *key,
                             const unsigned char *nonce, unsigned char *out)
 {
     tnt_boot_table_hdr_t h;
-    memset(&h, 0, sizeof(h));
-    memcpy(h.label, "TNTB-table", sizeof("TNTB-table"));
-    h.magic = TNT_BOOT_MAGIC;
-    h.version = TNT_BOOT_VERSION;
-    h.nranks = 3;
-    h.bytes = 3 * TNT_BOOT_WIRE_ENTRY_MIN;
-    memcpy(h.table_nonce, nonce, sizeof(h.table_nonce));
+    tnt__boot_table_hdr_init(&h, 3, 3 * TNT_BOOT_WIRE_ENTRY_MIN, nonce);
     size_t len = sizeof(h) + h.bytes;
     memset(out, 0, len);
     memcpy(out, &h, sizeof(h));

@@ -199,12 +199,7 @@ static void test_boot_table(void)
                  "table with %s accepted", cases[i].what);
     }
     tnt_boot_table_hdr_t h, ho;
-    memset(&h, 0, sizeof(h));
-    memcpy(h.label, "TNTB-table", sizeof("TNTB-table"));
-    h.magic = TNT_BOOT_MAGIC;
-    h.version = TNT_BOOT_VERSION;
-    h.nranks = P;
-    h.bytes = (uint32_t)n;
+    tnt__boot_table_hdr_init(&h, P, (uint32_t)n, NULL);
     TH_CHECK(!tnt__boot_table_hdr_parse(&h, sizeof(h), P, &ho) &&
              ho.bytes == n, "good table header refused");
     tnt_boot_table_hdr_t hb = h;
@@ -597,12 +592,7 @@ static void test_boot_table_accept(void)
     unsigned char nonce[TNT_AUTH_NONCE_BYTES];
     memset(nonce, 0x42, sizeof(nonce));
     tnt_boot_table_hdr_t h;
-    memset(&h, 0, sizeof(h));
-    memcpy(h.label, "TNTB-table", sizeof("TNTB-table"));
-    h.magic = TNT_BOOT_MAGIC;
-    h.version = TNT_BOOT_VERSION;
-    h.nranks = 3;
-    memcpy(h.table_nonce, nonce, sizeof(nonce));
+    tnt__boot_table_hdr_init(&h, 3, 0, nonce);
     unsigned char m[sizeof(h) + 3 * TNT_BOOT_WIRE_ENTRY_MAX];
     h.bytes = (uint32_t)tnt__boot_table_encode(t, NULL, 3, m + sizeof(h));
     memcpy(m, &h, sizeof(h));

@@ -128,15 +128,29 @@ size_t tnt__boot_table_encode(const tnt_boot_entry_t *table,
     return n;
 }
 
+static const char k_table_label[16] = "TNTB-table";
+
+void tnt__boot_table_hdr_init(tnt_boot_table_hdr_t *h, int nranks,
+                              uint32_t bytes, const unsigned char *nonce)
+{
+    memset(h, 0, sizeof(*h));
+    memcpy(h->label, k_table_label, sizeof(h->label));
+    h->magic = TNT_BOOT_MAGIC;
+    h->version = TNT_BOOT_VERSION;
+    h->nranks = nranks;
+    h->bytes = bytes;
+    if (nonce)
+        memcpy(h->table_nonce, nonce, sizeof(h->table_nonce));
+}
+
 const char *tnt__boot_table_hdr_parse(const void *buf, size_t len,
                                       int nranks, tnt_boot_table_hdr_t *out)
 {
-    static const char label[16] = "TNTB-table";
     if (len != sizeof(*out))
         return "bootstrap table header of the wrong length";
     memcpy(out, buf, sizeof(*out));
     if (out->magic != TNT_BOOT_MAGIC ||
-        memcmp(out->label, label, sizeof(label)) != 0)
+        memcmp(out->label, k_table_label, sizeof(k_table_label)) != 0)
         return "not a libtntcomm bootstrap table";
     if (out->version != TNT_BOOT_VERSION)
         return "a bootstrap table of another protocol version";

@@ -190,6 +190,13 @@ size_t tnt__boot_table_encode(const tnt_boot_entry_t *table,
                               const tnt_boot_listener_t *listeners,
                               int nranks, unsigned char *out);
 
+/** A table header for nranks entries in `bytes` bytes, with the table
+ *  nonce (TNT_AUTH_NONCE_BYTES) copied from `nonce` when it is not NULL
+ *  (zeros otherwise); the MAC is left zero, the caller's. The one writer
+ *  of the fields tnt__boot_table_hdr_parse checks. */
+void tnt__boot_table_hdr_init(tnt_boot_table_hdr_t *h, int nranks,
+                              uint32_t bytes, const unsigned char *nonce);
+
 /** Parse a table header: NULL if it announces nranks entries in a byte
  *  count that nranks valid entries can have (its MAC is the caller's). */
 const char *tnt__boot_table_hdr_parse(const void *buf, size_t len,

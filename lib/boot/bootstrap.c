@@ -110,12 +110,7 @@ static unsigned char *encode_table(const tnt_boot_args_t *a,
 {
     int nranks = a->nranks;
     tnt_boot_table_hdr_t h;
-    memset(&h, 0, sizeof(h));
-    memcpy(h.label, "TNTB-table", sizeof("TNTB-table"));
-    h.magic = TNT_BOOT_MAGIC;
-    h.version = TNT_BOOT_VERSION;
-    h.nranks = nranks;
-    memcpy(h.table_nonce, tnonce, sizeof(h.table_nonce));
+    tnt__boot_table_hdr_init(&h, nranks, 0, tnonce);
     unsigned char *m = malloc(sizeof(h) + (size_t)nranks *
                               TNT_BOOT_WIRE_ENTRY_MAX);
     if (!m)

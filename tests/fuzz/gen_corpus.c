@@ -158,12 +158,7 @@ int main(int argc, char **argv)
     unsigned char enc[2 * TNT_BOOT_WIRE_ENTRY_MAX];
     size_t elen = tnt__boot_table_encode(t, l, 2, enc);
     tnt_boot_table_hdr_t th;
-    memset(&th, 0, sizeof(th));
-    memcpy(th.label, "TNTB-table", sizeof("TNTB-table"));
-    th.magic = TNT_BOOT_MAGIC;
-    th.version = TNT_BOOT_VERSION;
-    th.nranks = 2;
-    th.bytes = (uint32_t)elen;
+    tnt__boot_table_hdr_init(&th, 2, (uint32_t)elen, NULL);
     put("bootstrap", "table_hdr", 4, 1, 1, &th, sizeof(th));
     put("bootstrap", "table", 5, 1, 1, enc, elen);
     tnt_boot_ack_t ack;
