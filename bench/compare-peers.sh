@@ -30,8 +30,20 @@
 # warm-up and checks. Burnt CPU is someone else's lost time on a shared
 # machine: a library that spins looks fast and costs cores.
 #
+# With -r R the whole sweep runs R times, one round after another (every
+# configuration once per round), and the tables give each figure's median
+# over the rounds; a ratio is taken within each round (both figures from
+# the same minutes) and printed as the median of the rounds' ratios with
+# their range. On this machine one run of a peer moved up to 2.6x between
+# runs (docs/performance.md), so a single round's ratio can say either
+# thing; the range says how much to trust the median.
+#
+# With -T only the TCP configurations run (tnt-tcp, Gloo, Open MPI btl
+# tcp, tcp-rawring): the shared-memory ones take half the time and say
+# nothing about TCP.
+#
 # Usage: bench/compare-peers.sh [-p "2 4"] [-s "8,1K,32K,256K,1M,8M,64M"]
-#                               [-t MIN_TIME_S] [-o OUT.md] [-C]
+#                               [-t MIN_TIME_S] [-o OUT.md] [-C] [-r R] [-T]
 set -euo pipefail
 
 PS="2 4"
@@ -39,16 +51,22 @@ SIZES="8,1K,32K,256K,1M,8M,64M"
 MINT=0.3
 OUT=""
 CPU=0
-while getopts "p:s:t:o:Ch" opt; do
+ROUNDS=1
+TCP_ONLY=0
+while getopts "p:s:t:o:r:CTh" opt; do
     case $opt in
     p) PS=$OPTARG ;;
     s) SIZES=$OPTARG ;;
     t) MINT=$OPTARG ;;
     o) OUT=$(realpath -m "$OPTARG") ;;
     C) CPU=1 ;;
-    *) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    r) ROUNDS=$OPTARG ;;
+    T) TCP_ONLY=1 ;;
+    *) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] ||
+    { echo "compare-peers: -r wants a number of rounds >= 1, not '$ROUNDS'" >&2; exit 2; }
 # Paths given relative to where we were called from stay valid after the cd.
 [ -z "${TNT_BENCH:-}" ] || TNT_BENCH=$(realpath "$TNT_BENCH")
 cd "$(dirname "$0")/.."
@@ -103,15 +121,16 @@ run_tnt() { # label transport p mem
             cat "$RAW/tnt.err" >&2; continue; }
         python3 -c 'import json,sys
 r=json.load(open(sys.argv[1]))["rows"][0]
-print(sys.argv[2], sys.argv[3], r["bytes"], r["in_place"]["time_us"])' \
-            "$RAW/tnt.json" "$label" "$p" >> "$RAW/rows"
+print(sys.argv[2], sys.argv[3], r["bytes"], r["in_place"]["time_us"],
+      sys.argv[4])' \
+            "$RAW/tnt.json" "$label" "$p" "$ROUND" >> "$RAW/rows"
     done
 }
 
 # Peers print "... p=P bytes=B iters=N time_us=T ..." lines.
 collect_peer() { # label p < output
     sed -n 's/.* p=\([0-9]*\) bytes=\([0-9]*\) .*time_us=\([0-9.]*\).*/\1 \2 \3/p' |
-        while read -r p b t; do echo "$1 $p $b $t"; done >> "$RAW/rows"
+        while read -r p b t; do echo "$1 $p $b $t $ROUND"; done >> "$RAW/rows"
 }
 
 # cpu_run OUT CMD...: runs CMD with its stdout in OUT; prints the CPU
@@ -141,7 +160,7 @@ cpu_tnt() { # label transport p bytes time_us mem
          allreduce --size "$4" -n "$n2" -w 3 -c 0 --inplace-only --mem "$6")
     c1=$(cpu_run /dev/null env TNT_TRANSPORT="$2" timeout 300 "$BENCH" -N "$3" \
          allreduce --size "$4" -n "$n1" -w 3 -c 0 --inplace-only --mem "$6")
-    echo "$1 $3 $4 $(per_call "$c2" "$c1" "$n2" "$n1")" >> "$RAW/cpu"
+    echo "$1 $3 $4 $(per_call "$c2" "$c1" "$n2" "$n1") $ROUND" >> "$RAW/cpu"
 }
 
 cpu_peer() { # label p bytes CMD... (a peer bench taking --sizes/--min-time)
@@ -152,16 +171,16 @@ cpu_peer() { # label p bytes CMD... (a peer bench taking --sizes/--min-time)
     n2=$(sed -n 's/.* iters=\([0-9]*\) .*/\1/p' "$RAW/long" | head -1)
     n1=$(sed -n 's/.* iters=\([0-9]*\) .*/\1/p' "$RAW/short" | head -1)
     [ -n "$n1" ] && [ -n "$n2" ] || return 0
-    echo "$label $p $b $(per_call "$c2" "$c1" "$n2" "$n1")" >> "$RAW/cpu"
+    echo "$label $p $b $(per_call "$c2" "$c1" "$n2" "$n1") $ROUND" >> "$RAW/cpu"
 }
 
 measure_cpu() { # p: every configuration of the time table, size by size
     local p=$1 s b t
     for s in ${SIZES//,/ }; do
         b=$(bytes_of "$s")
-        for lab in tnt-tcp tnt-auto tnt-shared; do
-            t=$(awk -v l="$lab" -v p="$p" -v b="$b" \
-                '$1 == l && $2 == p && $3 == b { print $4 }' "$RAW/rows")
+        for lab in $TNT_LABELS; do
+            t=$(awk -v l="$lab" -v p="$p" -v b="$b" -v r="$ROUND" \
+                '$1 == l && $2 == p && $3 == b && $5 == r { print $4 }' "$RAW/rows")
             [ -n "$t" ] || continue
             case $lab in
             tnt-shared) cpu_tnt "$lab" auto "$p" "$b" "$t" shared ;;
@@ -176,7 +195,7 @@ measure_cpu() { # p: every configuration of the time table, size by size
         fi
         if [ -x "$PEERS_BIN/mpi_allreduce_bench.openmpi" ] &&
             command -v mpirun.openmpi > /dev/null; then
-            for btl in tcp vader; do
+            for btl in $OMPI_BTLS; do
                 cpu_peer "ompi-$btl" "$p" "$b" timeout 300 "${OMPI[@]}" \
                     -np "$p" --mca btl "$btl,self" \
                     "$PEERS_BIN/mpi_allreduce_bench.openmpi" --inplace
@@ -187,11 +206,18 @@ measure_cpu() { # p: every configuration of the time table, size by size
 
 OMPI=(mpirun.openmpi --allow-run-as-root --oversubscribe --mca pml ob1
       --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
+TNT_LABELS="tnt-tcp tnt-auto tnt-shared"
+OMPI_BTLS="tcp vader"
+[ "$TCP_ONLY" = 0 ] || { TNT_LABELS=tnt-tcp; OMPI_BTLS=tcp; }
+touch "$RAW/rows"
+for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
 for p in $PS; do
-    echo "== p=$p" >&2
+    echo "== round $ROUND of $ROUNDS, p=$p" >&2
     run_tnt tnt-tcp tcp "$p" malloc
-    run_tnt tnt-auto auto "$p" malloc
-    run_tnt tnt-shared auto "$p" shared
+    if [ "$TCP_ONLY" = 0 ]; then
+        run_tnt tnt-auto auto "$p" malloc
+        run_tnt tnt-shared auto "$p" shared
+    fi
     if [ -x "$PEERS_BIN/gloo_bench" ]; then
         for a in ringchunked hd; do
             timeout 300 "$PEERS_BIN/gloo_bench" --algo "$a" --p "$p" \
@@ -203,7 +229,7 @@ for p in $PS; do
     fi
     if [ -x "$PEERS_BIN/mpi_allreduce_bench.openmpi" ] &&
         command -v mpirun.openmpi > /dev/null; then
-        for btl in tcp vader; do
+        for btl in $OMPI_BTLS; do
             timeout 300 "${OMPI[@]}" -np "$p" --mca btl "$btl,self" \
                 "$PEERS_BIN/mpi_allreduce_bench.openmpi" --sizes "$SIZES" \
                 --min-time "$MINT" --inplace 2>/dev/null |
@@ -220,19 +246,22 @@ for p in $PS; do
     fi
     [ "$CPU" = 0 ] || measure_cpu "$p"
 done
+done
 touch "$RAW/cpu"
 
-python3 - "$RAW/rows" "$(uptime)" "$RAW/cpu" > "$RAW/table.md" <<'EOF'
-import sys, collections
+python3 - "$RAW/rows" "$(uptime)" "$RAW/cpu" "$ROUNDS" > "$RAW/table.md" <<'EOF'
+import sys, collections, statistics
+ROUNDS = int(sys.argv[4])
 def load(path):
-    rows = collections.defaultdict(dict)
+    """(p, bytes) -> label -> round -> figure."""
+    rows = collections.defaultdict(lambda: collections.defaultdict(dict))
     labels = []
     for line in open(path):
         f = line.split()
-        if len(f) != 4:
+        if len(f) != 5:
             continue  # a CPU figure that could not be computed
-        lab, p, b, t = f
-        rows[(int(p), int(b))][lab] = float(t)
+        lab, p, b, t, rnd = f
+        rows[(int(p), int(b))][lab][int(rnd)] = float(t)
         if lab not in labels:
             labels.append(lab)
     return rows, labels
@@ -246,11 +275,25 @@ def h(b):
     return "%d B" % b
 print("allreduce f32 sum in place, time in us (lower is better); "
       "load: %s\n" % sys.argv[2].strip())
+if ROUNDS > 1:
+    print("Each figure is the median of %d rounds; each ratio is taken "
+          "within a round, and shown as the median of the rounds' ratios "
+          "(their range).\n" % ROUNDS)
 def over(num, dens):
-    """Cell: r[num] / the least of r[dens], or "-" when one is missing."""
+    """Cell: r[num] / the least of r[dens] of the same round (median and
+    range over the rounds where both exist), or "-" when none has both."""
     def cell(r):
-        d = min([r[l] for l in dens if l in r], default=None)
-        return "%.2f" % (r[num] / d) if d and num in r else "-"
+        qs = []
+        for rnd, t in r.get(num, {}).items():
+            d = min([r[l][rnd] for l in dens if rnd in r.get(l, {})],
+                    default=None)
+            if d:
+                qs.append(t / d)
+        if not qs:
+            return "-"
+        if ROUNDS == 1:
+            return "%.2f" % qs[0]
+        return "%.2f (%.2f-%.2f)" % (statistics.median(qs), min(qs), max(qs))
     return cell
 def table(data, labs, ratios):
     print("| p | size | " + " | ".join(labs + [t for t, _ in ratios]) +
@@ -258,14 +301,18 @@ def table(data, labs, ratios):
     print("|---|---|" + "---|" * (len(labs) + len(ratios)))
     for (p, b) in sorted(data):
         r = data[(p, b)]
-        cells = ["%.1f" % r[l] if l in r else "-" for l in labs]
+        cells = ["%.1f" % statistics.median(r[l].values()) if l in r else "-"
+                 for l in labs]
         cells += [cell(r) for _, cell in ratios]
         print("| %d | %s | %s |" % (p, h(b), " | ".join(cells)))
+# A ratio whose configuration did not run at all (-T) has no column.
 table(rows, labels,
-      [("tnt-tcp / best TCP peer", over("tnt-tcp", tcp_peers)),
-       ("tnt-auto / ompi-vader", over("tnt-auto", ["ompi-vader"])),
-       ("tnt-shared / ompi-vader", over("tnt-shared", ["ompi-vader"])),
-       ("tnt-tcp / tcp-rawring", over("tnt-tcp", ["tcp-rawring"]))])
+      [(t, over(num, dens)) for t, num, dens in (
+          ("tnt-tcp / best TCP peer", "tnt-tcp", tcp_peers),
+          ("tnt-auto / ompi-vader", "tnt-auto", ["ompi-vader"]),
+          ("tnt-shared / ompi-vader", "tnt-shared", ["ompi-vader"]),
+          ("tnt-tcp / tcp-rawring", "tnt-tcp", ["tcp-rawring"]))
+       if num in labels])
 if cpu:
     print("\nCPU time per call, all ranks together (user + sys, us; lower "
           "is better):\n")

@@ -6,7 +6,9 @@
 # figures parsed, and the ratio column computed from them; a missing Open
 # MPI bench must be reported as left out, not invented; the real tcp-rawring
 # (next to tnt-bench) must give a column and a ratio; with -C the CPU
-# table must hold a positive per-call figure for libtntcomm.
+# table must hold a positive per-call figure for libtntcomm; with -r 2 -T
+# the TCP configurations alone, medians of two rounds and each ratio as
+# the median of the rounds' ratios with its range.
 # Usage: test_compare_peers.sh PATH-TO-COMPARE-PEERS.SH PATH-TO-TNT-BENCH
 set -u
 SCRIPT=${1:?usage: test_compare_peers.sh SCRIPT TNT-BENCH}
@@ -77,6 +79,36 @@ for v in "$tcp" "$auto" "$shared" "$g1"; do
 done
 awk -v t="$tcp" 'BEGIN { exit !(t > 0) }' ||
     fail "-C: libtntcomm over TCP used no CPU per call: '$tcp'"
+
+# -r 2 -T: two rounds of the TCP configurations only; each figure is the
+# median of its rounds, each ratio the median of per-round ratios with
+# their range, and the shared-memory columns are gone.
+PEERS_BIN="$TMP/bin" TNT_BENCH="$BENCH" PATH="$TMP/bin:/usr/bin:/bin" \
+    timeout 120 bash "$SCRIPT" -p 2 -s 8 -t 0.05 -r 2 -T -o "$TMP/r.md" \
+    > "$TMP/out" 2> "$TMP/err" || fail "-r 2 -T: exit status $?: $(cat "$TMP/err")"
+[ "$(grep -c '^== round [12] of 2, p=2' "$TMP/err")" = 2 ] ||
+    fail "-r 2: not two rounds: $(cat "$TMP/err")"
+head=$(grep '^| p | size |' "$TMP/r.md")
+[[ $head != *tnt-auto* && $head != *tnt-shared* && $head == *tnt-tcp* ]] ||
+    fail "-T: header '$head'"
+row=$(grep '^| 2 | 8 B |' "$TMP/r.md") || fail "-r 2: no row: $(cat "$TMP/r.md")"
+# | p | size | tnt-tcp | gloo-ringchunked | gloo-hd | tcp-rawring |
+#   tnt-tcp / best TCP peer | tnt-tcp / tcp-rawring
+IFS='|' read -r _ _ _ tcp g1 _ fl q1 q3 _ <<< "$row"
+[ "$g1" = " 1000.0 " ] || fail "-r 2: stand-in median '$g1'"
+[[ $q1 =~ ^\ ([0-9]+\.[0-9][0-9])\ \(([0-9]+\.[0-9][0-9])-([0-9]+\.[0-9][0-9])\)\ $ ]] ||
+    fail "-r 2: ratio cell '$q1' is not 'median (min-max)'"
+# Against the stand-in's constant 1000 us the per-round ratios are the
+# rounds' times / 1000: their median must sit in their range, and the
+# median time (the cell) / 1000 is that median ratio (two rounds: both
+# are the mean of the two).
+awk -v m="${BASH_REMATCH[1]}" -v lo="${BASH_REMATCH[2]}" \
+    -v hi="${BASH_REMATCH[3]}" -v t="$tcp" \
+    'BEGIN { d = m - t / 1000
+             exit !(lo <= m && m <= hi && d * d <= 0.00506 ^ 2) }' ||
+    fail "-r 2: ratio '$q1' against the median time '$tcp'"
+[[ $q3 =~ ^\ [0-9]+\.[0-9][0-9]\ \( ]] || fail "-r 2: raw ring ratio '$q3'"
+bash "$SCRIPT" -r 0 > /dev/null 2>&1 && fail "-r 0 accepted"
 
 [ "$failed" = 0 ] && echo "compare-peers: all checks passed"
 [ "$failed" = 0 ]
