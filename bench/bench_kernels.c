@@ -28,6 +28,7 @@ typedef struct kopts {
     int ops[TNT_OP_COUNT], nops;
     int levels[TNT__SIMD_COUNT], nlevels;
     const char *membw;              /* --membw FILE, or NULL */
+    int inplace;                    /* --inplace: dst is a */
 } kopts_t;
 
 /* One `membw kernel="sum3 c=a+b" bytes=N threads=1 ...` line of the
@@ -55,6 +56,8 @@ static void usage(FILE *f)
 "      --simd L       comma-separated levels: sse2 avx2 avx512 (default:\n"
 "                     all this CPU has)\n"
 "      --ms MS        time per measurement in ms (default 20)\n"
+"      --inplace      a = a op b, as the collectives call the kernels (the\n"
+"                     compiler's aliasing checks may take another path)\n"
 "      --membw FILE   also print the 1-thread sum3 (c = a + b) traffic of\n"
 "                     a membw log (the peers' results/limits.log)\n"
 "  -h, --help         this text\n");
@@ -130,7 +133,7 @@ static const char *level_at(int i) { return tnt__simd_name(i); }
 
 static void parse_kernel_args(int argc, char **argv, kopts_t *o)
 {
-    enum { OPT_SIMD = 256, OPT_MS, OPT_MEMBW };
+    enum { OPT_SIMD = 256, OPT_MS, OPT_MEMBW, OPT_INPLACE };
     static const struct option longopts[] = {
         {"minbytes", required_argument, NULL, 'b'},
         {"maxbytes", required_argument, NULL, 'e'},
@@ -140,6 +143,7 @@ static void parse_kernel_args(int argc, char **argv, kopts_t *o)
         {"simd", required_argument, NULL, OPT_SIMD},
         {"ms", required_argument, NULL, OPT_MS},
         {"membw", required_argument, NULL, OPT_MEMBW},
+        {"inplace", no_argument, NULL, OPT_INPLACE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -179,6 +183,7 @@ static void parse_kernel_args(int argc, char **argv, kopts_t *o)
             break;
         case OPT_MS: o->ms = parse_number("--ms", optarg, 0.01, 10000); break;
         case OPT_MEMBW: o->membw = optarg; break;
+        case OPT_INPLACE: o->inplace = 1; break;
         case 'h': usage(stdout); exit(BENCH_EXIT_OK);
         case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
             break;
@@ -306,8 +311,9 @@ static void print_header(const kopts_t *o, int npeers)
 {
     const char *env = getenv("TNT_SIMD");
 
-    printf("# tnt-bench kernels: dst = a op b on one thread, best ~1 ms "
-           "batch of %.3g ms\n", o->ms);
+    printf("# tnt-bench kernels: %s on one thread, best ~1 ms "
+           "batch of %.3g ms\n", o->inplace ? "a = a op b (in place)"
+                                            : "dst = a op b", o->ms);
     printf("# GB/s = (a + b + dst bytes) / time; memcpy: (src + dst) / "
            "time, same run\n");
     printf("# active level: %s (TNT_SIMD%s%s)\n",
@@ -365,7 +371,8 @@ int bench_kernels_main(int argc, char **argv)
         for (int k = 0; k < o.nops; k++) {
             tnt_op_t op = (tnt_op_t)o.ops[k];
             for (size_t sz = o.min_bytes; sz <= o.max_bytes; sz *= o.factor) {
-                job_t j = {.dst = dst, .a = a, .b = b, .count = sz / es};
+                job_t j = {.dst = o.inplace ? a : dst, .a = a, .b = b,
+                           .count = sz / es};
                 j.bytes = j.count * es;
                 if (j.count == 0)
                     continue;
@@ -378,6 +385,7 @@ int bench_kernels_main(int argc, char **argv)
                     fflush(stdout);
                 }
                 j.fn = NULL;
+                j.dst = dst; /* memcpy: a to another buffer */
                 printf(" %8.2f",
                        2.0 * (double)j.bytes / time_job(&j, o.ms * 1e-3) *
                            1e-9);
