@@ -32,7 +32,7 @@ static tnt_coll_args_t args(int kind, int p, size_t count)
 }
 
 static const tnt_model_params_t params = {
-    .intra = {1e-6, 1.0 / 10e9}, .inter = {2e-6, 1.0 / 12.5e9},
+    .intra = {1e-6, 1.0 / 10e9, 0.0}, .inter = {2e-6, 1.0 / 12.5e9, 0.0},
     .gamma = 1.0 / 5e9, .copy = 0.0, .all_ranks = 0};
 
 static double predict(tnt_coll_args_t a, int algo, int rph, int all)

@@ -238,7 +238,8 @@ static void test_dtype_and_op_names(void)
     for (int a = 0; a < TNT_DTYPE_COUNT; a++)
         for (int b = a + 1; b < TNT_DTYPE_COUNT; b++)
             TH_CHECK(!names[a] || !names[b] || strcmp(names[a], names[b]),
-                     "dtypes %d and %d share the name '%s'", a, b, names[a]);
+                     "dtypes %d and %d share the name '%s'", a, b,
+                     names[a] ? names[a] : "?");
 
     const char *ops[TNT_OP_COUNT];
     for (int o = 0; o < TNT_OP_COUNT; o++) {
@@ -249,7 +250,8 @@ static void test_dtype_and_op_names(void)
     for (int a = 0; a < TNT_OP_COUNT; a++)
         for (int b = a + 1; b < TNT_OP_COUNT; b++)
             TH_CHECK(!ops[a] || !ops[b] || strcmp(ops[a], ops[b]),
-                     "ops %d and %d share the name '%s'", a, b, ops[a]);
+                     "ops %d and %d share the name '%s'", a, b,
+                     ops[a] ? ops[a] : "?");
     static const int bad_op[] = {TNT_OP_COUNT, 77, -1};
     for (size_t i = 0; i < sizeof bad_op / sizeof bad_op[0]; i++) {
         const char *n = tnt_op_name((tnt_op_t)bad_op[i]);
