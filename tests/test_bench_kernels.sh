@@ -1,7 +1,8 @@
 #!/bin/bash
 # Tests of `tnt-bench kernels` (bench/bench_kernels.c): a short sweep must
 # print one row per (dtype, op, size) with a positive GB/s figure for
-# every SIMD level of the header and for memcpy; TNT_SIMD shows as the
+# every SIMD level of the header and for memcpy (also with --inplace);
+# TNT_SIMD shows as the
 # active level; bad command lines exit 2 with a message. Figures are not
 # judged: the machine is shared.
 # Usage: test_bench_kernels.sh PATH-TO-TNT-BENCH
@@ -28,6 +29,18 @@ rows=$(awk -v n="${ncols:-0}" '
               if (ok) good++ }
     END { print good + 0 }' "$TMP/out")
 [ "$rows" = 12 ] || fail "$rows good rows, want 12 (2 dtypes x 2 ops x 3 sizes)"
+
+# --inplace: the same rows, and the header says a = a op b.
+timeout 120 "$BENCH" kernels -b 4k -e 16k -f 4 -d f32,f64 -o sum,prod \
+    --inplace --ms 1 > "$TMP/inplace" 2>&1 || fail "--inplace run"
+grep -q '^# tnt-bench kernels: a = a op b (in place)' "$TMP/inplace" ||
+    fail "--inplace not in the header: $(head -2 "$TMP/inplace")"
+rows=$(awk -v n="${ncols:-0}" '
+    /^#/ { next }
+    NF == n { ok = 1; for (i = 4; i <= NF; i++) if (!($i > 0)) ok = 0
+              if (ok) good++ }
+    END { print good + 0 }' "$TMP/inplace")
+[ "$rows" = 8 ] || fail "--inplace: $rows good rows, want 8"
 
 TNT_SIMD=sse2 "$BENCH" kernels -b 4k -e 4k -d f32 -o sum --ms 1 \
     > "$TMP/forced" 2>&1 || fail "TNT_SIMD=sse2 run"
