@@ -23,11 +23,15 @@ cat "$TMP/out"
 # Header: "# type redop size LEVEL... memcpy"; rows: 3 + #levels numbers.
 ncols=$(awk '/^# *type/ {print NF - 1}' "$TMP/out")
 grep -q '^# *type .* sse2 .*memcpy$' "$TMP/out" || fail "no header"
-rows=$(awk -v n="${ncols:-0}" '
-    /^#/ { next }
-    NF == n { ok = 1; for (i = 4; i <= NF; i++) if (!($i > 0)) ok = 0
-              if (ok) good++ }
-    END { print good + 0 }' "$TMP/out")
+# good_rows FILE: rows with every figure of the header's columns > 0.
+good_rows() {
+    awk -v n="${ncols:-0}" '
+        /^#/ { next }
+        NF == n { ok = 1; for (i = 4; i <= NF; i++) if (!($i > 0)) ok = 0
+                  if (ok) good++ }
+        END { print good + 0 }' "$1"
+}
+rows=$(good_rows "$TMP/out")
 [ "$rows" = 12 ] || fail "$rows good rows, want 12 (2 dtypes x 2 ops x 3 sizes)"
 
 # --inplace: the same rows, and the header says a = a op b.
@@ -35,11 +39,7 @@ timeout 120 "$BENCH" kernels -b 4k -e 16k -f 4 -d f32,f64 -o sum,prod \
     --inplace --ms 1 > "$TMP/inplace" 2>&1 || fail "--inplace run"
 grep -q '^# tnt-bench kernels: a = a op b (in place)' "$TMP/inplace" ||
     fail "--inplace not in the header: $(head -2 "$TMP/inplace")"
-rows=$(awk -v n="${ncols:-0}" '
-    /^#/ { next }
-    NF == n { ok = 1; for (i = 4; i <= NF; i++) if (!($i > 0)) ok = 0
-              if (ok) good++ }
-    END { print good + 0 }' "$TMP/inplace")
+rows=$(good_rows "$TMP/inplace")
 [ "$rows" = 8 ] || fail "--inplace: $rows good rows, want 8"
 
 TNT_SIMD=sse2 "$BENCH" kernels -b 4k -e 4k -d f32 -o sum --ms 1 \
