@@ -409,9 +409,12 @@ static void test_shared_vs_malloc(void)
  * call itself must fail on EVERY rank, never return success (a bystander
  * of a broadcast whose root differs used to finish, with whatever its
  * buffer held). The error is TNT_ERR_MISMATCH; a lost peer is accepted
- * where a failed peer's notice was cut off by its connection's reset
- * (seen over TCP at p=4, one run in several), and the job as a whole
- * must still have at least two ranks naming the mismatch.
+ * where a failed peer's notice cannot reach a rank (see mm_rank), and
+ * the job as a whole must still have at least two ranks naming the
+ * mismatch. (Over TCP at p=4 a rank used to see a lost peer about one
+ * job in 100: the failing rank closed a lower rank's eager connection
+ * still in its handshake; engine.c's tnt__engine_fail now waits for it
+ * and sends the notice on it.)
  *
  * Over shared memory both the staged broadcast (the default there, no
  * messages: every rank checks every peer's signature header) and a

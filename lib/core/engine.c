@@ -501,6 +501,20 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
             p->tp->connect(p->tp_ctx, i, p->addr, p->addr_len) == 0)
             p->connecting = 1;
     }
+    /* A lower rank connects to this one at its start in a job that
+     * connects eagerly (tnt__engine_connect_all), so its connection may
+     * still be in its handshake now: this rank fails before it ever needs
+     * that rank (at the first collective, say). Closed unannounced at
+     * the free, it would reach that rank as a plain close, which it takes
+     * for this rank lost, not for the cause. Count it as being made:
+     * up_connected sends the notice on it, and tnt__engine_drain lingers
+     * for it (at most TNT_LINGER_S). */
+    for (int i = 0; i < comm->rank && comm->nranks <= TNT_EAGER_CONNECT_MAX;
+         i++) {
+        tnt_peer_t *p = &comm->peers[i];
+        if (!p->ever_connected && !p->dead)
+            p->connecting = 1;
+    }
     while (!tnt__list_empty(&comm->reqs.active))
         finish(tnt__active_first(comm), rc);
 }
