@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "transport/tcp/tcp_wire.h"
 #include "tnt/transport.h"
@@ -176,6 +177,10 @@ void tnt__tcp_conn_cb(void *arg, uint32_t events);
 void tnt__tcp_set_events(tcp_conn_t *c, uint32_t events);
 void tnt__tcp_enqueue(tcp_conn_t *c, tcp_sreq_t *r);
 void tnt__tcp_flush(tcp_conn_t *c);
+/** One non-blocking sendmsg of iov[0..n) on fd, retried on EINTR: the
+ *  bytes the socket took (> 0), 0 if it would block, -1 on an error
+ *  (errno set). */
+ssize_t tnt__tcp_send_some(int fd, struct iovec *iov, int n);
 void tnt__tcp_read(tcp_conn_t *c);
 /* The poll entry (tnt_transport_t.poll), for a thread that polls instead
  * of sleeping: one look at every connected socket (send what waits, recv

@@ -88,23 +88,31 @@ size_t tnt__tcp_sreq_rest(const tcp_sreq_t *r, unsigned char *out)
     return len;
 }
 
+ssize_t tnt__tcp_send_some(int fd, struct iovec *iov, int n)
+{
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+    for (;;) {
+        ssize_t k = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (k >= 0)
+            return k;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;
+        if (errno != EINTR)
+            return -1;
+    }
+}
+
 /* Write as much of r as the socket takes: 1 done, 0 would block, -1 err. */
 static int write_sreq(tcp_conn_t *c, tcp_sreq_t *r)
 {
     for (;;) {
         struct iovec iov[3];
-        struct msghdr msg = {.msg_iov = iov};
-        msg.msg_iovlen = (size_t)sreq_iov(r, iov);
-        if (msg.msg_iovlen == 0)
+        int niov = sreq_iov(r, iov);
+        if (niov == 0)
             return 1;
-        ssize_t n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return 0;
-            return -1;
-        }
+        ssize_t n = tnt__tcp_send_some(c->fd, iov, niov);
+        if (n <= 0)
+            return (int)n;
         r->done += (size_t)n;
         if (r->done == sreq_total(r))
             return 1;

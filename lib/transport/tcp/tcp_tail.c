@@ -67,15 +67,10 @@ static void tail_end(tcp_tail_t *t)
 static int tail_write(tcp_tail_t *t)
 {
     while (t->done < t->len) {
-        ssize_t n = send(t->fd, t->buf + t->done, t->len - t->done,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return 0;
-            return -1;
-        }
+        struct iovec iov = {t->buf + t->done, t->len - t->done};
+        ssize_t n = tnt__tcp_send_some(t->fd, &iov, 1);
+        if (n <= 0)
+            return (int)n;
         t->done += (size_t)n;
     }
     /* All out: "no more from me", then only the peer's end is awaited. */
