@@ -186,17 +186,53 @@ void tnt__tcp_fail(tcp_conn_t *c, tnt_result_t err, const char *what)
 
 /* ---- sockets ------------------------------------------------------- */
 
+/* The largest segment TCP_MAXSEG takes (the kernel's MAX_TCP_WINDOW), and
+ * the share of the receive buffer one segment may fill (see size_socket). */
+#define TCP_MAXSEG_MAX 32767
+#define TCP_SEGS_PER_RCVBUF 8
+
+/* TNT_SOCKET_BUFFER: SO_SNDBUF and SO_RCVBUF, and a segment size that
+ * keeps a stream moving through a buffer that small. Setting buffer sizes
+ * turns off the kernel's autotuning (and is capped by net.core.[rw]mem_max),
+ * so only when asked.
+ *
+ * A fixed receive buffer fixes the receive window for the connection's
+ * life: about the buffer times the ratio of payload to memory of the
+ * segments received, a quarter of it or less for small segments. The
+ * sender sends only whole segments into the window, and chose its segment
+ * size at the handshake from the path (64 KiB on loopback) and half the
+ * largest window it saw. A window smaller than one segment leaves every
+ * segment to the zero-window probe, one every 200 ms or more: a stream of
+ * 2.5 KB/s at the kernel's smallest buffer, and a 100,000-float allreduce
+ * that never finished in time (issue 34). So the segment is capped
+ * (TCP_MAXSEG) at an eighth of the receive buffer the kernel granted
+ * (read back: it doubles the request, raises it to its floor and caps
+ * it), where a window of 2 to 4 segments stays open; a quarter still
+ * stalled at the floor. Nothing changes where that is above the largest
+ * segment the option takes. The accepting side gets all of this from the
+ * listener (tcp_listen): the window and segment size it offers are fixed
+ * in its reply to the connection, before accept returns. */
+static void size_socket(tcp_ctx_t *ctx, int fd)
+{
+    if (!ctx->sockbuf)
+        return;
+    int b = ctx->sockbuf > (size_t)1 << 30 ? 1 << 30 : (int)ctx->sockbuf;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &b, sizeof(b));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &b, sizeof(b));
+    int rcv = 0;
+    socklen_t len = sizeof(rcv);
+    if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, &len) != 0 || rcv <= 0)
+        return;
+    int seg = rcv / TCP_SEGS_PER_RCVBUF;
+    if (seg < TCP_MAXSEG_MAX)
+        setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &seg, sizeof(seg));
+}
+
 static void tune_socket(tcp_ctx_t *ctx, int fd)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    /* Setting buffer sizes turns off the kernel's autotuning (and is
-     * capped by net.core.[rw]mem_max), so only do it when asked. */
-    if (ctx->sockbuf) {
-        int b = ctx->sockbuf > (size_t)1 << 30 ? 1 << 30 : (int)ctx->sockbuf;
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &b, sizeof(b));
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &b, sizeof(b));
-    }
+    size_socket(ctx, fd);
     /* A peer that goes silent without closing (link down, host gone) would
      * otherwise only show at TNT_TIMEOUT: the kernel finds it, at no CPU
      * cost here. */
@@ -652,6 +688,8 @@ static tnt_result_t tcp_listen(void *vctx, void *addr, size_t *addr_len)
     int fd;
     TNT_CHECK(tnt__listen_blob(ctx->env.bind_ip, ctx->env.rank, "", &fd,
                                addr, addr_len));
+    /* Before any peer knows the port: accepted sockets inherit it. */
+    size_socket(ctx, fd);
     tnt_result_t rc = ctx->env.watch_fd(ctx->env.core, fd, TNT_FD_READ,
                                         accept_cb, ctx);
     if (rc != TNT_SUCCESS) {
