@@ -1205,6 +1205,25 @@ static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
     return rc;
 }
 
+tnt_coll_args_t tnt__coll_args(const struct tnt_comm *comm, int kind,
+                               size_t count, tnt_dtype_t dtype, tnt_op_t op,
+                               int root, int in_place)
+{
+    tnt_coll_args_t a = {
+        .kind = kind, .dtype = dtype, .op = op, .count = count,
+        .root = root, .rank = comm->rank, .nranks = comm->nranks,
+        .esize = tnt_dtype_size(dtype), .in_place = in_place,
+        .segment_bytes = comm->params.segment_bytes,
+        .topo = (comm->topo.nranks > 1 &&
+                 comm->params.topology == TNT_TOPOLOGY_AUTO)
+                    ? &comm->topo : NULL,
+        .intra_host = comm->intra_host,
+        .host_cpus = comm->host_cpus,
+        .ready_min_bytes = comm->ready_min_bytes,
+    };
+    return a;
+}
+
 tnt_result_t tnt__engine_post(struct tnt_comm *comm,
                               const tnt_coll_args_t *args, const void *send,
                               void *recv, unsigned flags,

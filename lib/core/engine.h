@@ -479,6 +479,14 @@ enum {
     TNT_POST_BLOCK = 4
 };
 
+/** The arguments of a collective on comm as the engine takes them: the
+ *  call's (kind, count, dtype, op, root, in place) and the
+ *  communicator's (rank, size, segment size, host layout, intra_host,
+ *  CPUs). The entry layer (entry.c), fusion and the timeline's clock
+ *  alignment build their posts with it. */
+tnt_coll_args_t tnt__coll_args(const struct tnt_comm *comm, int kind,
+                               size_t count, tnt_dtype_t dtype, tnt_op_t op,
+                               int root, int in_place);
 /** Post a collective (builds its schedule); on success *req is active. */
 tnt_result_t tnt__engine_post(struct tnt_comm *comm,
                               const tnt_coll_args_t *args, const void *send,

@@ -1,82 +1,86 @@
 /*
- * tnt_send, tnt_recv and their nonblocking forms: argument checks, then a
- * post to the engine as a request of kind TNT_COLL_P2P (core/p2p.h says
- * how it is numbered apart from the collectives). Blocking calls are
- * post + wait, as in collective_api.c.
+ * tnt_send, tnt_recv and their nonblocking forms: what they check beyond
+ * the shared checks (core/entry.h: the peer, the tag, the buffer) and
+ * what they post, a request of kind TNT_COLL_P2P (core/p2p.h says how it
+ * is numbered apart from the collectives).
  */
 #include <stdint.h>
 
-#include "core/comm.h"
+#include "core/entry.h"
 #include "util/error.h"
 
-#define BLOCKING (TNT_POST_WAIT_NEXT | TNT_POST_BLOCK)
+/* The direction and tag of one call (tnt_entry_call_t.extra). */
+typedef struct p2p_call {
+    int send;
+    int tag;
+} p2p_call_t;
 
-static tnt_result_t post(tnt_comm_t comm, int send, const void *buf,
-                         size_t count, tnt_dtype_t dtype, int peer, int tag,
-                         unsigned flags, tnt_request_t *req)
+static tnt_result_t p2p_check(tnt_entry_call_t *c)
 {
-    const char *fn = send ? (flags ? "tnt_send" : "tnt_isend")
-                          : (flags ? "tnt_recv" : "tnt_irecv");
-    TNT_CHECK(tnt__comm_check(comm, fn));
-    size_t esize = tnt_dtype_size(dtype);
-    if (esize == 0)
-        return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: unknown dtype "
-                          "%d; expected TNT_F32..TNT_U64", comm->rank, fn,
-                          (int)dtype);
+    const p2p_call_t *p = c->extra;
+    tnt_comm_t comm = c->comm;
+    int peer = c->root;
     if (peer < 0 || peer >= comm->nranks || peer == comm->rank)
         return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: peer %d is %s; "
-                          "expected another rank of 0..%d", comm->rank, fn,
-                          peer, peer == comm->rank ? "this rank"
-                                                   : "not a rank",
+                          "expected another rank of 0..%d", comm->rank,
+                          c->fn, peer, peer == comm->rank ? "this rank"
+                                                          : "not a rank",
                           comm->nranks - 1);
-    if (tag < 0 || tag > TNT_TAG_MAX)
+    if (p->tag < 0 || p->tag > TNT_TAG_MAX)
         return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: tag %d; "
-                          "expected 0..TNT_TAG_MAX (%d)", comm->rank, fn,
-                          tag, TNT_TAG_MAX);
-    if (count > SIZE_MAX / esize)
-        return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: count %zu of %s "
-                          "overflows the address space", comm->rank, fn,
-                          count, tnt_dtype_name(dtype));
-    if (count > 0 && !buf)
-        return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: buffer is NULL "
-                          "with count %zu", comm->rank, fn, count);
-    if (!req)
-        return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: request output "
-                          "pointer is NULL", comm->rank, fn);
-    *req = NULL;
-    tnt_coll_args_t a = tnt__coll_args(comm, TNT_COLL_P2P, count, dtype,
-                                       TNT_SUM, peer, 0);
-    a.p2p_send = send;
-    a.tag = (uint32_t)tag;
-    return tnt__engine_post(comm, &a, send ? buf : NULL,
-                            send ? NULL : (void *)(uintptr_t)buf, flags,
-                            req);
+                          "expected 0..TNT_TAG_MAX (%d)", comm->rank, c->fn,
+                          p->tag, TNT_TAG_MAX);
+    TNT_CHECK(tnt__entry_need(c, p->send ? c->send : c->recv, "buffer"));
+    c->args.p2p_send = p->send;
+    c->args.tag = (uint32_t)p->tag;
+    c->post_send = p->send ? c->send : NULL;
+    c->post_recv = p->send ? NULL : c->recv;
+    return TNT_SUCCESS;
 }
+
+static const tnt_entry_op_t send_op = {
+    TNT_COLL_P2P, "tnt_send", "tnt_isend", 0, p2p_check};
+static const tnt_entry_op_t recv_op = {
+    TNT_COLL_P2P, "tnt_recv", "tnt_irecv", 0, p2p_check};
 
 TNT_API tnt_result_t tnt_isend(tnt_comm_t comm, const void *buf,
                                size_t count, tnt_dtype_t dtype, int peer,
                                int tag, tnt_request_t *req)
 {
-    return post(comm, 1, buf, count, dtype, peer, tag, 0, req);
+    p2p_call_t p = {1, tag};
+    tnt_entry_call_t c = {.comm = comm, .send = buf, .count = count,
+                          .dtype = dtype, .op = TNT_SUM, .root = peer,
+                          .extra = &p};
+    return tnt__entry_post(&send_op, &c, req);
 }
 
 TNT_API tnt_result_t tnt_irecv(tnt_comm_t comm, void *buf, size_t count,
                                tnt_dtype_t dtype, int peer, int tag,
                                tnt_request_t *req)
 {
-    return post(comm, 0, buf, count, dtype, peer, tag, 0, req);
+    p2p_call_t p = {0, tag};
+    tnt_entry_call_t c = {.comm = comm, .recv = buf, .count = count,
+                          .dtype = dtype, .op = TNT_SUM, .root = peer,
+                          .extra = &p};
+    return tnt__entry_post(&recv_op, &c, req);
 }
 
 TNT_API tnt_result_t tnt_send(tnt_comm_t comm, const void *buf, size_t count,
                               tnt_dtype_t dtype, int peer, int tag)
 {
-    tnt_request_t req; /* NULL on return: the call waited */
-    return post(comm, 1, buf, count, dtype, peer, tag, BLOCKING, &req);
+    p2p_call_t p = {1, tag};
+    tnt_entry_call_t c = {.comm = comm, .send = buf, .count = count,
+                          .dtype = dtype, .op = TNT_SUM, .root = peer,
+                          .extra = &p};
+    return tnt__entry_run(&send_op, &c);
 }
 
 TNT_API tnt_result_t tnt_recv(tnt_comm_t comm, void *buf, size_t count,
                               tnt_dtype_t dtype, int peer, int tag)
 {
-    tnt_request_t req; /* NULL on return: the call waited */
-    return post(comm, 0, buf, count, dtype, peer, tag, BLOCKING, &req);
+    p2p_call_t p = {0, tag};
+    tnt_entry_call_t c = {.comm = comm, .recv = buf, .count = count,
+                          .dtype = dtype, .op = TNT_SUM, .root = peer,
+                          .extra = &p};
+    return tnt__entry_run(&recv_op, &c);
 }
