@@ -237,15 +237,35 @@ static void test_bad_args(void)
  * its collective #BEHIND_SEQ, while every other rank waits in it, each
  * for its left neighbour. A helper process resumes rank 3 after the
  * others have failed. Every survivor's timeout must name rank 3 as the
- * rank behind, not the neighbour it waits for itself. */
+ * rank behind, not the neighbour it waits for itself; its messages are
+ * small enough for the socket buffers, so nobody is blocked sending to
+ * it and nobody may say it is "not reading".
+ *
+ * The same with rank 3's partners blocked sending to it (issue 34):
+ * p=4, recursive doubling, 200 KB messages (eager: they leave at once)
+ * over TNT_SOCKET_BUFFER=4k. Rank 2 (first step) and rank 1 (second) are
+ * blocked in their sends to the stopped rank 3: each one's own hang
+ * report (tnt_comm_report, read while it waits) must say "blocked sending
+ * to rank 3"; rank 0 waits for rank 2, which answers that it is blocked
+ * sending to rank 3. Whichever rank times out first (its text goes to
+ * all), every error must say that rank 3 is not reading and none may call
+ * rank 0, 1 or 2 behind (they are inside the library). Before issue 34
+ * all said "rank 3 is behind ... (stopped, or not calling the library?)"
+ * and nothing of the blocked sends. */
 enum { BEHIND_P = 5, BEHIND_SEQ = 6, BEHIND_COUNT = 4096 };
+enum { BLOCKED_P = 4, BLOCKED_COUNT = 50000 };
+
+typedef struct behind_arg {
+    size_t count;
+    int blocked;   /* rank 3's partners block sending to it */
+} behind_arg_t;
 
 static int behind_rank(tnt_comm_t comm, int rank, int p, void *arg,
                        th_report_t *rep)
 {
     (void)p;
-    (void)arg;
-    int32_t *buf = th_xmalloc(BEHIND_COUNT * sizeof(int32_t));
+    const behind_arg_t *a = arg;
+    int32_t *buf = th_xmalloc(a->count * sizeof(int32_t));
     tnt_result_t rc = TNT_SUCCESS;
     for (int k = 0; k <= BEHIND_SEQ && rc == TNT_SUCCESS; k++) {
         if (rank == 3 && k == BEHIND_SEQ) {
@@ -257,32 +277,60 @@ static int behind_rank(tnt_comm_t comm, int rank, int p, void *arg,
             }
             raise(SIGSTOP);
         }
-        for (int j = 0; j < BEHIND_COUNT; j++)
-            buf[j] = rank + j;
-        rc = tnt_allreduce(comm, TNT_IN_PLACE, buf, BEHIND_COUNT, TNT_I32,
-                           TNT_SUM);
+        for (size_t j = 0; j < a->count; j++)
+            buf[j] = rank + (int32_t)j;
+        if (!a->blocked || k < BEHIND_SEQ || (rank != 1 && rank != 2)) {
+            rc = tnt_allreduce(comm, TNT_IN_PLACE, buf, a->count, TNT_I32,
+                               TNT_SUM);
+            continue;
+        }
+        /* Rank 3's partners: their own hang report, read while the
+         * collective waits (the first rank to time out sends its text to
+         * all, so the error may be another rank's). */
+        tnt_request_t req;
+        rc = tnt_iallreduce(comm, TNT_IN_PLACE, buf, a->count, TNT_I32,
+                            TNT_SUM, &req);
+        char text[4096] = "";
+        int seen = 0;
+        while (rc == TNT_SUCCESS &&
+               (rc = tnt_wait_timeout(req, 0.1)) == TNT_TIMEOUT) {
+            rc = tnt_comm_report(comm, text, sizeof text);
+            seen = seen || strstr(text, "blocked sending to rank 3") != NULL;
+        }
+        th_report_expect(rep, "own_report_blocked", seen, rc, "%s", text);
+        tnt_request_free(req);
     }
     const char *err = rc == TNT_SUCCESS ? "succeeded" : tnt_last_error();
     th_report_expect(rep, "timeout", rc != TNT_SUCCESS, rc, "%s", err);
-    int named = strstr(err, "rank 3 is behind") != NULL ||
-                strstr(err, "rank 3 has not reached") != NULL;
+    int named;
+    if (!a->blocked) {
+        named = (strstr(err, "rank 3 is behind") != NULL ||
+                 strstr(err, "rank 3 has not reached") != NULL) &&
+                strstr(err, "not reading") == NULL;
+    } else {
+        /* Ranks 1 and 2 of their own send, rank 0 from rank 2's answer.
+         * Nobody inside the library is called behind. */
+        named = strstr(err, "rank 3 is not reading") != NULL &&
+                strstr(err, "rank 0 is behind") == NULL &&
+                strstr(err, "rank 1 is behind") == NULL &&
+                strstr(err, "rank 2 is behind") == NULL;
+    }
     th_report_expect(rep, "names_rank_3", rank == 3 || named, rc, "%s", err);
     free(buf);
     return 0;
 }
 
-static void test_names_rank_behind(void)
+static void behind_job(const char *name, int p, const char *const *env,
+                       behind_arg_t *a)
 {
-    const char *env[] = {"TNT_TIMEOUT=4", "TNT_TRANSPORT=tcp",
-                         "TNT_ALLREDUCE_ALGO=ring", "TNT_LOG_LEVEL=ERROR",
-                         NULL};
-    th_job_t job = {"rank 3 stopped, p=5 ring", BEHIND_P, env, behind_rank,
-                    NULL, 90, 0, 2};
+    th_job_t job = {name, p, env, behind_rank, a, 90, 0, 2};
     th_result_t res;
     th_run_job(&job, &res);
-    for (int r = 0; r < BEHIND_P; r++) {
-        const char *names[] = {"timeout", "names_rank_3"};
-        for (int k = 0; k < 2; k++) {
+    for (int r = 0; r < p; r++) {
+        const char *names[] = {"timeout", "names_rank_3",
+                               "own_report_blocked"};
+        int blocked_rank = a->blocked && (r == 1 || r == 2);
+        for (int k = 0; k < 2 + blocked_rank; k++) {
             const th_case_t *c = th_find_case(&res, r, names[k]);
             TH_CHECK(c && c->ok, "rank %d: %s: %s", r, names[k],
                      c ? c->msg : "no report");
@@ -293,8 +341,28 @@ static void test_names_rank_behind(void)
     th_result_free(&res);
 }
 
+static void test_names_rank_behind(void)
+{
+    const char *env[] = {"TNT_TIMEOUT=4", "TNT_TRANSPORT=tcp",
+                         "TNT_ALLREDUCE_ALGO=ring", "TNT_LOG_LEVEL=ERROR",
+                         NULL};
+    behind_arg_t a = {BEHIND_COUNT, 0};
+    behind_job("rank 3 stopped, p=5 ring", BEHIND_P, env, &a);
+}
+
+static void test_names_rank_not_reading(void)
+{
+    const char *env[] = {"TNT_TIMEOUT=4", "TNT_TRANSPORT=tcp",
+                         "TNT_ALLREDUCE_ALGO=rd", "TNT_SOCKET_BUFFER=4k",
+                         "TNT_LOG_LEVEL=ERROR", NULL};
+    behind_arg_t a = {BLOCKED_COUNT, 1};
+    behind_job("rank 3 stopped, its partners blocked sending, p=4 rd",
+               BLOCKED_P, env, &a);
+}
+
 static const th_test_def_t k_tests[] = {
     {"report", "names_rank_behind", test_names_rank_behind},
+    {"report", "names_rank_not_reading", test_names_rank_not_reading},
     {"report", "in_flight", test_report_in_flight},
     {"report", "own_handler", test_own_handler},
     {"report", "bad_args", test_bad_args},

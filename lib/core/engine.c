@@ -608,10 +608,13 @@ void tnt__send_data(struct tnt_comm *comm, struct tnt_request *req,
                                   sop->bytes, os);
     if (rc >= 0)
         tnt__count_sent(&comm->stats, p->tpi, sop->bytes);
-    if (rc == TNT_SUCCESS)
+    if (rc == TNT_SUCCESS) {
         tnt__op_complete(req, op);
-    else if (rc == TNT_INPROGRESS)
+    } else if (rc == TNT_INPROGRESS) {
         p->sends_inflight++;
+        os->in_tp = 1;
+        os->tp_at = tnt__now();
+    }
     else if (rc < 0) {
         char what[300];
         snprintf(what, sizeof(what), "sending %s #%" PRIu64 " failed: %s",
@@ -784,6 +787,7 @@ static void post_recv(struct tnt_comm *comm, struct tnt_request *req,
         }
         if (!u->complete) {
             u->claimed = os; /* copied when its payload has landed */
+            os->arriving = 1;
             return;
         }
         tnt__deliver_unexpected(comm, p, u, os);

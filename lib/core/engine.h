@@ -90,6 +90,7 @@ typedef struct tnt_notice_rx {
     uint64_t seq;              /* a progress note's fields (below) */
     uint32_t step;
     int32_t waits;
+    int sending;
     char text[TNT_NOTICE_MAX + 1];
 } tnt_notice_rx_t;
 
@@ -97,10 +98,14 @@ typedef struct tnt_notice_rx {
  * collective reaches its deadline, and answered once by every rank that
  * gets one. seq is the collective the sender is in (or, with step
  * TNT_PROGRESS_IDLE, the next one it has not called yet), step and root
- * the step and the rank it waits for (-1: none). With the answers, the
- * rank that times out follows the chain of waits to the rank actually
- * behind (report.c) instead of blaming its own neighbour. */
+ * the step and the rank it waits for (-1: none), op TNT_PROGRESS_SENDING
+ * when it waits for a send to that rank which the transport holds (the
+ * connection takes no more: that rank is not reading), else 0 (it waits
+ * to receive from it). With the answers, the rank that times out follows
+ * the chain of waits to the rank actually behind (report.c) instead of
+ * blaming its own neighbour, or a rank blocked in its send. */
 #define TNT_PROGRESS_IDLE UINT32_MAX
+#define TNT_PROGRESS_SENDING 1
 typedef struct tnt_progress_tx {
     int type;                  /* TNT_COOKIE_PROGRESS */
     int peer;
@@ -114,6 +119,7 @@ typedef struct tnt_progress_rx {
     uint64_t seq;
     uint32_t step;
     int32_t waits;
+    int sending;               /* blocked sending to waits */
 } tnt_progress_rx_t;
 
 struct tnt_request;
@@ -133,6 +139,11 @@ typedef struct tnt_opstate {
     /* Flow control (engine_flow.c). Receives: a CTS went to the peer, or
      * is owed once the connection is up. Sends: parked for the CTS. */
     uint8_t cts_sent, cts_due, parked;
+    /* For the hang report (report.c). Sends: the transport holds it (its
+     * send returned TNT_INPROGRESS) since tp_at, until on_send_done.
+     * Receives: the message's header is here, its payload arriving. */
+    uint8_t in_tp, arriving;
+    double tp_at;
     /* An on-host algorithm's (core/onhost/), ops[q] for peer q. */
     tnt_onhost_peer_t onhost;
 } tnt_opstate_t;

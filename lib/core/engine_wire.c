@@ -78,6 +78,7 @@ static tnt_result_t notice_header(struct tnt_comm *comm, int peer,
     n->seq = h->seq;
     n->step = h->step;
     n->waits = h->root;
+    n->sending = h->op == TNT_PROGRESS_SENDING;
     *dest = n->text;
     *cookie = n;
     return TNT_SUCCESS;
@@ -236,6 +237,7 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
                 return TNT_ERR_MISMATCH;
             }
             *pp = os->next;
+            os->arriving = 1;
             if (!os->cts_sent)
                 tnt__flow_consumed(comm, p, payload_len);
             *dest = tnt__ref_ptr(req, sop->dst);
@@ -335,6 +337,7 @@ static void up_send_done(void *core, void *cookie)
     }
     tnt_opstate_t *os = cookie;
     comm->peers[os->coll->sched->ops[os->op].peer].sends_inflight--;
+    os->in_tp = 0;
     tnt__op_complete(os->coll, os->op);
     tnt__run_ready(comm, os->coll);
 }

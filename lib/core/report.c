@@ -88,10 +88,53 @@ static size_t append(char *buf, size_t len, size_t n, const char *fmt, ...)
     return (size_t)w >= len - n ? len - 1 : n + (size_t)w;
 }
 
+/* What a full connection to a peer means, in the words of its transport
+ * (the core knows only that the transport holds the send). */
+static const char *full_words(const tnt_transport_t *tp)
+{
+    const char *name = tp && tp->name ? tp->name : "";
+    if (strncmp(name, "tcp", 3) == 0)
+        return "its socket buffer is full";
+    if (strcmp(name, "shm") == 0)
+        return "the ring to it is full, or it has not copied the message";
+    return "the transport takes no more";
+}
+
+/* One send or receive that req waits for, and where it stands: a send
+ * parked for the receiver's clear-to-send, or held by the transport (the
+ * receiver is not reading, or the connection is stalled: the sender is
+ * inside the library, blocked, and not the one behind); a receive whose
+ * message has begun arriving (the sender is sending it). */
+static size_t describe_op(const struct tnt_comm *comm,
+                          const struct tnt_request *req, uint32_t i,
+                          double now, char *buf, size_t len, size_t n)
+{
+    const tnt_sop_t *s = &req->sched->ops[i];
+    const tnt_opstate_t *os = &req->ops[i];
+    int send = s->kind == TNT_SOP_SEND;
+    n = append(buf, len, n, "%s step %u %s rank %d (%zu bytes)",
+               send ? "send" : "recv", s->step, send ? "to" : "from",
+               s->peer, s->bytes);
+    if (send && os->in_tp)
+        n = append(buf, len, n, ", blocked sending to rank %d for %.1f s "
+                   "(%s: rank %d is not reading, or the connection is "
+                   "stalled)", s->peer, now - os->tp_at,
+                   full_words(comm ? comm->peers[s->peer].tp : NULL),
+                   s->peer);
+    else if (send && os->parked)
+        n = append(buf, len, n, ", waiting for rank %d's clear-to-send "
+                   "(its receive is not posted)", s->peer);
+    else if (!send && os->arriving)
+        n = append(buf, len, n, ", arriving (rank %d is sending it)",
+                   s->peer);
+    return n;
+}
+
 void tnt__report_waits(const struct tnt_request *req, char *buf, size_t len)
 {
     size_t n = 0;
     int shown = 0;
+    double now = tnt__now();
     buf[0] = '\0';
     if (tnt__algo_onhost(req->algo) && tnt__onhost_report(req, buf, len))
         return;
@@ -112,11 +155,9 @@ void tnt__report_waits(const struct tnt_request *req, char *buf, size_t len)
             continue;
         if (s->kind != TNT_SOP_SEND && s->kind != TNT_SOP_RECV)
             continue;
-        n = append(buf, len, n, "%s%s step %u %s rank %d (%zu bytes)",
-                   shown ? "; " : "",
-                   s->kind == TNT_SOP_SEND ? "send" : "recv", s->step,
-                   s->kind == TNT_SOP_SEND ? "to" : "from", s->peer,
-                   s->bytes);
+        if (shown)
+            n = append(buf, len, n, "; ");
+        n = describe_op(req->comm, req, i, now, buf, len, n);
         shown++;
     }
     if (!shown)
@@ -125,10 +166,13 @@ void tnt__report_waits(const struct tnt_request *req, char *buf, size_t len)
 
 /* ---- progress notes: who is actually behind --------------------------- */
 
-/* This rank's oldest collective in flight, its first posted receive not
- * yet done (step, peer), or the next collective when none is in flight. */
+/* This rank's oldest collective in flight and what it waits for there:
+ * the earliest step with a receive not yet done or a send the transport
+ * holds (*sending: the wait is that send; it wins a tie, since a rank
+ * blocked sending to a peer waits for that peer to read, whatever it
+ * receives), or the next collective when none is in flight. */
 static void my_progress(struct tnt_comm *comm, uint64_t *seq,
-                        uint32_t *step, int32_t *waits)
+                        uint32_t *step, int32_t *waits, int *sending)
 {
     const struct tnt_request *old = NULL;
     for (const struct tnt_request *r = tnt__active_first(comm); r;
@@ -138,15 +182,21 @@ static void my_progress(struct tnt_comm *comm, uint64_t *seq,
     *seq = old ? old->seq : comm->next_seq;
     *step = old ? 0 : TNT_PROGRESS_IDLE;
     *waits = -1;
+    *sending = 0;
     if (!old || tnt__algo_onhost(old->algo))
         return;
     for (uint32_t i = 0; i < old->sched->nops; i++) {
         const tnt_sop_t *s = &old->sched->ops[i];
         const tnt_opstate_t *os = &old->ops[i];
-        if (!os->done && os->deps_left == 0 && s->kind == TNT_SOP_RECV &&
-            (*waits < 0 || s->step < *step)) {
+        int blocked = s->kind == TNT_SOP_SEND && os->in_tp;
+        if (os->done || os->deps_left != 0 ||
+            (s->kind != TNT_SOP_RECV && !blocked))
+            continue;
+        if (*waits < 0 || s->step < *step ||
+            (s->step == *step && blocked && !*sending)) {
             *step = s->step;
             *waits = s->peer;
+            *sending = blocked;
         }
     }
 }
@@ -156,7 +206,8 @@ void tnt__progress_send(struct tnt_comm *comm)
     uint64_t seq;
     uint32_t step;
     int32_t waits;
-    my_progress(comm, &seq, &step, &waits);
+    int sending;
+    my_progress(comm, &seq, &step, &waits, &sending);
     comm->fault.progress_sent = seq + 1;
     for (int i = 0; i < comm->nranks; i++) {
         tnt_peer_t *p = &comm->peers[i];
@@ -174,6 +225,7 @@ void tnt__progress_send(struct tnt_comm *comm)
         t->hdr.seq = seq;
         t->hdr.step = step;
         t->hdr.root = waits;
+        t->hdr.op = sending ? TNT_PROGRESS_SENDING : 0;
         t->hdr.nranks = comm->nranks;
         tnt_result_t rc = p->tp->send(p->tp_ctx, p->ep, &t->hdr,
                                       sizeof(t->hdr), NULL, 0, t);
@@ -198,42 +250,94 @@ void tnt__progress_arrived(struct tnt_comm *comm, int peer,
     g->seq = n->seq;
     g->step = n->step;
     g->waits = n->waits >= 0 && n->waits < comm->nranks ? n->waits : -1;
+    g->sending = g->waits >= 0 && n->sending;
     /* Answer once per collective, so that the asker hears every rank. */
     uint64_t seq;
     uint32_t step;
     int32_t waits;
-    my_progress(comm, &seq, &step, &waits);
+    int sending;
+    my_progress(comm, &seq, &step, &waits, &sending);
     if (comm->fault.progress_sent != seq + 1)
         tnt__progress_send(comm);
 }
 
+/* Has a message of req from `peer` begun arriving here (its header came,
+ * its payload has not, all of it)? Then that peer is inside the library,
+ * sending. */
+static int message_arriving(const struct tnt_comm *comm,
+                            const struct tnt_request *req, int peer)
+{
+    for (uint32_t i = 0; i < req->sched->nops; i++) {
+        const tnt_sop_t *s = &req->sched->ops[i];
+        if (s->kind == TNT_SOP_RECV && s->peer == peer &&
+            !req->ops[i].done && req->ops[i].arriving)
+            return 1;
+    }
+    for (const tnt_unexp_t *u = comm->peers[peer].unexp_head; u; u = u->next)
+        if (u->hdr.seq == req->seq && !u->complete)
+            return 1;
+    return 0;
+}
+
 /* Follow the waits from this rank: each rank that answered and waits in
  * the same collective passes the blame on; the chain ends at a rank that
- * has not reached the collective or did not answer at all (stopped, or
- * not calling the library). Empty when the chain says nothing new. */
+ * has not reached the collective or did not answer at all. One that did
+ * not answer is named by what the others know of it: a rank blocked
+ * sending to it says it is not reading; a message from it arriving here
+ * says it is inside the library, sending (its answer would queue behind
+ * that message), and the connection is what stalls; otherwise it is
+ * stopped, or not calling the library. Empty when the chain says nothing
+ * new. */
 void tnt__report_behind(struct tnt_comm *comm, const struct tnt_request *req,
                         char *buf, size_t len)
 {
     uint64_t seq;
     uint32_t step;
     int32_t w;
-    my_progress(comm, &seq, &step, &w);
+    int sending;
+    my_progress(comm, &seq, &step, &w, &sending);
     buf[0] = '\0';
     if (w < 0 || seq != req->seq)
         return;
     double since = comm->fault.probe_at - comm->params.timeout_s;
-    char chain[160];
+    char chain[200];
     size_t n = append(chain, sizeof(chain), 0, "%d", comm->rank);
+    int from = comm->rank; /* the rank that waits for w */
+    int first = w, first_sending = sending;
     for (int hops = 0; w >= 0 && hops < comm->nranks; hops++) {
-        n = append(chain, sizeof(chain), n, " -> %d", w);
+        n = append(chain, sizeof(chain), n, " -> %d%s", w,
+                   sending ? " (send blocked)" : "");
         const tnt_progress_rx_t *g = &comm->peers[w].progress;
-        if (w == comm->rank)
+        if (w == comm->rank) {
+            /* This rank is blocked sending to a rank that answers and
+             * waits for it: that rank reads, the bytes do not pass. */
+            if (hops == 1 && first_sending && !sending)
+                append(buf, len, 0, "the connection to rank %d is "
+                       "stalled: rank %d answers, waiting in collective #%"
+                       PRIu64 " for what this rank cannot send it; waits: "
+                       "%s", first, first, req->seq, chain);
             break;
+        }
         if (g->at < since || g->at == 0) {
-            append(buf, len, 0, "rank %d is behind: it has not sent its "
-                   "part of collective #%" PRIu64 " and did not answer a "
-                   "progress query (stopped, or not calling the library?); "
-                   "waits: %s", w, req->seq, chain);
+            if (sending)
+                append(buf, len, 0, "rank %d is not reading: rank %d is "
+                       "blocked sending to it in collective #%" PRIu64
+                       " (the connection takes no more), and rank %d did "
+                       "not answer a progress query (stopped, or not "
+                       "calling the library?); waits: %s", w, from,
+                       req->seq, w, chain);
+            else if (message_arriving(comm, req, w))
+                append(buf, len, 0, "rank %d is sending its part of "
+                       "collective #%" PRIu64 " (its message began "
+                       "arriving here), but the rest does not come: it is "
+                       "blocked in its send (the connection from it is "
+                       "stalled) or stopped in it; waits: %s", w, req->seq,
+                       chain);
+            else
+                append(buf, len, 0, "rank %d is behind: it has not sent "
+                       "its part of collective #%" PRIu64 " and did not "
+                       "answer a progress query (stopped, or not calling "
+                       "the library?); waits: %s", w, req->seq, chain);
             return;
         }
         if (g->step == TNT_PROGRESS_IDLE || g->seq < req->seq) {
@@ -245,6 +349,8 @@ void tnt__report_behind(struct tnt_comm *comm, const struct tnt_request *req,
         }
         if (g->seq > req->seq || g->waits < 0)
             return;
+        from = w;
+        sending = g->sending;
         w = g->waits;
     }
 }
