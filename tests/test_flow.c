@@ -7,8 +7,8 @@
  * element right; so must allreduces of 8 MiB with one rank late and a
  * budget (1 MiB) smaller than one step's data. Without flow control the
  * late rank's progress thread read everything the root sent into early
- * buffers and the job failed on the budget ("more than
- * TNT_MAX_UNEXPECTED_BYTES ... bytes of early messages").
+ * buffers and the job failed on the budget ("early messages would
+ * exceed TNT_MAX_UNEXPECTED_BYTES ...").
  *
  * TNT_FLOW_BATCH (engine_flow.h): one CTS clears a run of a peer's
  * receives posted at once, and a collective sends one RTS per peer. The

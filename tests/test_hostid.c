@@ -74,7 +74,8 @@ static void test_override(void)
     setenv("TNT_HOST_ID", "rack3-node7", 1);
     TH_CHECK(tnt__host_id(id, sizeof(id)) == TNT_SUCCESS &&
                  strcmp(id, "rack3-node7") == 0, "override gave '%s'", id);
-    static const char *const bad[] = {"", "two words", "tab\there",
+    /* An empty value is unset (test_param_table: empty_is_unset). */
+    static const char *const bad[] = {"two words", "tab\there",
         "0123456789012345678901234567890123456789012345678901234567890123"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         setenv("TNT_HOST_ID", bad[i], 1);

@@ -1185,28 +1185,42 @@ static void test_flood(void)
 
 /* ---- the early-message budget ------------------------------------------ */
 
-/* Rank 2 arrives late to a barrier, so messages to it (and, depending on
- * timing, to others whose next receive is not posted yet) are early. Every
- * early message costs its descriptor against TNT_MAX_UNEXPECTED_BYTES, so
- * with a 16-byte budget even an empty one is refused: a peer cannot pile
- * up endless empty messages. Whichever rank meets one first fails with
- * that error; the others then lose it. */
+/* Rank 2 arrives late, and ranks 0 and 1 have posted 200 sends each to it
+ * meanwhile: above the eager limit (2 KiB here), so each waits for its
+ * receive and only leaves an empty record (an RTS) at rank 2. Every early
+ * message costs its descriptor against TNT_MAX_UNEXPECTED_BYTES, empty
+ * ones too, so 400 of them overflow a budget of 8 KiB (the least
+ * tnt_comm_init takes at p = 3): a peer cannot pile up endless empty
+ * messages. Rank 2 fails with that error; the others then lose it. */
+#define BUDGET_SENDS 200
 static int budget_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
                      th_report_t *rep)
 {
     (void)nranks;
     (void)arg;
+    static float buf[1024];
+    tnt_request_t req[BUDGET_SENDS] = {0};
+    int posted = 0;
     if (rank == 2)
         usleep(500000);
+    else
+        for (; posted < BUDGET_SENDS; posted++)
+            if (tnt_isend(comm, buf, 1024, TNT_F32, 2, posted,
+                          &req[posted]) != TNT_SUCCESS)
+                break;
     tnt_result_t rc = tnt_barrier(comm);
     th_report_expect(rep, "barrier", rc != TNT_SUCCESS, rc, "%s",
                      tnt_last_error());
+    for (int k = 0; k < posted; k++) {
+        tnt_wait(req[k]);
+        tnt_request_free(req[k]);
+    }
     return 0;
 }
 
 static void test_early_budget(void)
 {
-    const char *env[] = {"TNT_MAX_UNEXPECTED_BYTES=16", "TNT_TIMEOUT=20",
+    const char *env[] = {"TNT_MAX_UNEXPECTED_BYTES=8k", "TNT_TIMEOUT=20",
                          NULL};
     th_job_t job = {.name = "early budget", .nranks = 3, .env = env,
                     .fn = budget_fn, .deadline_s = 60};
@@ -1218,7 +1232,7 @@ static void test_early_budget(void)
         budget += c && c->rc == TNT_ERR_NO_MEMORY &&
                   strstr(c->msg, "TNT_MAX_UNEXPECTED_BYTES") != NULL;
     }
-    TH_CHECK(budget >= 1, "no rank failed on TNT_MAX_UNEXPECTED_BYTES=16 "
+    TH_CHECK(budget >= 1, "no rank failed on TNT_MAX_UNEXPECTED_BYTES=8k "
              "although empty early messages must count against it");
     th_result_free(&res);
 }

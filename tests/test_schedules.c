@@ -534,6 +534,81 @@ static void test_allreduce_many_ranks(void)
     CU_ASSERT_EQUAL(sim.errors, 0);
 }
 
+/* The tree's segments are never below TNT_TREE_MIN_SEG_BYTES, whatever
+ * TNT_SEGMENT_BYTES asks (docs/environment.md: "none under 4 KiB"): in
+ * every half only the last segment may be smaller, so a half has at most
+ * ceil(half / floor) segments. Then the multi-segment paths (the slot
+ * window of 16 wrapping) with buffers large enough to have them. */
+static void test_tree_segment_floor(void)
+{
+    static const int ps[] = {2, 3, 4, 5, 7, 8};
+    static const size_t segs[] = {64, 1000, 4096, 65536, 262144};
+    static const size_t cs[] = {1, 3, 1000, 1025, 300000, 1 << 20};
+    CU_ASSERT_EQUAL(TNT_TREE_MIN_SEG_BYTES, 4096);
+    for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++)
+        for (size_t si = 0; si < sizeof segs / sizeof segs[0]; si++)
+            for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++)
+                for (int r = 0; r < ps[pi]; r++) {
+                    tnt_coll_args_t a = args(TNT_COLL_ALLREDUCE, ps[pi],
+                                             cs[ci], TNT_F32, TNT_SUM,
+                                             segs[si]);
+                    a.rank = r;
+                    tnt_sched_t s;
+                    if (tnt__build_schedule(&a, TNT_ALGO_TREE, &s) !=
+                        TNT_SUCCESS) {
+                        CU_FAIL("tree schedule not built");
+                        continue;
+                    }
+                    size_t half[2] = {(cs[ci] + 1) / 2 * 4, cs[ci] / 2 * 4};
+                    uint32_t last[2] = {0, 0};
+                    for (uint32_t i = 0; i < s.nops; i++) {
+                        const tnt_sop_t *o = &s.ops[i];
+                        int t = o->step >= (1u << 16);
+                        uint32_t j = o->step & 0xffff;
+                        if (o->kind > TNT_SOP_RECV)
+                            continue;
+                        if (j > last[t])
+                            last[t] = j;
+                    }
+                    for (uint32_t i = 0; i < s.nops; i++) {
+                        const tnt_sop_t *o = &s.ops[i];
+                        int t = o->step >= (1u << 16);
+                        uint32_t j = o->step & 0xffff;
+                        if (o->kind <= TNT_SOP_RECV && j < last[t] &&
+                            o->bytes < TNT_TREE_MIN_SEG_BYTES) {
+                            i = s.nops - 1; /* one line a schedule */
+                            fprintf(stderr, "\ntree p=%d rank %d count "
+                                    "%zu seg %zu: segment %u of half %d "
+                                    "is %zu bytes\n", ps[pi], r, cs[ci],
+                                    segs[si], j, t, o->bytes);
+                            CU_FAIL("tree segment below the floor");
+                        }
+                    }
+                    for (int t = 0; t < 2; t++) {
+                        size_t most = (half[t] + TNT_TREE_MIN_SEG_BYTES - 1) /
+                                      TNT_TREE_MIN_SEG_BYTES;
+                        if (last[t] + 1 > (most ? most : 1)) {
+                            fprintf(stderr, "\ntree p=%d count %zu seg %zu: "
+                                    "%u segments in half %d\n", ps[pi],
+                                    cs[ci], segs[si], last[t] + 1, t);
+                            CU_FAIL("tree cuts more segments than the "
+                                    "floor allows");
+                        }
+                    }
+                    tnt__sched_destroy(&s);
+                }
+    /* Many segments of the floor's size (40 to a half: the window of 16
+     * wraps), in and out of place, AVG too. */
+    static const int pm[] = {2, 3, 5, 8};
+    for (size_t pi = 0; pi < sizeof pm / sizeof pm[0]; pi++)
+        for (int ip = 0; ip <= 1; ip++) {
+            tnt_coll_args_t a = args(TNT_COLL_ALLREDUCE, pm[pi], 40001,
+                                     TNT_F64, ip ? TNT_AVG : TNT_SUM, 64);
+            a.in_place = ip;
+            check(a, TNT_ALGO_TREE, "tree");
+        }
+}
+
 static void test_broadcast(void)
 {
     for (int p = 1; p <= 17; p++)
@@ -1093,6 +1168,7 @@ int main(void)
     CU_add_test(s, "allreduce oneshot/direct, p=1..8",
                 test_allreduce_intra_host);
     CU_add_test(s, "allreduce, p up to 1000", test_allreduce_many_ranks);
+    CU_add_test(s, "tree allreduce: segment floor", test_tree_segment_floor);
     CU_add_test(s, "broadcast binomial/pipeline, every root", test_broadcast);
     CU_add_test(s, "allgather and reduce_scatter", test_allgather_reduce_scatter);
     CU_add_test(s, "reduce, gather, scatter, alltoall", test_rooted_alltoall);

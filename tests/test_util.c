@@ -293,6 +293,7 @@ static void test_parse_size(void)
     }
     static const char *const bad[] = {
         "", "abc", "-1", "1x", "k", "32kk", "1 k", "0x10", "1.5M", "+-3",
+        " 4k", "4k ", "+4", "1e3",
         "99999999999999999999G", "99999999999999999999",
         "18446744073709551616", "17179869184G", "16777216T", "4Gx"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -324,7 +325,8 @@ static void test_parse_long_and_seconds(void)
                  l == 100,
              "parse_long('100') at the upper bound = %ld", l);
     static const char *const bad_long[] = {"", "101", "-1", "abc", "1x",
-                                           "99999999999999999999999", "1.0"};
+                                           "99999999999999999999999", "1.0",
+                                           " 5", "5 ", "+5", "0x10", "1e1"};
     for (size_t i = 0; i < sizeof bad_long / sizeof bad_long[0]; i++) {
         l = 77;
         tnt_result_t rc = tnt__parse_long("MY_INT", bad_long[i], 0, 100, &l);
@@ -334,16 +336,22 @@ static void test_parse_long_and_seconds(void)
     }
 
     double d = 0;
-    TH_CHECK(tnt__parse_seconds("S", "1.5", &d) == TNT_SUCCESS && d == 1.5,
+    TH_CHECK(tnt__parse_seconds("S", "1.5", 0, 100, &d) == TNT_SUCCESS &&
+                 d == 1.5,
              "parse_seconds('1.5') = %g", d);
-    TH_CHECK(tnt__parse_seconds("S", "0", &d) == TNT_SUCCESS && d == 0.0,
+    TH_CHECK(tnt__parse_seconds("S", "0", 0, 100, &d) == TNT_SUCCESS &&
+                 d == 0.0,
              "parse_seconds('0') = %g", d);
-    TH_CHECK(tnt__parse_seconds("S", "300", &d) == TNT_SUCCESS && d == 300.0,
-             "parse_seconds('300') = %g", d);
+    TH_CHECK(tnt__parse_seconds("S", "100", 0, 100, &d) == TNT_SUCCESS &&
+                 d == 100.0,
+             "parse_seconds('100') at the upper bound = %g", d);
     static const char *const bad_sec[] = {"", "abc", "-1", "inf", "nan",
-                                          "1s", "1e999", "-0.5"};
+                                          "1s", "1e999", "-0.5", "100.5",
+                                          "1e1", "0x10", " 5", "5 ", "+5",
+                                          ".5", "5."};
     for (size_t i = 0; i < sizeof bad_sec / sizeof bad_sec[0]; i++) {
-        tnt_result_t rc = tnt__parse_seconds("MY_SECS", bad_sec[i], &d);
+        tnt_result_t rc = tnt__parse_seconds("MY_SECS", bad_sec[i], 0, 100,
+                                             &d);
         TH_CHECK(rc < 0 && strstr(tnt_last_error(), "MY_SECS"),
                  "tnt__parse_seconds('%s') = rc %d; '%s'", bad_sec[i], rc,
                  tnt_last_error());

@@ -41,7 +41,7 @@ static void range_of(const tnt_env_def_t *d, char *buf, size_t len)
         snprintf(buf, len, "bytes, k/M/G suffixes (powers of 1024)");
         break;
     case TNT_ENV_T_SECONDS:
-        snprintf(buf, len, "seconds, a non-negative decimal");
+        snprintf(buf, len, "seconds, %ld..%ld, decimal", d->min, d->max);
         break;
     case TNT_ENV_T_LONG:
         snprintf(buf, len, "%ld..%ld", d->min, d->max);

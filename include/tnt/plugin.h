@@ -112,9 +112,17 @@ TNT_API tnt_result_t tnt_fusion_create(tnt_comm_t comm,
 
 /**
  * Gradient `tensor` is computed and lives at `data` (count elements of its
- * dtype) until the iteration ends. Returns at once; thread-safe. Calling
- * it twice for one tensor in an iteration, with an unknown index or after
- * an error is an error.
+ * dtype) until the iteration ends. Returns at once; thread-safe.
+ *
+ * Errors, two kinds. A call with a bad argument (an unknown index, NULL
+ * data for a tensor of count > 0, a second report of one tensor in an
+ * iteration; tnt_fusion_wait of an unknown index; tnt_fusion_wait_all
+ * before every tensor was reported) is refused with TNT_ERR_INVALID_ARG
+ * and changes nothing: the iteration goes on as if the call had not been
+ * made, so the caller can correct it. A failure of the context itself (a
+ * bucket's allreduce failed or timed out, a peer was lost) is sticky:
+ * that call and every later tnt_fusion_ready/wait/wait_all returns the
+ * error, naming the first failure, and the context can only be freed.
  */
 TNT_API tnt_result_t tnt_fusion_ready(tnt_fusion_t fusion, size_t tensor,
                                       void *data);

@@ -118,7 +118,9 @@ typedef struct tnt_config {
     int nranks;            /**< number of ranks in the job */
     const char *root_addr; /**< "host:port" of rank 0's rendezvous */
     const char *job_key;   /**< shared secret of the job (may be NULL) */
-    double timeout_s;      /**< per-operation deadline; <= 0: TNT_TIMEOUT */
+    double timeout_s;      /**< per-operation deadline, seconds; 0 (as
+                                set by TNT_CONFIG_INIT) or negative: not
+                                set here, TNT_TIMEOUT decides */
 } tnt_config_t;
 
 #define TNT_CONFIG_VERSION 1

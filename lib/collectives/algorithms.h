@@ -182,6 +182,9 @@ tnt_result_t tnt__allreduce_ring(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_rd(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_rab(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_hier(const tnt_coll_args_t *a, tnt_sched_t *s);
+/* The tree allreduce's segments are never smaller than this, whatever
+ * TNT_SEGMENT_BYTES says (but the last of a half, or a half this small). */
+#define TNT_TREE_MIN_SEG_BYTES ((size_t)4 << 10)
 tnt_result_t tnt__allreduce_tree(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__allreduce_oneshot(const tnt_coll_args_t *a,
                                     tnt_sched_t *s);

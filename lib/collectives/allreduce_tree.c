@@ -11,10 +11,13 @@
  * bytes once on each link, against recursive doubling's log2(p) whole
  * buffers and the ring's 2(p-1) latencies.
  *
- * Segments: at most a->segment_bytes, at least TREE_MIN_SEG_BYTES, and
- * TREE_TARGET_SEGS to a half in between: a pipeline of few large
- * segments fills slowly (each hop waits for a whole segment), one of many
- * small ones pays a message's overhead per segment (in the cost model,
+ * Segments: TREE_TARGET_SEGS to a half, at most a->segment_bytes, and
+ * never under TNT_TREE_MIN_SEG_BYTES, a floor that wins over a smaller
+ * a->segment_bytes (only the last segment of a half may be smaller):
+ * a user's TNT_SEGMENT_BYTES=64, meant for the chain or the ring, made
+ * the tree pay a message per 64 bytes (issue 34). A pipeline of few
+ * large segments fills slowly (each hop waits for a whole segment), one
+ * of many small ones pays a message's overhead per segment (in the cost model,
  * 512 ranks one a host on HDR, 16 segments of at least 8 KiB were
  * 1.3-1.6x slower than 64 of at least 4 KiB from 512 KiB to 8 MiB: the
  * fill of 2 depth hops of a segment each). A child's segments
@@ -45,7 +48,6 @@
  * allreduce_hier.c's stride between slices (2^21). */
 #define TREE_MAX_SEGMENTS ((size_t)1 << 16)
 #define TREE_TARGET_SEGS 64
-#define TREE_MIN_SEG_BYTES ((size_t)4 << 10)
 #define TREE_WINDOW 16
 
 /* Elements per segment, the same for both halves and every rank. */
@@ -54,10 +56,10 @@ static size_t tree_segelems(const tnt_coll_args_t *a)
     size_t off, len;
     tnt__chunk_range(a->count, 2, 0, &off, &len); /* the larger half */
     size_t want = len * a->esize / TREE_TARGET_SEGS;
-    if (want < TREE_MIN_SEG_BYTES)
-        want = TREE_MIN_SEG_BYTES;
     if (want > a->segment_bytes)
         want = a->segment_bytes;
+    if (want < TNT_TREE_MIN_SEG_BYTES)
+        want = TNT_TREE_MIN_SEG_BYTES;
     size_t seg = want / a->esize ? want / a->esize : 1;
     /* Bound the schedule's size (and the tags) for enormous buffers. */
     if (tnt__nsegments(len, seg) > TREE_MAX_SEGMENTS)

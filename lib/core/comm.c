@@ -270,6 +270,8 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
     tnt_result_t rc = tnt__auth_init();
     if (rc == TNT_SUCCESS)
         rc = tnt__params_load(&comm->params);
+    if (rc == TNT_SUCCESS)
+        rc = tnt__params_check_ranks(&comm->params, comm->nranks);
     if (rc == TNT_SUCCESS && comm->nranks > 1 &&
         !(config->job_key && *config->job_key))
         TNT_LOG_WARN("no job key (TNT_JOB_KEY): any process that can reach "

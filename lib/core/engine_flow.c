@@ -33,10 +33,15 @@ int tnt__flow_budget(struct tnt_comm *comm, int peer, size_t payload_len)
     size_t room = comm->params.max_unexpected_bytes - comm->unexp_bytes;
     if (room >= TNT_UNEXP_COST(0) && payload_len <= room - TNT_UNEXP_COST(0))
         return 1;
-    tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: more than "
-                     "TNT_MAX_UNEXPECTED_BYTES=%zu bytes of early "
-                     "messages (rank %d sent %zu more)", comm->rank,
-                     comm->params.max_unexpected_bytes, peer, payload_len);
+    tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: early messages "
+                     "would exceed TNT_MAX_UNEXPECTED_BYTES=%zu: %zu bytes "
+                     "are held by messages that arrived before their "
+                     "receives were posted, and rank %d sent another (%zu "
+                     "bytes of data, %zu with its record); post the "
+                     "receives sooner or raise TNT_MAX_UNEXPECTED_BYTES",
+                     comm->rank, comm->params.max_unexpected_bytes,
+                     comm->unexp_bytes, peer, payload_len,
+                     TNT_UNEXP_COST(payload_len));
     return 0;
 }
 

@@ -4,7 +4,6 @@
  * fallback to the default: a typo in a job script should stop the job.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,21 +14,30 @@
 #include "util/param.h"
 #include "util/param_table.h"
 
+/* The one grammar of numbers in every TNT_* variable (docs/environment.md,
+ * "Values"): a value is taken exactly as written, in plain decimal digits:
+ * no spaces, no '+', no 0x, no exponent; a minus only where the range has
+ * negative numbers; seconds may have a fraction ("2.5"), sizes a k/M/G/T
+ * suffix. A value out of the variable's range, overflow included, is an
+ * error naming the variable, never a silent clamp. */
+static size_t digits(const char *p)
+{
+    return strspn(p, "0123456789");
+}
+
 tnt_result_t tnt__parse_size(const char *what, const char *s, size_t *out)
 {
     if (!s || !*s)
         return tnt__error(TNT_ERR_CONFIG, "%s is empty; expected a size "
                           "in bytes such as 4096, 32k or 64M", what);
-    const char *p = s;
-    while (*p == ' ')
-        p++;
-    if (*p < '0' || *p > '9')
+    if (!digits(s))
         return tnt__error(TNT_ERR_CONFIG, "%s='%s' is not a size; expected "
-                          "a non-negative number of bytes with an optional "
-                          "k/M/G suffix", what, s);
+                          "decimal digits with an optional k/M/G/T suffix, "
+                          "such as 4096, 32k or 64M (no sign, spaces, 0x "
+                          "or exponent)", what, s);
     errno = 0;
     char *end;
-    unsigned long long v = strtoull(p, &end, 10);
+    unsigned long long v = strtoull(s, &end, 10);
     if (errno == ERANGE)
         return tnt__error(TNT_ERR_CONFIG, "%s='%s' is too large", what, s);
     unsigned shift = 0;
@@ -47,7 +55,9 @@ tnt_result_t tnt__parse_size(const char *what, const char *s, size_t *out)
         end++;
     if (*end != '\0')
         return tnt__error(TNT_ERR_CONFIG, "%s='%s' has trailing junk '%s'; "
-                          "expected e.g. 4096, 32k, 64M or 1G", what, s, end);
+                          "expected decimal digits with an optional k/M/G/T "
+                          "suffix, such as 4096, 32k, 64M or 1G", what, s,
+                          end);
     if (shift && v > (SIZE_MAX >> shift))
         return tnt__error(TNT_ERR_CONFIG, "%s='%s' is too large", what, s);
     if (v > SIZE_MAX)
@@ -62,27 +72,33 @@ tnt_result_t tnt__parse_long(const char *what, const char *s, long min,
     if (!s || !*s)
         return tnt__error(TNT_ERR_CONFIG, "%s is empty; expected an integer "
                           "in [%ld, %ld]", what, min, max);
+    const char *p = s + (*s == '-' && min < 0);
     errno = 0;
     char *end;
-    long v = strtol(s, &end, 10);
-    if (errno || *end != '\0' || v < min || v > max)
+    long v = digits(p) ? strtol(s, &end, 10) : 0;
+    if (!digits(p) || errno || *end != '\0' || v < min || v > max)
         return tnt__error(TNT_ERR_CONFIG, "%s='%s' is invalid; expected an "
-                          "integer in [%ld, %ld]", what, s, min, max);
+                          "integer in [%ld, %ld] in decimal digits", what, s,
+                          min, max);
     *out = v;
     return TNT_SUCCESS;
 }
 
-tnt_result_t tnt__parse_seconds(const char *what, const char *s, double *out)
+tnt_result_t tnt__parse_seconds(const char *what, const char *s, double min,
+                                double max, double *out)
 {
     if (!s || !*s)
-        return tnt__error(TNT_ERR_CONFIG, "%s is empty; expected seconds",
-                          what);
-    errno = 0;
-    char *end;
-    double v = strtod(s, &end);
-    if (errno || *end != '\0' || !isfinite(v) || v < 0)
-        return tnt__error(TNT_ERR_CONFIG, "%s='%s' is invalid; expected a "
-                          "non-negative number of seconds", what, s);
+        return tnt__error(TNT_ERR_CONFIG, "%s is empty; expected seconds "
+                          "from %g to %g", what, min, max);
+    size_t n = digits(s), f = s[n] == '.' ? digits(s + n + 1) : 0;
+    const char *end = s + n + (s[n] == '.' ? 1 + f : 0);
+    double v = n ? strtod(s, NULL) : 0.0;
+    if (!n || (s[n] == '.' && !f) || *end != '\0' || !(v >= min) ||
+        !(v <= max))
+        return tnt__error(TNT_ERR_CONFIG, "%s='%s' is invalid; expected "
+                          "seconds from %.15g to %.15g, in decimal digits "
+                          "with an optional fraction such as 30 or 2.5 (no "
+                          "sign, spaces or exponent)", what, s, min, max);
     *out = v;
     return TNT_SUCCESS;
 }
@@ -95,7 +111,8 @@ static tnt_result_t parse_kind_SIZE(const char *n, const char *s, size_t *o)
 static tnt_result_t parse_kind_SECONDS(const char *n, const char *s,
                                        double *o)
 {
-    return tnt__parse_seconds(n, s, o);
+    const tnt_env_def_t *d = tnt__env_find(n);
+    return tnt__parse_seconds(n, s, (double)d->min, (double)d->max, o);
 }
 
 static tnt_result_t parse_kind_MICROS(const char *n, const char *s,
@@ -187,7 +204,21 @@ tnt_result_t tnt__params_load(tnt_params_t *p)
         p->topology == TNT_TOPOLOGY_FLAT)
         return tnt__error(TNT_ERR_CONFIG, "TNT_ALLREDUCE_ALGO=hierarchical "
                           "contradicts TNT_TOPOLOGY=flat; unset one");
-    if (p->timeout_s <= 0)
-        return tnt__error(TNT_ERR_CONFIG, "TNT_TIMEOUT must be positive");
+    return TNT_SUCCESS;
+}
+
+tnt_result_t tnt__params_check_ranks(const tnt_params_t *p, int nranks)
+{
+    size_t peers = nranks > 1 ? (size_t)nranks - 1 : 1;
+    size_t need = peers * TNT_UNEXPECTED_MIN_PER_PEER;
+    if (p->max_unexpected_bytes < need)
+        return tnt__error(TNT_ERR_CONFIG, "TNT_MAX_UNEXPECTED_BYTES=%zu is "
+                          "too small for %d ranks: flow control keeps the "
+                          "early messages of each peer within it / (ranks "
+                          "- 1), and even a message that waits for its "
+                          "receive (every message, with TNT_EAGER_BYTES=0) "
+                          "leaves a record there; expected at least %zu "
+                          "(%zuk a peer)", p->max_unexpected_bytes, nranks,
+                          need, (size_t)TNT_UNEXPECTED_MIN_PER_PEER >> 10);
     return TNT_SUCCESS;
 }

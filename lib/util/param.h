@@ -15,9 +15,9 @@
 #include "tnt/tnt.h"
 
 /* X(field, table id, kind). kind: SIZE (bytes with k/M/G suffixes,
- * powers of 1024), SECONDS (decimal), MICROS (integer microseconds up to
- * 1 s, kept in seconds), ALGO (names of this collective's algorithms),
- * TOPOLOGY (auto or flat), SWITCH (0 or 1). */
+ * powers of 1024), SECONDS (decimal, in the table's range), MICROS
+ * (integer microseconds up to 1 s, kept in seconds), ALGO (names of this
+ * collective's algorithms), TOPOLOGY (auto or flat), SWITCH (0 or 1). */
 #define TNT_PARAM_LIST(X)                                                   \
     X(timeout_s, TIMEOUT, SECONDS)                                          \
     X(connect_timeout_s, CONNECT_TIMEOUT, SECONDS)                          \
@@ -52,14 +52,26 @@ typedef struct tnt_params {
 /** Read every knob from the environment (defaults where unset). */
 tnt_result_t tnt__params_load(tnt_params_t *p);
 
-/** "123", "32k", "4M", "1G", "64KiB" -> bytes. Rejects junk, negatives and
- *  overflow with a message naming `what`. */
+/* Room for early messages each peer needs at least: the records of
+ * messages waiting for their receive, a hundred bytes or so each, and an
+ * eager window worth having (engine_flow.h). */
+#define TNT_UNEXPECTED_MIN_PER_PEER (4 << 10)
+
+/** The rules that depend on the rank count: TNT_MAX_UNEXPECTED_BYTES of
+ *  at least TNT_UNEXPECTED_MIN_PER_PEER per peer. */
+tnt_result_t tnt__params_check_ranks(const tnt_params_t *p, int nranks);
+
+/* The three parsers share one grammar (param.c): decimal digits exactly
+ * as written, no spaces, sign (but a minus where min < 0), 0x or
+ * exponent; out of range or overflowing is an error naming `what`. */
+
+/** "123", "32k", "4M", "1G", "64KiB" -> bytes. */
 tnt_result_t tnt__parse_size(const char *what, const char *s, size_t *out);
 /** Decimal integer in [min, max]. */
 tnt_result_t tnt__parse_long(const char *what, const char *s, long min,
                              long max, long *out);
-/** Finite, non-negative decimal number. */
-tnt_result_t tnt__parse_seconds(const char *what, const char *s,
-                                double *out);
+/** Seconds in [min, max]: digits with an optional fraction ("2.5"). */
+tnt_result_t tnt__parse_seconds(const char *what, const char *s, double min,
+                                double max, double *out);
 
 #endif /* TNT_UTIL_PARAM_H */

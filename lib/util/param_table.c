@@ -36,7 +36,8 @@ const tnt_env_def_t *tnt__env_find(const char *name)
 const char *tnt__env(tnt_env_id_t id)
 {
     const tnt_env_def_t *d = tnt__env_def(id);
-    return d ? getenv(d->name) : NULL;
+    const char *v = d ? getenv(d->name) : NULL;
+    return (v && *v) ? v : NULL; /* empty means unset, for every variable */
 }
 
 const char *tnt__env_named(const char *name)
@@ -69,7 +70,8 @@ tnt_result_t tnt__env_check(const tnt_env_def_t *d, const char *s)
     case TNT_ENV_T_SIZE:
         return tnt__parse_size(d->name, s, &sz);
     case TNT_ENV_T_SECONDS:
-        return tnt__parse_seconds(d->name, s, &sec);
+        return tnt__parse_seconds(d->name, s, (double)d->min,
+                                  (double)d->max, &sec);
     case TNT_ENV_T_LONG:
         return tnt__parse_long(d->name, s, d->min, d->max, &l);
     case TNT_ENV_T_CHOICE:
@@ -111,7 +113,9 @@ tnt_result_t tnt__env_seconds(tnt_env_id_t id, double *out)
 {
     const tnt_env_def_t *d;
     const char *s = value_or_default(id, &d);
-    return s ? tnt__parse_seconds(d->name, s, out) : TNT_SUCCESS;
+    return s ? tnt__parse_seconds(d->name, s, (double)d->min,
+                                  (double)d->max, out)
+             : TNT_SUCCESS;
 }
 
 tnt_result_t tnt__env_long(tnt_env_id_t id, long *out)

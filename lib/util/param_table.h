@@ -21,8 +21,11 @@
 
 /* How a value is checked (tnt__env_check):
  *   SIZE     bytes with k/M/G suffixes (tnt__parse_size)
- *   SECONDS  finite non-negative decimal (tnt__parse_seconds)
+ *   SECONDS  decimal seconds in [min, max] (tnt__parse_seconds)
  *   LONG     decimal integer in [min, max] (tnt__parse_long)
+ * Numbers follow one grammar (util/param.h): digits as written, no
+ * spaces, sign, 0x or exponent. An empty value means unset, for every
+ * variable (tnt__env).
  *   CHOICE   one of the '|'-separated words of `values`
  *   FLAG     any text: off for 0 (or empty), on otherwise
  *   TEXT     any non-empty text; its reader parses it (`values` says how)
@@ -40,8 +43,8 @@ typedef enum tnt_env_type {
 
 /* X(id, name, type, default, min, max, values, strict, reader, help).
  * default NULL: unset means the reader derives the value (the help says
- * from what). min, max: LONG only. values: CHOICE's words, or how TEXT is
- * read. strict 0: a malformed value falls back, with at most a warning. */
+ * from what). min, max: LONG and SECONDS. values: CHOICE's words, or
+ * how TEXT is read. strict 0: a malformed value falls back, with at most a warning. */
 #define TNT_ENV_LIST(X)                                                     \
     /* launcher (tnt-run sets these; docs/launchers.md) */                  \
     X(RANK, "TNT_RANK", LONG, NULL, 0, TNT_ENV_MAX_RANKS - 1, NULL, 1,      \
@@ -70,10 +73,10 @@ typedef enum tnt_env_type {
       TNT_ENV_MAX_RANKS, NULL, 1, "boot/bootstrap.c",                       \
       "from this rank count the table goes down a tree, not from rank 0")  \
     /* the engine (util/param.c, read at tnt_comm_init) */                  \
-    X(TIMEOUT, "TNT_TIMEOUT", SECONDS, "300", 0, 0, NULL, 1,                \
-      "util/param.c", "deadline of every operation, seconds (> 0)")         \
+    X(TIMEOUT, "TNT_TIMEOUT", SECONDS, "300", 1, 1000000, NULL, 1,          \
+      "util/param.c", "deadline of every operation, seconds")               \
     X(CONNECT_TIMEOUT, "TNT_CONNECT_TIMEOUT", SECONDS, "60",                \
-      0, 0, NULL, 1, "util/param.c",                                        \
+      1, 1000000, NULL, 1, "util/param.c",                                  \
       "deadline to reach rank 0 and all peers at start, seconds")           \
     X(SEGMENT_BYTES, "TNT_SEGMENT_BYTES", SIZE, "256k", 0, 0,               \
       NULL, 1, "util/param.c",                                              \
@@ -90,14 +93,15 @@ typedef enum tnt_env_type {
       "force a broadcast algorithm")                                        \
     X(MAX_UNEXPECTED_BYTES, "TNT_MAX_UNEXPECTED_BYTES", SIZE, "1G",         \
       0, 0, NULL, 1, "util/param.c",                                        \
-      "memory for messages that arrive before their receive is posted")     \
+      "memory for messages that arrive before their receive is posted "     \
+      "(at least 4k per peer)")                                             \
     X(EAGER_BYTES, "TNT_EAGER_BYTES", SIZE, "256k", 0, 0, NULL,              \
       1, "util/param.c",                                                    \
       "larger messages wait until the receiver has posted its receive")     \
     X(EAGER_WINDOW, "TNT_EAGER_WINDOW", SIZE, "1M", 0, 0, NULL,             \
       1, "util/param.c",                                                    \
       "eager bytes per peer sent and not yet consumed by its receives")     \
-    X(FLOW_BATCH, "TNT_FLOW_BATCH", LONG, "0", 0, 1, NULL, 0,               \
+    X(FLOW_BATCH, "TNT_FLOW_BATCH", LONG, "0", 0, 1, NULL, 1,               \
       "util/param.c",                                                       \
       "1: one CTS clears a run of a peer's receives, one RTS per "          \
       "collective and peer; 0: one of each per message")                    \
@@ -141,7 +145,7 @@ typedef enum tnt_env_type {
       "SO_SNDBUF/SO_RCVBUF of data sockets (0: kernel autotuning)")         \
     X(SOCKETS_PER_PEER, "TNT_SOCKETS_PER_PEER", LONG, "1", 1, 16, NULL, 1,  \
       "transport/tcp", "TCP sockets per pair of ranks")                     \
-    X(HEARTBEAT, "TNT_HEARTBEAT", SECONDS, "10", 0, 0, NULL, 1,             \
+    X(HEARTBEAT, "TNT_HEARTBEAT", SECONDS, "10", 0, 65535, NULL, 1,         \
       "transport/tcp, transport/verbs",                                     \
       "a peer silent this long is lost, seconds (0: off)")                  \
     X(SHM_ANY_UID, "TNT_SHM_ANY_UID", LONG, "0", 0, 1, NULL, 1,             \
@@ -196,7 +200,7 @@ const tnt_env_def_t *tnt__env_def(tnt_env_id_t id);
 /** The entry named `name`, or NULL when it is no variable of the table. */
 const tnt_env_def_t *tnt__env_find(const char *name);
 
-/** The value as set, "" included; NULL when unset. */
+/** The value as set; NULL when unset or empty. */
 const char *tnt__env(tnt_env_id_t id);
 
 /** The value by name, for code that is handed names: NULL when unset,
