@@ -86,7 +86,7 @@ static void test_strerror(void)
     }
     TNT_RESULT_MAP(CHECK_TEXT_)
 #undef CHECK_TEXT_
-    static const int unknown[] = {3, 4, 100, -14, -100, 12345, -99999,
+    static const int unknown[] = {3, 4, 100, -15, -100, 12345, -99999,
                                   INT32_MAX, INT32_MIN};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *s = tnt_strerror((tnt_result_t)unknown[i]);

@@ -61,7 +61,8 @@ extern "C" {
     X(TNT_ERR_INVALID_COMM, -10, "invalid or freed communicator")           \
     X(TNT_ERR_UNSUPPORTED, -11, "not supported")                            \
     X(TNT_ERR_INTERNAL, -12, "internal error")                              \
-    X(TNT_ERR_TIMEOUT, -13, "operation timed out (deadline passed)")
+    X(TNT_ERR_TIMEOUT, -13, "operation timed out (deadline passed)")       \
+    X(TNT_ERR_INVALID_USAGE, -14, "invalid usage (calls break a rule of use)")
 
 typedef enum tnt_result {
 #define TNT_RESULT_ENUM_(name, value, text) name = value,
@@ -177,6 +178,19 @@ TNT_API tnt_result_t tnt_comm_is_master(tnt_comm_t comm, int *is_master);
  * rank must call the same collectives in the same order; the first message
  * of each collective carries its signature, so a mismatch is reported as
  * TNT_ERR_MISMATCH rather than corrupting memory.
+ *
+ * Threads: collectives on one communicator are issued by one thread at a
+ * time, in the same order on every rank (as in MPI and NCCL): the ranks
+ * match them by their order alone. Several threads may take turns, or use
+ * a communicator each. A thread that enters a collective (blocking, or
+ * posting a nonblocking one) on a communicator while another thread is
+ * inside one on it gets TNT_ERR_INVALID_USAGE, nothing of its call is
+ * posted, and the communicator fails on every rank (the other thread's
+ * call included), since the ranks may have taken the two calls in
+ * different orders. Calls that do not overlap on any rank cannot be told
+ * apart from correct use: their order across threads is the program's
+ * to fix. tnt_send/tnt_recv, tnt_test, tnt_wait and tnt_request_free may
+ * be called from any thread at any time.
  */
 
 /** recvbuf[i] = op over ranks of sendbuf[i]. In place: sendbuf ==

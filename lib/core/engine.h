@@ -423,6 +423,8 @@ struct tnt_comm {
                                   says otherwise */
     int lock_wanted;           /* atomic: threads blocked to post; the
                                   poller lets them in between callbacks */
+    int in_collective;         /* atomic: a thread is inside a collective
+                                  call on this communicator (entry.c) */
 
     tnt_peer_t *peers;
     struct tnt_comm_net net;

@@ -98,8 +98,10 @@ static void notice_arrived(struct tnt_comm *comm, int peer,
         if (n->text[i] < 0x20 || n->text[i] > 0x7e)
             n->text[i] = '?';
     tnt_result_t rc = (tnt_result_t)n->rc;
-    /* Only failures travel; an abort elsewhere is a lost peer here. */
-    if (n->rc < TNT_ERR_TIMEOUT || n->rc > TNT_ERR_INVALID_ARG ||
+    /* Only failures travel; an abort elsewhere is a lost peer here. A
+     * second thread in a collective elsewhere (TNT_ERR_INVALID_USAGE,
+     * core/entry.c) is the job's error, not a lost peer: it travels. */
+    if (n->rc < TNT_ERR_INVALID_USAGE || n->rc > TNT_ERR_INVALID_ARG ||
         rc == TNT_ERR_ABORTED || rc == TNT_ERR_INVALID_ARG ||
         rc == TNT_ERR_INVALID_COMM)
         rc = TNT_ERR_PEER_LOST;

@@ -5,9 +5,11 @@
  * bad input is an error, never a crash.
  */
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/comm.h"
 #include "core/entry.h"
+#include "core/progress.h"
 #include "util/error.h"
 
 /* Blocking calls post, wait and release in one go (engine.h). */
@@ -67,18 +69,68 @@ static tnt_result_t check(const tnt_entry_op_t *op, tnt_entry_call_t *c,
     return op->check ? op->check(c) : TNT_SUCCESS;
 }
 
+/* Collectives on one communicator are issued by one thread at a time,
+ * in the same order on every rank (tnt.h): the ranks match them by their
+ * order alone. A second thread entering one while another thread is
+ * inside one (blocking: until it returns; nonblocking: while it posts)
+ * breaks the rule, and is the part of breaking it that one rank can see
+ * for the cost of one atomic exchange per call. The call is refused and
+ * nothing of it is posted. Since the other ranks may have taken the two
+ * threads' calls in another order, every call of the communicator from
+ * here on could pair with the wrong one and return wrong data as a
+ * success; so the communicator fails, on every rank (the failure notice),
+ * as on a mismatch, and the call inside fails too. Sends and receives are
+ * not collectives (numbered per peer and tag, core/p2p.h): any thread may
+ * issue them. */
+static int enter(const tnt_entry_op_t *op, tnt_comm_t comm)
+{
+    if (op->kind == TNT_COLL_P2P)
+        return 1;
+    return !__atomic_exchange_n(&comm->in_collective, 1, __ATOMIC_ACQUIRE);
+}
+
+static void leave(const tnt_entry_op_t *op, tnt_comm_t comm)
+{
+    if (op->kind != TNT_COLL_P2P)
+        __atomic_store_n(&comm->in_collective, 0, __ATOMIC_RELEASE);
+}
+
+static tnt_result_t refuse_second_thread(const tnt_entry_call_t *c)
+{
+    tnt_comm_t comm = c->comm;
+    char msg[400];
+    snprintf(msg, sizeof msg, "rank %d: %s called while another thread is "
+             "inside a collective on this communicator; collectives on one "
+             "communicator must be issued by one thread at a time, in the "
+             "same order on every rank (tnt.h). The call was not posted, "
+             "and the communicator fails on every rank", comm->rank, c->fn);
+    tnt__lock_to_post(comm);
+    tnt__engine_fail(comm, TNT_ERR_INVALID_USAGE, "%s", msg);
+    tnt__progress_wake(comm); /* the thread inside may sleep in epoll */
+    pthread_mutex_unlock(&comm->lock);
+    return tnt__error(TNT_ERR_INVALID_USAGE, "%s", msg);
+}
+
 tnt_result_t tnt__entry_run(const tnt_entry_op_t *op, tnt_entry_call_t *c)
 {
     TNT_CHECK(check(op, c, 1, NULL));
+    if (!enter(op, c->comm))
+        return refuse_second_thread(c);
     struct tnt_request *req; /* NULL on return: the call waited */
-    return tnt__engine_post(c->comm, &c->args, c->post_send, c->post_recv,
-                            BLOCKING, &req);
+    tnt_result_t rc = tnt__engine_post(c->comm, &c->args, c->post_send,
+                                       c->post_recv, BLOCKING, &req);
+    leave(op, c->comm);
+    return rc;
 }
 
 tnt_result_t tnt__entry_post(const tnt_entry_op_t *op, tnt_entry_call_t *c,
                              tnt_request_t *req)
 {
     TNT_CHECK(check(op, c, 0, req));
-    return tnt__engine_post(c->comm, &c->args, c->post_send, c->post_recv,
-                            0, req);
+    if (!enter(op, c->comm))
+        return refuse_second_thread(c);
+    tnt_result_t rc = tnt__engine_post(c->comm, &c->args, c->post_send,
+                                       c->post_recv, 0, req);
+    leave(op, c->comm);
+    return rc;
 }
