@@ -24,11 +24,15 @@ PY=${1:?$usage}
 RUN=${2:?$usage}
 BUILD=${3:?$usage}
 SRC=${4:?$usage}
-SKLEARN_DATA=/usr/lib/python3/dist-packages/sklearn/datasets/data
-DATA=${DIGITS_DATA:-$SKLEARN_DATA/digits.csv.gz}
+# The digits: Debian's python3-sklearn's copy, else that of PYTHON's
+# scikit-learn (.venv's).
+DATA=${DIGITS_DATA:-/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz}
+[ -r "$DATA" ] || DATA=$("$PY" -c "import os, sklearn.datasets as d; \
+print(os.path.join(os.path.dirname(d.__file__), 'data', 'digits.csv.gz'))" \
+    2>/dev/null)
 if ! "$PY" -c "import torch, numpy" 2>/dev/null; then
     echo "test_torch.sh: SKIP: $PY cannot import torch and numpy" \
-         "(apt-get install python3-torch python3-numpy)"
+         "(bash scripts/venv.sh makes .venv with both)"
     exit 77
 fi
 if [ ! -r "$DATA" ]; then

@@ -7,7 +7,13 @@
 # pending (it deadlocked on the GIL before), subgroups, and
 # DistributedDataParallel training of a small CNN with
 # batch norm on the digits data that gives on every rank bitwise the same
-# parameters, equal to DDP over gloo to 1e-5 (tests/python/ddp_digits.py).
+# parameters, equal to DDP over gloo to 1e-5 (tests/python/ddp_digits.py);
+# and what users build on torch 2.x's process groups, against gloo in the
+# same run (tests/python/check_torch2.py): "cpu:tnt,cuda:gloo" strings,
+# subgroups destroyed and the world used again, DeviceMesh 1-D and 2-D,
+# DTensor, FSDP2 training, functional collectives, object collectives,
+# the coalescing manager and coalesced ops, PREMUL_SUM, a DDP comm hook
+# that chains futures.
 #
 # init_process_group("tnt") with no arguments works under tnt-run and
 # torchrun.
@@ -26,7 +32,12 @@ if ! "$PY" -c "from tntcomm import _c10d" 2>/dev/null; then
          "($("$PY" -c "from tntcomm import _c10d" 2>&1 | tail -n 1))"
     exit 77
 fi
+# The digits: Debian's python3-sklearn's copy, else that of PYTHON's
+# scikit-learn (.venv's).
 DATA=${DIGITS_DATA:-/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz}
+[ -r "$DATA" ] || DATA=$("$PY" -c "import os, sklearn.datasets as d; \
+print(os.path.join(os.path.dirname(d.__file__), 'data', 'digits.csv.gz'))" \
+    2>/dev/null)
 CHECK=$SRC/tests/python/check_torch_backend.py
 LIMIT=$((240 * ${TNT_TEST_TIMEOUT_MULT:-1}))
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_torch_backend.XXXXXX") || exit 1
@@ -61,6 +72,8 @@ one "destroy and make again, 2 ranks" "$PY" "$CHECK" reinit 2
 one "destroyed with a receive pending, 2 ranks" \
     "$PY" "$CHECK" destroy_pending 2
 one "subgroups, 3 ranks" "$PY" "$CHECK" subgroups 3
+one "torch 2.x layers (DeviceMesh, DTensor, FSDP2, funcol, objects, coalesced, PREMUL_SUM, comm hook) equal gloo's, 4 ranks" \
+    "$PY" "$SRC/tests/python/check_torch2.py" 4
 LAUNCH=$SRC/tests/python/launch_torch_backend.py
 one "init_process_group(\"tnt\") under tnt-run, 3 ranks" \
     "$RUN" -n 3 "$PY" "$LAUNCH"

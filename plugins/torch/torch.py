@@ -18,12 +18,14 @@ gives the same parameters as serial training with that global batch.
         opt.step()                                     # waits, then steps
     tnt_torch.save(model.state_dict(), "model.pt")   # master only
 
-The optimizer wrapper registers a hook on every parameter's gradient
-accumulator, as Horovod does; the hook hands the finished gradient to the
+The optimizer wrapper registers a hook that runs once each parameter's
+gradient is accumulated (torch >= 2.1: register_post_accumulate_grad_hook;
+before: a hook on the parameter's gradient accumulator, as Horovod does);
+the hook hands the finished gradient to the
 library's gradient fusion (tnt/plugin.h) through tntcomm.Fusion, so that
 buckets are averaged across ranks while backprop is still running, and
 step() waits for the rest before applying the update. Tensors are passed
-to the C library by address: CPU tensors only (Debian's torch is CPU-only).
+to the C library by address: CPU tensors only.
 """
 import warnings
 
@@ -219,12 +221,16 @@ class DistributedOptimizer:
         self._synced = False
         self._hooks = []
         for i, p in enumerate(self._params):
-            # The accumulator's hook runs once p.grad holds the final
-            # gradient of this backward pass (a hook on p itself would see
-            # the incoming gradient before accumulation into p.grad).
-            acc = p.expand_as(p).grad_fn.next_functions[0][0]
-            acc.register_hook(self._make_hook(i, p))
-            self._hooks.append(acc)  # the accumulator must stay alive
+            # The hook runs once p.grad holds the final gradient of this
+            # backward pass (a plain hook on p would see the incoming
+            # gradient before accumulation into p.grad).
+            if hasattr(p, "register_post_accumulate_grad_hook"):
+                self._hooks.append(p.register_post_accumulate_grad_hook(
+                    self._make_hook(i, p)))
+            else:  # torch < 2.1: the accumulator's hook, kept alive here
+                acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                acc.register_hook(self._make_hook(i, p))
+                self._hooks.append(acc)
 
     def _make_hook(self, index, p):
         def hook(*_):
@@ -267,7 +273,9 @@ class DistributedOptimizer:
         self._synced = False
         return self.optimizer.step(closure)
 
-    def zero_grad(self, set_to_none=False):
+    def zero_grad(self, set_to_none=True):
+        """The wrapped optimizer's zero_grad, with torch's default
+        (set_to_none=True: the next backward makes new gradients)."""
         return self.optimizer.zero_grad(set_to_none=set_to_none)
 
     def ready_count(self):

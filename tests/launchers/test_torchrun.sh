@@ -1,17 +1,18 @@
 #!/bin/bash
-# torchrun (python3 -m torch.distributed.run, Debian's python3-torch)
+# torchrun (PYTHON -m torch.distributed.run: the frontends' interpreter,
+# .venv's torch 2.x, else Debian's python3)
 # starting 4 workers that exec tnt-bench (allreduce, results checked): the
 # library must find torchrun's env:// variables and rendezvous at
 # MASTER_ADDR on MASTER_PORT+1.
-# Usage: test_torchrun.sh TNT-BENCH
+# Usage: test_torchrun.sh TNT-BENCH [PYTHON]
 set -u
 . "$(dirname "$0")/lib.sh"
-BENCH=${1:?usage: test_torchrun.sh TNT-BENCH}
-PY=/usr/bin/python3
+BENCH=${1:?usage: test_torchrun.sh TNT-BENCH [PYTHON]}
+PY=${2:-/usr/bin/python3}
 
 [ -x "$PY" ] || skip "$PY not found"
 "$PY" -c 'import torch.distributed.run' 2>/dev/null ||
-    skip "python3 cannot import torch.distributed.run (install python3-torch)"
+    skip "$PY cannot import torch.distributed.run (bash scripts/venv.sh)"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_torchrun.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 

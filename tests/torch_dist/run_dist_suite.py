@@ -1,6 +1,6 @@
 """PyTorch's own distributed test suite
-(torch/testing/_internal/distributed/distributed_test.py, shipped by
-Debian's python3-torch) run against a backend, the way PyTorch's
+(torch/testing/_internal/distributed/distributed_test.py, shipped inside
+torch's wheel) run against a backend, the way PyTorch's
 test/distributed/test_distributed_spawn.py runs it for gloo, nccl and ucc:
 every test spawns WORLD_SIZE ranks that meet through a temporary file.
 
@@ -17,10 +17,12 @@ tests skip, as they do for gloo on this machine.
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # expecttest
+# expecttest: the real one where installed (.venv has it), else the
+# stand-in beside this file.
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))
 # With CI set in the environment, torch's test harness writes XML reports
-# through the xmlrunner module, which Debian 12 does not ship; the report
-# is not used here.
+# through the xmlrunner module, which is not installed; the report is not
+# used here.
 os.environ.pop("CI", None)
 
 import torch.distributed as dist  # noqa: E402
@@ -50,15 +52,6 @@ if BACKEND == "tnt":
     # named sender, so the backend refuses it clearly, as the suite's own
     # table says of NCCL and UCC.
     DistTestCases.skip_collective["sendrecv anysource"].add("tnt")
-
-# The suite's ranks turn on DDP's experimental ReplicatedTensor interop,
-# which imports torch.distributed._shard; in Debian's torch 1.13 under
-# Python 3.11 that import fails (a dataclass with a mutable default), so
-# every DDP test would fail for every backend, gloo included. The interop
-# stays off here, for both backends alike (it is off by default in DDP).
-import torch.nn.parallel._replicated_tensor_ddp_utils as _rt  # noqa: E402
-
-_rt._set_ddp_with_replicated_tensor = lambda value: None
 
 from torch.testing._internal.common_utils import run_tests  # noqa: E402
 from torch.testing._internal.distributed.distributed_test import (  # noqa

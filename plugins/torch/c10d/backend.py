@@ -4,6 +4,11 @@ tntcomm.torch is imported:
     import torch.distributed as dist
     import tntcomm.torch            # registers "tnt"
     dist.init_process_group("tnt")  # env://, tcp://, file://, torchrun
+    dist.init_process_group("cpu:tnt,cuda:nccl")  # tnt for CPU tensors
+
+It is a c10d Backend for the device type "cpu" (torch >= 2.0 wraps it in
+its own ProcessGroup); a tensor on another device in a group without a
+backend for that device gets torch's error naming the device.
 
 The process group meets its peers through the Store torch gives it (rank 0
 publishes where it listens and the group's key), so no TNT_* variable is
@@ -31,9 +36,10 @@ def available():
 def _create(store, rank, size, timeout):
     if _c10d is None:
         raise RuntimeError("tntcomm: the torch.distributed backend 'tnt' is "
-                           "not in this build (%s); build libtntcomm with "
-                           "libtorch-dev, pybind11-dev and python3-dev "
-                           "installed" % MISSING)
+                           "not in this build (%s); build libtntcomm for an "
+                           "interpreter with torch 2.x (meson -Dpython=, or "
+                           "pip install --no-build-isolation .) and "
+                           "python3-dev installed" % MISSING)
     if isinstance(timeout, datetime.timedelta):
         timeout = timeout.total_seconds()
     return _c10d.ProcessGroupTnt(store, rank, size, float(timeout))
@@ -86,4 +92,4 @@ def register():
     launcher_env()
     if NAME.upper() in dist.Backend._plugins:
         return
-    dist.Backend.register_backend(NAME, _create)
+    dist.Backend.register_backend(NAME, _create, devices=["cpu"])

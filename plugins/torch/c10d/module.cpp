@@ -1,6 +1,10 @@
 // tntcomm._c10d: the Python module that gives torch.distributed the "tnt"
-// process group. tntcomm.torch registers it with
-// torch.distributed.Backend.register_backend on import.
+// backend. tntcomm.torch registers it with
+// torch.distributed.Backend.register_backend on import; torch wraps each
+// ProcessGroupTnt in its own ProcessGroup. The class names torch's
+// c10d::Backend as its base, which pybind11 finds in torch's own module:
+// that needs this module built with torch's pybind11 (the same
+// "internals"), which the build takes from torch's include paths.
 #include <torch/python.h>
 
 #include "process_group_tnt.hpp"
@@ -10,11 +14,10 @@ namespace py = pybind11;
 PYBIND11_MODULE(_c10d, m)
 {
     m.doc() = "The torch.distributed backend \"tnt\" over libtntcomm";
-    py::object base =
-        py::module::import("torch._C._distributed_c10d").attr("ProcessGroup");
-    py::class_<tnt_torch::ProcessGroupTnt,
+    py::module::import("torch._C._distributed_c10d");  // registers Backend
+    py::class_<tnt_torch::ProcessGroupTnt, c10d::Backend,
                c10::intrusive_ptr<tnt_torch::ProcessGroupTnt>>(
-        m, "ProcessGroupTnt", base)
+        m, "ProcessGroupTnt")
         .def(py::init([](const c10::intrusive_ptr<c10d::Store>& store,
                          int rank, int size, double timeout_s) {
                  return c10::make_intrusive<tnt_torch::ProcessGroupTnt>(

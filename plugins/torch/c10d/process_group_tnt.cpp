@@ -87,7 +87,9 @@ std::function<void()> copy_back(at::Tensor to, at::Tensor from)
 ProcessGroupTnt::ProcessGroupTnt(const c10::intrusive_ptr<c10d::Store>& store,
                                  int rank, int size,
                                  std::chrono::milliseconds timeout)
-    : c10d::ProcessGroup(rank, size), timeout_(timeout)
+    : c10d::Backend(rank, size),
+      lib_timeout_(timeout),
+      timeout_ms_(timeout.count())
 {
     Rendezvous r = rendezvous(*store, rank);
     tnt_config_t cfg = TNT_CONFIG_INIT;
@@ -129,11 +131,34 @@ c10::intrusive_ptr<WorkTnt> ProcessGroupTnt::make_work(
         getRank(), type, title.c_str(), std::move(outputs),
         c10::optional<std::vector<at::Tensor>>(inputs));
     w->name = name;
-    // The library enforces the group's timeout on every operation; a
-    // shorter one of this call is the completion thread's to enforce.
-    if (timeout.count() > 0 && timeout < timeout_)
-        w->timeout_ms = timeout.count();
+    w->timeout_ms = deadline_of(timeout).count();
     return w;
+}
+
+// The library enforces the deadline the group was made with on every
+// operation; a shorter one, of this call or set later for the group, is
+// the completion thread's to enforce.
+std::chrono::milliseconds ProcessGroupTnt::deadline_of(
+    std::chrono::milliseconds timeout) const
+{
+    std::chrono::milliseconds t =
+        timeout.count() > 0 ? timeout
+                            : std::chrono::milliseconds(timeout_ms_.load());
+    return t.count() > 0 && t < lib_timeout_ ? t
+                                             : std::chrono::milliseconds(0);
+}
+
+void ProcessGroupTnt::setTimeout(std::chrono::milliseconds timeout)
+{
+    TORCH_CHECK(timeout.count() > 0, "tnt: setTimeout: the timeout must be "
+                "positive, got ", timeout.count(), " ms");
+    timeout_ms_.store(timeout.count());
+}
+
+c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupTnt::getBackendOptions()
+{
+    return c10::make_intrusive<c10d::Backend::Options>(
+        "tnt", std::chrono::milliseconds(timeout_ms_.load()));
 }
 
 c10::intrusive_ptr<WorkTnt> ProcessGroupTnt::single_work(
@@ -156,6 +181,40 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::post(
     return work;
 }
 
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::post_each(
+    c10::intrusive_ptr<WorkTnt> work, size_t n,
+    const std::function<tnt_result_t(size_t, tnt_request_t*)>& one)
+{
+    for (size_t i = 0; i < n; i++) {
+        work->requests.push_back(nullptr);
+        tnt_result_t rc = one(i, &work->requests.back());
+        if (rc != TNT_SUCCESS) {
+            work->requests.pop_back();
+            if (work->requests.empty())
+                return post(work, rc);
+            // Some are in flight: they must finish before the buffers go.
+            std::string msg = error_text(work->name.c_str(), rc);
+            completer_->push(work);
+            TORCH_CHECK(false, msg);
+        }
+    }
+    return post(work, TNT_SUCCESS);
+}
+
+// Work::after of several staging tensors: each copied back into its
+// tensor where it is a copy.
+static std::function<void()> copy_backs(const std::vector<at::Tensor>& to,
+                                        const std::vector<at::Tensor>& from)
+{
+    std::vector<std::function<void()>> backs;
+    for (size_t i = 0; i < to.size(); i++)
+        if (auto f = copy_back(to[i], from[i]))
+            backs.push_back(f);
+    if (backs.empty())
+        return nullptr;
+    return [backs]() { for (auto& f : backs) f(); };
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::broadcast(
     std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts)
 {
@@ -173,7 +232,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allreduce(
 {
     const char* name = "all_reduce";
     tnt_op_t op;
-    Buf b = reduce_of(contiguous_of(the_tensor(tensors, name)),
+    Buf b = reduce_of(reduce_input(the_tensor(tensors, name), opts.reduceOp,
+                                   name),
                       opts.reduceOp, name, &op);
     auto w = single_work(c10d::OpType::ALLREDUCE, name, tensors, b, true,
                          opts.timeout);
@@ -192,37 +252,21 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allreduce_coalesced(
     for (const at::Tensor& t : tensors) {
         check_tensor(t, name, "tensor");
         tnt_op_t op;
-        bufs.push_back(reduce_of(contiguous_of(t), opts.reduceOp, name, &op));
+        bufs.push_back(reduce_of(reduce_input(t, opts.reduceOp, name),
+                                 opts.reduceOp, name, &op));
         ops.push_back(op);
     }
     auto w = make_work(c10d::OpType::ALLREDUCE_COALESCED, name, tensors,
                        tensors, opts.timeout);
-    std::vector<std::function<void()>> backs;
-    for (size_t i = 0; i < bufs.size(); i++) {
-        w->keep.push_back(bufs[i].t);
-        if (auto f = copy_back(tensors[i], bufs[i].t))
-            backs.push_back(f);
-    }
-    if (!backs.empty())
-        w->after = [backs]() { for (auto& f : backs) f(); };
+    for (const Buf& b : bufs)
+        w->keep.push_back(b.t);
+    w->after = copy_backs(tensors, w->keep);
     // One allreduce per tensor, posted back to back: each rank posts the
     // same sequence, and the library overlaps them.
-    for (size_t i = 0; i < bufs.size(); i++) {
-        w->requests.push_back(nullptr);
-        tnt_result_t rc = tnt_iallreduce(comm_, TNT_IN_PLACE, bufs[i].ptr,
-                                         bufs[i].count, bufs[i].dtype,
-                                         ops[i], &w->requests.back());
-        if (rc != TNT_SUCCESS) {
-            w->requests.pop_back();
-            if (w->requests.empty())
-                return post(w, rc);
-            // Some are in flight: they must finish before the buffers go.
-            std::string msg = error_text(name, rc);
-            completer_->push(w);
-            TORCH_CHECK(false, msg);
-        }
-    }
-    return post(w, TNT_SUCCESS);
+    return post_each(w, bufs.size(), [&](size_t i, tnt_request_t* req) {
+        return tnt_iallreduce(comm_, TNT_IN_PLACE, bufs[i].ptr, bufs[i].count,
+                              bufs[i].dtype, ops[i], req);
+    });
 }
 
 // The library's reduce gives at the root bitwise what its allreduce gives
@@ -233,7 +277,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::reduce(
 {
     const char* name = "reduce";
     tnt_op_t op;
-    Buf b = reduce_of(contiguous_of(the_tensor(tensors, name)),
+    Buf b = reduce_of(reduce_input(the_tensor(tensors, name), opts.reduceOp,
+                                   name),
                       opts.reduceOp, name, &op);
     int root = root_of(opts.rootRank, opts.rootTensor, getSize(), name);
     const bool at_root = getRank() == root;
@@ -291,6 +336,46 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::_allgather_base(
     w->requests.push_back(nullptr);
     return post(w, tnt_iallgather(comm_, in.ptr, out.ptr, in.count, TNT_U8,
                                   &w->requests.back()));
+}
+
+// The output of rank r's input i is block r of outputs[i] (torch's
+// all_gather_into_tensor, several at once: DTensor and the coalescing
+// manager use it); one library allgather per pair, posted back to back.
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts)
+{
+    const char* name = "all_gather_into_tensor_coalesced";
+    TORCH_CHECK(outputs.size() == inputs.size(), "tnt: ", name, ": ",
+                outputs.size(), " outputs for ", inputs.size(), " inputs");
+    std::vector<Buf> ins, outs;
+    for (size_t i = 0; i < inputs.size(); i++) {
+        check_tensor(inputs[i], name, "input");
+        check_tensor(outputs[i], name, "output");
+        TORCH_CHECK(outputs[i].scalar_type() == inputs[i].scalar_type(),
+                    "tnt: ", name, ": output ", i, " has dtype ",
+                    outputs[i].scalar_type(), ", its input ",
+                    inputs[i].scalar_type());
+        TORCH_CHECK(outputs[i].numel() == inputs[i].numel() * getSize(),
+                    "tnt: ", name, ": output ", i, " has ",
+                    outputs[i].numel(), " elements, not ", getSize(), " x ",
+                    inputs[i].numel());
+        ins.push_back(bytes_of(contiguous_of(inputs[i])));
+        outs.push_back(bytes_of(contiguous_of(outputs[i])));
+    }
+    auto w = make_work(c10d::OpType::ALLGATHER_COALESCED, name, outputs,
+                       inputs, opts.timeout);
+    std::vector<at::Tensor> staged;
+    for (size_t i = 0; i < ins.size(); i++) {
+        w->keep.push_back(ins[i].t);
+        staged.push_back(outs[i].t);
+    }
+    w->keep.insert(w->keep.end(), staged.begin(), staged.end());
+    w->after = copy_backs(outputs, staged);
+    return post_each(w, ins.size(), [&](size_t i, tnt_request_t* req) {
+        return tnt_iallgather(comm_, ins[i].ptr, outs[i].ptr, ins[i].count,
+                              TNT_U8, req);
+    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allgather_coalesced(
@@ -435,7 +520,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::reduce_scatter(
     for (const at::Tensor& t : inputs[0])
         flat_in.push_back(t.reshape({-1}));
     tnt_op_t op;
-    Buf in = reduce_of(at::cat(flat_in), opts.reduceOp, name, &op);
+    Buf in = reduce_of(reduce_input(at::cat(flat_in), opts.reduceOp, name),
+                       opts.reduceOp, name, &op);
     Buf out = reduce_of(contiguous_of(outputs[0]), opts.reduceOp, name, &op);
     auto w = make_work(c10d::OpType::REDUCE_SCATTER, name, outputs,
                        inputs[0], opts.timeout);
@@ -460,7 +546,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::_reduce_scatter_base(
                 ": input has ", input.numel(), " elements, not ", getSize(),
                 " x ", output.numel());
     tnt_op_t op;
-    Buf in = reduce_of(contiguous_of(input), opts.reduceOp, name, &op);
+    Buf in = reduce_of(reduce_input(input, opts.reduceOp, name),
+                       opts.reduceOp, name, &op);
     Buf out = reduce_of(contiguous_of(output), opts.reduceOp, name, &op);
     auto w = make_work(c10d::OpType::_REDUCE_SCATTER_BASE, name, {output},
                        {input}, opts.timeout);
@@ -469,6 +556,51 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::_reduce_scatter_base(
     w->requests.push_back(nullptr);
     return post(w, tnt_ireduce_scatter(comm_, in.ptr, out.ptr, out.count,
                                        out.dtype, op, &w->requests.back()));
+}
+
+// outputs[i] gets block `rank` of the reduction of every rank's
+// inputs[i] (torch's reduce_scatter_tensor, several at once: FSDP2 and
+// the coalescing manager use it); one library reduce-scatter per pair.
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::ReduceScatterOptions& opts)
+{
+    const char* name = "reduce_scatter_tensor_coalesced";
+    TORCH_CHECK(outputs.size() == inputs.size(), "tnt: ", name, ": ",
+                outputs.size(), " outputs for ", inputs.size(), " inputs");
+    std::vector<Buf> ins, outs;
+    std::vector<tnt_op_t> ops;
+    for (size_t i = 0; i < inputs.size(); i++) {
+        tnt_op_t op;
+        check_tensor(inputs[i], name, "input");
+        check_tensor(outputs[i], name, "output");
+        TORCH_CHECK(outputs[i].scalar_type() == inputs[i].scalar_type(),
+                    "tnt: ", name, ": output ", i, " has dtype ",
+                    outputs[i].scalar_type(), ", its input ",
+                    inputs[i].scalar_type());
+        TORCH_CHECK(inputs[i].numel() == outputs[i].numel() * getSize(),
+                    "tnt: ", name, ": input ", i, " has ", inputs[i].numel(),
+                    " elements, not ", getSize(), " x ",
+                    outputs[i].numel());
+        ins.push_back(reduce_of(reduce_input(inputs[i], opts.reduceOp, name),
+                                opts.reduceOp, name, &op));
+        outs.push_back(reduce_of(contiguous_of(outputs[i]), opts.reduceOp,
+                                 name, &op));
+        ops.push_back(op);
+    }
+    auto w = make_work(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, name,
+                       outputs, inputs, opts.timeout);
+    std::vector<at::Tensor> staged;
+    for (size_t i = 0; i < ins.size(); i++) {
+        w->keep.push_back(ins[i].t);
+        staged.push_back(outs[i].t);
+    }
+    w->keep.insert(w->keep.end(), staged.begin(), staged.end());
+    w->after = copy_backs(outputs, staged);
+    return post_each(w, ins.size(), [&](size_t i, tnt_request_t* req) {
+        return tnt_ireduce_scatter(comm_, ins[i].ptr, outs[i].ptr,
+                                   outs[i].count, outs[i].dtype, ops[i], req);
+    });
 }
 
 // Byte counts and displacements of an all-to-all along dimension 0:

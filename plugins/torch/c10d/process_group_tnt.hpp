@@ -1,16 +1,22 @@
-// The torch.distributed backend "tnt": a c10d::ProcessGroup over one
-// libtntcomm communicator. Every operation is posted with the library's
-// nonblocking call on the calling thread and finished by the group's
-// completion thread (tnt_work.hpp). CPU tensors only (Debian's torch is
-// CPU-only); one tensor per process and call, as Gloo and MPI take.
+// The torch.distributed backend "tnt": a c10d::Backend over one
+// libtntcomm communicator, which torch wraps in its own ProcessGroup (the
+// design of torch 2.x: the group has a registered backend per device type,
+// so group names, subgroups, DeviceMesh, DTensor, FSDP2 and functional
+// collectives work, and "cpu:tnt,cuda:nccl" pairs it with another).
+// Every operation is posted with the library's nonblocking call on the
+// calling thread and finished by the group's completion thread
+// (tnt_work.hpp). CPU tensors only; one tensor per process and call, as
+// Gloo and MPI take.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "tnt/tnt.h"
@@ -19,13 +25,18 @@
 
 namespace tnt_torch {
 
-class ProcessGroupTnt : public c10d::ProcessGroup {
+class ProcessGroupTnt : public c10d::Backend {
  public:
   ProcessGroupTnt(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                   int size, std::chrono::milliseconds timeout);
   ~ProcessGroupTnt() override;
 
   const std::string getBackendName() const override { return "tnt"; }
+  c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override;
+  // A later group timeout (dist's _set_pg_timeout): operations posted
+  // after it end when it passes, if it is shorter than the library's
+  // deadline, which was fixed when the group was made.
+  void setTimeout(std::chrono::milliseconds timeout) override;
 
   c10::intrusive_ptr<c10d::Work> broadcast(
       std::vector<at::Tensor>& tensors,
@@ -50,6 +61,9 @@ class ProcessGroupTnt : public c10d::ProcessGroup {
       std::vector<std::vector<at::Tensor>>& outputs,
       std::vector<at::Tensor>& inputs,
       const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> gather(
       std::vector<std::vector<at::Tensor>>& outputs,
       std::vector<at::Tensor>& inputs,
@@ -64,6 +78,9 @@ class ProcessGroupTnt : public c10d::ProcessGroup {
       const c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
       at::Tensor& output, at::Tensor& input,
+      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
       const c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> alltoall_base(
       at::Tensor& output, at::Tensor& input,
@@ -93,12 +110,25 @@ class ProcessGroupTnt : public c10d::ProcessGroup {
   c10::intrusive_ptr<WorkTnt> single_work(
       c10d::OpType type, const char* name, std::vector<at::Tensor>& tensors,
       const Buf& b, bool writes, std::chrono::milliseconds timeout);
+  // Posts n library calls (one(i, &request)) into one work; if one is
+  // refused, those in flight are finished by the completion thread and
+  // the refusal is thrown.
+  c10::intrusive_ptr<c10d::Work> post_each(
+      c10::intrusive_ptr<WorkTnt> work, size_t n,
+      const std::function<tnt_result_t(size_t, tnt_request_t*)>& one);
   // Throws the library's message if rc is an error; else queues the work.
   c10::intrusive_ptr<c10d::Work> post(c10::intrusive_ptr<WorkTnt> work,
                                       tnt_result_t rc);
 
+  // The deadline of an operation posted now with its own `timeout`
+  // (kUnsetTimeout: the group's); 0 where the library's own deadline,
+  // set at creation, comes first.
+  std::chrono::milliseconds deadline_of(std::chrono::milliseconds timeout)
+      const;
+
   tnt_comm_t comm_ = nullptr;
-  std::chrono::milliseconds timeout_;
+  const std::chrono::milliseconds lib_timeout_;  // the library's deadline
+  std::atomic<int64_t> timeout_ms_;              // the group's, now
   std::unique_ptr<Completer> completer_;
 };
 

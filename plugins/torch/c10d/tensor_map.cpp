@@ -63,6 +63,28 @@ static const char* op_name(c10d::ReduceOp::RedOpType o)
     }
 }
 
+at::Tensor reduce_input(const at::Tensor& t, const c10d::ReduceOp& op,
+                        const char* opname)
+{
+    if (op.op_ != c10d::ReduceOp::PREMUL_SUM)
+        return contiguous_of(t);
+    TORCH_CHECK(at::isFloatingType(t.scalar_type()), "tnt: ", opname,
+                ": ReduceOp PREMUL_SUM needs a floating-point tensor, not ",
+                t.scalar_type());
+    auto* sup = dynamic_cast<c10d::PreMulSumSupplement*>(
+        op.supplement_.get());
+    TORCH_CHECK(sup, "tnt: ", opname, ": ReduceOp PREMUL_SUM without its "
+                "factor (make it with torch.distributed._make_nccl_premul_sum)");
+    at::Tensor r = t.contiguous().clone();
+    if (sup->tensor_factor.defined()) {
+        check_tensor(sup->tensor_factor, opname, "the PREMUL_SUM factor");
+        r.mul_(sup->tensor_factor.item());
+    } else {
+        r.mul_(sup->double_factor);
+    }
+    return r;
+}
+
 Buf reduce_of(const at::Tensor& contiguous, const c10d::ReduceOp& op,
               const char* opname, tnt_op_t* tnt_op)
 {
@@ -75,13 +97,15 @@ Buf reduce_of(const at::Tensor& contiguous, const c10d::ReduceOp& op,
                 "complex64 and complex128 are)");
     switch (o) {
     case c10d::ReduceOp::SUM: *tnt_op = TNT_SUM; break;
+    case c10d::ReduceOp::PREMUL_SUM: *tnt_op = TNT_SUM; break;
     case c10d::ReduceOp::AVG: *tnt_op = TNT_AVG; break;
     case c10d::ReduceOp::PRODUCT: *tnt_op = TNT_PROD; break;
     case c10d::ReduceOp::MIN: *tnt_op = TNT_MIN; break;
     case c10d::ReduceOp::MAX: *tnt_op = TNT_MAX; break;
     default:
         TORCH_CHECK(false, "tnt: ", opname, ": ReduceOp ", op_name(o),
-                    " is not supported (SUM, AVG, PRODUCT, MIN and MAX are)");
+                    " is not supported (SUM, AVG, PRODUCT, MIN, MAX and PREMUL_SUM "
+                    "are)");
     }
     if (s == at::kBool) {
         TORCH_CHECK(o != c10d::ReduceOp::AVG, "tnt: ", opname,
