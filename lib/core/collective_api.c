@@ -49,6 +49,7 @@ tnt_coll_args_t tnt__coll_args(tnt_comm_t comm, int kind, size_t count,
         .intra_host = comm->intra_host,
         .host_cpus = comm->host_cpus,
         .ready_min_bytes = comm->ready_min_bytes,
+        .reproducible = comm->params.reproducible,
     };
     return a;
 }
