@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "collectives/canon.h"
 #include "collectives/reduce.h"
 #include "util/log.h"
 #include "tnt/tnt.h"
@@ -1057,6 +1058,50 @@ static int add_suite(const char *name, const struct test_def *tests)
     return 0;
 }
 
+/* The reproducible mode's canonical reduction (collectives/canon.h):
+ * the same bits at every SIMD level, in place as out of place, and
+ * whatever cut of the buffer it is called on (segments of another size
+ * give the same elements); random values with specials (NaN, infinities,
+ * zeros of both signs), k = 1..5 inputs, the own one at every position,
+ * every float dtype and op. */
+static void test_canon_levels(void)
+{
+    enum { N = 1031, K = 5 };
+    static unsigned char in[K][N * 8], want[N * 8], got[N * 8];
+    const tnt_dtype_t dts[] = {TNT_F32, TNT_F64, TNT_F16, TNT_BF16};
+    for (int di = 0; di < 4; di++)
+        for (int op = 0; op < TNT_OP_COUNT; op++)
+            for (int k = 1; k <= K; k++) {
+                tnt_dtype_t dt = dts[di];
+                size_t es = esize[dt], stride = N * 8;
+                for (int q = 0; q < k; q++)
+                    gen(dt, in[q], N);
+                int self = (op + k) % k;
+                tnt__canon_reduce_at(TNT__SIMD_BASE, want, in[self], self,
+                                     in, stride, k, N, dt, (tnt_op_t)op);
+                for (int lvl = 0; lvl < TNT__SIMD_COUNT; lvl++) {
+                    if (!tnt__simd_supported(lvl))
+                        continue;
+                    /* In two cuts at an odd place. */
+                    size_t cut = 257 + (size_t)lvl * 100;
+                    memset(got, 0xa5, sizeof got);
+                    tnt__canon_reduce_at(lvl, got, in[self], self, in,
+                                         stride, k, cut, dt, (tnt_op_t)op);
+                    tnt__canon_reduce_at(lvl, got + cut * es,
+                                         in[self] + cut * es, self,
+                                         (unsigned char *)in + cut * es,
+                                         stride, k, N - cut, dt,
+                                         (tnt_op_t)op);
+                    CU_ASSERT(memcmp(got, want, N * es) == 0);
+                }
+                /* In place: the own input is the result's buffer. */
+                memcpy(got, in[self], N * es);
+                tnt__canon_reduce(got, got, self, in, stride, k, N, dt,
+                                  (tnt_op_t)op);
+                CU_ASSERT(memcmp(got, want, N * es) == 0);
+            }
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_def conversions[] = {
@@ -1083,6 +1128,7 @@ int main(int argc, char **argv)
         {"f16/bf16 every pattern at every level", test_half_levels_exhaustive},
         {"f32/f64 NaN payloads at every level", test_nan_payload_levels},
         {"TNT_SIMD and level lookup", test_simd_env},
+        {"canonical reduction: every level, cut, in place", test_canon_levels},
         {NULL, NULL}};
     static const struct test_def avg[] = {
         {"scale_avg, every dtype", test_scale_avg},

@@ -8,7 +8,8 @@
  *   - the size lies within the row's byte bounds, for the rows decided by
  *     size alone (recursive doubling also takes fewer elements than
  *     ranks, above its bound);
- *   - every row but the forced one is reached by some case;
+ *   - every row but the forced one is reached by some case (the
+ *     reproducible mode's rows with TNT_REPRODUCIBLE's flag set);
  *   - the broadcast's threshold, which grows with p, at worked values;
  *   - the allreduce's rd/Rabenseifner bound, which shrinks with p, at
  *     worked values.
@@ -69,7 +70,8 @@ static void test_rows_match_decision(void)
                                 TNT_COLL_BARRIER, TNT_COLL_ALLGATHER,
                                 TNT_COLL_REDUCE, TNT_COLL_GATHER,
                                 TNT_COLL_SCATTER, TNT_COLL_ALLTOALL,
-                                TNT_COLL_ALLTOALLV, TNT_COLL_P2P};
+                                TNT_COLL_ALLTOALLV, TNT_COLL_P2P,
+                                TNT_COLL_REDUCE_SCATTER};
     int seen[TNT_RULE_COUNT] = {0};
     for (size_t ri = 0; ri < sizeof(ranks) / sizeof(ranks[0]); ri++) {
         int p = ranks[ri];
@@ -80,9 +82,10 @@ static void test_rows_match_decision(void)
         CU_ASSERT_EQUAL_FATAL(tnt__topo_init(&topo, p, key), TNT_SUCCESS);
         for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
             for (size_t ki = 0; ki < sizeof(kinds) / sizeof(kinds[0]); ki++)
-                for (int v = 0; v < 16; v++) {
+                for (int v = 0; v < 32; v++) {
                     int intra = v & 1, mapped = (v >> 1) & 1;
                     int with_topo = (v >> 2) & 1, many_cpus = (v >> 3) & 1;
+                    int repro = (v >> 4) & 1; /* TNT_REPRODUCIBLE */
                     tnt_coll_args_t a = {
                         .kind = kinds[ki], .dtype = TNT_F32, .op = TNT_SUM,
                         .count = sizes[si] / 4, .esize = 4, .nranks = p,
@@ -90,6 +93,7 @@ static void test_rows_match_decision(void)
                         .topo = with_topo && !intra ? &topo : NULL,
                         .intra_host = intra, .mapped = mapped,
                         .host_cpus = many_cpus ? 64 : 2,
+                        .reproducible = repro,
                     };
                     check_case(&a, seen);
                 }

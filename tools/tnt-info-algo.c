@@ -116,8 +116,10 @@ int info_algorithms(info_out_t *o, const info_algo_query_t *q)
         .intra_host = topo.nhosts == 1 && shm_runs(),
         .host_cpus = cpus > 0 && cpus < 1 << 20 ? (int)cpus : 0,
         .mapped = q->mapped,
+        .reproducible = p.reproducible,
     };
     info_int(o, "hosts", topo.nhosts);
+    info_bool(o, "reproducible", p.reproducible);
     info_bool(o, "one_host_shm", a.intra_host);
     info_int(o, "host_cpus", a.host_cpus);
     info_bool(o, "mapped_buffers", q->mapped);

@@ -122,11 +122,15 @@ typedef struct tnt_config {
     double timeout_s;      /**< per-operation deadline, seconds; 0 (as
                                 set by TNT_CONFIG_INIT) or negative: not
                                 set here, TNT_TIMEOUT decides */
+    /** Version 2 (0.5): the reproducible mode of floating-point
+     *  reductions (docs/environment.md, TNT_REPRODUCIBLE): 1 on, -1 off,
+     *  0 (TNT_CONFIG_INIT) as TNT_REPRODUCIBLE says. */
+    int reproducible;
 } tnt_config_t;
 
-#define TNT_CONFIG_VERSION 1
+#define TNT_CONFIG_VERSION 2
 #define TNT_CONFIG_INIT                                                     \
-    { sizeof(tnt_config_t), TNT_CONFIG_VERSION, -1, 0, NULL, NULL, 0.0 }
+    { sizeof(tnt_config_t), TNT_CONFIG_VERSION, -1, 0, NULL, NULL, 0.0, 0 }
 
 /* ---- errors and versions ------------------------------------------- */
 

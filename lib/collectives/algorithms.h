@@ -43,6 +43,9 @@ enum tnt_algo {
     TNT_ALGO_PAIRWISE,  /* alltoall(v): one message to every peer */
     TNT_ALGO_P2P,       /* tnt_send / tnt_recv: one message */
     TNT_ALGO_TREE,      /* allreduce: pipelined double binary tree */
+    TNT_ALGO_CANON,     /* reproducible mode: allreduce, reduce-scatter:
+                           the owner reduces all inputs canonically */
+    TNT_ALGO_CANON_ONESHOT, /* reproducible mode, small allreduce */
     TNT_ALGO_END
 };
 
@@ -94,6 +97,9 @@ typedef struct tnt_coll_args {
      * part of the schedule cache's key: an alltoallv's schedule is built
      * for its call and never cached (core/engine.c, get_sched). */
     const size_t *v[4];
+    /* TNT_REPRODUCIBLE: floating-point reductions run the canonical
+     * algorithms (allreduce_canon.c); the same on every rank. */
+    int reproducible;
     /* p2p only: a send (else a receive) to/from rank `root`, its tag. */
     int p2p_send;
     uint32_t tag;
@@ -126,6 +132,8 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
  * copy of the thresholds. */
 enum tnt_algo_rule_id {
     TNT_RULE_SINGLE,
+    TNT_RULE_CANON_ONESHOT,
+    TNT_RULE_CANON,
     TNT_RULE_FORCED,
     TNT_RULE_SLOTS,
     TNT_RULE_MAPPED,
@@ -190,6 +198,13 @@ tnt_result_t tnt__allreduce_oneshot(const tnt_coll_args_t *a,
                                     tnt_sched_t *s);
 tnt_result_t tnt__allreduce_direct(const tnt_coll_args_t *a,
                                    tnt_sched_t *s);
+/** Also the reduce-scatter's (a->kind). */
+tnt_result_t tnt__allreduce_canon(const tnt_coll_args_t *a, tnt_sched_t *s);
+tnt_result_t tnt__allreduce_canon_oneshot(const tnt_coll_args_t *a,
+                                          tnt_sched_t *s);
+/** The largest allreduce (bytes) that the reproducible mode runs as
+ *  canonical-oneshot rather than canonical (select.c). */
+#define TNT_CANON_ONESHOT_MAX_BYTES ((size_t)16 << 10)
 tnt_result_t tnt__bcast_flat(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__bcast_binomial(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__bcast_pipeline(const tnt_coll_args_t *a, tnt_sched_t *s);

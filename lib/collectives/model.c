@@ -218,7 +218,11 @@ static void run_op(model_t *md, uint32_t op, double t)
         break;
     }
     default: {
-        double per = o->kind == TNT_SOP_REDUCE ? m->gamma : m->copy;
+        /* A canonical reduction reads k inputs: k - 1 reductions. */
+        double per = o->kind == TNT_SOP_REDUCE ? m->gamma
+                     : o->kind == TNT_SOP_CANON
+                         ? m->gamma * (double)(md->p > 1 ? md->p - 1 : 1)
+                         : m->copy;
         double *cpu = &md->cpu_free[o->rank];
         double start = t > *cpu ? t : *cpu;
         *cpu = start + (double)o->bytes * per;

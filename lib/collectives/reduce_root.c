@@ -74,6 +74,10 @@ tnt_result_t tnt__reduce_root(const tnt_coll_args_t *a, int algo,
     case TNT_ALGO_TREE: rc = tnt__allreduce_tree(&ar, s); break;
     case TNT_ALGO_ONESHOT: rc = tnt__allreduce_oneshot(&ar, s); break;
     case TNT_ALGO_DIRECT: rc = tnt__allreduce_direct(&ar, s); break;
+    case TNT_ALGO_CANON: rc = tnt__allreduce_canon(&ar, s); break;
+    case TNT_ALGO_CANON_ONESHOT:
+        rc = tnt__allreduce_canon_oneshot(&ar, s);
+        break;
     default:
         return tnt__error(TNT_ERR_INTERNAL, "reduce: no allreduce "
                           "schedule for algorithm '%s'",

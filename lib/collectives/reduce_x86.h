@@ -1,8 +1,8 @@
 /*
  * The x86 half of the SIMD reduction kernels (reduce_x86.c): f16 and bf16
  * through the F16C / AVX-512 conversion and compare instructions, which
- * gcc cannot derive from the portable bit manipulation of reduce.c. Only
- * reduce.c includes this; it is empty off x86.
+ * gcc cannot derive from the portable bit manipulation of reduce.c; and
+ * the target strings that canon.c stamps its kernel with. Empty off x86.
  */
 #ifndef TNT_COLLECTIVES_REDUCE_X86_H
 #define TNT_COLLECTIVES_REDUCE_X86_H

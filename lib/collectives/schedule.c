@@ -83,6 +83,15 @@ uint32_t tnt__sched_scale(tnt_sched_t *s, tnt_bufref_t dst, size_t bytes)
     return add_op(s, &op);
 }
 
+uint32_t tnt__sched_canon(tnt_sched_t *s, tnt_bufref_t dst, tnt_bufref_t own,
+                          int self, tnt_bufref_t base, size_t stride,
+                          size_t bytes)
+{
+    tnt_sop_t op = {.kind = TNT_SOP_CANON, .peer = self, .dst = dst,
+                    .a = own, .b = base, .stride = stride, .bytes = bytes};
+    return add_op(s, &op);
+}
+
 void tnt__sched_dep(tnt_sched_t *s, uint32_t before, uint32_t after)
 {
     if (before == TNT_SOP_NONE || after == TNT_SOP_NONE || s->oom)

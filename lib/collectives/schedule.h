@@ -23,7 +23,10 @@ enum tnt_sop_kind {
     TNT_SOP_RECV,
     TNT_SOP_REDUCE, /* dst = a op b, a from the lower rank */
     TNT_SOP_COPY,   /* dst = a (regions never overlap) */
-    TNT_SOP_SCALE   /* dst /= nranks (AVG's last step) */
+    TNT_SOP_SCALE,  /* dst /= nranks (AVG's last step) */
+    TNT_SOP_CANON   /* dst = canonical reduction of k = nranks inputs
+                       (canon.h): input `peer` at a, input q != peer at
+                       b + q * stride; the op is the collective's */
 };
 
 enum tnt_buf_id { TNT_BUF_SEND = 0, TNT_BUF_RECV, TNT_BUF_SCRATCH,
@@ -45,6 +48,7 @@ typedef struct tnt_sop {
     tnt_bufref_t a;    /* send source, reduce/copy first operand */
     tnt_bufref_t b;    /* reduce second operand */
     size_t bytes;
+    size_t stride;     /* canon: bytes between the inputs at b */
     uint32_t ndeps;    /* operations that must complete first */
     uint32_t succ_begin, succ_count; /* successors, after finalize */
 } tnt_sop_t;
@@ -78,6 +82,11 @@ uint32_t tnt__sched_reduce(tnt_sched_t *s, tnt_bufref_t dst, tnt_bufref_t a,
 uint32_t tnt__sched_copy(tnt_sched_t *s, tnt_bufref_t dst, tnt_bufref_t src,
                          size_t bytes);
 uint32_t tnt__sched_scale(tnt_sched_t *s, tnt_bufref_t dst, size_t bytes);
+/** dst = the canonical reduction of s->nranks inputs of `bytes` each:
+ *  input `self` at own, input q != self at base + q * stride. */
+uint32_t tnt__sched_canon(tnt_sched_t *s, tnt_bufref_t dst, tnt_bufref_t own,
+                          int self, tnt_bufref_t base, size_t stride,
+                          size_t bytes);
 /** `after` may start only once `before` has completed. Either may be
  *  TNT_SOP_NONE, which makes the call a no-op. */
 void tnt__sched_dep(tnt_sched_t *s, uint32_t before, uint32_t after);

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "collectives/algorithms.h"
+#include "collectives/canon.h"
 #include "collectives/patterns.h"
 #include "util/error.h"
 
@@ -73,6 +74,8 @@ static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_PAIRWISE] = "pairwise",
     [TNT_ALGO_P2P] = "p2p",
     [TNT_ALGO_TREE] = "tree",
+    [TNT_ALGO_CANON] = "canonical",
+    [TNT_ALGO_CANON_ONESHOT] = "canonical-oneshot",
 };
 
 const char *tnt__algo_name(int algo)
@@ -123,6 +126,15 @@ static int applies(int kind, int algo)
 static const tnt_algo_rule_t k_rules[TNT_RULE_COUNT] = {
     [TNT_RULE_SINGLE] = {-1, TNT_ALGO_LOCAL, 0, 0,
                          "one rank: a local copy"},
+    [TNT_RULE_CANON_ONESHOT] = {-1, TNT_ALGO_CANON_ONESHOT, 1,
+                                TNT_CANON_ONESHOT_MAX_BYTES,
+                                "TNT_REPRODUCIBLE=1, floats: allreduce "
+                                "and reduce, small (any size with "
+                                "TNT_ALLREDUCE_ALGO=oneshot)"},
+    [TNT_RULE_CANON] = {-1, TNT_ALGO_CANON, 1, 0,
+                        "TNT_REPRODUCIBLE=1, floats: allreduce and reduce "
+                        "above that (any other TNT_ALLREDUCE_ALGO), "
+                        "reduce-scatter"},
     [TNT_RULE_FORCED] = {-1, -1, 0, 0,
                          "forced by TNT_ALLREDUCE_ALGO or TNT_BCAST_ALGO"},
     [TNT_RULE_SLOTS] = {TNT_COLL_ALLREDUCE, TNT_ALGO_SLOTS, 1,
@@ -262,6 +274,21 @@ tnt_result_t tnt__algo_select_why(const tnt_coll_args_t *a, int forced,
     if (a->nranks == 1) {
         *algo = TNT_ALGO_LOCAL;
         *rule = TNT_RULE_SINGLE;
+        return TNT_SUCCESS;
+    }
+    /* The reproducible mode: every floating-point reduction through the
+     * canonical order, whatever the size, layout or forced algorithm
+     * (allreduce_canon.c); TNT_ALLREDUCE_ALGO=oneshot picks the one-step
+     * form at any size. A reduce runs the allreduce's choice. */
+    if (a->reproducible && tnt__canon_dtype(a->dtype) && bytes > 0 &&
+        (a->kind == TNT_COLL_ALLREDUCE || a->kind == TNT_COLL_REDUCE ||
+         a->kind == TNT_COLL_REDUCE_SCATTER)) {
+        int oneshot = a->kind != TNT_COLL_REDUCE_SCATTER &&
+                      (forced == TNT_ALGO_ONESHOT ||
+                       (forced == TNT_ALGO_AUTO &&
+                        bytes <= TNT_CANON_ONESHOT_MAX_BYTES));
+        *rule = oneshot ? TNT_RULE_CANON_ONESHOT : TNT_RULE_CANON;
+        *algo = k_rules[*rule].algo;
         return TNT_SUCCESS;
     }
     /* A reduce follows the allreduce's choice, forced one included
@@ -472,6 +499,10 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
     case TNT_ALGO_TREE: rc = tnt__allreduce_tree(a, s); break;
     case TNT_ALGO_ONESHOT: rc = tnt__allreduce_oneshot(a, s); break;
     case TNT_ALGO_DIRECT: rc = tnt__allreduce_direct(a, s); break;
+    case TNT_ALGO_CANON: rc = tnt__allreduce_canon(a, s); break;
+    case TNT_ALGO_CANON_ONESHOT:
+        rc = tnt__allreduce_canon_oneshot(a, s);
+        break;
     case TNT_ALGO_FLAT:
         rc = a->kind == TNT_COLL_GATHER    ? tnt__gather_flat(a, s)
              : a->kind == TNT_COLL_SCATTER ? tnt__scatter_flat(a, s)

@@ -137,6 +137,14 @@ static void log_launch(const tnt_launch_t *l, int tcp_root)
                  l->size > 1 && tcp_root ? l->root_addr : "");
 }
 
+/* A config of version 1 (0.4 and older) ends before `reproducible`. */
+static int config_has_reproducible(const tnt_config_t *c)
+{
+    return c->version >= 2 && c->size >= offsetof(tnt_config_t,
+                                                   reproducible) +
+                                              sizeof(int);
+}
+
 /* needs_root: the rendezvous is the TCP one at root_addr. */
 static tnt_result_t validate_config(const tnt_config_t *c, int needs_root)
 {
@@ -161,6 +169,11 @@ static tnt_result_t validate_config(const tnt_config_t *c, int needs_root)
         return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_init: timeout_s="
                           "%g; expected a finite number of seconds (<= 0: "
                           "TNT_TIMEOUT)", c->timeout_s);
+    if (config_has_reproducible(c) &&
+        (c->reproducible < -1 || c->reproducible > 1))
+        return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_init: "
+                          "reproducible=%d; expected 1 (on), -1 (off) or 0 "
+                          "(TNT_REPRODUCIBLE)", c->reproducible);
     return TNT_SUCCESS;
 }
 
@@ -281,6 +294,9 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
         rc = tnt__host_id(comm->host, sizeof(comm->host));
     if (rc == TNT_SUCCESS && config->timeout_s > 0)
         comm->params.timeout_s = config->timeout_s;
+    if (rc == TNT_SUCCESS && config_has_reproducible(config) &&
+        config->reproducible != 0)
+        comm->params.reproducible = config->reproducible > 0;
     if (rc == TNT_SUCCESS) {
         comm->peers = calloc((size_t)comm->nranks, sizeof(*comm->peers));
         if (!comm->peers)

@@ -1224,6 +1224,7 @@ tnt_coll_args_t tnt__coll_args(const struct tnt_comm *comm, int kind,
         .intra_host = comm->intra_host,
         .host_cpus = comm->host_cpus,
         .ready_min_bytes = comm->ready_min_bytes,
+        .reproducible = comm->params.reproducible,
     };
     return a;
 }

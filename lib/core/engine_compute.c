@@ -26,6 +26,7 @@
  */
 #include <string.h>
 
+#include "collectives/canon.h"
 #include "core/engine.h"
 #include "core/engine_internal.h"
 
@@ -34,7 +35,7 @@ int tnt__op_is_heavy(const struct tnt_comm *comm,
 {
     const tnt_sop_t *sop = &req->sched->ops[op];
     if (sop->kind != TNT_SOP_REDUCE && sop->kind != TNT_SOP_COPY &&
-        sop->kind != TNT_SOP_SCALE)
+        sop->kind != TNT_SOP_SCALE && sop->kind != TNT_SOP_CANON)
         return 0;
     return sop->bytes >= comm->params.unlocked_bytes;
 }
@@ -86,6 +87,13 @@ void tnt__run_compute(const struct tnt_request *req, uint32_t op)
     case TNT_SOP_SCALE:
         if (n)
             tnt__scale_avg(dst, n, req->args.dtype, req->args.nranks);
+        break;
+    case TNT_SOP_CANON:
+        if (n)
+            tnt__canon_reduce(dst, req->bufs[sop->a.buf] + sop->a.off,
+                              sop->peer, req->bufs[sop->b.buf] + sop->b.off,
+                              sop->stride, req->sched->nranks, n,
+                              req->args.dtype, req->args.op);
         break;
     default:
         break;

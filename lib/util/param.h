@@ -30,7 +30,8 @@
     X(eager_window, EAGER_WINDOW, SIZE)                                     \
     X(flow_batch, FLOW_BATCH, SWITCH)                                       \
     X(unlocked_bytes, UNLOCKED_BYTES, SIZE)                                 \
-    X(spin_s, SPIN_US, MICROS)
+    X(spin_s, SPIN_US, MICROS)                                              \
+    X(reproducible, REPRODUCIBLE, SWITCH)
 
 enum tnt_topology { TNT_TOPOLOGY_AUTO = 0, TNT_TOPOLOGY_FLAT };
 
@@ -47,6 +48,7 @@ typedef struct tnt_params {
     int flow_batch;     /* TNT_FLOW_BATCH (engine_flow.h) */
     size_t unlocked_bytes;
     double spin_s;
+    int reproducible;   /* TNT_REPRODUCIBLE (collectives/canon.h) */
 } tnt_params_t;
 
 /** Read every knob from the environment (defaults where unset). */

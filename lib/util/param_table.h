@@ -111,6 +111,10 @@ typedef enum tnt_env_type {
     X(SPIN_US, "TNT_SPIN_US", LONG, "100", 0, 1000000, NULL, 1,             \
       "util/param.c",                                                       \
       "a blocking call polls this long, microseconds, before it sleeps")    \
+    X(REPRODUCIBLE, "TNT_REPRODUCIBLE", LONG, "0", 0, 1, NULL, 1,           \
+      "util/param.c",                                                       \
+      "1: float reductions give the same bits whatever the algorithm, "     \
+      "transport, segments, hosts or fusion")                               \
     /* the core and the utilities */                                        \
     X(TRANSPORT, "TNT_TRANSPORT", TEXT, "auto", 0, 0,                       \
       "auto, tcp, shm, verbs or a plugin's name", 1, "core/comm_tp.c",      \

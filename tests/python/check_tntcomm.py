@@ -385,6 +385,42 @@ def check_stats(rank, size):
           "stats: wait and high-water mark")
 
 
+def check_reproducible(rank, size):
+    """init(reproducible=True): sums of values whose rounding depends on
+    the order give the same bits under ring, rd and oneshot, and the mode
+    cannot change under a live communicator."""
+    i = np.arange(30011)
+    x = ((-1.0) ** (i + rank) * 2.0 ** ((i * 7 + rank * 13) % 41 - 20) *
+         (1 + ((i + 3 * rank) % 97) / 97.0)).astype(np.float32)
+    saved = {k: os.environ.get(k) for k in ("TNT_ALLREDUCE_ALGO",
+                                            "TNT_REPRODUCIBLE")}
+    results = []
+    for algo in ("ring", "rd", "oneshot"):
+        tnt.finalize()
+        os.environ["TNT_ALLREDUCE_ALGO"] = algo
+        tnt.init(reproducible=True)
+        check(tnt.is_reproducible(), "is_reproducible() after init(True)")
+        results.append(tnt.allreduce(x))
+    for algo, y in zip(("rd", "oneshot"), results[1:]):
+        check(y.tobytes() == results[0].tobytes(),
+              "reproducible: %s gave other bits than ring" % algo)
+    raised = False
+    try:
+        tnt.init(reproducible=False)
+    except ValueError:
+        raised = True
+    check(raised, "init(reproducible=False) under a reproducible "
+          "communicator raises ValueError")
+    tnt.finalize()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    tnt.init(reproducible=False)
+    check(not tnt.is_reproducible(), "init(reproducible=False)")
+
+
 def check_rooted(rank, size):
     """reduce, gather and scatter at every root, alltoall: each against
     its numpy reference; reduce also bit for bit against allreduce on
@@ -547,6 +583,7 @@ def main():
     check_micro_batch(rank, size)
     check_fusion(rank, size)
     check_stats(rank, size)
+    check_reproducible(rank, size)
     tnt.barrier()
     if tnt.is_master_rank():
         print("%d checks passed on each of %d rank%s"

@@ -19,6 +19,7 @@ the C function on the array's memory, without copies for in-place calls.
 """
 import atexit
 import ctypes
+import os
 import weakref
 
 import numpy as np
@@ -26,7 +27,7 @@ import numpy as np
 from . import _lib, _request, _stats
 from ._lib import lib
 
-__all__ = ["TntError", "init", "finalize", "get_rank", "get_size",
+__all__ = ["TntError", "init", "is_reproducible", "finalize", "get_rank", "get_size",
            "get_master_rank", "is_master_rank", "allreduce", "broadcast",
            "barrier", "allgather", "reduce_scatter", "iallreduce",
            "ibroadcast", "ibarrier", "iallgather", "ireduce_scatter",
@@ -67,21 +68,49 @@ def _check(call, rc):
 
 
 _comm = None
+_reproducible = False
 # Fusion contexts alive on the communicator: finalize() frees them first,
 # since a context must not outlive the communicator it reduces on.
 _fusions = weakref.WeakSet()
 
 
-def init():
+def init(reproducible=None):
     """Create the world communicator (collective over all ranks). Called
-    implicitly by the first function that needs it."""
-    global _comm
+    implicitly by the first function that needs it.
+
+    reproducible: True or False switches the reproducible mode of
+    floating-point reductions (TNT_REPRODUCIBLE, docs/environment.md:
+    the same bits whatever the algorithm, transport, segment size, host
+    layout or fusion buckets) for the communicator created now, by
+    setting TNT_REPRODUCIBLE in this process's environment (child
+    processes inherit it); None leaves it to the environment. Every rank
+    must choose the same. Asking for another mode than the existing
+    communicator's is a ValueError: finalize() first."""
+    global _comm, _reproducible
+    if reproducible is not None and not isinstance(reproducible, bool):
+        raise TypeError("tntcomm.init: reproducible must be True, False or "
+                        "None, not %r" % (reproducible,))
     if _comm is None:
+        if reproducible is not None:
+            os.environ["TNT_REPRODUCIBLE"] = "1" if reproducible else "0"
         handle = ctypes.c_void_p()
         _check("tnt_comm_init_from_env",
                lib.tnt_comm_init_from_env(ctypes.byref(handle)))
         _comm = handle
+        _reproducible = os.environ.get("TNT_REPRODUCIBLE", "0") == "1"
+    elif reproducible is not None and reproducible != _reproducible:
+        raise ValueError("tntcomm.init(reproducible=%r): the communicator "
+                         "exists already with reproducible=%r; call "
+                         "tntcomm.finalize() first"
+                         % (reproducible, _reproducible))
     return _comm
+
+
+def is_reproducible():
+    """Whether the world communicator (created if needed) runs in the
+    reproducible mode (init(reproducible=...), TNT_REPRODUCIBLE)."""
+    init()
+    return _reproducible
 
 
 def finalize():

@@ -1,0 +1,284 @@
+/*
+ * The canonical reduction (canon.h): blocks of CANON_BLOCK elements, each
+ * reduced over the k inputs in rank order into wide accumulators on the
+ * stack and then rounded once into dst. A block reads all of its inputs
+ * before it writes dst, so dst may be the own input (in place).
+ *
+ * Why double-double: the owner sums k values whose exponents may lie 60
+ * binades apart with cancellations (gradients); a plain sum in double
+ * loses the small ones next to 2^30, in f32 any order may lose them.
+ * TwoSum keeps every rounding error of s + x exactly in c, so for f32,
+ * f16 and bf16 inputs within 2^-30..2^30 and a few ranks s + c is the
+ * exact sum and the result is correctly rounded; for f64 c itself rounds,
+ * at about 2^-106 of the largest partial sum (docs/design.md).
+ */
+#include "collectives/canon.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "collectives/half.h"
+#include "collectives/reduce.h"
+#include "collectives/reduce_x86.h"
+
+/* Elements per block: the accumulators of one block live on the stack.
+ * Full blocks are reduced by loops with this constant trip count, which
+ * gcc -O2 vectorises (reduce.c says why it needs one); the tail runs the
+ * same code element by element, so the bits are the same. */
+#define CANON_BLOCK 256
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define CANON_INLINE static inline __attribute__((always_inline))
+#else
+#define CANON_INLINE static inline
+#endif
+
+static const unsigned char *input(const void *own, int self,
+                                  const void *base, size_t stride, int q,
+                                  size_t first, size_t esize)
+{
+    const unsigned char *p = q == self
+                                 ? (const unsigned char *)own
+                                 : (const unsigned char *)base +
+                                       (size_t)q * stride;
+    return p + first * esize;
+}
+
+CANON_INLINE void widen(double *out, const unsigned char *in, size_t m,
+                        tnt_dtype_t dtype)
+{
+    switch (dtype) {
+    case TNT_F32:
+        for (size_t j = 0; j < m; j++) {
+            float f;
+            memcpy(&f, in + 4 * j, 4);
+            out[j] = f;
+        }
+        break;
+    case TNT_F64:
+        memcpy(out, in, m * 8);
+        break;
+    case TNT_F16:
+        for (size_t j = 0; j < m; j++) {
+            uint16_t h;
+            memcpy(&h, in + 2 * j, 2);
+            out[j] = f16_to_f32(h);
+        }
+        break;
+    case TNT_BF16:
+        for (size_t j = 0; j < m; j++) {
+            uint16_t h;
+            memcpy(&h, in + 2 * j, 2);
+            out[j] = bf16_to_f32(h);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+/* s + c rounded to nearest, made odd where that is inexact (round to
+ * odd): a later rounding to fewer than 52 bits is then correct, as if the
+ * exact s + c had been rounded once. Where s is infinite or NaN, c is NaN
+ * or meaningless and s is the answer; where c is 0, s is (which keeps the
+ * sign of a zero). */
+static inline double add_round_odd(double s, double c)
+{
+    double t = s + c;
+    double bp = t - s;
+    double r = (s - (t - bp)) + (c - bp);
+    uint64_t u;
+    memcpy(&u, &t, 8);
+    int64_t step = ((r > 0) == (t > 0)) ? 1 : -1;
+    u += (r != 0 && !(u & 1) && isfinite(t)) ? (uint64_t)step : 0;
+    memcpy(&t, &u, 8);
+    return (isfinite(s) && c != 0) ? t : s;
+}
+
+/* The same for f64 results: s + c rounded once. */
+static inline double add_final(double s, double c)
+{
+    return (isfinite(s) && c != 0) ? s + c : s;
+}
+
+/* double -> float rounded to odd (see add_round_odd), for f16 and bf16. */
+static inline float f32_round_odd(double t)
+{
+    float f = (float)t;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((double)f != t && !(u & 1) && isfinite(f)) {
+        if (f == 0) /* below half the least subnormal: that one, odd */
+            u = t < 0 ? 0x80000001u : 1u;
+        else
+            u = (((double)f < t) == (f > 0)) ? u + 1 : u - 1;
+        memcpy(&f, &u, 4);
+    }
+    return f;
+}
+
+/* Round the accumulated values into dst as the element type; NaN becomes
+ * the canonical quiet NaN. */
+CANON_INLINE void store(unsigned char *dst, const double *t, size_t m,
+                        tnt_dtype_t dtype)
+{
+    switch (dtype) {
+    case TNT_F32:
+        for (size_t j = 0; j < m; j++) {
+            float f = isnan(t[j]) ? __builtin_nanf("") : (float)t[j];
+            memcpy(dst + 4 * j, &f, 4);
+        }
+        break;
+    case TNT_F64:
+        for (size_t j = 0; j < m; j++) {
+            double v = isnan(t[j]) ? __builtin_nan("") : t[j];
+            memcpy(dst + 8 * j, &v, 8);
+        }
+        break;
+    case TNT_F16:
+        for (size_t j = 0; j < m; j++) {
+            uint16_t h = isnan(t[j]) ? 0x7e00
+                                     : f32_to_f16(f32_round_odd(t[j]));
+            memcpy(dst + 2 * j, &h, 2);
+        }
+        break;
+    case TNT_BF16:
+        for (size_t j = 0; j < m; j++) {
+            uint16_t h = isnan(t[j]) ? 0x7fc0
+                                     : f32_to_bf16(f32_round_odd(t[j]));
+            memcpy(dst + 2 * j, &h, 2);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+/* SUM, AVG and PROD of floats over one block of m elements. */
+CANON_INLINE void wide_block(unsigned char *dst, const void *own, int self,
+                             const void *base, size_t stride, int k,
+                             size_t first, size_t m, tnt_dtype_t dtype,
+                             tnt_op_t op)
+{
+    size_t es = tnt_dtype_size(dtype);
+    double s[CANON_BLOCK], c[CANON_BLOCK], x[CANON_BLOCK];
+    widen(s, input(own, self, base, stride, 0, first, es), m, dtype);
+    for (size_t j = 0; j < m; j++)
+        c[j] = 0;
+    for (int q = 1; q < k; q++) {
+        widen(x, input(own, self, base, stride, q, first, es), m, dtype);
+        if (op == TNT_PROD) {
+            for (size_t j = 0; j < m; j++)
+                s[j] = s[j] * x[j];
+            continue;
+        }
+        for (size_t j = 0; j < m; j++) { /* TwoSum: t + e = s + x exactly */
+            double t = s[j] + x[j];
+            double bp = t - s[j];
+            c[j] += (s[j] - (t - bp)) + (x[j] - bp);
+            s[j] = t;
+        }
+    }
+    if (op != TNT_PROD) {
+        if (dtype == TNT_F64)
+            for (size_t j = 0; j < m; j++)
+                s[j] = add_final(s[j], c[j]);
+        else
+            for (size_t j = 0; j < m; j++)
+                s[j] = add_round_odd(s[j], c[j]);
+        if (op == TNT_AVG)
+            for (size_t j = 0; j < m; j++)
+                s[j] = s[j] / (double)k;
+    }
+    store(dst + first * es, s, m, dtype);
+}
+
+/* Any other (dtype, op): the dtype's kernel in rank order, through an
+ * accumulator block, so that dst may be the own input. */
+static void fold_block(unsigned char *dst, const void *own, int self,
+                       const void *base, size_t stride, int k, size_t first,
+                       size_t m, tnt_dtype_t dtype, tnt_reduce_fn_t fn)
+{
+    size_t es = tnt_dtype_size(dtype);
+    uint64_t acc[CANON_BLOCK];
+    memcpy(acc, input(own, self, base, stride, 0, first, es), m * es);
+    for (int q = 1; q < k; q++)
+        fn(acc, acc, input(own, self, base, stride, q, first, es), m);
+    memcpy(dst + first * es, acc, m * es);
+}
+
+/* The whole reduction, inlined into one function per SIMD level below:
+ * the same C at every level, element-wise IEEE operations only, hence the
+ * same bits (reduce.c's argument); the level changes the vector width. */
+CANON_INLINE void canon_run(void *dst, const void *own, int self,
+                            const void *base, size_t stride, int k,
+                            size_t n, tnt_dtype_t dtype, tnt_op_t op)
+{
+    int wide = tnt__canon_dtype(dtype) &&
+               (op == TNT_SUM || op == TNT_AVG || op == TNT_PROD);
+    tnt_reduce_fn_t fn = wide ? NULL : tnt__reduce_fn(dtype, op);
+    if (!wide && !fn)
+        return;
+    for (size_t first = 0; first < n; first += CANON_BLOCK) {
+        size_t m = n - first < CANON_BLOCK ? n - first : CANON_BLOCK;
+        if (wide && m == CANON_BLOCK)
+            wide_block(dst, own, self, base, stride, k, first, CANON_BLOCK,
+                       dtype, op);
+        else if (wide)
+            wide_block(dst, own, self, base, stride, k, first, m, dtype, op);
+        else
+            fold_block(dst, own, self, base, stride, k, first, m, dtype,
+                       fn);
+        /* An integer AVG divides after the last input, as the chain. */
+        if (!wide && op == TNT_AVG)
+            tnt__scale_avg((unsigned char *)dst +
+                               first * tnt_dtype_size(dtype),
+                           m, dtype, k);
+    }
+}
+
+#define CANON_ARGS                                                          \
+    void *dst, const void *own, int self, const void *base, size_t stride,  \
+        int k, size_t n, tnt_dtype_t dtype, tnt_op_t op
+#define CANON_PASS dst, own, self, base, stride, k, n, dtype, op
+
+static void canon_base(CANON_ARGS)
+{
+    canon_run(CANON_PASS);
+}
+
+#if TNT_SIMD_X86
+__attribute__((target("avx2"))) static void canon_avx2(CANON_ARGS)
+{
+    canon_run(CANON_PASS);
+}
+
+__attribute__((target(TNT_AVX512_TARGET))) static void
+canon_avx512(CANON_ARGS)
+{
+    canon_run(CANON_PASS);
+}
+#endif
+
+void tnt__canon_reduce_at(int level, CANON_ARGS)
+{
+    if (!tnt__simd_supported(level))
+        return;
+#if TNT_SIMD_X86
+    if (level == TNT__SIMD_AVX512) {
+        canon_avx512(CANON_PASS);
+        return;
+    }
+    if (level == TNT__SIMD_AVX2) {
+        canon_avx2(CANON_PASS);
+        return;
+    }
+#endif
+    canon_base(CANON_PASS);
+}
+
+void tnt__canon_reduce(CANON_ARGS)
+{
+    tnt__canon_reduce_at(tnt__simd_active(), CANON_PASS);
+}
