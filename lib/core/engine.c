@@ -614,8 +614,7 @@ void tnt__send_data(struct tnt_comm *comm, struct tnt_request *req,
         p->sends_inflight++;
         os->in_tp = 1;
         os->tp_at = tnt__now();
-    }
-    else if (rc < 0) {
+    } else if (rc < 0) {
         char what[300];
         snprintf(what, sizeof(what), "sending %s #%" PRIu64 " failed: %s",
                  tnt__coll_kind_name(req->args.kind),
