@@ -15,6 +15,8 @@
 #    file that checks the same, summary and plot run;
 #  - unset: no file; an unwritable path: a clear error, no crash.
 #  - tnt-run --timeline: the ranks' files merged into PATH.json.
+#  - TNT-TIMELINE is the build's copy, beside tnt-run in tools/, and runs
+#    as a command (docs/timeline.md).
 # Usage: test_timeline.sh TNT-BENCH TNT-TIMELINE TNT-RUN
 set -u
 
@@ -33,6 +35,11 @@ LIMIT=$((180 * MULT))
 
 failed=0
 fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
+
+[ "$(dirname "$(realpath "$TOOL")")" = "$(dirname "$(realpath "$RUN")")" ] ||
+    fail "tnt-timeline ($TOOL) is not in the build's tools/ beside $RUN"
+[ -x "$TOOL" ] && "$TOOL" --help | head -n 1 | grep -q '^usage: tnt-timeline ' ||
+    fail "$TOOL does not run as a command"
 
 # run NAME PREFIX BENCH-ARGS...: a job of 3 ranks with TNT_TIMELINE=PREFIX.
 run() {

@@ -538,9 +538,27 @@ check_file "cannot read hostfile '$TMP/none'" --hostfile "$TMP/none" true
 printf 'a\nb\n' >"$TMP/two"
 check_file "-n 5 is more than the 2 host(s)" --hostfile "$TMP/two" \
     --n-per-node 2 -n 5 true
-check_usage "--n-per-node goes with --hostfile" --n-per-node 2 -n 2 true
+check_usage "-n 3 is more than --n-per-node 2: without --hostfile" \
+    --n-per-node 2 -n 3 true
 check_usage "invalid --n-per-node '0'" --hostfile "$TMP/two" \
     --devices-per-node 0 true
+end
+
+begin "--n-per-node without --hostfile: that many ranks on this host"
+# As mpirun's --npernode on one node (issue 34: refused before, exit 2).
+for opt in --n-per-node --npernode --devices-per-node; do
+    run $opt 3 --output-on-all-ranks sh -c 'echo "r $TNT_RANK $TNT_SIZE"'
+    expect_rc 0
+    [ "$(grep -cE '^\[[0-2]\] r [0-2] 3$' "$OUT")" = 3 ] ||
+        fail "$opt 3: output: $(cat "$OUT")"
+done
+# -n keeps its meaning, ranks on this host, up to K.
+run --n-per-node 4 -n 2 --output-on-all-ranks sh -c 'echo "r $TNT_SIZE"'
+expect_rc 0
+[ "$(grep -cE '^\[[01]\] r 2$' "$OUT")" = 2 ] || fail "output: $(cat "$OUT")"
+run --log-level INFO --npernode 2 true
+expect_rc 0
+expect_err "no -n given: starting 2 ranks on this host (--n-per-node)"
 end
 
 begin "a job through the agent of host 'localhost'"

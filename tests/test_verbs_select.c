@@ -104,7 +104,10 @@ static void test_gid(void)
              strstr(why, "TNT_IB_GID_INDEX"), "empty GID accepted");
     TH_CHECK(sel("mlx5_1", "5", &c, why) == -1, "GID index out of range");
     TH_CHECK(sel("mlx5_1", "-1", &c, why) == -1 &&
-             sel("mlx5_1", "1x", &c, why) == -1, "malformed GID index");
+             sel("mlx5_1", "1x", &c, why) == -1 &&
+             sel("mlx5_1", " 2", &c, why) == -1 &&
+             sel("mlx5_1", "+2", &c, why) == -1 &&
+             sel("mlx5_1", "0x2", &c, why) == -1, "malformed GID index");
     /* Preference order without the IPv4-mapped v2 entry. */
     vb_port_desc_t p = {1, 1, VB_LINK_ETH, 3, roce_gids};
     TH_CHECK(tnt__vb_pick_gid(&p) == 1, "link-local v2 not preferred over "

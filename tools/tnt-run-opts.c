@@ -29,11 +29,13 @@ static void usage(FILE *f)
 "the hosts of a hostfile. (Tarantella's names are given in brackets.)\n"
 "\n"
 "Where:\n"
-"  -n N, -np N, --np N  ranks on this host (default 1, as Tarantella);\n"
-"                      with --hostfile, the total (default: hosts times K)\n"
+"  -n N, -np N, --np N  ranks on this host (default K, else 1, as\n"
+"                      Tarantella); with --hostfile, the total (default:\n"
+"                      hosts times K)\n"
 "  --hostfile FILE     one host per line, '#' starts a comment; ranks are\n"
 "                      assigned host by host [-hostfile, --hostfile]\n"
-"  --n-per-node K      ranks per host of the hostfile (default 1)\n"
+"  --n-per-node K      ranks per host (default 1); without --hostfile\n"
+"                      K ranks on this host, or -n N of them (N <= K)\n"
 "                      [--devices-per-node, --npernode, also accepted]\n"
 "  --rsh CMD           how to reach a host: CMD HOST tnt-run --agent\n"
 "                      (default 'ssh -o BatchMode=yes'); the host\n"
@@ -343,8 +345,9 @@ static void say_defaults(const struct run_opts *o, const char *prog,
         fprintf(stderr, "tnt-run: info: --no-gpu: libtntcomm's ranks run "
                 "on CPUs in any case\n");
     if (!nranks_given && o->hostfile == NULL && !o->cleanup)
-        fprintf(stderr, "tnt-run: info: no -n given: starting 1 rank on "
-                "this host\n");
+        fprintf(stderr, "tnt-run: info: no -n given: starting %ld rank%s "
+                "on this host%s\n", o->nranks, o->nranks > 1 ? "s" : "",
+                o->per_node ? " (--n-per-node)" : "");
     if (python_default)
         fprintf(stderr, "tnt-run: info: %s runs with python3 (found "
                 "through PATH; --python-interpreter sets another)\n", prog);
@@ -397,9 +400,15 @@ void run_parse_options(int argc, char **argv, struct run_opts *o)
     if (nranks != NULL)
         o->nranks = parse_nranks(nranks, o->hostfile != NULL);
     else if (o->hostfile == NULL)
-        o->nranks = 1; /* Tarantella's `tarantella -- model.py` */
-    if (o->hostfile == NULL && o->per_node != 0)
-        run_usage_error("--n-per-node goes with --hostfile");
+        o->nranks = o->per_node ? o->per_node /* mpirun --npernode K */
+                                : 1; /* Tarantella's `tarantella -- x.py` */
+    /* Without a hostfile the job has one host, this one, so K ranks per
+     * host bound -n as hosts x K does with a hostfile (mpirun's
+     * --npernode on one node likewise). */
+    if (o->hostfile == NULL && o->per_node != 0 && o->nranks > o->per_node)
+        run_usage_error("-n %ld is more than --n-per-node %ld: without "
+                        "--hostfile the job has one host, this one",
+                        o->nranks, o->per_node);
     o->prog = i;
     /* Tarantella runs its SCRIPT with a Python interpreter unless told
      * otherwise; python3, since Debian has no `python`. An executable

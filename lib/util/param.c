@@ -73,10 +73,12 @@ tnt_result_t tnt__parse_long(const char *what, const char *s, long min,
         return tnt__error(TNT_ERR_CONFIG, "%s is empty; expected an integer "
                           "in [%ld, %ld]", what, min, max);
     const char *p = s + (*s == '-' && min < 0);
+    char *end = (char *)p;
+    long v = 0;
     errno = 0;
-    char *end;
-    long v = digits(p) ? strtol(s, &end, 10) : 0;
-    if (!digits(p) || errno || *end != '\0' || v < min || v > max)
+    if (digits(p))
+        v = strtol(s, &end, 10);
+    if (end == p || errno || *end != '\0' || v < min || v > max)
         return tnt__error(TNT_ERR_CONFIG, "%s='%s' is invalid; expected an "
                           "integer in [%ld, %ld] in decimal digits", what, s,
                           min, max);
@@ -89,7 +91,7 @@ tnt_result_t tnt__parse_seconds(const char *what, const char *s, double min,
 {
     if (!s || !*s)
         return tnt__error(TNT_ERR_CONFIG, "%s is empty; expected seconds "
-                          "from %g to %g", what, min, max);
+                          "from %.15g to %.15g", what, min, max);
     size_t n = digits(s), f = s[n] == '.' ? digits(s + n + 1) : 0;
     const char *end = s + n + (s[n] == '.' ? 1 + f : 0);
     double v = n ? strtod(s, NULL) : 0.0;

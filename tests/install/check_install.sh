@@ -132,6 +132,7 @@ check "tnt-bench --version" sh -c "[ \"\$('$bin/tnt-bench' --version)\" = 'tnt-b
 check "tnt-info --version" sh -c "[ \"\$('$bin/tnt-info' --version)\" = 'tnt-info (libtntcomm) $version' ]"
 check "tnt-info -a --json parses" sh -c "'$bin/tnt-info' -a --json | python3 -m json.tool >/dev/null"
 check "tnt-bench-plot --help names itself" sh -c "'$bin/tnt-bench-plot' --help | head -n 1 | grep -q '^usage: tnt-bench-plot '"
+check "tnt-timeline installed and executable, --help names itself" sh -c "test -x '$bin/tnt-timeline' && '$bin/tnt-timeline' --help | head -n 1 | grep -q '^usage: tnt-timeline '"
 
 # Python: Debian's interpreter, the one meson installs for. An interpreter
 # under the sanitizers needs their runtimes preloaded: test_python.sh does

@@ -7,8 +7,9 @@
 # network device to the outside (-nic none); the project tree is shared in
 # over 9p at its own path. A deadline on the whole run (TNT_RDMA_DEADLINE,
 # default 1200 s) turns a hang in the guest into a failure.
-# Without root, or when qemu cannot be installed, it prints one line and
-# exits 77 (SKIP in meson).
+# Without root, when qemu cannot be installed, on a sanitizer build or a
+# build directory outside the source tree, it prints one line and exits
+# 77 (SKIP in meson).
 #   usage: run.sh BUILD_DIR CMDS
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,8 +18,13 @@ repo=$(cd "$here/../.." && pwd)
 build=$(cd "$1" && pwd) || exit 2
 cmds=$2
 [ -f "$cmds" ] || { echo "rdma-guest: no command list $cmds" >&2; exit 2; }
+# The guest sees the source tree only (shared at its own path, so the
+# build tree's absolute paths and rpaths hold there): a build directory
+# elsewhere (meson setup /elsewhere, as packagers do) is a skip, not a
+# failure of the test.
 case $build/ in "$repo"/*) ;; *)
-    echo "rdma-guest: the build directory must be inside $repo" >&2; exit 2 ;;
+    echo "SKIP: rdma guest not run: the build directory $build is outside the source tree $repo, and the guest sees only the source tree (use a build directory inside it)"
+    exit 77 ;;
 esac
 deadline=${TNT_RDMA_DEADLINE:-1200}
 

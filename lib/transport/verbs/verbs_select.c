@@ -140,7 +140,9 @@ static int finish(const vb_dev_desc_t *devs, int dev, int pi,
         char *end;
         errno = 0;
         long g = strtol(gid_index, &end, 10);
-        if (errno || *end || g < 0 || g >= p->ngids ||
+        /* Decimal digits only, as every TNT_* number (util/param.h). */
+        if (errno || *end || gid_index[0] < '0' || gid_index[0] > '9' ||
+            g < 0 || g >= p->ngids ||
             all_zero(p->gids[g].raw)) {
             snprintf(why, why_len, "TNT_IB_GID_INDEX='%s' is not a valid "
                      "GID index of %s port %d (it has %d entries)",
