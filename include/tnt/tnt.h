@@ -347,7 +347,9 @@ TNT_API tnt_result_t tnt_wait(tnt_request_t request);
 TNT_API tnt_result_t tnt_wait_timeout(tnt_request_t request,
                                       double timeout_s);
 /** Release a request. An unfinished operation continues in the background;
- *  its buffers must stay valid until it would have completed. */
+ *  its buffers must stay valid until it would have completed. A request
+ *  released already (freed twice, or used after its free by tnt_test,
+ *  tnt_wait, tnt_wait_timeout) gives TNT_ERR_INVALID_ARG. */
 TNT_API tnt_result_t tnt_request_free(tnt_request_t request);
 
 /* ---- counters ----------------------------------------------------------- */

@@ -127,10 +127,17 @@ tnt_result_t tnt__entry_post(const tnt_entry_op_t *op, tnt_entry_call_t *c,
                              tnt_request_t *req)
 {
     TNT_CHECK(check(op, c, 0, req));
-    if (!enter(op, c->comm))
+    TNT_CHECK(tnt__request_reserve(c->fn));
+    if (!enter(op, c->comm)) {
+        tnt__request_cancel();
         return refuse_second_thread(c);
+    }
     tnt_result_t rc = tnt__engine_post(c->comm, &c->args, c->post_send,
                                        c->post_recv, 0, req);
     leave(op, c->comm);
+    if (rc == TNT_SUCCESS)
+        tnt__request_commit(*req);
+    else
+        tnt__request_cancel();
     return rc;
 }

@@ -69,6 +69,13 @@ tnt_result_t tnt__entry_run(const tnt_entry_op_t *op, tnt_entry_call_t *c);
 tnt_result_t tnt__entry_post(const tnt_entry_op_t *op, tnt_entry_call_t *c,
                              tnt_request_t *req);
 
+/** The requests handed to the user (request_api.c): a place promised
+ *  before the post, so that registering the request after it cannot
+ *  fail; the request registered, or the place given back. */
+tnt_result_t tnt__request_reserve(const char *fn);
+void tnt__request_commit(tnt_request_t req);
+void tnt__request_cancel(void);
+
 /** "rank R: FN: BUFFER buffer is NULL with count N" unless the buffer is
  *  there or count is 0: the operations' checks share it. */
 tnt_result_t tnt__entry_need(const tnt_entry_call_t *c, const void *buf,
