@@ -35,9 +35,10 @@ typedef struct tnt_entry_call {
                                   arrays, a send's or receive's tag) */
     /* Set by the entry before the operation's check: the call's name
      * (blocking or not: messages name the call the user made) and the
-     * arguments posted (tnt__coll_args, not in place). */
+     * arguments posted (tnt__coll_args, not in place; they live in the
+     * entry's frame, so that the caller's call stays small to set up). */
     const char *fn;
-    tnt_coll_args_t args;
+    tnt_coll_args_t *args;
     /* Set by the operation's check: the buffers handed to the engine.
      * Without a check, send and recv as passed. */
     const void *post_send;
@@ -76,9 +77,19 @@ tnt_result_t tnt__request_reserve(const char *fn);
 void tnt__request_commit(tnt_request_t req);
 void tnt__request_cancel(void);
 
-/** "rank R: FN: BUFFER buffer is NULL with count N" unless the buffer is
- *  there or count is 0: the operations' checks share it. */
-tnt_result_t tnt__entry_need(const tnt_entry_call_t *c, const void *buf,
-                             const char *what);
+/** The error of tnt__entry_need. */
+tnt_result_t tnt__entry_null_buffer(const tnt_entry_call_t *c,
+                                    const char *what);
+/** "rank R: FN: BUFFER is NULL with count N" unless the buffer is there
+ *  or count is 0: the operations' checks share it. Inline: every call
+ *  checks its buffers. */
+static inline tnt_result_t tnt__entry_need(const tnt_entry_call_t *c,
+                                           const void *buf,
+                                           const char *what)
+{
+    if (c->count > 0 && !buf)
+        return tnt__entry_null_buffer(c, what);
+    return TNT_SUCCESS;
+}
 
 #endif /* TNT_CORE_ENTRY_H */

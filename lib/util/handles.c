@@ -130,12 +130,9 @@ int tnt__handles_remove(tnt_handles_t *s, const void *h)
     return found;
 }
 
-int tnt__handles_live(tnt_handles_t *s, const void *h,
+int tnt__handles_find(tnt_handles_t *s, const void *h,
                       tnt_handle_seen_t *seen)
 {
-    if (h && h == seen->h &&
-        __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) == seen->gen)
-        return 1;
     int found = 0;
     pthread_mutex_lock(&s->lock);
     if (h && s->cap)

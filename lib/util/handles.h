@@ -47,8 +47,19 @@ void tnt__handles_cancel(tnt_handles_t *s);
 int tnt__handles_add(tnt_handles_t *s, const void *h);
 /** Remove h; 1 if it was live, 0 if not (nothing changes then). */
 int tnt__handles_remove(tnt_handles_t *s, const void *h);
-/** 1 if h is live; *seen is the calling thread's memory for this set. */
-int tnt__handles_live(tnt_handles_t *s, const void *h,
+/** tnt__handles_live's look-up under the lock. */
+int tnt__handles_find(tnt_handles_t *s, const void *h,
                       tnt_handle_seen_t *seen);
+/** 1 if h is live; *seen is the calling thread's memory for this set.
+ *  Inline: the handle a thread checked last costs a load and a compare
+ *  (every small blocking collective checks its communicator). */
+static inline int tnt__handles_live(tnt_handles_t *s, const void *h,
+                                    tnt_handle_seen_t *seen)
+{
+    if (h && h == seen->h &&
+        __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) == seen->gen)
+        return 1;
+    return tnt__handles_find(s, h, seen);
+}
 
 #endif /* TNT_UTIL_HANDLES_H */
