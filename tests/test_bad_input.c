@@ -1230,6 +1230,83 @@ static void test_deadline(void)
     th_run_job(&job, NULL);
 }
 
+/* A request freed twice (issue 34, defect 3): tnt_iallreduce,
+ * tnt_request_free, a blocking allreduce (which took the recycled
+ * request), tnt_request_free again on the same handle returned 0 and the
+ * process then crashed. Now every call on a freed request is
+ * TNT_ERR_INVALID_ARG, without reading it (clean under ASan), finished or
+ * detached, also after its communicator was freed. */
+static int freed_request_rank(tnt_comm_t comm, int rank, int p, void *arg,
+                              th_report_t *rep)
+{
+    (void)arg;
+    const tnt_result_t IA = TNT_ERR_INVALID_ARG;
+    float x[64], y[64];
+    for (int i = 0; i < 64; i++)
+        x[i] = (float)(rank + i);
+    tnt_request_t req = NULL;
+    tnt_result_t rc = tnt_iallreduce(comm, x, y, 64, TNT_F32, TNT_SUM, &req);
+    if (rc == TNT_SUCCESS)
+        rc = tnt_wait(req);
+    int ok = rc == TNT_SUCCESS;
+    ok &= tnt_request_free(req) == TNT_SUCCESS;
+    ok &= tnt_allreduce(comm, x, y, 64, TNT_F32, TNT_SUM) == TNT_SUCCESS;
+    ok &= tnt_request_free(req) == IA && strstr(tnt_last_error(), "not live");
+    ok &= tnt_wait(req) == IA && tnt_test(req) == IA &&
+          tnt_wait_timeout(req, 0.0) == IA;
+    th_report_expect(rep, "finished freed twice", ok, rc, "rank %d: '%s'",
+                     rank, tnt_last_error());
+
+    /* Freed before it finished (detached), then freed again. */
+    tnt_request_t r2 = NULL;
+    rc = tnt_iallreduce(comm, TNT_IN_PLACE, x, 64, TNT_F32, TNT_SUM, &r2);
+    ok = rc == TNT_SUCCESS && tnt_request_free(r2) == TNT_SUCCESS;
+    ok &= tnt_request_free(r2) == IA;
+    ok &= tnt_barrier(comm) == TNT_SUCCESS; /* after the detached one */
+    th_report_expect(rep, "detached freed twice", ok, rc, "rank %d: '%s'",
+                     rank, tnt_last_error());
+
+    /* A handle no call returned. */
+    tnt_request_t bogus = (tnt_request_t)(void *)&ok;
+    ok = tnt_request_free(bogus) == IA && tnt_wait(bogus) == IA;
+    th_report_expect(rep, "never a request", ok, 0, "rank %d: '%s'", rank,
+                     tnt_last_error());
+
+    /* Still right afterwards: every element. */
+    for (int i = 0; i < 64; i++)
+        x[i] = (float)(rank + i);
+    rc = tnt_allreduce(comm, x, y, 64, TNT_F32, TNT_SUM);
+    size_t nw = 0;
+    for (int i = 0; i < 64; i++)
+        nw += y[i] != (float)(p * i + p * (p - 1) / 2);
+    th_report_check(rep, "after", rc, nw, 0, y, sizeof y);
+    return 0;
+}
+
+static void test_freed_request(void)
+{
+    const char *env[] = {NULL};
+    th_job_t job = {"request freed twice p=2", 2, env, freed_request_rank,
+                    NULL, 60, 0, 0};
+    th_run_job(&job, NULL);
+    /* A request that outlives its communicator stays valid until freed,
+     * once. */
+    tnt_comm_t comm = world_of_one();
+    if (!comm)
+        return;
+    float x[4] = {1, 2, 3, 4};
+    tnt_request_t req = NULL;
+    EXPECT_RC(tnt_iallreduce(comm, TNT_IN_PLACE, x, 4, TNT_F32, TNT_SUM,
+                             &req), TNT_SUCCESS);
+    EXPECT_RC(tnt_comm_free(comm), TNT_SUCCESS);
+    tnt_result_t rc = tnt_wait(req);
+    TH_CHECK(rc == TNT_SUCCESS || rc == TNT_ERR_ABORTED, "tnt_wait after "
+             "its communicator was freed: %d (%s)", rc, tnt_strerror(rc));
+    EXPECT_RC(tnt_request_free(req), TNT_SUCCESS);
+    EXPECT_RC(tnt_request_free(req), TNT_ERR_INVALID_ARG);
+    EXPECT_RC(tnt_test(req), TNT_ERR_INVALID_ARG);
+}
+
 static const th_test_def_t k_tests[] = {
     {"single", "strerror", test_strerror},
     {"single", "no_launcher_env", test_no_launcher_env},
@@ -1247,6 +1324,7 @@ static const th_test_def_t k_tests[] = {
     {"multi", "abort", test_abort_two_ranks},
     {"multi", "wrong_algo", test_wrong_algo},
     {"multi", "deadline", test_deadline},
+    {"multi", "freed_request", test_freed_request},
     {NULL, NULL, NULL}};
 
 int main(int argc, char **argv)

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "util/handles.h"
 #include "util/list.h"
 #include "util/param.h"
 #include "util/sockaddr.h"
@@ -545,7 +546,67 @@ static void test_harness_garbage_closed(void)
     close(sv[0]);
 }
 
+/* The set of live handles (util/handles.h), against a plain array: many
+ * handles added and removed in a random order, with neighbours that
+ * collide in the table (removal shifts runs back), a thread's memory of
+ * its last live handle dropped by every removal, and the table freed
+ * once empty (ASan's leak check). */
+static void test_handles(void)
+{
+    enum { H = 600 };
+    static char obj[H][16];
+    static int in[H];
+    tnt_handles_t s = TNT_HANDLES_INIT;
+    tnt_handle_seen_t seen = {0};
+    th_rng_t rng = {42};
+    int bad = 0;
+    for (int round = 0; round < 20000; round++) {
+        int i = (int)th_rnd_below(&rng, H);
+        switch (th_rnd_below(&rng, 3)) {
+        case 0:
+            if (!in[i]) {
+                bad += tnt__handles_add(&s, obj[i]) != 0;
+                in[i] = 1;
+            }
+            break;
+        case 1:
+            bad += tnt__handles_remove(&s, obj[i]) != in[i];
+            in[i] = 0;
+            break;
+        default:
+            bad += tnt__handles_live(&s, obj[i], &seen) != in[i];
+            break;
+        }
+        if (round % 1000 == 0)
+            for (int j = 0; j < H; j++)
+                bad += tnt__handles_live(&s, obj[j], &seen) != in[j];
+    }
+    TH_CHECK(bad == 0, "%d disagreements with the reference", bad);
+    /* The remembered handle is forgotten when it leaves. */
+    CU_ASSERT_EQUAL(tnt__handles_add(&s, obj[0]) == 0 || in[0], 1);
+    in[0] = 1;
+    CU_ASSERT_TRUE(tnt__handles_live(&s, obj[0], &seen));
+    CU_ASSERT_TRUE(tnt__handles_remove(&s, obj[0]));
+    CU_ASSERT_FALSE(tnt__handles_live(&s, obj[0], &seen));
+    CU_ASSERT_FALSE(tnt__handles_remove(&s, obj[0]));
+    in[0] = 0;
+    CU_ASSERT_FALSE(tnt__handles_live(&s, NULL, &seen));
+    /* A reserved place, given back or used. */
+    CU_ASSERT_EQUAL(tnt__handles_reserve(&s), 0);
+    tnt__handles_cancel(&s);
+    CU_ASSERT_EQUAL(tnt__handles_reserve(&s), 0);
+    tnt__handles_commit(&s, obj[0]);
+    CU_ASSERT_TRUE(tnt__handles_live(&s, obj[0], &seen));
+    in[0] = 1;
+    for (int j = 0; j < H; j++)
+        if (in[j])
+            CU_ASSERT_TRUE(tnt__handles_remove(&s, obj[j]));
+    CU_ASSERT_EQUAL(s.n, 0);
+    CU_ASSERT_PTR_NULL(s.slots);
+}
+
 static const th_test_def_t k_tests[] = {
+    {"util", "handles", test_handles},
     {"util", "micro_batch_all", test_micro_batch_all},
     {"util", "micro_batch_large", test_micro_batch_large},
     {"util", "micro_batch_bad", test_micro_batch_bad},

@@ -193,8 +193,9 @@ TNT_API tnt_result_t tnt_comm_is_master(tnt_comm_t comm, int *is_master);
  * call included), since the ranks may have taken the two calls in
  * different orders. Calls that do not overlap on any rank cannot be told
  * apart from correct use: their order across threads is the program's
- * to fix. tnt_send/tnt_recv, tnt_test, tnt_wait and tnt_request_free may
- * be called from any thread at any time.
+ * to fix. tnt_send/tnt_recv and the calls on requests are not
+ * collectives: several threads may issue them at once (one request is
+ * used by one thread at a time).
  */
 
 /** recvbuf[i] = op over ranks of sendbuf[i]. In place: sendbuf ==
@@ -353,7 +354,9 @@ TNT_API tnt_result_t tnt_wait(tnt_request_t request);
 TNT_API tnt_result_t tnt_wait_timeout(tnt_request_t request,
                                       double timeout_s);
 /** Release a request. An unfinished operation continues in the background;
- *  its buffers must stay valid until it would have completed. */
+ *  its buffers must stay valid until it would have completed. A request
+ *  released already (freed twice, or used after its free by tnt_test,
+ *  tnt_wait, tnt_wait_timeout) gives TNT_ERR_INVALID_ARG. */
 TNT_API tnt_result_t tnt_request_free(tnt_request_t request);
 
 /* ---- counters ----------------------------------------------------------- */

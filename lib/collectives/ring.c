@@ -69,9 +69,8 @@ tnt_result_t tnt__ring_init(tnt_ring_t *r, const tnt_coll_args_t *a,
     r->chunk_off = NULL;
     r->peers = NULL;
     /* The longest chunk (tnt__chunk_range): count / p, one more where p
-     * does not divide count. A length one too long cost an empty last
-     * segment (a 0-byte message per step) wherever a chunk filled its
-     * segments exactly, as at every power-of-two size. */
+     * does not divide count, and not one more than that, or a chunk that
+     * fills its segments exactly would send an empty last segment. */
     size_t p = (size_t)a->nranks;
     return ring_setup(r, a, count, block,
                       block ? block : count / p + (count % p != 0));

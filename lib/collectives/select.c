@@ -207,15 +207,15 @@ const tnt_algo_rule_t *tnt__algo_rule(int rule)
  * schedules. With n bytes in k segments of s bytes, per-segment time t =
  * alpha + s beta, the chain takes (p - 2 + k) t (its fill, then a
  * segment a step), the binomial tree L = ceil(log2 p) rounds of the
- * whole buffer, L k t: the chain wins when k > (p-2)/(L-1). The model's
- * crossover lies later where the chain's links differ (the chain goes at
- * its slowest link: with 8 ranks a host it runs mostly on intra-host
- * links, slower than HDR's): at 1 to 2 times that count over the
- * presets (docs/scale.md, "Broadcast: binomial or chain, by p"), hence
- * the factor 1.5. A constant threshold (256 KiB before) picked the chain
- * 3.7x slower than binomial at 1 MiB for p = 64 and 140x at 4,096. The
- * segment stays TNT_SEGMENT_BYTES: the rule counts in segments. At 2 and
- * 3 ranks both algorithms send the same and the floor alone decides.
+ * whole buffer, L k t: the chain wins when k > (p-2)/(L-1). The chain
+ * goes at its slowest link, so where links differ (several ranks a
+ * host) its crossover lies later than that count: the rule takes 1.5
+ * times it (docs/scale.md, "Broadcast: binomial or chain, by p"), and
+ * never less than BCAST_BINOMIAL_MAX_BYTES. The segment stays
+ * TNT_SEGMENT_BYTES: the rule counts in segments. At 2 and 3 ranks both
+ * algorithms send the same and the floor alone decides. The figures
+ * behind the rule: docs/performance.md, "Selection rules: the
+ * measurements behind them".
  */
 size_t tnt__bcast_binomial_max_bytes(int nranks, size_t segment_bytes)
 {
@@ -239,17 +239,10 @@ size_t tnt__bcast_binomial_max_bytes(int nranks, size_t segment_bytes)
  * faster up to n* = L alpha / ((L - 1) gamma + (L - 2) beta), which
  * shrinks as p grows, towards alpha / (beta + gamma): with beta = gamma,
  * n* = (alpha / gamma) L / (2L - 3), twice as large at L = 2 as at large
- * L. Up to 16 ranks the bound stays the 64 KiB measured on loopback at
- * p = 4 (docs/performance.md), where the model with this machine's
- * loopback figures (bench/calibrate-model.py, tests/test_model.c) has
- * rd within 1.1-1.35x of Rabenseifner from 4 to 16 ranks; from 17 ranks
- * it is 32 KiB x L / (2L - 3): 22.9 KiB at 32 ranks, 21.3 at 64, 19.2
- * at 512, 18.3 at 4,096. A constant 64 KiB had rd predicted 1.7-2.1x
- * slower than Rabenseifner at 32 KiB (2.3-3.0x at 64 KiB) with one
- * rank a host from 32 to 4,096 ranks on HDR InfiniBand and 100 GbE
- * (docs/scale.md, "Large p"); on 25 GbE TCP (alpha 15 us) rd stays the
- * faster below about 40 KiB, and the new bound leaves Rabenseifner
- * 1.35-1.38x slower just above it (below the bar of 1.5).
+ * L. So the bound is ALLREDUCE_RD_MAX_BYTES (measured) up to
+ * ALLREDUCE_SMALL_P ranks, and ALLREDUCE_RD_LARGE_BYTES x L / (2L - 3)
+ * above. The figures behind the rule: docs/performance.md, "Selection
+ * rules: the measurements behind them".
  */
 size_t tnt__allreduce_rd_max_bytes(int nranks)
 {

@@ -98,7 +98,7 @@ static tnt_result_t alltoallv_check(tnt_entry_call_t *c)
                           "sends itself must have the count it receives",
                           r, c->fn, r, v[0][r], r, v[2][r]);
     for (int i = 0; i < 4; i++)
-        c->args.v[i] = v[i];
+        c->args->v[i] = v[i];
     return TNT_SUCCESS;
 }
 

@@ -14,7 +14,7 @@ static tnt_result_t two_buffers(tnt_entry_call_t *c, int in_place)
     TNT_CHECK(tnt__entry_need(c, in_place ? c->recv : c->send,
                               "send buffer"));
     TNT_CHECK(tnt__entry_need(c, c->recv, "receive buffer"));
-    c->args.in_place = in_place;
+    c->args->in_place = in_place;
     if (in_place)
         c->post_send = c->recv;
     return TNT_SUCCESS;
@@ -53,7 +53,7 @@ TNT_API tnt_result_t tnt_allreduce(tnt_comm_t comm, const void *sendbuf,
 static tnt_result_t broadcast_check(tnt_entry_call_t *c)
 {
     TNT_CHECK(tnt__entry_need(c, c->recv, "buffer"));
-    c->args.in_place = 1;
+    c->args->in_place = 1;
     return TNT_SUCCESS;
 }
 
@@ -83,7 +83,7 @@ TNT_API tnt_result_t tnt_broadcast(tnt_comm_t comm, void *buf, size_t count,
 /* No data: zero bytes, posted as in place. */
 static tnt_result_t barrier_check(tnt_entry_call_t *c)
 {
-    c->args.in_place = 1;
+    c->args->in_place = 1;
     return TNT_SUCCESS;
 }
 

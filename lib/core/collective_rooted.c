@@ -31,7 +31,7 @@ static tnt_result_t reduce_check(tnt_entry_call_t *c)
         TNT_CHECK(need(c, c->recv, "the root's receive buffer"));
     if (!in_place)
         TNT_CHECK(need(c, c->send, "the send buffer"));
-    c->args.in_place = in_place;
+    c->args->in_place = in_place;
     c->post_send = in_place ? c->recv : c->send;
     c->post_recv = is_root ? c->recv : NULL;
     return TNT_SUCCESS;
@@ -72,7 +72,7 @@ static tnt_result_t gather_check(tnt_entry_call_t *c)
         TNT_CHECK(need(c, c->recv, "the root's receive buffer"));
     if (!in_place)
         TNT_CHECK(need(c, c->send, "the send buffer"));
-    c->args.in_place = in_place;
+    c->args->in_place = in_place;
     c->post_send = in_place ? NULL : c->send;
     c->post_recv = is_root ? c->recv : NULL;
     return TNT_SUCCESS;
@@ -113,7 +113,7 @@ static tnt_result_t scatter_check(tnt_entry_call_t *c)
         TNT_CHECK(need(c, c->send, "the root's send buffer"));
     if (!in_place)
         TNT_CHECK(need(c, c->recv, "the receive buffer"));
-    c->args.in_place = in_place;
+    c->args->in_place = in_place;
     c->post_send = is_root ? c->send : NULL;
     c->post_recv = in_place ? NULL : c->recv;
     return TNT_SUCCESS;

@@ -1,9 +1,9 @@
 /*
  * Communicator lifetime: creation from the environment or a config
  * struct (parameters, transport, bootstrap, progress thread), abort and
- * free. Live communicators are kept in a registry so that a call on a
- * freed handle is reported as TNT_ERR_INVALID_COMM instead of touching
- * freed memory.
+ * free. Live communicators are kept in a set of live handles so that a
+ * call on a freed handle is reported as TNT_ERR_INVALID_COMM instead of
+ * touching freed memory.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -20,6 +20,7 @@
 #include "boot/boot_pmix.h"
 #include "core/comm_tp.h"
 #include "util/error.h"
+#include "util/handles.h"
 #include "util/hostid.h"
 #include "boot/launch_env.h"
 #include "util/log.h"
@@ -27,71 +28,16 @@
 #include "core/timeline.h"
 #include "transport/transport.h"
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct tnt_comm **registry;
-static size_t registry_n, registry_cap;
-/* Bumped (under the lock) whenever a communicator leaves the registry:
- * a thread's memory of the last live handle it checked holds while this
- * has not changed. Spares every call the registry's lock (a small
- * blocking allreduce calls it once per call). */
-static _Atomic uint64_t registry_gen;
-static _Thread_local const struct tnt_comm *seen_comm;
-static _Thread_local uint64_t seen_gen;
-
-static int registry_add(struct tnt_comm *c)
-{
-    pthread_mutex_lock(&registry_lock);
-    if (registry_n == registry_cap) {
-        size_t cap = registry_cap ? registry_cap * 2 : 8;
-        struct tnt_comm **n = realloc(registry, cap * sizeof(*n));
-        if (!n) {
-            pthread_mutex_unlock(&registry_lock);
-            return -1;
-        }
-        registry = n;
-        registry_cap = cap;
-    }
-    registry[registry_n++] = c;
-    pthread_mutex_unlock(&registry_lock);
-    return 0;
-}
-
-/* Remove c; 1 if it was live. */
-static int registry_remove(struct tnt_comm *c)
-{
-    int found = 0;
-    pthread_mutex_lock(&registry_lock);
-    for (size_t i = 0; i < registry_n; i++)
-        if (registry[i] == c) {
-            registry[i] = registry[--registry_n];
-            found = 1;
-            atomic_fetch_add(&registry_gen, 1);
-            break;
-        }
-    if (registry_n == 0) {
-        free(registry);
-        registry = NULL;
-        registry_cap = 0;
-    }
-    pthread_mutex_unlock(&registry_lock);
-    return found;
-}
+/* The live communicators (util/handles.h): a call on a handle not in it
+ * is refused before anything of it is read. A thread remembers the last
+ * handle it found live, which spares a small blocking allreduce the
+ * set's lock. */
+static tnt_handles_t live_comms = TNT_HANDLES_INIT;
+static _Thread_local tnt_handle_seen_t seen_comm;
 
 tnt_result_t tnt__comm_check(tnt_comm_t comm, const char *fn)
 {
-    if (comm && comm == seen_comm &&
-        atomic_load_explicit(&registry_gen, memory_order_acquire) == seen_gen)
-        return TNT_SUCCESS;
-    int found = 0;
-    pthread_mutex_lock(&registry_lock);
-    for (size_t i = 0; i < registry_n && !found; i++)
-        found = (registry[i] == comm);
-    if (found) {
-        seen_comm = comm;
-        seen_gen = atomic_load_explicit(&registry_gen, memory_order_relaxed);
-    }
-    pthread_mutex_unlock(&registry_lock);
-    if (!found)
+    if (!tnt__handles_live(&live_comms, comm, &seen_comm))
         return tnt__error(TNT_ERR_INVALID_COMM, "%s: communicator %p is not "
                           "live (NULL, freed, or never created)", fn,
                           (void *)comm);
@@ -356,7 +302,7 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
         tnt__engine_connect_all(comm);
     if (rc == TNT_SUCCESS)
         rc = tnt__tl_start(comm);
-    if (rc == TNT_SUCCESS && registry_add(comm) != 0)
+    if (rc == TNT_SUCCESS && tnt__handles_add(&live_comms, comm) != 0)
         rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
     if (rc != TNT_SUCCESS) {
         char msg[512];
@@ -413,7 +359,7 @@ TNT_API tnt_result_t tnt_comm_init_from_env(tnt_comm_t *out)
 
 TNT_API tnt_result_t tnt_comm_free(tnt_comm_t comm)
 {
-    if (!registry_remove(comm))
+    if (!tnt__handles_remove(&live_comms, comm))
         return tnt__error(TNT_ERR_INVALID_COMM, "tnt_comm_free: "
                           "communicator %p is not live (NULL, freed twice, "
                           "or never created)", (void *)comm);

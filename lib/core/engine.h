@@ -453,12 +453,12 @@ struct tnt_comm {
 
     /* The on-host algorithms (lib/core/onhost/) and the shared
      * allocations they use. */
-    /* On-host collectives of every algorithm (onhost/queue.c; the
-     * "slot" names are historical): numbered in posting order, finished
-     * in that order; the unfinished ones, oldest first. */
-    uint64_t slot_next;
-    uint64_t slot_completed;   /* number + 1 of the last one finished */
-    struct tnt_request *slot_head, *slot_tail;
+    /* On-host collectives of every algorithm (onhost/queue.c):
+     * numbered in posting order, finished in that order; the unfinished
+     * ones, oldest first. */
+    uint64_t onhost_next;
+    uint64_t onhost_completed; /* number + 1 of the last one finished */
+    struct tnt_request *onhost_head, *onhost_tail;
     uint64_t stage_next;       /* next round of staged allreduces */
     int slot_notify;           /* some peer's slot_notify is set */
     /* A mapped allreduce has more of its slice to reduce (it does a

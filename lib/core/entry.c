@@ -15,14 +15,11 @@
 /* Blocking calls post, wait and release in one go (engine.h). */
 #define BLOCKING (TNT_POST_WAIT_NEXT | TNT_POST_BLOCK)
 
-tnt_result_t tnt__entry_need(const tnt_entry_call_t *c, const void *buf,
-                             const char *what)
+tnt_result_t tnt__entry_null_buffer(const tnt_entry_call_t *c,
+                                    const char *what)
 {
-    if (c->count > 0 && !buf)
-        return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: %s is NULL "
-                          "with count %zu", c->comm->rank, c->fn, what,
-                          c->count);
-    return TNT_SUCCESS;
+    return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: %s is NULL with "
+                      "count %zu", c->comm->rank, c->fn, what, c->count);
 }
 
 /* The checks every call shares, in this order: the communicator (first:
@@ -30,7 +27,8 @@ tnt_result_t tnt__entry_need(const tnt_entry_call_t *c, const void *buf,
  * (times the rank count per rank) fit the address space, the request
  * pointer of a nonblocking call; then the operation's own. */
 static tnt_result_t check(const tnt_entry_op_t *op, tnt_entry_call_t *c,
-                          int blocking, tnt_request_t *req)
+                          int blocking, tnt_request_t *req,
+                          tnt_coll_args_t *args)
 {
     c->fn = blocking ? op->name : op->iname;
     TNT_CHECK(tnt__comm_check(c->comm, c->fn));
@@ -62,8 +60,9 @@ static tnt_result_t check(const tnt_entry_op_t *op, tnt_entry_call_t *c,
                               "output pointer is NULL", comm->rank, c->fn);
         *req = NULL;
     }
-    c->args = tnt__coll_args(comm, op->kind, c->count, c->dtype,
-                             (tnt_op_t)c->op, c->root, 0);
+    *args = tnt__coll_args(comm, op->kind, c->count, c->dtype,
+                           (tnt_op_t)c->op, c->root, 0);
+    c->args = args;
     c->post_send = c->send;
     c->post_recv = c->recv;
     return op->check ? op->check(c) : TNT_SUCCESS;
@@ -113,11 +112,12 @@ static tnt_result_t refuse_second_thread(const tnt_entry_call_t *c)
 
 tnt_result_t tnt__entry_run(const tnt_entry_op_t *op, tnt_entry_call_t *c)
 {
-    TNT_CHECK(check(op, c, 1, NULL));
+    tnt_coll_args_t args;
+    TNT_CHECK(check(op, c, 1, NULL, &args));
     if (!enter(op, c->comm))
         return refuse_second_thread(c);
     struct tnt_request *req; /* NULL on return: the call waited */
-    tnt_result_t rc = tnt__engine_post(c->comm, &c->args, c->post_send,
+    tnt_result_t rc = tnt__engine_post(c->comm, &args, c->post_send,
                                        c->post_recv, BLOCKING, &req);
     leave(op, c->comm);
     return rc;
@@ -126,11 +126,19 @@ tnt_result_t tnt__entry_run(const tnt_entry_op_t *op, tnt_entry_call_t *c)
 tnt_result_t tnt__entry_post(const tnt_entry_op_t *op, tnt_entry_call_t *c,
                              tnt_request_t *req)
 {
-    TNT_CHECK(check(op, c, 0, req));
-    if (!enter(op, c->comm))
+    tnt_coll_args_t args;
+    TNT_CHECK(check(op, c, 0, req, &args));
+    TNT_CHECK(tnt__request_reserve(c->fn));
+    if (!enter(op, c->comm)) {
+        tnt__request_cancel();
         return refuse_second_thread(c);
-    tnt_result_t rc = tnt__engine_post(c->comm, &c->args, c->post_send,
+    }
+    tnt_result_t rc = tnt__engine_post(c->comm, &args, c->post_send,
                                        c->post_recv, 0, req);
     leave(op, c->comm);
+    if (rc == TNT_SUCCESS)
+        tnt__request_commit(*req);
+    else
+        tnt__request_cancel();
     return rc;
 }

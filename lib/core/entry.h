@@ -35,9 +35,10 @@ typedef struct tnt_entry_call {
                                   arrays, a send's or receive's tag) */
     /* Set by the entry before the operation's check: the call's name
      * (blocking or not: messages name the call the user made) and the
-     * arguments posted (tnt__coll_args, not in place). */
+     * arguments posted (tnt__coll_args, not in place; they live in the
+     * entry's frame, so that the caller's call stays small to set up). */
     const char *fn;
-    tnt_coll_args_t args;
+    tnt_coll_args_t *args;
     /* Set by the operation's check: the buffers handed to the engine.
      * Without a check, send and recv as passed. */
     const void *post_send;
@@ -69,9 +70,26 @@ tnt_result_t tnt__entry_run(const tnt_entry_op_t *op, tnt_entry_call_t *c);
 tnt_result_t tnt__entry_post(const tnt_entry_op_t *op, tnt_entry_call_t *c,
                              tnt_request_t *req);
 
-/** "rank R: FN: BUFFER buffer is NULL with count N" unless the buffer is
- *  there or count is 0: the operations' checks share it. */
-tnt_result_t tnt__entry_need(const tnt_entry_call_t *c, const void *buf,
-                             const char *what);
+/** The requests handed to the user (request_api.c): a place promised
+ *  before the post, so that registering the request after it cannot
+ *  fail; the request registered, or the place given back. */
+tnt_result_t tnt__request_reserve(const char *fn);
+void tnt__request_commit(tnt_request_t req);
+void tnt__request_cancel(void);
+
+/** The error of tnt__entry_need. */
+tnt_result_t tnt__entry_null_buffer(const tnt_entry_call_t *c,
+                                    const char *what);
+/** "rank R: FN: BUFFER is NULL with count N" unless the buffer is there
+ *  or count is 0: the operations' checks share it. Inline: every call
+ *  checks its buffers. */
+static inline tnt_result_t tnt__entry_need(const tnt_entry_call_t *c,
+                                           const void *buf,
+                                           const char *what)
+{
+    if (c->count > 0 && !buf)
+        return tnt__entry_null_buffer(c, what);
+    return TNT_SUCCESS;
+}
 
 #endif /* TNT_CORE_ENTRY_H */

@@ -31,8 +31,8 @@ static tnt_result_t p2p_check(tnt_entry_call_t *c)
                           "expected 0..TNT_TAG_MAX (%d)", comm->rank, c->fn,
                           p->tag, TNT_TAG_MAX);
     TNT_CHECK(tnt__entry_need(c, p->send ? c->send : c->recv, "buffer"));
-    c->args.p2p_send = p->send;
-    c->args.tag = (uint32_t)p->tag;
+    c->args->p2p_send = p->send;
+    c->args->tag = (uint32_t)p->tag;
     c->post_send = p->send ? c->send : NULL;
     c->post_recv = p->send ? NULL : c->recv;
     return TNT_SUCCESS;

@@ -152,8 +152,8 @@ static void complete_bucket(tnt_fusion_t f, size_t k, tnt_result_t rc)
         fail(f, rc);
     if (f->tl)
         tl_bucket(f, k, rc);
-    if (f->req[k])
-        tnt_request_free(f->req[k]);
+    if (f->req[k]) /* the engine's own: never handed to the user */
+        tnt__engine_release(f->req[k]);
     f->req[k] = NULL;
     f->done[k] = 1;
     if (f->cb)
@@ -173,7 +173,9 @@ static void finish_bucket(tnt_fusion_t f, size_t k)
         f->claimed[k] = 1;
         tnt_request_t req = f->req[k];
         pthread_mutex_unlock(&f->lock);
-        tnt_result_t rc = req ? tnt_wait(req) : f->error;
+        int finished;
+        tnt_result_t rc = req ? tnt__engine_wait(req, -1.0, &finished)
+                              : f->error;
         char msg[512];
         snprintf(msg, sizeof(msg), "%s", tnt_last_error());
         pthread_mutex_lock(&f->lock);

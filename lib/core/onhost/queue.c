@@ -64,7 +64,7 @@ void tnt__onhost_progress(struct tnt_comm *comm)
     /* Only the oldest request of the staging rounds moves: its rounds
      * come before a later one's. */
     int head = 1, stage_seen = 0;
-    for (struct tnt_request *r = comm->slot_head, *next; r; r = next) {
+    for (struct tnt_request *r = comm->onhost_head, *next; r; r = next) {
         next = r->onhost.next;
         if (r->deferred) /* posted by fusion; the poller starts it */
             break;
@@ -101,7 +101,7 @@ void tnt__onhost_check_mismatch(struct tnt_comm *comm,
 
 void tnt__onhost_before_sleep(struct tnt_comm *comm)
 {
-    struct tnt_request *h = comm->slot_head;
+    struct tnt_request *h = comm->onhost_head;
     if (h && !h->deferred)
         tnt__onhost_check_mismatch(comm, h);
 }
@@ -111,24 +111,24 @@ void tnt__onhost_enqueue(struct tnt_comm *comm, struct tnt_request *req)
     tnt__onhost_algo_of(req)->start(comm, req);
     req->onhost.queued = 1;
     req->onhost.next = NULL;
-    if (comm->slot_tail)
-        comm->slot_tail->onhost.next = req;
+    if (comm->onhost_tail)
+        comm->onhost_tail->onhost.next = req;
     else
-        comm->slot_head = req;
-    comm->slot_tail = req;
+        comm->onhost_head = req;
+    comm->onhost_tail = req;
 }
 
 void tnt__onhost_unqueue(struct tnt_comm *comm, struct tnt_request *req)
 {
-    struct tnt_request **pp = &comm->slot_head, *prev = NULL;
+    struct tnt_request **pp = &comm->onhost_head, *prev = NULL;
     while (*pp && *pp != req) {
         prev = *pp;
         pp = &(*pp)->onhost.next;
     }
     if (*pp) {
         *pp = req->onhost.next;
-        if (comm->slot_tail == req)
-            comm->slot_tail = prev;
+        if (comm->onhost_tail == req)
+            comm->onhost_tail = prev;
     }
     req->onhost.next = NULL;
     req->onhost.queued = 0;
@@ -141,7 +141,7 @@ void tnt__onhost_peer_closing(struct tnt_comm *comm, int q)
 {
     if (!comm->peers[q].ep || comm->state != TNT_COMM_OK)
         return;
-    for (struct tnt_request *r = comm->slot_head; r; r = r->onhost.next)
+    for (struct tnt_request *r = comm->onhost_head; r; r = r->onhost.next)
         if (!tnt__onhost_algo_of(r)->peer_closing(comm, r, q))
             return;
 }

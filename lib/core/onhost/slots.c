@@ -56,7 +56,7 @@ static void put(struct tnt_comm *comm, struct tnt_request *req, int q)
     s->dtype = req->sig.dtype;
     s->op = req->sig.op;
     s->algo = req->sig.algo;
-    s->completed = comm->slot_completed;
+    s->completed = comm->onhost_completed;
     memcpy(s->data, req->bufs[TNT_BUF_SEND], req->args.count * req->args.esize);
     atomic_store_explicit(&s->no, req->onhost.slots.no + 1,
                           memory_order_release);
@@ -95,7 +95,7 @@ static int room(struct tnt_comm *comm, struct tnt_request *req, int q)
 {
     if (req->onhost.slots.no < 2)
         return 1;
-    if (comm->slot_completed + 1 < req->onhost.slots.no)
+    if (comm->onhost_completed + 1 < req->onhost.slots.no)
         return 0;
     /* What q said when it last published is usually enough: a peer
      * that calls one blocking allreduce after another has finished n - 2
@@ -160,7 +160,7 @@ static void reduce_inputs(struct tnt_comm *comm, struct tnt_request *req)
             atomic_store_explicit(&mine_of(comm, q)->done[b],
                                   req->onhost.slots.no + 1,
                                   memory_order_release);
-    comm->slot_completed = req->onhost.slots.no + 1;
+    comm->onhost_completed = req->onhost.slots.no + 1;
 }
 
 /* One look at every peer for req; 1 once it has every input. */
@@ -204,7 +204,7 @@ void tnt__slots_check_strays(struct tnt_comm *comm, int q)
     for (int b = 0; b < 2 && comm->state == TNT_COMM_OK; b++) {
         const tnt_slot_t *s = &theirs_of(comm, q)->slot[b];
         uint64_t no = atomic_load_explicit(&s->no, memory_order_acquire);
-        if (no <= comm->slot_next || s->seq >= comm->next_seq)
+        if (no <= comm->onhost_next || s->seq >= comm->next_seq)
             continue;
         tnt_msg_hdr_t h = slot_sig(comm, s);
         if (tnt__mismatch_past(comm, &h, q))
@@ -214,7 +214,7 @@ void tnt__slots_check_strays(struct tnt_comm *comm, int q)
 
 static void number(struct tnt_comm *comm, struct tnt_request *req)
 {
-    req->onhost.slots.no = comm->slot_next++;
+    req->onhost.slots.no = comm->onhost_next++;
     req->ops_left = 2u * (uint32_t)(comm->nranks - 1);
 }
 
