@@ -11,7 +11,8 @@
 #   features  p = 2 and 3: callbacks, save/load, dataset options, errors,
 #             eager mode (run_eagerly=True) against tf.function.
 #   progbar   the progress bar on the master only (--output-on-all-ranks).
-#   command   the `tarantella` command runs the Quick Start example.
+#   command   the `tarantella` command runs the Quick Start example, with
+#             a timeline: buckets start before a step's last gradient.
 #
 # Why RTOL = 1e-5 and not equality: a rank count sums the same gradients in
 # another order (per rank, then over the ranks; TensorFlow's kernels block
@@ -104,16 +105,20 @@ if [ $st = 0 ]; then
 fi
 result "progbar" $st "$TMP/progbar.log"
 
-# The `tarantella` command: the launcher under Tarantella's name.
+# The `tarantella` command: the launcher under Tarantella's name, with
+# Tarantella's --fusion-threshold (1 KiB: several buckets) and a timeline,
+# in which buckets must start before the step's last gradient is handed
+# over (check_keras_overlap.py).
 TARANTELLA=$BUILD/plugins/tarantella
-if [ -x "$TARANTELLA" ]; then
-    PATH=$(dirname "$PY"):$PATH "$TARANTELLA" -n 2 --timeout "$LIMIT" -- \
-        "$SRC/examples/keras_lenet5.py" --epochs 1 --train-samples 256 \
-        --verbose 0 --check-ranks > "$TMP/command.log" 2>&1
-    st=$?
-    grep -q 'ranks 2 evaluate' "$TMP/command.log" || st=1
-    result "tarantella command" $st "$TMP/command.log"
-fi
+"$TARANTELLA" -n 2 --timeout "$LIMIT" --fusion-threshold 1 \
+    --timeline "$TMP/tl" -- "$SRC/examples/keras_lenet5.py" --epochs 1 \
+    --train-samples 256 --verbose 0 --check-ranks > "$TMP/command.log" 2>&1
+st=$?
+grep -q 'ranks 2 evaluate' "$TMP/command.log" || st=1
+result "tarantella command" $st "$TMP/command.log"
+"$PY" "$SRC/tests/python/check_keras_overlap.py" "$TMP/tl.json" \
+    > "$TMP/overlap.log" 2>&1
+result "overlap" $? "$TMP/overlap.log"
 
 echo "test_keras.sh: $passed passed, $failed failed"
 [ "$failed" = 0 ]
