@@ -58,13 +58,17 @@ class Callback(keras.callbacks.Callback):
         self.run_on_all_ranks = bool(run_on_all_ranks)
         self._active = self.run_on_all_ranks or tntcomm.is_master_rank()
 
+    # a callback that does not run here never sees the model either: some
+    # (TensorBoard) create their files there
     def set_model(self, model):
         super().set_model(model)
-        self.callback.set_model(model)
+        if self._active:
+            self.callback.set_model(model)
 
     def set_params(self, params):
         super().set_params(params)
-        self.callback.set_params(params)
+        if self._active:
+            self.callback.set_params(params)
 
     def _logs(self, logs):
         return logs if self.aggregate_logs else _local(self.model, logs)

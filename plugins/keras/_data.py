@@ -73,6 +73,16 @@ def describe_batching(dataset, micro_batch_size, what):
         raise DatasetError("tntcomm.keras: tnt_micro_batch_size must be a "
                            "positive int, not %r" % (micro_batch_size,))
     if not batches:
+        first = _first_tensor(dataset.element_spec)
+        if micro_batch_size is None and first.shape.rank and \
+                first.shape[0] is None:
+            raise DatasetError(
+                "tntcomm.keras: the batch size of %s is not known: its "
+                "pipeline has no batch() and its elements' first dimension "
+                "is not fixed (e.g. batches from a generator): batch it "
+                "with dataset.batch(global_batch), or give "
+                "tnt_micro_batch_size if its elements are single samples"
+                % what)
         if micro_batch_size is None:
             raise DatasetError(
                 "tntcomm.keras: %s is not batched: batch it with the global "

@@ -109,9 +109,36 @@ def _predict_step(model, data):
     return y_pred, tf.reshape(_batch_len(x), [1])
 
 
-def _aggregating(function, model):
+def average_non_trainable(model):
+    """Average the float non-trainable weights (BatchNormalization's
+    moving statistics, which each rank updates from its own micro-batches)
+    over the ranks, so that every rank evaluates, predicts and saves with
+    the same weights. Run after training steps, before the model is used
+    otherwise (not per step)."""
+    model._tnt_dirty = False
+    if tntcomm.get_size() == 1:
+        return
+    variables = [v for v in model.non_trainable_weights
+                 if np.dtype(tf.as_dtype(v.dtype).as_numpy_dtype).kind == "f"]
+    if not variables:
+        return
+    values = [np.asarray(v.numpy()) for v in variables]
+    flat = np.concatenate([v.astype(np.float64).ravel() for v in values])
+    tntcomm.allreduce(flat, op="avg", inplace=True)
+    off = 0
+    for v, val in zip(variables, values):
+        v.assign(flat[off:off + val.size].reshape(val.shape)
+                 .astype(val.dtype))
+        off += val.size
+
+
+def _aggregating(function, model, training):
     def step(iterator):
+        if not training and getattr(model, "_tnt_dirty", False):
+            average_non_trainable(model)
         function(iterator)
+        if training:
+            model._tnt_dirty = True
         model._tnt_local_logs = _logs.local_logs(model)
         return _logs.aggregated_logs(model)
     return step
@@ -128,14 +155,16 @@ def _install(model):
         if model.train_function is not None and not force:
             return model.train_function
         cls.make_train_function(model, force=True)
-        model.train_function = _aggregating(model.train_function, model)
+        model.train_function = _aggregating(model.train_function, model,
+                                            True)
         return model.train_function
 
     def make_test_function(force=False):
         if model.test_function is not None and not force:
             return model.test_function
         cls.make_test_function(model, force=True)
-        model.test_function = _aggregating(model.test_function, model)
+        model.test_function = _aggregating(model.test_function, model,
+                                           False)
         return model.test_function
 
     model.make_train_function = make_train_function
@@ -325,10 +354,12 @@ class Model:
         if verbose == "auto":
             verbose = 1
         kwargs["shuffle"] = False  # the dataset's own shuffle counts
-        return self.model.fit(
-            ds, validation_data=val,
-            callbacks=_callbacks.prepare(callbacks),
+        history = self.model.fit(
+            ds, validation_data=val, callbacks=_callbacks.prepare(callbacks),
             verbose=verbose if tntcomm.is_master_rank() else 0, **kwargs)
+        if getattr(self.model, "_tnt_dirty", False):
+            average_non_trainable(self.model)
+        return history
 
     def evaluate(self, x=None, y=None, *, callbacks=None, verbose="auto",
                  tnt_micro_batch_size=None, tnt_distribute_dataset=True,
@@ -358,6 +389,8 @@ class Model:
                                     tnt_distribute_dataset,
                                     "the prediction dataset", False)
         self._build(spec, False)
+        if getattr(self.model, "_tnt_dirty", False):
+            average_non_trainable(self.model)
         if verbose == "auto":
             verbose = 1
         out, counts = self.model.predict(

@@ -25,8 +25,19 @@ def save_model(model, filepath, tnt_save_all_devices=False, **kwargs):
 
 
 def model_from_config(config, custom_objects=None):
-    return Model(keras.models.model_from_config(
-        config, custom_objects=custom_objects))
+    """A model from a serialized config ({"class_name", "config"}) or from
+    a model's get_config() (Keras 3 has no model_from_config: a functional
+    model's config names its input layers, a Sequential's does not)."""
+    if "class_name" in config:
+        model = keras.saving.deserialize_keras_object(
+            config, custom_objects=custom_objects)
+    elif "input_layers" in config:
+        model = keras.Model.from_config(config,
+                                        custom_objects=custom_objects)
+    else:
+        model = keras.Sequential.from_config(config,
+                                             custom_objects=custom_objects)
+    return Model(model)
 
 
 def model_from_json(json_string, custom_objects=None):
