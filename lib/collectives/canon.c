@@ -34,14 +34,24 @@
 #define CANON_INLINE static inline
 #endif
 
-static const unsigned char *input(const void *own, int self,
-                                  const void *base, size_t stride, int q,
+/* Where the k inputs lie: a table of k pointers, or the own input and
+ * the others at one stride (canon.h). */
+typedef struct canon_src {
+    const void *const *ptrs;
+    const void *own;
+    int self;
+    const void *base;
+    size_t stride;
+} canon_src_t;
+
+static const unsigned char *input(const canon_src_t *src, int q,
                                   size_t first, size_t esize)
 {
-    const unsigned char *p = q == self
-                                 ? (const unsigned char *)own
-                                 : (const unsigned char *)base +
-                                       (size_t)q * stride;
+    const unsigned char *p =
+        src->ptrs     ? (const unsigned char *)src->ptrs[q]
+        : q == src->self ? (const unsigned char *)src->own
+                         : (const unsigned char *)src->base +
+                               (size_t)q * src->stride;
     return p + first * esize;
 }
 
@@ -201,18 +211,17 @@ CANON_INLINE void store(unsigned char *dst, const double *t, size_t m,
 }
 
 /* SUM, AVG and PROD of floats over one block of m elements. */
-CANON_INLINE void wide_block(unsigned char *dst, const void *own, int self,
-                             const void *base, size_t stride, int k,
-                             size_t first, size_t m, tnt_dtype_t dtype,
-                             tnt_op_t op)
+CANON_INLINE void wide_block(unsigned char *dst, const canon_src_t *src,
+                             int k, size_t first, size_t m,
+                             tnt_dtype_t dtype, tnt_op_t op)
 {
     size_t es = tnt_dtype_size(dtype);
     double s[CANON_BLOCK], c[CANON_BLOCK], x[CANON_BLOCK];
-    widen(s, input(own, self, base, stride, 0, first, es), m, dtype);
+    widen(s, input(src, 0, first, es), m, dtype);
     for (size_t j = 0; j < m; j++)
         c[j] = 0;
     for (int q = 1; q < k; q++) {
-        widen(x, input(own, self, base, stride, q, first, es), m, dtype);
+        widen(x, input(src, q, first, es), m, dtype);
         if (op == TNT_PROD) {
             for (size_t j = 0; j < m; j++)
                 s[j] = s[j] * x[j];
@@ -241,23 +250,22 @@ CANON_INLINE void wide_block(unsigned char *dst, const void *own, int self,
 
 /* Any other (dtype, op): the dtype's kernel in rank order, through an
  * accumulator block, so that dst may be the own input. */
-static void fold_block(unsigned char *dst, const void *own, int self,
-                       const void *base, size_t stride, int k, size_t first,
-                       size_t m, tnt_dtype_t dtype, tnt_reduce_fn_t fn)
+static void fold_block(unsigned char *dst, const canon_src_t *src, int k,
+                       size_t first, size_t m, tnt_dtype_t dtype,
+                       tnt_reduce_fn_t fn)
 {
     size_t es = tnt_dtype_size(dtype);
     uint64_t acc[CANON_BLOCK];
-    memcpy(acc, input(own, self, base, stride, 0, first, es), m * es);
+    memcpy(acc, input(src, 0, first, es), m * es);
     for (int q = 1; q < k; q++)
-        fn(acc, acc, input(own, self, base, stride, q, first, es), m);
+        fn(acc, acc, input(src, q, first, es), m);
     memcpy(dst + first * es, acc, m * es);
 }
 
 /* The whole reduction, inlined into one function per SIMD level below:
  * the same C at every level, element-wise IEEE operations only, hence the
  * same bits (reduce.c's argument); the level changes the vector width. */
-CANON_INLINE void canon_run(void *dst, const void *own, int self,
-                            const void *base, size_t stride, int k,
+CANON_INLINE void canon_run(void *dst, const canon_src_t *src, int k,
                             size_t n, tnt_dtype_t dtype, tnt_op_t op)
 {
     int wide = tnt__canon_dtype(dtype) &&
@@ -268,13 +276,11 @@ CANON_INLINE void canon_run(void *dst, const void *own, int self,
     for (size_t first = 0; first < n; first += CANON_BLOCK) {
         size_t m = n - first < CANON_BLOCK ? n - first : CANON_BLOCK;
         if (wide && m == CANON_BLOCK)
-            wide_block(dst, own, self, base, stride, k, first, CANON_BLOCK,
-                       dtype, op);
+            wide_block(dst, src, k, first, CANON_BLOCK, dtype, op);
         else if (wide)
-            wide_block(dst, own, self, base, stride, k, first, m, dtype, op);
+            wide_block(dst, src, k, first, m, dtype, op);
         else
-            fold_block(dst, own, self, base, stride, k, first, m, dtype,
-                       fn);
+            fold_block(dst, src, k, first, m, dtype, fn);
         /* An integer AVG divides after the last input, as the chain. */
         if (!wide && op == TNT_AVG)
             tnt__scale_avg((unsigned char *)dst +
@@ -284,9 +290,9 @@ CANON_INLINE void canon_run(void *dst, const void *own, int self,
 }
 
 #define CANON_ARGS                                                          \
-    void *dst, const void *own, int self, const void *base, size_t stride,  \
-        int k, size_t n, tnt_dtype_t dtype, tnt_op_t op
-#define CANON_PASS dst, own, self, base, stride, k, n, dtype, op
+    void *dst, const canon_src_t *src, int k, size_t n, tnt_dtype_t dtype,  \
+        tnt_op_t op
+#define CANON_PASS dst, src, k, n, dtype, op
 
 static void canon_base(CANON_ARGS)
 {
@@ -306,7 +312,7 @@ canon_avx512(CANON_ARGS)
 }
 #endif
 
-void tnt__canon_reduce_at(int level, CANON_ARGS)
+static void canon_at(int level, CANON_ARGS)
 {
     if (!tnt__simd_supported(level))
         return;
@@ -323,7 +329,25 @@ void tnt__canon_reduce_at(int level, CANON_ARGS)
     canon_base(CANON_PASS);
 }
 
-void tnt__canon_reduce(CANON_ARGS)
+void tnt__canon_reduce_at(int level, void *dst, const void *own, int self,
+                          const void *base, size_t stride, int k, size_t n,
+                          tnt_dtype_t dtype, tnt_op_t op)
 {
-    tnt__canon_reduce_at(tnt__simd_active(), CANON_PASS);
+    canon_src_t src = {NULL, own, self, base, stride};
+    canon_at(level, dst, &src, k, n, dtype, op);
+}
+
+void tnt__canon_reduce(void *dst, const void *own, int self,
+                       const void *base, size_t stride, int k, size_t n,
+                       tnt_dtype_t dtype, tnt_op_t op)
+{
+    canon_src_t src = {NULL, own, self, base, stride};
+    canon_at(tnt__simd_active(), dst, &src, k, n, dtype, op);
+}
+
+void tnt__canon_reduce_ptrs(void *dst, const void *const *in, int k,
+                            size_t n, tnt_dtype_t dtype, tnt_op_t op)
+{
+    canon_src_t src = {in, NULL, -1, NULL, 0};
+    canon_at(tnt__simd_active(), dst, &src, k, n, dtype, op);
 }
