@@ -1102,6 +1102,58 @@ static void test_canon_levels(void)
             }
 }
 
+/* The canonical reduction's own f16/bf16 conversions (canon.c, without
+ * branches): one input gives every non-NaN pattern back, a NaN the
+ * canonical quiet one; two inputs whose sum is exact in double give the
+ * nearest pattern to it (ties to even), by this file's reference
+ * rounding; also the sign of a zero sum. */
+static void test_canon_half_exact(void)
+{
+    static uint16_t ab[2][65536], out[65536];
+    uint16_t *a = ab[0], *b = ab[1];
+    const tnt_dtype_t dts[] = {TNT_F16, TNT_BF16};
+    for (int d = 0; d < 2; d++) {
+        tnt_dtype_t dt = dts[d];
+        int f16 = dt == TNT_F16;
+        for (uint32_t h = 0; h < 65536; h++)
+            a[h] = (uint16_t)h;
+        tnt__canon_reduce(out, a, 0, NULL, 0, 1, 65536, dt, TNT_SUM);
+        size_t bad = 0;
+        for (uint32_t h = 0; h < 65536; h++) {
+            int nan = f16 ? f16_is_nan((uint16_t)h) : bf16_is_nan((uint16_t)h);
+            uint16_t want = nan ? (f16 ? 0x7e00 : 0x7fc0) : (uint16_t)h;
+            bad += out[h] != want;
+        }
+        CU_ASSERT_EQUAL(bad, 0);
+        /* Pairs: bf16 within 2^-20..2^20, so that a + b is exact. */
+        for (uint32_t i = 0; i < 65536; i++) {
+            uint16_t x = (uint16_t)rnd(), y = (uint16_t)rnd();
+            if (!f16) {
+                x = (uint16_t)((x & 0x807f) | ((107 + (x >> 7) % 41) << 7));
+                y = (uint16_t)((y & 0x807f) | ((107 + (y >> 7) % 41) << 7));
+            }
+            int nan = f16 ? f16_is_nan(x) || f16_is_nan(y) : 0;
+            a[i] = nan ? 0 : x;
+            b[i] = nan ? 0 : y;
+        }
+        tnt__canon_reduce(out, a, 0, ab, sizeof ab[0], 2, 65536, dt,
+                          TNT_SUM);
+        bad = 0;
+        for (uint32_t i = 0; i < 65536; i++) {
+            double va = f16 ? ref_f16_value(a[i]) : ref_bf16_value(a[i]);
+            double vb = f16 ? ref_f16_value(b[i]) : ref_bf16_value(b[i]);
+            double sum = va + vb;
+            uint16_t want = f16 ? ref_f16(sum) : ref_bf16(sum);
+            if (sum == 0) /* IEEE: +0 unless both are -0 */
+                want = (uint16_t)((a[i] & b[i] & 0x8000) ? 0x8000 : 0);
+            if (isinf(va) && isinf(vb) && va != vb)
+                continue; /* inf - inf: NaN, compared by class */
+            bad += out[i] != want;
+        }
+        CU_ASSERT_EQUAL(bad, 0);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_def conversions[] = {
@@ -1129,6 +1181,8 @@ int main(int argc, char **argv)
         {"f32/f64 NaN payloads at every level", test_nan_payload_levels},
         {"TNT_SIMD and level lookup", test_simd_env},
         {"canonical reduction: every level, cut, in place", test_canon_levels},
+        {"canonical reduction: f16/bf16 patterns and exact pairs",
+         test_canon_half_exact},
         {NULL, NULL}};
     static const struct test_def avg[] = {
         {"scale_avg, every dtype", test_scale_avg},

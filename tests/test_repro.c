@@ -15,7 +15,8 @@
  * allreduce in place, a reduce (at the last rank) and the same data as
  * the middle tensor of a fusion bucket, each bitwise the first; and a
  * reduce-scatter of p x 1 and p x 7919, bitwise the owner's block of an
- * allreduce of the same buffer. In the first job of each rank count
+ * allreduce of the same buffer; PROD, MIN and MAX of 7919 (MIN and MAX
+ * exact). In the first job of each rank count
  * every element of the allreduce is checked against the exact sum
  * (Shewchuk's summation): the nearest value of the type for f32, f16,
  * bf16, within 1 ulp plus the double-double bound for f64; every later
@@ -25,12 +26,15 @@
  * every forced algorithm runs once, and the other knobs rotate against
  * it (layout, segment, sockets, SIMD, threshold, place: index + p times
  * co-prime steps), so every value of every knob meets several algorithms
- * and rank counts (about 35 jobs). TNT_REPRO_FULL=1 runs every algorithm
- * with every layout, segment size and threshold instead (hours).
+ * and rank counts (33 jobs). TNT_REPRO_FULL=1 runs every algorithm with
+ * every layout, segment size and threshold instead (hours);
+ * TNT_TEST_QUICK (the sanitizer passes) p = 3 and 5 only, with 65537 as
+ * the large count.
  *
  * The default mode must differ somewhere (ring, rd, Rabenseifner, tree
- * at p = 4 over TCP), or this test could not tell; and the mode's largest
- * error per dtype and op must be no larger than each default job's.
+ * at p = 4 over TCP, p = 3 under TNT_TEST_QUICK), or this test could
+ * not tell; and the mode's largest error per dtype and op must be no
+ * larger than each default job's.
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -49,7 +53,8 @@
 #define NOP 2
 static const tnt_dtype_t k_dts[NDT] = {TNT_F32, TNT_F64, TNT_F16, TNT_BF16};
 static const tnt_op_t k_ops[NOP] = {TNT_SUM, TNT_AVG};
-static const size_t k_counts[] = {1, 7919, 524287};
+/* The last count is 65537 under TNT_TEST_QUICK (sanitizer passes). */
+static size_t k_counts[] = {1, 7919, 524287};
 #define NCOUNTS (sizeof k_counts / sizeof k_counts[0])
 static const size_t k_rs_counts[] = {1, 7919};
 
@@ -449,6 +454,33 @@ static int run_rank(tnt_comm_t comm, int rank, int p, void *argp,
                 free(ar);
             }
         }
+    /* PROD, MIN and MAX in the mode: one set of bits too (compared
+     * across jobs by their hashes); MIN and MAX exact, element by
+     * element. */
+    static const tnt_op_t other[] = {TNT_PROD, TNT_MIN, TNT_MAX};
+    for (int di = 0; arg->mode && di < NDT; di++)
+        for (int oi = 0; oi < 3; oi++) {
+            tnt_dtype_t dt = k_dts[di];
+            tnt_op_t op = other[oi];
+            size_t n = 7919, first = 0, wrong = 0;
+            fill(x, dt, rank, p, n);
+            rc = tnt_allreduce(c, x, y, n, dt, op);
+            for (size_t i = 0; rc == TNT_SUCCESS && op != TNT_PROD && i < n;
+                 i++) {
+                double want = input(dt, 0, p, i);
+                for (int r = 1; r < p; r++) {
+                    double v = input(dt, r, p, i);
+                    want = op == TNT_MIN ? (v < want ? v : want)
+                                         : (v > want ? v : want);
+                }
+                if (load(y, dt, i) != want && wrong++ == 0)
+                    first = i;
+            }
+            snprintf(name, sizeof name, "ar_%s_%s_n%zu", tnt_dtype_name(dt),
+                     tnt_op_name(op), n);
+            th_report_check(rep, name, rc, wrong, first, y,
+                            n * tnt_dtype_size(dt));
+        }
     free(x);
     free(y);
     free(z);
@@ -492,8 +524,10 @@ typedef struct baseline {
 } baseline_t;
 
 static baseline_t g_base[3];
-/* The largest error of the mode, per dtype and op, over its jobs. */
-static double g_repro_err[NDT][NOP];
+/* The largest error of the mode, per rank count (p - 3), dtype and op,
+ * over its reference jobs: errors are absolute, so only one rank count's
+ * compare. */
+static double g_repro_err[3][NDT][NOP];
 
 /* The largest error each rank reported per dtype and op: into err, or
  * (accumulate) raising err where larger. */
@@ -571,7 +605,7 @@ static int run_job(int p, int algo, int layout, int seg, int sock,
     job_dir_remove(&arg, p);
     if (!bad) {
         if (arg.reference)
-            note_errors(&r, g_repro_err, 1);
+            note_errors(&r, g_repro_err[p - 3], 1);
         if (!b->have) {
             b->p = p;
             b->r = r;
@@ -593,7 +627,8 @@ static int full(void)
 static void test_sampled(void)
 {
     int jobs = 0;
-    for (int p = 3; p <= 5; p++)
+    /* TNT_TEST_QUICK (the sanitizer passes): p = 3 and 5 only. */
+    for (int p = 3; p <= 5; p += th_quick() ? 2 : 1)
         for (int a = 0; a < (int)NALGOS; a++) {
             if (full()) {
                 for (int l = 0; l < (int)NLAYOUTS; l++)
@@ -619,6 +654,7 @@ static void test_default_differs(void)
 {
     static const char *const algos[] = {"ring", "rd", "rabenseifner",
                                         "tree"};
+    int p = th_quick() ? 3 : 4; /* the sanitizer passes skip p = 4 */
     uint64_t hashes[4][NDT * NOP * NCOUNTS];
     int n[4] = {0}, bad = 0;
     for (int a = 0; a < 4; a++) {
@@ -628,12 +664,12 @@ static void test_default_differs(void)
                              "TNT_TRANSPORT=tcp", NULL};
         job_arg_t arg = {.set = {.keys = {-1}}, .mode = 0, .reference = 1};
         char name[64];
-        snprintf(name, sizeof name, "default mode, p=4, %s", algos[a]);
-        th_job_t job = {name, 4, env, run_rank, &arg, 600, 1, 0};
+        snprintf(name, sizeof name, "default mode, p=%d, %s", p, algos[a]);
+        th_job_t job = {name, p, env, run_rank, &arg, 600, 1, 0};
         th_result_t r;
         job_dir(&arg);
         int failed = th_run_job(&job, &r);
-        job_dir_remove(&arg, 4);
+        job_dir_remove(&arg, p);
         if (failed) {
             bad++;
             th_result_free(&r);
@@ -643,11 +679,11 @@ static void test_default_differs(void)
         note_errors(&r, err, 0);
         for (int di = 0; di < NDT; di++)
             for (int oi = 0; oi < NOP; oi++)
-                TH_CHECK(g_repro_err[di][oi] <= err[di][oi],
+                TH_CHECK(g_repro_err[p - 3][di][oi] <= err[di][oi],
                          "%s %s: the reproducible mode's largest error %a "
                          "exceeds the default's under %s, %a",
                          tnt_dtype_name(k_dts[di]), tnt_op_name(k_ops[oi]),
-                         g_repro_err[di][oi], algos[a], err[di][oi]);
+                         g_repro_err[p - 3][di][oi], algos[a], err[di][oi]);
         for (size_t i = 0; i < r.ranks[0].ncases; i++)
             if (r.ranks[0].cases[i].has_hash)
                 hashes[a][n[a]++] = r.ranks[0].cases[i].hash;
@@ -728,6 +764,12 @@ static void test_bad(void)
     th_job_t j3 = {"mode on ranks 1 and 3 only", 4, env_none, bad_rank,
                    "mixed", 120, 1, 0};
     th_run_job(&j3, NULL);
+    /* Over shared memory 4000 bytes go through the slots, which the
+     * mode runs as canonical-slots: the signatures in the slots differ. */
+    static const char *const env_shm[] = {"TNT_TRANSPORT=shm", NULL};
+    th_job_t j4 = {"mode on ranks 1 and 3 only, shm", 4, env_shm, bad_rank,
+                   "mixed", 120, 1, 0};
+    th_run_job(&j4, NULL);
 }
 
 static void cleanup(void)
@@ -741,9 +783,12 @@ static void cleanup(void)
 
 static void test_sampled_then_default(void)
 {
+    if (th_quick())
+        k_counts[NCOUNTS - 1] = 65537;
     for (int di = 0; di < NDT; di++)
         for (int oi = 0; oi < NOP; oi++)
-            g_repro_err[di][oi] = 0;
+            for (int q = 0; q < 3; q++)
+                g_repro_err[q][di][oi] = 0;
     test_sampled();
     test_default_differs();
     cleanup();

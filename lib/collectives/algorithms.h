@@ -46,6 +46,8 @@ enum tnt_algo {
     TNT_ALGO_CANON,     /* reproducible mode: allreduce, reduce-scatter:
                            the owner reduces all inputs canonically */
     TNT_ALGO_CANON_ONESHOT, /* reproducible mode, small allreduce */
+    TNT_ALGO_CANON_SLOTS, /* reproducible mode, small allreduce on one
+                             host: the slots, reduced canonically */
     TNT_ALGO_END
 };
 
@@ -61,7 +63,7 @@ enum tnt_algo {
 static inline int tnt__algo_onhost(int algo)
 {
     return algo == TNT_ALGO_SLOTS || algo == TNT_ALGO_STAGED ||
-           algo == TNT_ALGO_MAPPED;
+           algo == TNT_ALGO_MAPPED || algo == TNT_ALGO_CANON_SLOTS;
 }
 
 typedef struct tnt_coll_args {
@@ -132,6 +134,7 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
  * copy of the thresholds. */
 enum tnt_algo_rule_id {
     TNT_RULE_SINGLE,
+    TNT_RULE_CANON_SLOTS,
     TNT_RULE_CANON_ONESHOT,
     TNT_RULE_CANON,
     TNT_RULE_FORCED,
@@ -205,6 +208,9 @@ tnt_result_t tnt__allreduce_canon_oneshot(const tnt_coll_args_t *a,
 /** The largest allreduce (bytes) that the reproducible mode runs as
  *  canonical-oneshot rather than canonical (select.c). */
 #define TNT_CANON_ONESHOT_MAX_BYTES ((size_t)16 << 10)
+/** The most ranks whose slots the reproducible mode reduces canonically
+ *  (core/onhost/slots.c keeps a pointer per rank on its stack). */
+#define TNT_CANON_SLOTS_MAX_RANKS 64
 tnt_result_t tnt__bcast_flat(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__bcast_binomial(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__bcast_pipeline(const tnt_coll_args_t *a, tnt_sched_t *s);

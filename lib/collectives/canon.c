@@ -34,15 +34,63 @@
 #define CANON_INLINE static inline
 #endif
 
-static const unsigned char *input(const void *own, int self,
-                                  const void *base, size_t stride, int q,
+/* Where the k inputs lie: a table of k pointers, or the own input and
+ * the others at one stride (canon.h). */
+typedef struct canon_src {
+    const void *const *ptrs;
+    const void *own;
+    int self;
+    const void *base;
+    size_t stride;
+} canon_src_t;
+
+static const unsigned char *input(const canon_src_t *src, int q,
                                   size_t first, size_t esize)
 {
-    const unsigned char *p = q == self
-                                 ? (const unsigned char *)own
-                                 : (const unsigned char *)base +
-                                       (size_t)q * stride;
+    const unsigned char *p =
+        src->ptrs     ? (const unsigned char *)src->ptrs[q]
+        : q == src->self ? (const unsigned char *)src->own
+                         : (const unsigned char *)src->base +
+                               (size_t)q * src->stride;
     return p + first * esize;
+}
+
+/* The conversions of half.h without branches, so that the loops over a
+ * block vectorise; the same values (a NaN's payload aside: a NaN result
+ * is canonical anyway). f16 -> f32: normal, subnormal (exact as m 2^-24)
+ * or infinity/NaN, chosen by selects. */
+static inline float f16_widen(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t em = h & 0x7fffu, exp = em >> 10, man = h & 0x3ffu;
+    uint32_t normal = (em << 13) + (112u << 23);
+    uint32_t special = 0x7f800000u | (man << 13);
+    uint32_t sub = f32_bits((float)man * 0x1p-24f);
+    uint32_t is_special = 0u - (uint32_t)(exp == 31);
+    uint32_t is_sub = 0u - (uint32_t)(exp == 0);
+    uint32_t mag = (special & is_special) | (sub & is_sub) |
+                   (normal & ~(is_special | is_sub));
+    return f32_from_bits(sign | mag);
+}
+
+/* f32 -> f16, round to nearest even, without branches (the method of
+ * F. Giesen's float_to_half_fast3_rtne): infinity from 65520 (the
+ * normal path's carry) and for infinity, NaN 0x7e00, subnormals by one
+ * float addition that rounds them in the FPU. */
+static inline uint16_t f16_narrow(float f)
+{
+    uint32_t u = f32_bits(f), sign = u & 0x80000000u;
+    u ^= sign;
+    uint32_t big = u > 0x7f800000u ? 0x7e00u : 0x7c00u;
+    const uint32_t magic = 126u << 23; /* 0.5f */
+    uint32_t sub = f32_bits(f32_from_bits(u) + f32_from_bits(magic)) -
+                   magic;
+    uint32_t norm = (u + (uint32_t)(-112 * (1 << 23)) + 0xfffu +
+                     ((u >> 13) & 1u)) >> 13;
+    uint32_t is_big = 0u - (uint32_t)(u >= (143u << 23));
+    uint32_t is_sub = 0u - (uint32_t)(u < (113u << 23));
+    uint32_t o = (big & is_big) | (sub & is_sub) | (norm & ~(is_big | is_sub));
+    return (uint16_t)(o | (sign >> 16));
 }
 
 CANON_INLINE void widen(double *out, const unsigned char *in, size_t m,
@@ -63,14 +111,14 @@ CANON_INLINE void widen(double *out, const unsigned char *in, size_t m,
         for (size_t j = 0; j < m; j++) {
             uint16_t h;
             memcpy(&h, in + 2 * j, 2);
-            out[j] = f16_to_f32(h);
+            out[j] = f16_widen(h);
         }
         break;
     case TNT_BF16:
         for (size_t j = 0; j < m; j++) {
             uint16_t h;
             memcpy(&h, in + 2 * j, 2);
-            out[j] = bf16_to_f32(h);
+            out[j] = f32_from_bits((uint32_t)h << 16);
         }
         break;
     default:
@@ -91,31 +139,29 @@ static inline double add_round_odd(double s, double c)
     uint64_t u;
     memcpy(&u, &t, 8);
     int64_t step = ((r > 0) == (t > 0)) ? 1 : -1;
-    u += (r != 0 && !(u & 1) && isfinite(t)) ? (uint64_t)step : 0;
+    u += ((r != 0) & !(u & 1) & (isfinite(t) != 0)) ? (uint64_t)step : 0;
     memcpy(&t, &u, 8);
-    return (isfinite(s) && c != 0) ? t : s;
+    return ((isfinite(s) != 0) & (c != 0)) ? t : s;
 }
 
 /* The same for f64 results: s + c rounded once. */
 static inline double add_final(double s, double c)
 {
-    return (isfinite(s) && c != 0) ? s + c : s;
+    return ((isfinite(s) != 0) & (c != 0)) ? s + c : s;
 }
 
-/* double -> float rounded to odd (see add_round_odd), for f16 and bf16. */
+/* double -> float rounded to odd (see add_round_odd), for f16 and bf16;
+ * below half the least subnormal, that subnormal (odd) of t's sign. */
 static inline float f32_round_odd(double t)
 {
     float f = (float)t;
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((double)f != t && !(u & 1) && isfinite(f)) {
-        if (f == 0) /* below half the least subnormal: that one, odd */
-            u = t < 0 ? 0x80000001u : 1u;
-        else
-            u = (((double)f < t) == (f > 0)) ? u + 1 : u - 1;
-        memcpy(&f, &u, 4);
-    }
-    return f;
+    uint32_t u = f32_bits(f);
+    double back = f;
+    uint32_t zero = t < 0 ? 0x80000001u : 1u;
+    uint32_t step = ((back < t) == (f > 0)) ? u + 1 : u - 1;
+    uint32_t odd = (u & 0x7fffffffu) == 0 ? zero : step;
+    int fix = (back != t) & !(u & 1) & ((u & 0x7f800000u) != 0x7f800000u);
+    return f32_from_bits(fix ? odd : u);
 }
 
 /* Round the accumulated values into dst as the element type; NaN becomes
@@ -124,29 +170,38 @@ CANON_INLINE void store(unsigned char *dst, const double *t, size_t m,
                         tnt_dtype_t dtype)
 {
     switch (dtype) {
+    /* f32 and f64 test for NaN on the bits, a select that vectorises. */
     case TNT_F32:
         for (size_t j = 0; j < m; j++) {
-            float f = isnan(t[j]) ? __builtin_nanf("") : (float)t[j];
-            memcpy(dst + 4 * j, &f, 4);
+            float f = (float)t[j];
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            u = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : u;
+            memcpy(dst + 4 * j, &u, 4);
         }
         break;
     case TNT_F64:
         for (size_t j = 0; j < m; j++) {
-            double v = isnan(t[j]) ? __builtin_nan("") : t[j];
-            memcpy(dst + 8 * j, &v, 8);
+            uint64_t u;
+            memcpy(&u, &t[j], 8);
+            u = (u & 0x7fffffffffffffffull) > 0x7ff0000000000000ull
+                    ? 0x7ff8000000000000ull
+                    : u;
+            memcpy(dst + 8 * j, &u, 8);
         }
         break;
     case TNT_F16:
         for (size_t j = 0; j < m; j++) {
-            uint16_t h = isnan(t[j]) ? 0x7e00
-                                     : f32_to_f16(f32_round_odd(t[j]));
+            uint16_t h = f16_narrow(f32_round_odd(t[j]));
+            h = (h & 0x7fff) > 0x7c00 ? 0x7e00 : h;
             memcpy(dst + 2 * j, &h, 2);
         }
         break;
     case TNT_BF16:
         for (size_t j = 0; j < m; j++) {
-            uint16_t h = isnan(t[j]) ? 0x7fc0
-                                     : f32_to_bf16(f32_round_odd(t[j]));
+            uint32_t x = f32_bits(f32_round_odd(t[j]));
+            uint16_t h = (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+            h = (x & 0x7fffffffu) > 0x7f800000u ? 0x7fc0 : h;
             memcpy(dst + 2 * j, &h, 2);
         }
         break;
@@ -156,18 +211,17 @@ CANON_INLINE void store(unsigned char *dst, const double *t, size_t m,
 }
 
 /* SUM, AVG and PROD of floats over one block of m elements. */
-CANON_INLINE void wide_block(unsigned char *dst, const void *own, int self,
-                             const void *base, size_t stride, int k,
-                             size_t first, size_t m, tnt_dtype_t dtype,
-                             tnt_op_t op)
+CANON_INLINE void wide_block(unsigned char *dst, const canon_src_t *src,
+                             int k, size_t first, size_t m,
+                             tnt_dtype_t dtype, tnt_op_t op)
 {
     size_t es = tnt_dtype_size(dtype);
     double s[CANON_BLOCK], c[CANON_BLOCK], x[CANON_BLOCK];
-    widen(s, input(own, self, base, stride, 0, first, es), m, dtype);
+    widen(s, input(src, 0, first, es), m, dtype);
     for (size_t j = 0; j < m; j++)
         c[j] = 0;
     for (int q = 1; q < k; q++) {
-        widen(x, input(own, self, base, stride, q, first, es), m, dtype);
+        widen(x, input(src, q, first, es), m, dtype);
         if (op == TNT_PROD) {
             for (size_t j = 0; j < m; j++)
                 s[j] = s[j] * x[j];
@@ -196,23 +250,22 @@ CANON_INLINE void wide_block(unsigned char *dst, const void *own, int self,
 
 /* Any other (dtype, op): the dtype's kernel in rank order, through an
  * accumulator block, so that dst may be the own input. */
-static void fold_block(unsigned char *dst, const void *own, int self,
-                       const void *base, size_t stride, int k, size_t first,
-                       size_t m, tnt_dtype_t dtype, tnt_reduce_fn_t fn)
+static void fold_block(unsigned char *dst, const canon_src_t *src, int k,
+                       size_t first, size_t m, tnt_dtype_t dtype,
+                       tnt_reduce_fn_t fn)
 {
     size_t es = tnt_dtype_size(dtype);
     uint64_t acc[CANON_BLOCK];
-    memcpy(acc, input(own, self, base, stride, 0, first, es), m * es);
+    memcpy(acc, input(src, 0, first, es), m * es);
     for (int q = 1; q < k; q++)
-        fn(acc, acc, input(own, self, base, stride, q, first, es), m);
+        fn(acc, acc, input(src, q, first, es), m);
     memcpy(dst + first * es, acc, m * es);
 }
 
 /* The whole reduction, inlined into one function per SIMD level below:
  * the same C at every level, element-wise IEEE operations only, hence the
  * same bits (reduce.c's argument); the level changes the vector width. */
-CANON_INLINE void canon_run(void *dst, const void *own, int self,
-                            const void *base, size_t stride, int k,
+CANON_INLINE void canon_run(void *dst, const canon_src_t *src, int k,
                             size_t n, tnt_dtype_t dtype, tnt_op_t op)
 {
     int wide = tnt__canon_dtype(dtype) &&
@@ -223,13 +276,11 @@ CANON_INLINE void canon_run(void *dst, const void *own, int self,
     for (size_t first = 0; first < n; first += CANON_BLOCK) {
         size_t m = n - first < CANON_BLOCK ? n - first : CANON_BLOCK;
         if (wide && m == CANON_BLOCK)
-            wide_block(dst, own, self, base, stride, k, first, CANON_BLOCK,
-                       dtype, op);
+            wide_block(dst, src, k, first, CANON_BLOCK, dtype, op);
         else if (wide)
-            wide_block(dst, own, self, base, stride, k, first, m, dtype, op);
+            wide_block(dst, src, k, first, m, dtype, op);
         else
-            fold_block(dst, own, self, base, stride, k, first, m, dtype,
-                       fn);
+            fold_block(dst, src, k, first, m, dtype, fn);
         /* An integer AVG divides after the last input, as the chain. */
         if (!wide && op == TNT_AVG)
             tnt__scale_avg((unsigned char *)dst +
@@ -239,9 +290,9 @@ CANON_INLINE void canon_run(void *dst, const void *own, int self,
 }
 
 #define CANON_ARGS                                                          \
-    void *dst, const void *own, int self, const void *base, size_t stride,  \
-        int k, size_t n, tnt_dtype_t dtype, tnt_op_t op
-#define CANON_PASS dst, own, self, base, stride, k, n, dtype, op
+    void *dst, const canon_src_t *src, int k, size_t n, tnt_dtype_t dtype,  \
+        tnt_op_t op
+#define CANON_PASS dst, src, k, n, dtype, op
 
 static void canon_base(CANON_ARGS)
 {
@@ -261,7 +312,7 @@ canon_avx512(CANON_ARGS)
 }
 #endif
 
-void tnt__canon_reduce_at(int level, CANON_ARGS)
+static void canon_at(int level, CANON_ARGS)
 {
     if (!tnt__simd_supported(level))
         return;
@@ -278,7 +329,25 @@ void tnt__canon_reduce_at(int level, CANON_ARGS)
     canon_base(CANON_PASS);
 }
 
-void tnt__canon_reduce(CANON_ARGS)
+void tnt__canon_reduce_at(int level, void *dst, const void *own, int self,
+                          const void *base, size_t stride, int k, size_t n,
+                          tnt_dtype_t dtype, tnt_op_t op)
 {
-    tnt__canon_reduce_at(tnt__simd_active(), CANON_PASS);
+    canon_src_t src = {NULL, own, self, base, stride};
+    canon_at(level, dst, &src, k, n, dtype, op);
+}
+
+void tnt__canon_reduce(void *dst, const void *own, int self,
+                       const void *base, size_t stride, int k, size_t n,
+                       tnt_dtype_t dtype, tnt_op_t op)
+{
+    canon_src_t src = {NULL, own, self, base, stride};
+    canon_at(tnt__simd_active(), dst, &src, k, n, dtype, op);
+}
+
+void tnt__canon_reduce_ptrs(void *dst, const void *const *in, int k,
+                            size_t n, tnt_dtype_t dtype, tnt_op_t op)
+{
+    canon_src_t src = {in, NULL, -1, NULL, 0};
+    canon_at(tnt__simd_active(), dst, &src, k, n, dtype, op);
 }

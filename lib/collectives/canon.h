@@ -40,6 +40,11 @@ void tnt__canon_reduce_at(int level, void *dst, const void *own, int self,
                           const void *base, size_t stride, int k, size_t n,
                           tnt_dtype_t dtype, tnt_op_t op);
 
+/** The same with input q at in[q] (k pointers); dst overlaps none of
+ *  them (the on-host slots, core/onhost/slots.c). */
+void tnt__canon_reduce_ptrs(void *dst, const void *const *in, int k,
+                            size_t n, tnt_dtype_t dtype, tnt_op_t op);
+
 /** Whether the reproducible mode routes (dtype, op) through the canonical
  *  reduction: every op on f32, f64, f16 and bf16 (integers are exact in
  *  any order). */

@@ -76,6 +76,7 @@ static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_TREE] = "tree",
     [TNT_ALGO_CANON] = "canonical",
     [TNT_ALGO_CANON_ONESHOT] = "canonical-oneshot",
+    [TNT_ALGO_CANON_SLOTS] = "canonical-slots",
 };
 
 const char *tnt__algo_name(int algo)
@@ -126,6 +127,11 @@ static int applies(int kind, int algo)
 static const tnt_algo_rule_t k_rules[TNT_RULE_COUNT] = {
     [TNT_RULE_SINGLE] = {-1, TNT_ALGO_LOCAL, 0, 0,
                          "one rank: a local copy"},
+    [TNT_RULE_CANON_SLOTS] = {TNT_COLL_ALLREDUCE, TNT_ALGO_CANON_SLOTS, 1,
+                              TNT_SLOT_BYTES,
+                              "TNT_REPRODUCIBLE=1, floats, one host over "
+                              "shared memory, small, at most 64 ranks "
+                              "(TNT_ALLREDUCE_ALGO auto or slots)"},
     [TNT_RULE_CANON_ONESHOT] = {-1, TNT_ALGO_CANON_ONESHOT, 1,
                                 TNT_CANON_ONESHOT_MAX_BYTES,
                                 "TNT_REPRODUCIBLE=1, floats: allreduce "
@@ -276,6 +282,14 @@ tnt_result_t tnt__algo_select_why(const tnt_coll_args_t *a, int forced,
     if (a->reproducible && tnt__canon_dtype(a->dtype) && bytes > 0 &&
         (a->kind == TNT_COLL_ALLREDUCE || a->kind == TNT_COLL_REDUCE ||
          a->kind == TNT_COLL_REDUCE_SCATTER)) {
+        if (a->kind == TNT_COLL_ALLREDUCE && a->intra_host &&
+            bytes <= TNT_SLOT_BYTES &&
+            a->nranks <= TNT_CANON_SLOTS_MAX_RANKS &&
+            (forced == TNT_ALGO_AUTO || forced == TNT_ALGO_SLOTS)) {
+            *rule = TNT_RULE_CANON_SLOTS;
+            *algo = TNT_ALGO_CANON_SLOTS;
+            return TNT_SUCCESS;
+        }
         int oneshot = a->kind != TNT_COLL_REDUCE_SCATTER &&
                       (forced == TNT_ALGO_ONESHOT ||
                        (forced == TNT_ALGO_AUTO &&
@@ -508,6 +522,7 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
     case TNT_ALGO_DISSEMINATION: rc = tnt__barrier_dissemination(a, s); break;
     case TNT_ALGO_SLOTS: /* no schedule: the engine runs them */
     case TNT_ALGO_STAGED:
+    case TNT_ALGO_CANON_SLOTS:
     case TNT_ALGO_MAPPED: rc = TNT_SUCCESS; break;
     default:
         rc = tnt__error(TNT_ERR_INTERNAL, "no builder for algorithm %d",

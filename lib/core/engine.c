@@ -1100,7 +1100,8 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
      * poller's round over the rings (docs/performance.md, "The lean
      * blocking slots allreduce"). What does not finish soon goes on as
      * any other request. */
-    if ((flags & TNT_POST_BLOCK) && algo == TNT_ALGO_SLOTS &&
+    if ((flags & TNT_POST_BLOCK) &&
+        (algo == TNT_ALGO_SLOTS || algo == TNT_ALGO_CANON_SLOTS) &&
         tnt__list_empty(&comm->reqs.active) && !comm->progress.polling) {
         if (early_mismatch(comm, req) || tnt__slot_lean(comm, req)) {
             if (req->result == TNT_INPROGRESS) /* failed meanwhile */

@@ -20,6 +20,7 @@ const tnt_onhost_algo_t *tnt__onhost_algo_of(const struct tnt_request *req)
 {
     switch (req->algo) {
     case TNT_ALGO_SLOTS:
+    case TNT_ALGO_CANON_SLOTS:
         return &tnt__onhost_slots;
     case TNT_ALGO_MAPPED:
         return &tnt__onhost_mapped_allreduce;

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "collectives/canon.h"
 #include "core/onhost/onhost.h"
 #include "core/onhost/slot_layout.h"
 
@@ -152,9 +153,20 @@ static void reduce_inputs(struct tnt_comm *comm, struct tnt_request *req)
     int k = comm->nranks, me = comm->rank, b = (int)(req->onhost.slots.no & 1);
     unsigned char *dst = req->bufs[TNT_BUF_RECV];
     /* Every input is read from a slot (or a saved copy), never from dst:
-     * in place, dst is this rank's input and is overwritten here. */
-    for (int i = 0; i < k; i++)
-        tnt__onhost_fold(req, dst, i, input(comm, req, i), req->args.count);
+     * in place, dst is this rank's input and is overwritten here. The
+     * reproducible mode reduces them canonically (collectives/canon.h;
+     * selection keeps it to TNT_CANON_SLOTS_MAX_RANKS ranks). */
+    if (req->algo == TNT_ALGO_CANON_SLOTS) {
+        const void *in[TNT_CANON_SLOTS_MAX_RANKS];
+        for (int i = 0; i < k && i < TNT_CANON_SLOTS_MAX_RANKS; i++)
+            in[i] = input(comm, req, i);
+        tnt__canon_reduce_ptrs(dst, in, k, req->args.count,
+                               req->args.dtype, req->args.op);
+    } else {
+        for (int i = 0; i < k; i++)
+            tnt__onhost_fold(req, dst, i, input(comm, req, i),
+                             req->args.count);
+    }
     for (int q = 0; q < k; q++)
         if (q != me && comm->peers[q].ep)
             atomic_store_explicit(&mine_of(comm, q)->done[b],
