@@ -157,7 +157,7 @@ static void reduce_inputs(struct tnt_comm *comm, struct tnt_request *req)
      * reproducible mode reduces them canonically (collectives/canon.h;
      * selection keeps it to TNT_CANON_SLOTS_MAX_RANKS ranks). */
     if (req->algo == TNT_ALGO_CANON_SLOTS) {
-        const void *in[TNT_CANON_SLOTS_MAX_RANKS];
+        const void *in[TNT_CANON_SLOTS_MAX_RANKS] = {0};
         for (int i = 0; i < k && i < TNT_CANON_SLOTS_MAX_RANKS; i++)
             in[i] = input(comm, req, i);
         tnt__canon_reduce_ptrs(dst, in, k, req->args.count,
