@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "core/comm.h"
+#include "core/devmem.h"
 #include "core/entry.h"
 #include "core/progress.h"
 #include "util/error.h"
@@ -114,6 +115,9 @@ static tnt_result_t refuse_second_thread(const tnt_entry_call_t *c)
 tnt_result_t tnt__entry_run(const tnt_entry_op_t *op, tnt_entry_call_t *c)
 {
     TNT_CHECK(check(op, c, 1, NULL));
+    int dev = tnt__devmem_check(op, c); /* device memory: core/devmem.h */
+    if (dev != 0)
+        return dev < 0 ? dev : tnt__devmem_stage(op, c, dev - 1);
     if (!enter(op, c->comm))
         return refuse_second_thread(c);
     struct tnt_request *req; /* NULL on return: the call waited */
@@ -127,6 +131,13 @@ tnt_result_t tnt__entry_post(const tnt_entry_op_t *op, tnt_entry_call_t *c,
                              tnt_request_t *req)
 {
     TNT_CHECK(check(op, c, 0, req));
+    int dev = tnt__devmem_check(op, c);
+    if (dev < 0)
+        return dev;
+    if (dev > 0)
+        return tnt__error(TNT_ERR_UNSUPPORTED, "rank %d: %s: device memory "
+                          "is staged by the blocking calls only so far; "
+                          "call %s", c->comm->rank, c->fn, op->name);
     if (!enter(op, c->comm))
         return refuse_second_thread(c);
     tnt_result_t rc = tnt__engine_post(c->comm, &c->args, c->post_send,
