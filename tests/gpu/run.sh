@@ -4,8 +4,9 @@
 # C compiler, meson and ninja but not libsodium, CUnit, hwloc or numa).
 #
 #   here, once:       bash tests/gpu/run.sh fetch
-#       downloads those packages' .deb files (apt-get download) into
-#       .gpu-debs/ (git-ignored; about 2 MiB), which the run carries.
+#       downloads those packages' .deb files (apt-get download; and
+#       pkg-config, in case the image lacks it) into .gpu-debs/
+#       (git-ignored; under 1 MiB), which the run carries.
 #   on the GPU host:  bash tests/gpu/run.sh [OUTDIR]
 #       unpacks them (dpkg -x) into /tmp/tnt-deps, builds the library
 #       with -Dcuda=enabled into build-gpu, runs tests/test_devmem on
@@ -21,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PKGS="libsodium23 libsodium-dev libcunit1 libcunit1-dev libhwloc15
-      libhwloc-dev libnuma1 libnuma-dev"
+      libhwloc-dev libnuma1 libnuma-dev pkgconf pkgconf-bin libpkgconf3"
 
 if [ "${1:-}" = fetch ]; then
     mkdir -p .gpu-debs
@@ -62,6 +63,7 @@ if ! pkg-config --exists libsodium cunit hwloc 2>/dev/null; then
     export LIBRARY_PATH=$lib${LIBRARY_PATH:+:$LIBRARY_PATH}
     export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     export CPATH=$deps/usr/include${CPATH:+:$CPATH}
+    command -v pkg-config >/dev/null || export PATH=$PATH:$deps/usr/bin
 fi
 
 # The CUDA runtime's headers (build) and libcudart (run): the toolkit's,
