@@ -17,6 +17,7 @@
  * pinned-allocation failure and the pool count are the stand-in's only.
  */
 #include <CUnit/CUnit.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -372,10 +373,50 @@ static void test_unstaged(void)
     th_run(2, env, rank_unstaged, NULL, 60, NULL);
 }
 
+/* A process with a (fake) CUDA driver loaded after its first
+ * collective: the cached "no CUDA" answer is dropped when the loader
+ * loads something, CUDA is asked, and host buffers stay host memory. */
+static int rank_driver(tnt_comm_t comm, int rank, int p, void *arg,
+                       th_report_t *rep)
+{
+    (void)arg;
+    tnt__devmem_use(NULL, 0); /* CUDA's copy engine, as by default */
+    float h[31];
+    for (int i = 0; i < 31; i++)
+        h[i] = (float)(rank + i);
+    tnt_result_t rc = tnt_allreduce(comm, TNT_IN_PLACE, h, 31, TNT_F32,
+                                    TNT_SUM);
+    int before = tnt__cuda_in_process();
+    void *drv = dlopen(getenv("FAKE_LIBCUDA"), RTLD_NOW | RTLD_GLOBAL);
+    int after = tnt__cuda_in_process();
+    th_report_expect(rep, "driver seen", rc == 0 && !before && drv && after,
+                     rc, "before %d, loaded %s, after %d", before,
+                     drv ? "yes" : dlerror(), after);
+    for (int i = 0; i < 31; i++)
+        h[i] = (float)(rank + i);
+    rc = tnt_allreduce(comm, TNT_IN_PLACE, h, 31, TNT_F32, TNT_SUM);
+    size_t nw = 0, first = 0;
+    for (int i = 0; i < 31; i++)
+        if (h[i] != (float)(p * i + p * (p - 1) / 2) && !nw++)
+            first = (size_t)i;
+    th_report_check(rep, "host buffers with a driver", rc, nw, first, h,
+                    sizeof h);
+    return 0;
+}
+
+static void test_driver(void)
+{
+    if (!getenv("FAKE_LIBCUDA") || cuda_mode())
+        return; /* run by meson (tests/meson.build), not on a GPU */
+    const char *env[] = {"TNT_TRANSPORT=tcp", NULL};
+    th_run(2, env, rank_driver, NULL, 60, NULL);
+}
+
 static const th_test_def_t k_tests[] = {
     {"devmem", "collectives", test_collectives},
     {"devmem", "bad input", test_bad},
     {"devmem", "calls that do not stage", test_unstaged},
+    {"devmem", "a driver loaded later", test_driver},
     {NULL, NULL, NULL}};
 
 int main(int argc, char **argv)
