@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "core/comm.h"
+#include "core/devmem.h"
 #include "core/entry.h"
 #include "core/progress.h"
 #include "util/error.h"
@@ -114,6 +115,9 @@ tnt_result_t tnt__entry_run(const tnt_entry_op_t *op, tnt_entry_call_t *c)
 {
     tnt_coll_args_t args;
     TNT_CHECK(check(op, c, 1, NULL, &args));
+    int dev = tnt__devmem_check(op, c); /* device memory: core/devmem.h */
+    if (dev != 0)
+        return dev < 0 ? dev : tnt__devmem_stage(op, c, dev - 1);
     if (!enter(op, c->comm))
         return refuse_second_thread(c);
     struct tnt_request *req; /* NULL on return: the call waited */
@@ -128,6 +132,13 @@ tnt_result_t tnt__entry_post(const tnt_entry_op_t *op, tnt_entry_call_t *c,
 {
     tnt_coll_args_t args;
     TNT_CHECK(check(op, c, 0, req, &args));
+    int dev = tnt__devmem_check(op, c);
+    if (dev < 0)
+        return dev;
+    if (dev > 0)
+        return tnt__error(TNT_ERR_UNSUPPORTED, "rank %d: %s: device memory "
+                          "is staged by the blocking calls only so far; "
+                          "call %s", c->comm->rank, c->fn, op->name);
     TNT_CHECK(tnt__request_reserve(c->fn));
     if (!enter(op, c->comm)) {
         tnt__request_cancel();

@@ -1,0 +1,78 @@
+/*
+ * Device memory in the collectives (docs/design.md, "Device memory"):
+ * buffers in CUDA device memory are told apart from host memory by
+ * asking CUDA (cudaPointerGetAttributes) and staged through pinned host
+ * buffers. The copies go through a small table of functions
+ * (tnt_devmem_ops_t): CUDA's (devmem.c, on a stream of the library's
+ * own) by default; the tests put a host-memory stand-in behind the same
+ * table, so the pipeline (devmem_stage.c) runs real collectives on a
+ * machine without a GPU.
+ */
+#ifndef TNT_CORE_DEVMEM_H
+#define TNT_CORE_DEVMEM_H
+
+#include <stddef.h>
+
+#include "core/entry.h"
+
+/** The copy engine staging uses. Copies are queued in order on a stream
+ *  and complete in that order; mark/wait are events on it. */
+typedef struct tnt_devmem_ops {
+    const char *name;
+    /** 1 + the device index if p is device memory, 0 if host memory,
+     *  a negative TNT_ERR_* (message set) if that cannot be told. */
+    int (*is_device)(const void *p);
+    /** A stream on device dev (made current for the calling thread). */
+    tnt_result_t (*open)(int dev, void **stream);
+    void (*close)(void *stream);
+    tnt_result_t (*alloc_pinned)(size_t n, void **p);
+    void (*free_pinned)(void *p);
+    /** Queue a copy of n bytes (either direction). */
+    tnt_result_t (*copy)(void *stream, void *dst, const void *src, size_t n);
+    /** Event ev (0 or 1) completes when what is queued now has. */
+    tnt_result_t (*mark)(void *stream, int ev);
+    tnt_result_t (*wait)(void *stream, int ev);
+    /** Wait for everything queued. */
+    tnt_result_t (*sync)(void *stream);
+} tnt_devmem_ops_t;
+
+/** The bytes of one pinned staging slot (two per stream) by default. */
+#define TNT_DEVMEM_SLOT_BYTES ((size_t)4 << 20)
+
+/** Use ops (NULL: CUDA's) with slots of slot_bytes (0: the default) from
+ *  now on; the pool of the previous ops is freed. For the tests: call it
+ *  with no collective running. */
+void tnt__devmem_use(const tnt_devmem_ops_t *ops, size_t slot_bytes);
+
+/** Whether the call touches device memory: > 0 (stage it), 0 (post it as
+ *  it is; 1 + the device index), negative TNT_ERR_* (message set). c after the operation's
+ *  check. Costs one cached look when CUDA is not in the process. */
+int tnt__devmem_check(const tnt_entry_op_t *op, const tnt_entry_call_t *c);
+
+/** The blocking call c (checked, device memory in it) staged through
+ *  pinned host buffers: device buffers cut in segments, the copy of
+ *  segment k+1 queued before the collective on segment k runs and the
+ *  copy back of k queued after it, so that copies overlap collectives.
+ *  Each segment is a collective of its own (tnt__entry_run). */
+tnt_result_t tnt__devmem_stage(const tnt_entry_op_t *op,
+                               const tnt_entry_call_t *c, int dev);
+
+/* ---- devmem.c's pool, used by devmem_stage.c ------------------------- */
+
+/** A stream of the library's own and its two pinned slots. */
+typedef struct tnt_stager {
+    const tnt_devmem_ops_t *ops;
+    int dev;
+    void *stream;
+    void *slot[2];
+    size_t slot_bytes;
+    struct tnt_stager *next;
+} tnt_stager_t;
+
+/** A stager for device dev from the pool, or a new one. */
+tnt_result_t tnt__stager_take(int dev, tnt_stager_t **out);
+/** Back to the pool (ok) or freed (after an error: its stream may hold
+ *  a failed copy). */
+void tnt__stager_give(tnt_stager_t *s, int ok);
+
+#endif /* TNT_CORE_DEVMEM_H */

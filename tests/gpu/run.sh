@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The GPU checks of issue 41, prepared for a machine with one NVIDIA GPU,
+# CUDA 13 and no package registry (the lent H100/H200, whose image has a
+# C compiler, meson and ninja but not libsodium, CUnit, hwloc or numa).
+#
+#   here, once:       bash tests/gpu/run.sh fetch
+#       downloads those packages' .deb files (apt-get download; and
+#       pkg-config, in case the image lacks it) into .gpu-debs/
+#       (git-ignored; under 1 MiB), which the run carries.
+#   on the GPU host:  bash tests/gpu/run.sh [OUTDIR]
+#       unpacks them (dpkg -x) into /tmp/tnt-deps, builds the library
+#       with -Dcuda=enabled into build-gpu, runs tests/test_devmem on
+#       device buffers (TNT_TEST_DEVMEM_CUDA=1: allreduce, broadcast,
+#       allgather, reduce-scatter at p = 2 and 4 on the one GPU, every
+#       element checked), then tests/gpu/bench_staged.c (2 ranks: the
+#       staged allreduce 8 B - 256 MiB against the pinned host-to-device
+#       copy bandwidth of the same run). Logs go to OUTDIR (default
+#       $OUT, else build-gpu/gpu-logs).
+#   --build-only: stop after the build (to try the script without a GPU).
+#
+# Without a GPU it stops at once with exit status 2 and says so.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PKGS="libsodium23 libsodium-dev libcunit1 libcunit1-dev libhwloc15
+      libhwloc-dev libnuma1 libnuma-dev pkgconf pkgconf-bin libpkgconf3"
+
+if [ "${1:-}" = fetch ]; then
+    mkdir -p .gpu-debs
+    (cd .gpu-debs && apt-get download $PKGS)
+    ls -l .gpu-debs
+    exit 0
+fi
+build_only=0
+if [ "${1:-}" = --build-only ]; then build_only=1; shift; fi
+out=${1:-${OUT:-build-gpu/gpu-logs}}
+mkdir -p "$out"
+
+if [ $build_only = 0 ]; then
+    if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L 2>/dev/null |
+            grep -q '^GPU '; then
+        echo "run.sh: no NVIDIA GPU here (nvidia-smi -L lists none);" \
+             "the GPU checks need one (--build-only builds without)" >&2
+        exit 2
+    fi
+    nvidia-smi -L | tee "$out/gpu.txt"
+fi
+
+# Dependencies missing from the image, from the carried .deb files.
+if ! pkg-config --exists libsodium cunit hwloc 2>/dev/null; then
+    deps=/tmp/tnt-deps
+    ls .gpu-debs/*.deb >/dev/null 2>&1 || {
+        echo "run.sh: libsodium/cunit/hwloc missing and no .gpu-debs/*.deb" \
+             "carried (run 'bash tests/gpu/run.sh fetch' first)" >&2
+        exit 3; }
+    rm -rf $deps && mkdir -p $deps
+    for f in .gpu-debs/*.deb; do dpkg -x "$f" $deps; done
+    lib=$deps/usr/lib/x86_64-linux-gnu
+    for pc in $lib/pkgconfig/*.pc; do
+        sed -i "s|^prefix=/usr|prefix=$deps/usr|" "$pc"
+    done
+    # libfoo.so links of the -dev packages are relative: they resolve.
+    export PKG_CONFIG_PATH=$lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+    export LIBRARY_PATH=$lib${LIBRARY_PATH:+:$LIBRARY_PATH}
+    export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export CPATH=$deps/usr/include${CPATH:+:$CPATH}
+    command -v pkg-config >/dev/null || export PATH=$PATH:$deps/usr/bin
+fi
+
+# The CUDA runtime's headers (build) and libcudart (run): the toolkit's,
+# else the pip wheel's that torch uses.
+hdr=""
+for d in /usr/local/cuda/include \
+         $(python3 -c 'import nvidia, os; print(" ".join(os.path.join(p, s) for p in nvidia.__path__ for s in ("cu13/include", "cuda_runtime/include")))' 2>/dev/null); do
+    if [ -f "$d/cuda_runtime_api.h" ]; then hdr=$d; break; fi
+done
+[ -n "$hdr" ] || { echo "run.sh: no cuda_runtime_api.h found" >&2; exit 3; }
+for d in /usr/local/cuda/lib64 "$hdr/../lib" "$hdr/../lib64"; do
+    [ -d "$d" ] && export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+done
+echo "run.sh: CUDA headers in $hdr"
+
+meson setup build-gpu --wipe -Dcuda=enabled -Dcudart_headers="$hdr" \
+    -Dtests=enabled -Dtorch_backend=disabled -Dpmix=disabled \
+    -Dverbs=disabled -Dpython="$(command -v python3)" >"$out/setup.log" 2>&1 ||
+    meson setup build-gpu -Dcuda=enabled -Dcudart_headers="$hdr" \
+    -Dtests=enabled -Dtorch_backend=disabled -Dpmix=disabled \
+    -Dverbs=disabled -Dpython="$(command -v python3)" >"$out/setup.log" 2>&1 ||
+    { tail -30 "$out/setup.log"; exit 4; }
+ninja -C build-gpu tests/test_devmem tests/bench_gpu_staged \
+    >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 4; }
+echo "run.sh: built"
+[ $build_only = 0 ] || exit 0
+
+rc=0
+echo "== the collective suite on device buffers (p = 2, 4)"
+TNT_TEST_DEVMEM_CUDA=1 TNT_LOG_LEVEL=WARNING timeout 300 \
+    build-gpu/tests/test_devmem 2>&1 | tee "$out/test_devmem.log" || rc=1
+grep -q 'FAILED\|failed' "$out/test_devmem.log" && rc=1
+echo "== staged allreduce against the copy bandwidth (2 ranks)"
+GPU_BENCH_RANKS=2 TNT_LOG_LEVEL=WARNING timeout 240 \
+    build-gpu/tests/bench_gpu_staged 2>&1 | tee "$out/bench.log" || rc=1
+exit $rc
