@@ -2,13 +2,13 @@
 # A part of PyTorch's own distributed test suite
 # (torch/testing/_internal/distributed/distributed_test.py, from the
 # interpreter's torch 2.x) against the backend "tnt", at 2 ranks, through
-# tests/torch_dist/run_dist_suite.py: the collectives, point-to-point,
-# subgroups, the coalescing manager, object collectives and DDP tests
-# listed in TESTS below (5-15 s per test: every test spawns its ranks).
+# tests/torch_dist/run_dist_suite.py: the collectives, point-to-point and
+# DDP tests listed in TESTS below (5-15 s per test: every test spawns its
+# ranks).
 # The whole suite, with gloo beside it as the reference:
 # scripts/torch-dist-suite.sh.
 #
-# Fails on any failure or error, and when no test passed (a suite that
+# Fails on any failure or error, a timeout, and when no test passed (a suite that
 # only skips proves nothing).
 #
 # Usage: test_torch_dist.sh PYTHON BUILD-DIR SOURCE-DIR. Exits 77
@@ -33,11 +33,14 @@ TESTS=(
     test_broadcast test_reduce_sum test_gather test_scatter test_barrier
     test_reduce_scatter_tensor
     test_send_recv test_send_recv_with_tag test_isend test_irecv
-    test_batch_isend_irecv_gloo
-    test_coalescing_manager test_new_subgroups
-    test_broadcast_object_list test_gather_object test_scatter_object_list
-    test_DistributedDataParallelCPU test_get_backend
+    test_DistributedDataParallelCPU test_DistributedDataParallelCPU_grad_is_view
+    test_get_backend
 )
+# Left out, as they skip for "tnt" on one CPU at 2 ranks: the object
+# collectives and test_scatter_object_list (the suite names gloo alone, or
+# 4 ranks and GPUs; tests/python/check_torch2.py checks them against
+# gloo), test_batch_isend_irecv_gloo and test_coalescing_manager (gloo or
+# NCCL only), test_new_subgroups (4 ranks, GPUs).
 args=()
 for t in "${TESTS[@]}"; do
     args+=(-k "*.$t")
@@ -50,7 +53,9 @@ for ws in 2; do
         timeout -k 5 1100 "$PY" \
         "$SRC/tests/torch_dist/run_dist_suite.py" -v "${args[@]}" \
         >"$TMP/tnt$ws.log" 2>&1)
-    echo "== WORLD_SIZE=$ws (exit $?)"
+    rc=$?
+    echo "== WORLD_SIZE=$ws (exit $rc)"
+    [ "$rc" = 0 ] || status=1
     "$PY" "$SRC/tests/torch_dist/summarize.py" "$TMP/tnt$ws.log" || {
         status=1
         grep -v "^INFO:" "$TMP/tnt$ws.log" | tail -c 4000 >&2
