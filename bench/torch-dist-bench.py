@@ -4,11 +4,11 @@ place) and the step time of DDP training a ResNet-style CNN, for each
 backend named, at each rank count, in one run. Prints one table per rank
 count with each backend's median time and the ratio to the first backend.
 
-    PYTHONPATH=build/plugins/python /usr/bin/python3 \\
+    PYTHONPATH=build/plugins/python .venv/bin/python \\
         bench/torch-dist-bench.py --ranks 2 4 --backends tnt gloo
 
-Backends that this torch lacks (mpi in Debian's build) are left out with
-a note. Each measurement: warm-up calls, then `--reps` timed batches of
+Backends that this torch lacks (mpi in the torch wheels) are left out
+with a note. Each measurement: warm-up calls, then `--reps` timed batches of
 calls; the median batch, divided by the calls in it, is reported.
 """
 import argparse

@@ -1,8 +1,8 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """torch_digits: the digits MLP of digits_train, in PyTorch, data-parallel
 through tntcomm.torch.
 
-    tnt-run -n 4 /usr/bin/python3 examples/torch_digits.py --epochs 10
+    tnt-run -n 4 .venv/bin/python examples/torch_digits.py --epochs 10
 
 (with PYTHONPATH=build/plugins/python from the build tree). Every rank
 reads scikit-learn's digits.csv.gz, makes the same split and the same

@@ -15,6 +15,7 @@ packages="build-essential meson ninja-build pkg-config libcunit1-dev abigail-too
           libibverbs-dev librdmacm-dev libnuma-dev libhwloc-dev
           libpmix-dev openmpi-bin slurm-wlm munge iproute2 gnuplot-nox
           zlib1g-dev python3-numpy python3-sklearn python3-venv python3-dev
+          patchelf
           libsodium-dev clang libclang-rt-14-dev
           qemu-system-x86 debootstrap cpio"
 missing=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' $packages 2>/dev/null \

@@ -52,8 +52,12 @@ destdir)
     ;;
 prefix)
     root=""
-    case $prefix in
-    /usr|/usr/local) echo "check_install.sh: prefix mode installs for real;" \
+    case $in_venv:$prefix in
+    1:*)
+        check "Python package in meson's directory for $py ($installed)" \
+            test -f "$root$installed/tntcomm/__init__.py"
+        ;;
+    0:/usr|0:/usr/local) echo "check_install.sh: prefix mode installs for real;" \
                           "configure a scratch --prefix, not $prefix" >&2
                      exit 2 ;;
     esac
@@ -134,17 +138,25 @@ check "tnt-info -a --json parses" sh -c "'$bin/tnt-info' -a --json | python3 -m 
 check "tnt-bench-plot --help names itself" sh -c "'$bin/tnt-bench-plot' --help | head -n 1 | grep -q '^usage: tnt-bench-plot '"
 check "tnt-timeline installed and executable, --help names itself" sh -c "test -x '$bin/tnt-timeline' && '$bin/tnt-timeline' --help | head -n 1 | grep -q '^usage: tnt-timeline '"
 
-# Python: Debian's interpreter, the one meson installs for. An interpreter
+# Python: the interpreter the build's frontends are for ($TNT_INSTALL_PYTHON,
+# which tests/install/meson.build sets; else Debian's). An interpreter
 # under the sanitizers needs their runtimes preloaded: test_python.sh does
 # that; here the sanitized builds check the C side only.
-py=/usr/bin/python3
+py=${TNT_INSTALL_PYTHON:-/usr/bin/python3}
+# A virtual environment's interpreter searches no system prefix, so there
+# the package lies in meson's directory and PYTHONPATH names it.
+in_venv=$("$py" -c 'import sys; print(int(sys.prefix != sys.base_prefix))' 2>/dev/null || echo 0)
 if [ "$sanitize" = none ] && "$py" -c "import numpy" 2>/dev/null; then
     init=$(find "$root$prefix" -path '*/tntcomm/__init__.py' | head -n 1)
     pkgparent=$(dirname "$(dirname "$init")")
     installed=${pkgparent#"$root"}
     searched=$("$py" -E -c 'import sys; print("\n".join(sys.path))')
-    case $prefix in
-    /usr|/usr/local)
+    case $in_venv:$prefix in
+    1:*)
+        check "Python package in meson's directory for $py ($installed)" \
+            test -f "$root$installed/tntcomm/__init__.py"
+        ;;
+    0:/usr|0:/usr/local)
         # This prefix is on the interpreter's path: the package must land
         # there, so that `import tntcomm` needs nothing after install.
         check "Python package in $installed, on $py's sys.path" \
