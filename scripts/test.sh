@@ -21,14 +21,18 @@ bash scripts/check-env.sh
 bash scripts/build-variants.sh
 meson test -C build --print-errorlogs --num-processes 1
 if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
-    # The torch.distributed backend is left out here: its tests run an
-    # uninstrumented interpreter and libtorch (the normal build runs them).
+    # The frontends are left out here (Debian's interpreter, which has
+    # neither torch 2.x nor TensorFlow: the torch backend and the
+    # TensorFlow op library are not built): their tests would run an
+    # uninstrumented interpreter, libtorch and TensorFlow (the normal
+    # build runs them).
     bash scripts/setup.sh build-asan -Db_sanitize=address,undefined \
-        -Db_lundef=false -Dbuildtype=debugoptimized -Dtorch_backend=disabled
+        -Db_lundef=false -Dbuildtype=debugoptimized -Dtorch_backend=disabled \
+        -Dpython=/usr/bin/python3
     # Sanitizers slow everything down: stretch the multi-rank deadlines.
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
     export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-    # Every test, except five that the normal build runs in full and that
+    # Every test, except those that the normal build runs in full and that
     # would add ~8 minutes here: the schedule simulator (pure computation),
     # the second pass of the collective suite over shared memory, which
     # runs here for the suites with most engine paths instead, the pass
@@ -37,11 +41,13 @@ if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
     # transport_plugin), and the Python and PyTorch frontends (an
     # interpreter under the sanitizers; the fusion ABI they use is the
     # fusion test's, which runs here; the torch.distributed backend is not
-    # built here).
+    # built here), Keras, and pip install . (it builds the project anew,
+    # without the sanitizers).
     tests=$(meson test -C build-asan --list 2>/dev/null |
             sed -n 's/^libtntcomm:[^ ]* \/ //p' |
             grep -vx -e schedules -e collectives_shm -e collectives_plugin \
-                -e python -e torch -e torch_backend -e torch_dist)
+                -e python -e torch -e torch_backend -e torch_dist \
+                -e keras -e keras_examples -e pip_install)
     # TNT_TEST_QUICK=2 trims the collective suite (tests/harness.h; the
     # normal build above ran all of it).
     # shellcheck disable=SC2086
@@ -66,7 +72,7 @@ if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
     # Only the two programs it runs (the dependencies are installed).
     [ -f build-tsan/build.ninja ] ||
         meson setup build-tsan -Dwerror=true -Db_sanitize=thread \
-            -Db_lundef=false
+            -Db_lundef=false -Dpython=/usr/bin/python3 -Dtorch_backend=disabled
     ninja -C build-tsan tests/test_collectives tests/test_unlocked
     for suite in nonblocking misc determinism; do
         echo "== ThreadSanitizer: test_collectives $suite"
