@@ -210,6 +210,8 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
     comm->job_id = tnt__auth_job_id(config->job_key);
     tnt__auth_key_derive(config->job_key, &comm->auth_key);
     comm->progress.epfd = comm->progress.wakefd = -1;
+    /* What the layers above run in the progress loop (progress.h). */
+    comm->progress.hooks = &tnt__engine_progress_hooks;
     comm->fault.first_lost = -1;
     /* Keep at most this much free memory cached between collectives. */
     tnt__bufpool_init(&comm->pool, (size_t)256 << 20);

@@ -347,8 +347,11 @@ struct tnt_comm_progress {
     double last_activity;      /* when a collective last began or ended:
                                   an idle poller sleeps longer after a
                                   while */
+    const struct tnt_progress_hooks *hooks; /* progress.h: what the
+                                  layers above run in the loop */
     int epfd, wakefd;
     tnt_watch_t wake_watch;
+    tnt_watch_t signal_watch;  /* hooks->signal_fd's, if any */
     tnt_watch_t **watches;     /* by fd */
     int watches_cap;
     tnt_watch_t *graveyard;    /* removed during a batch: freed after it */
@@ -400,7 +403,6 @@ struct tnt_comm_fault {
     tnt_msg_hdr_t notice_hdr;  /* the failure notice this rank sends */
     uint64_t progress_sent;    /* 1 + the seq of its last progress note */
     double probe_at;           /* when this rank last asked for progress */
-    tnt_watch_t report_watch;  /* SIGUSR1's eventfd (report.c) */
     unsigned report_seen;      /* report generation last handled */
 };
 

@@ -1,5 +1,9 @@
 /*
- * Polling, the progress thread, and the fd services offered to transports.
+ * Polling, the progress thread, and the fd services offered to transports:
+ * the loop at the bottom of the core. It calls nothing above it by name:
+ * what the engine, the on-host algorithms, the report and the timeline
+ * run in it comes through comm->progress.hooks (progress.h,
+ * progress_hooks.c).
  * The poller (one thread at a time) blocks in epoll_wait with the
  * communicator lock released and dispatches readiness to transport
  * callbacks with the lock held (letting a thread that waits to post in
@@ -31,8 +35,6 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "core/progress.h"
-#include "core/report.h"
-#include "core/timeline.h"
 
 #define IDLE_GRACE_S 2.0
 #define MAX_EVENTS 64
@@ -165,9 +167,9 @@ static void wake_cb(void *arg, uint32_t events)
     (void)r;
 }
 
-/* Nothing to do here: the poller compares the report generation after
- * every batch. */
-static void report_cb(void *arg, uint32_t events)
+/* Nothing to do here: the hooks' after_batch looks at what the signal
+ * fd stands for after every batch. */
+static void signal_cb(void *arg, uint32_t events)
 {
     (void)arg;
     (void)events;
@@ -247,35 +249,20 @@ static int poll_unarmed(struct tnt_comm *comm, int timeout_ms)
     return timeout_ms;
 }
 
-/* Work other threads queued for the poller: deferred collectives to
- * start, large reductions posted by another thread (lock released while
- * they run; nobody else polls meanwhile), a mapped allreduce with more
- * of its slice to reduce. */
+/* Work other threads queued for the poller (hooks->queued_work). */
 static int run_queued_work(struct tnt_comm *comm, int timeout_ms)
 {
-    if (!tnt__list_empty(&comm->reqs.deferred)) {
-        tnt__engine_run_deferred(comm);
-        timeout_ms = 0; /* what they started may need more at once */
-    }
-    if (tnt__engine_run_heavy(comm) || comm->stage_more)
+    if (comm->progress.hooks->queued_work(comm))
         timeout_ms = 0;
     return timeout_ms;
 }
 
-/* About to sleep: nothing wakes this rank for a mismatch that meets in
- * no shared memory, and peers may wait for it; peers that sleep on this
- * rank's slot publications are woken. */
+/* About to sleep (hooks->before_sleep). */
 static int before_sleep(struct tnt_comm *comm, int timeout_ms)
 {
     if (timeout_ms == 0)
         return 0;
-    if (comm->intra_host) {
-        tnt__onhost_before_sleep(comm);
-        if (comm->state != TNT_COMM_OK)
-            timeout_ms = 0;
-    }
-    tnt__onhost_notify(comm);
-    return timeout_ms;
+    return comm->progress.hooks->before_sleep(comm) ? 0 : timeout_ms;
 }
 
 /* epoll_wait with the lock released, then each ready fd's callback with
@@ -287,9 +274,12 @@ static void wait_and_dispatch_events(struct tnt_comm *comm, int timeout_ms)
     int n = epoll_wait(comm->progress.epfd, evs, MAX_EVENTS, timeout_ms);
     int err = errno;
     pthread_mutex_lock(&comm->lock);
-    if (n < 0 && err != EINTR)
-        tnt__engine_fail(comm, TNT_ERR_SYSTEM, "rank %d: epoll_wait: %s",
-                         comm->rank, strerror(err));
+    if (n < 0 && err != EINTR) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "rank %d: epoll_wait: %s", comm->rank,
+                 strerror(err));
+        comm->progress.hooks->fail(comm, TNT_ERR_SYSTEM, msg);
+    }
     for (int i = 0; i < n && !comm->progress.stop; i++) {
         tnt_watch_t *w = evs[i].data.ptr;
         if (!w->dead)
@@ -299,31 +289,12 @@ static void wait_and_dispatch_events(struct tnt_comm *comm, int timeout_ms)
     }
 }
 
-/* A SIGUSR1 since the last look: log the hang report. */
-static void serve_report_request(struct tnt_comm *comm)
-{
-    unsigned gen = tnt__report_generation();
-    if (gen != comm->fault.report_seen) {
-        comm->fault.report_seen = gen;
-        tnt__report_log(comm);
-    }
-}
-
-/* What a batch of events leaves to do, in this order: slot operations
- * are not messages, so look at them after every batch (and after the
- * arming before it, so that an input published before the peer saw the
- * flag is seen before this rank sleeps), and at peers' slots that no
- * call here matches; then what the callbacks made ready, now that no
- * transport is inside a call (the lock may be released); then the
- * deadlines and a report request. The batch is done: watches removed
- * meanwhile went to the graveyard and are freed last. */
+/* What a batch of events leaves to do (hooks->after_batch); then the
+ * batch is done: watches removed meanwhile went to the graveyard and are
+ * freed last. */
 static void after_batch(struct tnt_comm *comm)
 {
-    if (comm->intra_host)
-        tnt__onhost_progress(comm);
-    tnt__engine_run_heavy(comm);
-    tnt__engine_check_deadlines(comm, tnt__now());
-    serve_report_request(comm);
+    comm->progress.hooks->after_batch(comm);
     free_graveyard(comm);
 }
 
@@ -383,11 +354,8 @@ void tnt__progress_spin(struct tnt_comm *comm,
             for (int i = 0; i < nspin; i++)
                 if (spin[i].poll(spin[i].ctx, 0) >= 0)
                     looked = 1;
-            if (looked) {
-                if (comm->intra_host)
-                    tnt__onhost_progress(comm);
-                tnt__engine_run_heavy(comm);
-            }
+            if (looked)
+                comm->progress.hooks->after_look(comm);
         }
         if (!looked)
             dispatch(comm, 0);
@@ -452,18 +420,12 @@ void tnt__progress_unpark(struct tnt_comm *comm)
 static void *progress_main(void *arg)
 {
     struct tnt_comm *comm = arg;
-    tnt__tl_is_progress_thread();
+    const tnt_progress_hooks_t *hooks = comm->progress.hooks;
+    hooks->thread_start();
     pthread_mutex_lock(&comm->lock);
     while (!comm->progress.stop) {
-        /* The timeline's ring is half full: write it out, without the
-         * lock, so that no collective waits for the file. */
-        if (comm->timeline && tnt__tl_want_flush(comm->timeline)) {
-            pthread_mutex_unlock(&comm->lock);
-            tnt__tl_flush(comm->timeline);
-            pthread_mutex_lock(&comm->lock);
+        if (hooks->thread_turn(comm))
             continue;
-        }
-        tnt__engine_reap(comm);
         double now = tnt__now();
         double until = park_until(comm, now);
         if (until > 0.0) {
@@ -494,18 +456,18 @@ tnt_result_t tnt__progress_start(struct tnt_comm *comm)
                   &ev) != 0)
         return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(eventfd): %s",
                           strerror(errno));
-    /* SIGUSR1 asks for a hang report: one eventfd for the whole process,
-     * watched edge-triggered by every communicator (never read). */
-    int rfd = tnt__report_signal_fd();
-    comm->fault.report_seen = tnt__report_generation();
-    if (rfd >= 0) {
-        comm->fault.report_watch.fd = rfd;
-        comm->fault.report_watch.cb = report_cb;
-        comm->fault.report_watch.arg = comm;
+    /* An fd of the layers above (SIGUSR1's report requests: one
+     * eventfd for the whole process), watched edge-triggered by every
+     * communicator and never read. */
+    int sfd = comm->progress.hooks->signal_fd(comm);
+    if (sfd >= 0) {
+        comm->progress.signal_watch.fd = sfd;
+        comm->progress.signal_watch.cb = signal_cb;
+        comm->progress.signal_watch.arg = comm;
         struct epoll_event rev = {.events = EPOLLIN | EPOLLET,
-                                  .data.ptr = &comm->fault.report_watch};
-        if (epoll_ctl(comm->progress.epfd, EPOLL_CTL_ADD, rfd, &rev) != 0)
-            return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(report fd): %s",
+                                  .data.ptr = &comm->progress.signal_watch};
+        if (epoll_ctl(comm->progress.epfd, EPOLL_CTL_ADD, sfd, &rev) != 0)
+            return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(signal fd): %s",
                               strerror(errno));
     }
     comm->progress.last_activity = tnt__now();

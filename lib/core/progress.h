@@ -6,7 +6,41 @@
 
 #include "core/engine.h"
 
-/** epoll and the wake eventfd (no thread yet). */
+/** What the layers above the loop run in it: the loop calls nothing
+ *  above it by name, only these entries (comm->progress.hooks, set at
+ *  communicator creation; progress_hooks.c fills them for the engine,
+ *  the on-host algorithms, the report and the timeline). Each is called
+ *  with the lock held. */
+typedef struct tnt_progress_hooks {
+    /** Before the poller may sleep: run the work other threads queued
+     *  for it. 1: more may be ready at once, do not sleep. */
+    int (*queued_work)(struct tnt_comm *comm);
+    /** The poller is about to sleep. 1: it must not (something it found
+     *  needs a look at once). */
+    int (*before_sleep)(struct tnt_comm *comm);
+    /** A spin's look at the transports found something to do: the
+     *  cheap follow-up, before the next look. */
+    void (*after_look)(struct tnt_comm *comm);
+    /** After a batch of events has been dispatched. */
+    void (*after_batch)(struct tnt_comm *comm);
+    /** The progress thread, each turn before it parks or polls. 1: it
+     *  released the lock meanwhile, start the turn again. */
+    int (*thread_turn)(struct tnt_comm *comm);
+    /** The progress thread starts (lock not held). */
+    void (*thread_start)(void);
+    /** The loop itself failed (epoll_wait): fail the communicator. */
+    void (*fail)(struct tnt_comm *comm, tnt_result_t rc, const char *msg);
+    /** At start: an fd the loop watches, edge-triggered and never read,
+     *  whose firing after_batch looks into (SIGUSR1's report
+     *  requests); -1: none. Lock not held. */
+    int (*signal_fd)(struct tnt_comm *comm);
+} tnt_progress_hooks_t;
+
+/** The engine's hooks (progress_hooks.c). */
+extern const tnt_progress_hooks_t tnt__engine_progress_hooks;
+
+/** epoll and the wake eventfd (no thread yet); comm->progress.hooks is
+ *  set. */
 tnt_result_t tnt__progress_start(struct tnt_comm *comm);
 tnt_result_t tnt__progress_run_thread(struct tnt_comm *comm);
 /** Stop and join the thread (lock not held). */
@@ -27,7 +61,7 @@ void tnt__progress_unpark(struct tnt_comm *comm);
 void tnt__progress_fill_services(struct tnt_comm *comm,
                                  tnt_transport_env_t *env);
 
-/* Provided by engine.c, called by the progress loop with the lock held. */
+/* Provided by engine.c, run in the progress loop through its hooks. */
 void tnt__engine_reap(struct tnt_comm *comm);
 void tnt__engine_check_deadlines(struct tnt_comm *comm, double now);
 
