@@ -184,6 +184,45 @@ void tnt__tcp_fail(tcp_conn_t *c, tnt_result_t err, const char *what)
     ctx->env.on_peer_error(ctx->env.core, peer, err, what);
 }
 
+/* A peer ends its sockets one by one (the gentle close of tnt_comm_free,
+ * linger_close; a failing core's close, where the socket carrying its
+ * failure notice ends last, tcp_tail.c), and each of them may still hold
+ * the peer's last message behind an end already seen on another: a
+ * message travels whole on one socket, and the sockets are read in any
+ * order. So an end between messages while another socket of the pair is
+ * open retires that socket only (what this side had queued on it is
+ * still written: the peer reads until this side ends too); the peer is
+ * lost when the last of its sockets ends. An end in the middle of a
+ * message, an error, or an end before the pair was complete still loses
+ * the peer at once, so a rank that dies (all its sockets end together)
+ * is reported as soon as before. */
+void tnt__tcp_end_of_stream(tcp_conn_t *c)
+{
+    tcp_ep_t *ep = c->ep;
+    int open = 0;
+    if (ep && ep->known && !ep->closed && ep->nready == ep->nconn)
+        for (int i = 0; i < ep->nconn; i++) {
+            const tcp_conn_t *o = ep->conns[i];
+            if (o && o != c && !o->closed && !o->rd_ended)
+                open++;
+        }
+    if (!open) {
+        tnt__tcp_fail(c, TNT_ERR_PEER_LOST, "connection closed by peer");
+        return;
+    }
+    c->rd_ended = 1;
+    if (c->sq_head)
+        tnt__tcp_set_events(c, TNT_FD_WRITE);
+    else
+        tnt__tcp_retire(c);
+}
+
+void tnt__tcp_retire(tcp_conn_t *c)
+{
+    /* The stream was read to its end: close() sends no reset. */
+    conn_close(c->ctx, c);
+}
+
 /* ---- sockets ------------------------------------------------------- */
 
 /* The largest segment TCP_MAXSEG takes (the kernel's MAX_TCP_WINDOW), and
@@ -484,7 +523,9 @@ void tnt__tcp_conn_cb(void *arg, uint32_t events)
         tnt__tcp_flush(c);
         return;
     }
-    if (events & TNT_FD_WRITE)
+    /* A retired socket only writes (a hang-up comes as READ): its
+     * write tells what happened. */
+    if ((events & TNT_FD_WRITE) || c->rd_ended)
         tnt__tcp_flush(c);
     if (!c->closed && (events & TNT_FD_READ))
         tnt__tcp_read(c);

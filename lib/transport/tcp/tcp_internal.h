@@ -74,6 +74,11 @@ typedef struct tcp_conn {
     int fd;
     int state;
     int closed;
+    /* The peer ended this socket's stream cleanly, between messages, while
+     * other sockets of the pair were open: nothing more is read from it
+     * and no send picks it; it writes what was queued on it, then closes
+     * (tnt__tcp_end_of_stream). */
+    int rd_ended;
     uint32_t events;
     tcp_sreq_t *sq_head, *sq_tail;
     size_t queued;    /* bytes waiting in sq */
@@ -169,6 +174,10 @@ void tnt__tcp_tail_finish(tcp_ctx_t *ctx, double end);
 
 /* tcp.c */
 void tnt__tcp_fail(tcp_conn_t *c, tnt_result_t err, const char *what);
+/* The peer ended c's stream between two messages. */
+void tnt__tcp_end_of_stream(tcp_conn_t *c);
+/* c's read side ended (rd_ended) and its queue is empty: close it. */
+void tnt__tcp_retire(tcp_conn_t *c);
 int tnt__tcp_hello_in(tcp_conn_t *c);
 int tnt__tcp_proof_in(tcp_conn_t *c);
 void tnt__tcp_conn_cb(void *arg, uint32_t events);

@@ -41,6 +41,8 @@ void tnt__tcp_sreq_put(tcp_ctx_t *ctx, tcp_sreq_t *r)
 
 void tnt__tcp_set_events(tcp_conn_t *c, uint32_t events)
 {
+    if (c->rd_ended) /* the end stays readable: level-triggered */
+        events &= ~(uint32_t)TNT_FD_READ;
     if (c->closed || c->events == events)
         return;
     c->events = events;
@@ -147,8 +149,13 @@ void tnt__tcp_flush(tcp_conn_t *c)
         tnt__tcp_sreq_put(ctx, r);
         ctx->env.on_send_done(ctx->env.core, cookie);
     }
-    if (!c->closed)
-        tnt__tcp_set_events(c, TNT_FD_READ | (c->sq_head ? TNT_FD_WRITE : 0));
+    if (c->closed)
+        return;
+    if (c->rd_ended && !c->sq_head)
+        tnt__tcp_retire(c); /* all written that was queued on it */
+    else
+        tnt__tcp_set_events(c, TNT_FD_READ |
+                                   (c->sq_head ? TNT_FD_WRITE : 0));
 }
 
 void tnt__tcp_enqueue(tcp_conn_t *c, tcp_sreq_t *r)
@@ -164,8 +171,9 @@ void tnt__tcp_enqueue(tcp_conn_t *c, tcp_sreq_t *r)
         tnt__tcp_set_events(c, TNT_FD_READ | TNT_FD_WRITE);
 }
 
-/* The socket with the least data queued, starting the search at a
- * rotating index so that equally idle sockets take turns. */
+/* The open socket with the least data queued, starting the search at a
+ * rotating index so that equally idle sockets take turns; never one the
+ * peer has ended (tnt__tcp_end_of_stream). NULL: none is open. */
 static tcp_conn_t *pick_conn(tcp_ep_t *ep)
 {
     if (ep->nconn == 1)
@@ -173,6 +181,8 @@ static tcp_conn_t *pick_conn(tcp_ep_t *ep)
     tcp_conn_t *best = NULL;
     for (int k = 0; k < ep->nconn; k++) {
         tcp_conn_t *c = ep->conns[(ep->rr + (unsigned)k) % (unsigned)ep->nconn];
+        if (c->closed || c->rd_ended)
+            continue;
         if (!best || c->queued < best->queued)
             best = c;
         if (best->queued == 0)
@@ -194,6 +204,8 @@ tnt_result_t tnt__tcp_send(void *vctx, void *vep, const void *hdr,
         return tnt__error(TNT_ERR_INVALID_ARG, "header of %zu bytes",
                           hdr_len);
     tcp_conn_t *c = pick_conn(ep);
+    if (!c)
+        return tnt__error(TNT_ERR_PEER_LOST, "send on a closed connection");
     tcp_sreq_t local = {.frame = {TCP_FRAME_MAGIC, (uint32_t)hdr_len, len},
                         .hdr = hdr, .hdr_len = hdr_len, .payload = payload,
                         .len = len, .cookie = cookie};
@@ -262,7 +274,8 @@ static void payload_done(tcp_conn_t *c)
 }
 
 /* recvmsg() into iov: bytes read (> 0), 0 if nothing is there now, -1 if
- * the connection ended (it is then closed and reported). */
+ * the stream ended (the socket is then retired, or the peer closed and
+ * reported: tnt__tcp_end_of_stream). */
 static ssize_t recv_some(tcp_conn_t *c, struct iovec *iov, size_t niov)
 {
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = niov};
@@ -271,11 +284,11 @@ static ssize_t recv_some(tcp_conn_t *c, struct iovec *iov, size_t niov)
         if (r > 0)
             return r;
         if (r == 0) {
-            tnt__tcp_fail(c, TNT_ERR_PEER_LOST,
-                          c->in_payload || c->rend != c->rstart
-                              ? "connection closed in the middle of a "
-                                "message"
-                              : "connection closed by peer");
+            if (c->in_payload || c->rend != c->rstart)
+                tnt__tcp_fail(c, TNT_ERR_PEER_LOST, "connection closed in "
+                              "the middle of a message");
+            else
+                tnt__tcp_end_of_stream(c);
             return -1;
         }
         if (errno == EINTR)
@@ -349,6 +362,8 @@ void tnt__tcp_read(tcp_conn_t *c)
      * EAGAIN (one system call in four of a small allreduce), and epoll,
      * level-triggered, reports whatever arrives after it. */
     int budget = TCP_READ_BUDGET, empty = 0;
+    if (c->rd_ended)
+        return;
     while (!c->closed) {
         if (c->state == TCP_HELLO_IN) {
             if (c->rend - c->rstart >= sizeof(tcp_hello_t)) {
