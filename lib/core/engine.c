@@ -77,11 +77,6 @@ void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len)
                  tnt_op_name((tnt_op_t)h->op), algo);
 }
 
-unsigned char *tnt__ref_ptr(struct tnt_request *req, tnt_bufref_t r)
-{
-    return req->bufs[r.buf] + r.off;
-}
-
 /* ---- request lifetime --------------------------------------------- */
 
 /* The schedule of an on-host algorithm: none, the engine runs them
@@ -592,39 +587,6 @@ void tnt__engine_connect_all(struct tnt_comm *comm)
     pthread_mutex_unlock(&comm->lock);
 }
 
-void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
-                     uint32_t op)
-{
-    tnt__flow_send(comm, req, op);
-}
-
-void tnt__send_data(struct tnt_comm *comm, struct tnt_request *req,
-                    uint32_t op)
-{
-    const tnt_sop_t *sop = &req->sched->ops[op];
-    tnt_opstate_t *os = &req->ops[op];
-    tnt_peer_t *p = &comm->peers[sop->peer];
-    tnt_result_t rc = p->tp->send(p->tp_ctx, p->ep, &os->hdr,
-                                  sizeof(os->hdr), tnt__ref_ptr(req, sop->a),
-                                  sop->bytes, os);
-    if (rc >= 0)
-        tnt__count_sent(&comm->stats, p->tpi, sop->bytes);
-    if (rc == TNT_SUCCESS) {
-        tnt__op_complete(req, op);
-    } else if (rc == TNT_INPROGRESS) {
-        p->sends_inflight++;
-        os->in_tp = 1;
-        os->tp_at = tnt__now();
-    } else if (rc < 0) {
-        char what[300];
-        snprintf(what, sizeof(what), "sending %s #%" PRIu64 " failed: %s",
-                 tnt__coll_kind_name(req->args.kind),
-                 req->seq & ~TNT_P2P_SEQ_BIT,
-                 tnt_last_error());
-        tnt__fail_peer_lost(comm, sop->peer, what);
-    }
-}
-
 void tnt__note_lost(struct tnt_comm *comm, int peer, const char *what)
 {
     if (comm->fault.first_lost >= 0 || comm->state != TNT_COMM_OK)
@@ -825,7 +787,7 @@ static void start_op(struct tnt_comm *comm, struct tnt_request *req,
             tnt__ensure_connect(comm, p);
             return;
         }
-        tnt__start_send(comm, req, op);
+        tnt__flow_send(comm, req, op);
         return;
     }
     case TNT_SOP_RECV:
