@@ -23,8 +23,9 @@ const tnt_onhost_algo_t *tnt__onhost_algo_of(const struct tnt_request *req)
     case TNT_ALGO_CANON_SLOTS:
         return &tnt__onhost_slots;
     case TNT_ALGO_MAPPED:
+    case TNT_ALGO_CANON_MAPPED:
         return &tnt__onhost_mapped_allreduce;
-    default: /* TNT_ALGO_STAGED */
+    default: /* TNT_ALGO_STAGED, TNT_ALGO_CANON_STAGED */
         return req->args.kind == TNT_COLL_BROADCAST
                    ? &tnt__onhost_staged_bcast
                    : &tnt__onhost_staged_allreduce;
