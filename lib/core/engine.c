@@ -875,8 +875,8 @@ void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
         return;
     }
     /* The one difference that is not in the caller's arguments: */
-    int mapped = (req->sig.algo == TNT_ALGO_MAPPED) +
-                 (theirs->algo == TNT_ALGO_MAPPED);
+    int mapped = tnt__algo_mapped(req->sig.algo) +
+                 tnt__algo_mapped(theirs->algo);
     tnt__engine_fail(comm, TNT_ERR_MISMATCH, "collective #%" PRIu64
                      " mismatch: rank %d called %s but rank %d called %s%s",
                      req->seq, comm->rank, mine, peer, other,
