@@ -446,6 +446,30 @@ static int rank_whole(tnt_comm_t comm, int rank, int p, void *arg,
     nw = check_f(hr, want, WN, &first);
     th_report_check(rep, "iallreduce", rc, nw, first, hr, WN * 4);
 
+    /* iallgather in place: block `rank` of the device buffer is this
+     * rank's part */
+    for (size_t i = 0; i < np; i++)
+        hr[i] = -1.0f;
+    for (size_t i = 0; i < WN; i++)
+        hr[(size_t)rank * WN + i] = val(rank, i);
+    put(dr, hr, np * 4);
+    rc = tnt_iallgather(comm, TNT_IN_PLACE, dr, WN, TNT_F32, &req);
+    if (rc == TNT_SUCCESS) {
+        rc = tnt_wait(req);
+        tnt_request_free(req);
+    }
+    get(hr, dr, np * 4);
+    for (int r = 0; r < p; r++)
+        for (size_t i = 0; i < WN; i++)
+            want[(size_t)r * WN + i] = val(r, i);
+    nw = check_f(hr, want, np, &first);
+    th_report_check(rep, "iallgather in place", rc, nw, first, hr, np * 4);
+    for (size_t i = 0; i < WN; i++) { /* the sums again, for reduce */
+        want[i] = 0;
+        for (int r = 0; r < p; r++)
+            want[i] += val(r, i);
+    }
+
     /* reduce to rank 0: elsewhere the receive buffer stays as it was */
     for (size_t i = 0; i < WN; i++)
         hr[i] = -2.0f;

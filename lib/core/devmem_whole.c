@@ -106,6 +106,11 @@ tnt_result_t tnt__devmem_in(const tnt_entry_op_t *op, tnt_entry_call_t *c,
     const tnt_devmem_ops_t *o = st->ops;
     int ds = c->post_send && o->is_device(c->post_send) > 0;
     int dr = c->post_recv && o->is_device(c->post_recv) > 0;
+    /* In place (one buffer for both sides): one pinned copy of the larger
+     * extent (an allgather in place reads block `rank` of its receive
+     * buffer: the whole receive buffer goes in). */
+    if (ds && dr && (const void *)c->post_recv == c->post_send)
+        sb = rb = sb > rb ? sb : rb;
     tnt_result_t rc = TNT_SUCCESS;
     if (ds && sb) {
         rc = tnt__pinned_take(sb, &st->pin_send, &st->send_cap);
