@@ -293,6 +293,10 @@ struct tnt_comm_net {
     void *tp_ctx[TNT_TP_MAX];
     tnt_transport_env_t tp_env[TNT_TP_MAX];
     int tp_serves[TNT_TP_MAX]; /* some peer got this transport */
+    /* The position of the transport whose pair areas the on-host
+     * algorithms use (comm_tp.c, tnt__comm_tp_init): the first started
+     * that offers every area at the sizes the core needs; -1: none. */
+    int area_tpi;
     /* What a spinning waiter polls (progress.c): the transports with a
      * poll entry that serve some peer, those whose look costs no system
      * call first (the first nspin_cheap: polled even where ranks share
