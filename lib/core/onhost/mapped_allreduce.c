@@ -11,7 +11,8 @@
  * nobody reads its send buffer any more. A byte is read once and written
  * once per rank, the least an allreduce that leaves the result in every
  * rank's memory can move (docs/shm.md). The same rank order as the staged
- * allreduce: the same bits.
+ * allreduce: the same bits. The reproducible mode's canonical-mapped
+ * (TNT_ALGO_CANON_MAPPED) reduces with the canonical kernel instead.
  *
  * Per-request state beyond the staged round's (onhost_state.h):
  * req->ops[q].onhost.stage.mapped, q's buffers as mapped here;
@@ -60,6 +61,14 @@ static int map_peer_bufs(struct tnt_comm *comm, struct tnt_request *req,
     return 0;
 }
 
+/* Rank i's send buffer as mapped here (me: this rank's own). */
+static const unsigned char *input(const struct tnt_request *req, int me,
+                                  int i)
+{
+    return i == me ? req->bufs[TNT_BUF_SEND]
+                   : req->ops[i].onhost.stage.mapped.src;
+}
+
 /* Step 2: once every peer has published where its buffers lie, reduce
  * this rank's slice of all of them and write the result into all of
  * them. */
@@ -98,12 +107,15 @@ static int reduce_mapped(struct tnt_comm *comm, struct tnt_request *req)
     unsigned char *acc = comm->onhost.map_acc;
     for (size_t o = from; o < to; o += blk) {
         size_t c = to - o < blk ? to - o : blk, at = (off + o) * es;
-        for (int i = 0; i < k; i++)
-            tnt__onhost_fold(req, acc, i,
-                             (i == me ? req->bufs[TNT_BUF_SEND]
-                                      : req->ops[i].onhost.stage.mapped.src) +
-                                 at,
-                             c);
+        if (tnt__algo_onhost_canon(req->algo)) { /* reproducible mode */
+            const void *in[TNT_CANON_ONHOST_MAX_RANKS] = {0};
+            for (int i = 0; i < k && i < TNT_CANON_ONHOST_MAX_RANKS; i++)
+                in[i] = input(req, me, i) + at;
+            tnt__onhost_canon(req, acc, in, c);
+        } else {
+            for (int i = 0; i < k; i++)
+                tnt__onhost_fold(req, acc, i, input(req, me, i) + at, c);
+        }
         for (int i = 0; i < k; i++)
             memcpy((i == me ? req->bufs[TNT_BUF_RECV]
                             : req->ops[i].onhost.stage.mapped.dst) +

@@ -21,6 +21,7 @@
 #ifndef TNT_CORE_ONHOST_ONHOST_H
 #define TNT_CORE_ONHOST_ONHOST_H
 
+#include "collectives/canon.h"
 #include "collectives/rank_order.h"
 #include "core/comm_tp.h"
 #include "core/engine_internal.h"
@@ -121,6 +122,19 @@ static inline void tnt__onhost_fold(const struct tnt_request *req,
 {
     tnt__rank_order_fold(acc, i, req->args.nranks, in, n, req->args.esize,
                          req->reduce, req->args.dtype, req->args.op);
+}
+
+/** Reduce the k inputs of a region, rank i's n elements at in[i], into
+ *  acc (which overlaps none of them) with the canonical kernel
+ *  (collectives/canon.h): the reproducible mode's on-host algorithms
+ *  (tnt__algo_onhost_canon; at most TNT_CANON_ONHOST_MAX_RANKS ranks),
+ *  where the others fold with tnt__onhost_fold. */
+static inline void tnt__onhost_canon(const struct tnt_request *req,
+                                     void *acc, const void *const *in,
+                                     size_t n)
+{
+    tnt__canon_reduce_ptrs(acc, in, req->args.nranks, n, req->args.dtype,
+                           req->args.op);
 }
 
 /** The report of an on-host request: up to 4 peers for which waits(req,

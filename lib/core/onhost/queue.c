@@ -23,8 +23,10 @@ const tnt_onhost_algo_t *tnt__onhost_algo(int algo, int kind)
     case TNT_ALGO_CANON_SLOTS:
         return &tnt__onhost_slots;
     case TNT_ALGO_MAPPED:
+    case TNT_ALGO_CANON_MAPPED:
         return &tnt__onhost_mapped_allreduce;
     case TNT_ALGO_STAGED:
+    case TNT_ALGO_CANON_STAGED:
         return kind == TNT_COLL_BROADCAST ? &tnt__onhost_staged_bcast
                                           : &tnt__onhost_staged_allreduce;
     default: /* a schedule of messages */

@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "collectives/canon.h"
 #include "core/onhost/onhost.h"
 #include "core/onhost/slot_layout.h"
 
@@ -155,13 +154,12 @@ static void reduce_inputs(struct tnt_comm *comm, struct tnt_request *req)
     /* Every input is read from a slot (or a saved copy), never from dst:
      * in place, dst is this rank's input and is overwritten here. The
      * reproducible mode reduces them canonically (collectives/canon.h;
-     * selection keeps it to TNT_CANON_SLOTS_MAX_RANKS ranks). */
+     * selection keeps it to TNT_CANON_ONHOST_MAX_RANKS ranks). */
     if (req->algo == TNT_ALGO_CANON_SLOTS) {
-        const void *in[TNT_CANON_SLOTS_MAX_RANKS] = {0};
-        for (int i = 0; i < k && i < TNT_CANON_SLOTS_MAX_RANKS; i++)
+        const void *in[TNT_CANON_ONHOST_MAX_RANKS] = {0};
+        for (int i = 0; i < k && i < TNT_CANON_ONHOST_MAX_RANKS; i++)
             in[i] = input(comm, req, i);
-        tnt__canon_reduce_ptrs(dst, in, k, req->args.count,
-                               req->args.dtype, req->args.op);
+        tnt__onhost_canon(req, dst, in, req->args.count);
     } else {
         for (int i = 0; i < k; i++)
             tnt__onhost_fold(req, dst, i, input(comm, req, i),
