@@ -7,7 +7,9 @@ tests/test_keras.sh (tnt-run -n P). Two parts:
                   evaluate result; the master saves both to OUT/p{P}_*.npz
                   for compare_keras.py, which compares p = 1, 2, 4. predict
                   must equal the model applied to the whole set.
-  --part features callbacks, save/load, dataset options and error cases.
+  --part features the default seed, callbacks, save/load, training
+                  resumed from a ModelCheckpoint, dataset options, error
+                  cases and eager mode.
 
 Every check compares against a value computed here independently (the
 ranks' own values gathered, the serial model) and raises on a mismatch.
