@@ -20,6 +20,7 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "core/engine_internal.h"
+#include "core/onhost/onhost.h"
 #include "core/timeline.h"
 #include "core/engine_flow.h"
 #include "core/p2p.h"
@@ -168,7 +169,7 @@ static void free_request(struct tnt_comm *comm, struct tnt_request *req)
 
 uint32_t tnt__request_nops(const struct tnt_request *req)
 {
-    if (tnt__algo_onhost(req->algo))
+    if (req->onhost.algo)
         return tnt__onhost_nops(req);
     return req->sched->nops;
 }
@@ -318,7 +319,7 @@ void tnt__engine_run_deferred(struct tnt_comm *comm)
             continue;
         if (comm->timeline)
             req->tl.start = tnt__now();
-        if (tnt__algo_onhost(req->algo))
+        if (req->onhost.algo)
             tnt__onhost_progress(comm);
         else
             tnt__run_ready(comm, req);
@@ -357,7 +358,7 @@ static void finish(struct tnt_request *req, tnt_result_t rc)
     if (req->active) {
         tnt__list_unlink(&req->active_link);
         req->active = 0;
-        comm->active_msgs -= !tnt__algo_onhost(req->algo);
+        comm->active_msgs -= !req->onhost.algo;
     }
     if (req->compute.busy) {
         /* A computation still writes into its buffers: the result waits
@@ -1004,7 +1005,8 @@ static int early_mismatch(struct tnt_comm *comm, struct tnt_request *req)
 }
 
 /* Post with the lock held: sched (taken by the caller, released here on
- * failure) and, for the mapped allreduce, where its buffers lie. */
+ * failure) and, for an on-host algorithm that reads them, where its
+ * buffers lie in shared allocations. */
 static tnt_result_t post_locked(struct tnt_comm *comm,
                                 const tnt_coll_args_t *args, int algo,
                                 tnt_sched_t *sched,
@@ -1026,7 +1028,9 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     req->sched = sched;
     req->bufs[TNT_BUF_SEND] = (unsigned char *)(uintptr_t)send;
     req->bufs[TNT_BUF_RECV] = recv;
-    if (tnt__algo_mapped(algo)) {
+    const tnt_onhost_algo_t *onhost = tnt__onhost_algo(algo, args->kind);
+    req->onhost.algo = onhost;
+    if (onhost && onhost->mapped_bufs) {
         req->onhost.map_ref[TNT_BUF_SEND] = mref[0];
         req->onhost.map_ref[TNT_BUF_RECV] = mref[1];
     }
@@ -1095,15 +1099,13 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     tnt__count_post(&comm->stats, args->kind, algo, counted);
     double now = tnt__now_coarse();
     req->timeout.deadline = now + comm->params.timeout_s;
-    /* A blocking small allreduce among ranks of this host, nothing else
-     * in flight: run it here, without the queues, the lists and the
-     * poller's round over the rings (docs/performance.md, "The lean
-     * blocking slots allreduce"). What does not finish soon goes on as
-     * any other request. */
-    if ((flags & TNT_POST_BLOCK) &&
-        (algo == TNT_ALGO_SLOTS || algo == TNT_ALGO_CANON_SLOTS) &&
+    /* A blocking call, nothing else in flight: an on-host algorithm
+     * that can (its run_now) runs it here, without the queues, the lists
+     * and the poller's round over the rings. What does not finish soon
+     * goes on as any other request. */
+    if ((flags & TNT_POST_BLOCK) && onhost && onhost->run_now &&
         tnt__list_empty(&comm->reqs.active) && !comm->progress.polling) {
-        if (early_mismatch(comm, req) || tnt__slot_lean(comm, req)) {
+        if (early_mismatch(comm, req) || onhost->run_now(comm, req)) {
             if (req->result == TNT_INPROGRESS) /* failed meanwhile */
                 req->result = comm->fail_rc;
             if (comm->timeline)
@@ -1130,7 +1132,7 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
             push_ready(req, i);
     }
     req->active = 1;
-    comm->active_msgs += !tnt__algo_onhost(algo);
+    comm->active_msgs += !onhost;
     tnt__list_push_back(&comm->reqs.active, &req->active_link);
     tnt__list_push_front(&comm->reqs.all, &req->all_link);
     comm->progress.last_activity = now;
@@ -1139,7 +1141,7 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
      * has arrived since: it read no rings. */
     if (!req->onhost.lean)
         early_mismatch(comm, req);
-    if (tnt__algo_onhost(algo) && req->result == TNT_INPROGRESS)
+    if (onhost && req->result == TNT_INPROGRESS)
         tnt__onhost_enqueue(comm, req);
     if (flags & TNT_POST_DEFER) {
         if (req->result == TNT_INPROGRESS) {
@@ -1149,7 +1151,7 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
             if (comm->progress.polling)
                 tnt__progress_wake(comm);
         }
-    } else if (tnt__algo_onhost(algo)) {
+    } else if (onhost) {
         tnt__onhost_progress(comm);
     } else {
         tnt__run_ready(comm, req);

@@ -108,15 +108,11 @@ tnt_msg_hdr_t tnt__mem_sig(const struct tnt_comm *comm, uint64_t seq,
 /** Number req (an on-host collective just posted) and queue it;
  *  tnt__onhost_progress runs it. */
 void tnt__onhost_enqueue(struct tnt_comm *comm, struct tnt_request *req);
-/** Run req, a blocking TNT_ALGO_SLOTS allreduce posted with nothing else
- *  in flight and nobody polling, without queueing it: publish and look
- *  at the peers' slots a bounded number of times (once if this host has
- *  more ranks than CPUs; no more once another thread waits for the
- *  lock). 1 when it finished (req->result set: success,
- *  or the communicator failed meanwhile); 0 when it must go on as a
- *  queued request (numbered, what it published and read recorded: queue
- *  it with tnt__onhost_enqueue). */
-int tnt__slot_lean(struct tnt_comm *comm, struct tnt_request *req);
+/** The table that runs on-host algorithm `algo` for a collective of
+ *  `kind` (onhost/onhost.h); NULL when algo runs a schedule of
+ *  messages. The one place that maps the selection table's on-host ids
+ *  to their code (onhost/queue.c). */
+const struct tnt_onhost_algo *tnt__onhost_algo(int algo, int kind);
 /** Look for what the peers called instead of req, an on-host collective
  *  that waits (strays in the peers' slots and staging areas, and for a
  *  staged one the headers published for its sequence number): a mismatch

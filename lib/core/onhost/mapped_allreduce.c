@@ -17,7 +17,7 @@
  * Per-request state beyond the staged round's (onhost_state.h):
  * req->ops[q].onhost.stage.mapped, q's buffers as mapped here;
  * req->onhost.stage.map_done, elements of this rank's slice reduced so
- * far (a round's worth per pass: comm->stage_more asks the poller to
+ * far (a round's worth per pass: comm->onhost.stage_more asks the poller to
  * come back without sleeping).
  */
 #include <inttypes.h>
@@ -89,8 +89,8 @@ static int reduce_mapped(struct tnt_comm *comm, struct tnt_request *req)
                                &tnt__stage_theirs(comm, q)->in_hdr[g & 1]))
                 return 0;
     }
-    if (!comm->map_acc &&
-        !(comm->map_acc = aligned_alloc(64, TNT_MAP_BLOCK))) {
+    if (!comm->onhost.map_acc &&
+        !(comm->onhost.map_acc = aligned_alloc(64, TNT_MAP_BLOCK))) {
         tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: out of memory "
                          "for the mapped allreduce's block", me);
         return 0;
@@ -104,7 +104,7 @@ static int reduce_mapped(struct tnt_comm *comm, struct tnt_request *req)
     size_t from = (size_t)req->onhost.stage.map_done;
     size_t to = n - from > TNT_STAGE_BYTES / es ? from + TNT_STAGE_BYTES / es
                                                 : n;
-    unsigned char *acc = comm->map_acc;
+    unsigned char *acc = comm->onhost.map_acc;
     for (size_t o = from; o < to; o += blk) {
         size_t c = to - o < blk ? to - o : blk, at = (off + o) * es;
         if (tnt__algo_onhost_canon(req->algo)) { /* reproducible mode */
@@ -124,7 +124,7 @@ static int reduce_mapped(struct tnt_comm *comm, struct tnt_request *req)
     }
     req->onhost.stage.map_done = to;
     if (to < n) {
-        comm->stage_more = 1;
+        comm->onhost.stage_more = 1;
         return 1;
     }
     tnt__stage_mark_inputs_read(comm, g);
@@ -172,4 +172,5 @@ const tnt_onhost_algo_t tnt__onhost_mapped_allreduce = {
     .nops = tnt__stage_nops,
     .report = tnt__stage_report,
     .stage_rounds = 1,
+    .mapped_bufs = 1,
 };
