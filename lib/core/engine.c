@@ -77,11 +77,6 @@ void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len)
                  tnt_op_name((tnt_op_t)h->op), algo);
 }
 
-unsigned char *tnt__ref_ptr(struct tnt_request *req, tnt_bufref_t r)
-{
-    return req->bufs[r.buf] + r.off;
-}
-
 /* ---- request lifetime --------------------------------------------- */
 
 /* The schedule of an on-host algorithm: none, the engine runs them
@@ -592,39 +587,6 @@ void tnt__engine_connect_all(struct tnt_comm *comm)
     pthread_mutex_unlock(&comm->lock);
 }
 
-void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
-                     uint32_t op)
-{
-    tnt__flow_send(comm, req, op);
-}
-
-void tnt__send_data(struct tnt_comm *comm, struct tnt_request *req,
-                    uint32_t op)
-{
-    const tnt_sop_t *sop = &req->sched->ops[op];
-    tnt_opstate_t *os = &req->ops[op];
-    tnt_peer_t *p = &comm->peers[sop->peer];
-    tnt_result_t rc = p->tp->send(p->tp_ctx, p->ep, &os->hdr,
-                                  sizeof(os->hdr), tnt__ref_ptr(req, sop->a),
-                                  sop->bytes, os);
-    if (rc >= 0)
-        tnt__count_sent(&comm->stats, p->tpi, sop->bytes);
-    if (rc == TNT_SUCCESS) {
-        tnt__op_complete(req, op);
-    } else if (rc == TNT_INPROGRESS) {
-        p->sends_inflight++;
-        os->in_tp = 1;
-        os->tp_at = tnt__now();
-    } else if (rc < 0) {
-        char what[300];
-        snprintf(what, sizeof(what), "sending %s #%" PRIu64 " failed: %s",
-                 tnt__coll_kind_name(req->args.kind),
-                 req->seq & ~TNT_P2P_SEQ_BIT,
-                 tnt_last_error());
-        tnt__fail_peer_lost(comm, sop->peer, what);
-    }
-}
-
 void tnt__note_lost(struct tnt_comm *comm, int peer, const char *what)
 {
     if (comm->fault.first_lost >= 0 || comm->state != TNT_COMM_OK)
@@ -825,7 +787,7 @@ static void start_op(struct tnt_comm *comm, struct tnt_request *req,
             tnt__ensure_connect(comm, p);
             return;
         }
-        tnt__start_send(comm, req, op);
+        tnt__flow_send(comm, req, op);
         return;
     }
     case TNT_SOP_RECV:
@@ -1170,7 +1132,10 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
 }
 
 static tnt_result_t wait_locked(struct tnt_request *req, double timeout_s,
-                                int *finished);
+                                double spin_s, int *finished);
+static tnt_result_t wait_blocking(struct tnt_comm *comm,
+                                  struct tnt_request *req,
+                                  const tnt_coll_args_t *a);
 static void release_locked(struct tnt_comm *comm, struct tnt_request *req);
 
 static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
@@ -1202,8 +1167,7 @@ static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
     /* A blocking call: post, wait and release in one hold of the lock
      * (docs/performance.md, "A blocking call's fixed cost"). */
     if (rc == TNT_SUCCESS && (flags & TNT_POST_BLOCK)) {
-        int finished;
-        rc = wait_locked(*out, -1.0, &finished);
+        rc = wait_blocking(comm, *out, &a);
         release_locked(comm, *out);
         *out = NULL;
     }
@@ -1258,32 +1222,44 @@ static int cond_wait_until(struct tnt_comm *comm, const struct timespec *abs)
     return pthread_cond_timedwait(&comm->progress.cond, &comm->lock, abs);
 }
 
-/* Poll without sleeping for up to TNT_SPIN_US before the first sleep of
- * a blocking wait: the peers of a small collective answer within
- * microseconds, and a sleep costs a wake-up through the kernel on each
- * side (docs/performance.md, "Spinning before sleeping"). With more
- * ranks on this host than CPUs, yield between
- * polls, so that the ranks being waited for get the CPU. Lock held; the
- * poller role is free on entry. */
+/* More ranks of this communicator on this host than CPUs: a thread that
+ * spins takes the CPU of a rank it waits for. */
+static int cpus_shared(const struct tnt_comm *comm)
+{
+    return comm->host_cpus > 0 && comm->host_ranks > comm->host_cpus;
+}
+
+/* Poll without sleeping for up to spin_s before the first sleep of a
+ * wait: the peers of a small collective answer within microseconds, and
+ * a sleep costs a wake-up through the kernel on each side
+ * (docs/performance.md, "Spinning before sleeping"); a blocking call may
+ * spin for as long as calls like it took (wait_budget.h,
+ * docs/performance.md, "How a blocking call waits"). Past TNT_SPIN_US
+ * the spin ends as soon as another thread wants this CPU
+ * (tnt__progress_spin). With more ranks on this host than CPUs, yield
+ * between polls, so that the ranks being waited for get the CPU. Lock
+ * held; the poller role is free on entry. */
 static void spin(struct tnt_comm *comm,
                  int (*done)(struct tnt_comm *, void *), void *arg,
-                 double start, double limit)
+                 double start, double limit, double spin_s)
 {
-    double end = start + comm->params.spin_s;
+    double end = start + spin_s;
     if (end > limit)
         end = limit;
-    int oversubscribed = comm->host_cpus > 0 &&
-                         comm->host_ranks > comm->host_cpus;
-    tnt__progress_spin(comm, done, arg, start, end, oversubscribed);
+    double own_until = start + comm->params.spin_s;
+    tnt__progress_spin(comm, done, arg, start, end, own_until,
+                       cpus_shared(comm));
 }
 
 /* Wait until done(comm, arg), driving progress on this thread whenever
- * the poller role is free. Lock held. Returns 0 when `end` passed first. */
+ * the poller role is free, after a spin of up to spin_s (0: none). Lock
+ * held. Returns 0 when `end` passed first. */
 static int drive_until(struct tnt_comm *comm,
                        int (*done)(struct tnt_comm *, void *), void *arg,
-                       double end, const struct timespec *abs)
+                       double end, const struct timespec *abs,
+                       double spin_s)
 {
-    int woke_thread = 0, spun = comm->params.spin_s <= 0.0;
+    int woke_thread = 0, spun = spin_s <= 0.0;
     comm->progress.user_waiters++;
     while (!done(comm, arg)) {
         double now = tnt__now();
@@ -1291,7 +1267,7 @@ static int drive_until(struct tnt_comm *comm,
             break;
         if (!comm->progress.polling && !spun) {
             spun = 1;
-            spin(comm, done, arg, now, abs ? end : now + 1.0);
+            spin(comm, done, arg, now, abs ? end : now + 1.0, spin_s);
             continue;
         }
         if (!comm->progress.polling) {
@@ -1331,7 +1307,7 @@ static int request_done(struct tnt_comm *comm, void *arg)
 
 /* Wait for req with the lock held (timeout_s < 0: no limit). */
 static tnt_result_t wait_locked(struct tnt_request *req, double timeout_s,
-                                int *finished)
+                                double spin_s, int *finished)
 {
     struct tnt_comm *comm = req->comm;
     struct timespec abs;
@@ -1357,7 +1333,7 @@ static tnt_result_t wait_locked(struct tnt_request *req, double timeout_s,
     if (req->result == TNT_INPROGRESS) {
         double t0 = tnt__now();
         drive_until(comm, request_done, req, end,
-                    timeout_s >= 0 ? &abs : NULL);
+                    timeout_s >= 0 ? &abs : NULL, spin_s);
         comm->stats.wait_ns += (uint64_t)((tnt__now() - t0) * 1e9);
     }
     tnt_result_t rc = req->result;
@@ -1374,6 +1350,30 @@ static tnt_result_t wait_locked(struct tnt_request *req, double timeout_s,
     return rc;
 }
 
+/* A blocking call's wait: spin for as long as calls like it took on this
+ * communicator where nobody else needs the CPU (wait_budget.h), then
+ * sleep; learn how long this one took from the start of its wait. A
+ * call finished by its post (lean slots, small messages already there)
+ * reads no clock. Lock held. */
+static tnt_result_t wait_blocking(struct tnt_comm *comm,
+                                  struct tnt_request *req,
+                                  const tnt_coll_args_t *a)
+{
+    int finished;
+    if (req->result != TNT_INPROGRESS)
+        return wait_locked(req, -1.0, 0.0, &finished);
+    size_t bytes = a->count * a->esize;
+    double t0 = tnt__now();
+    double spin_s = tnt__wait_spin_budget(
+        &comm->progress.waits, a->kind, bytes, comm->params.spin_s,
+        cpus_shared(comm), comm->host_cpus, t0);
+    tnt_result_t rc = wait_locked(req, -1.0, spin_s, &finished);
+    if (rc == TNT_SUCCESS)
+        tnt__wait_learn(&comm->progress.waits, a->kind, bytes,
+                        tnt__now() - t0);
+    return rc;
+}
+
 tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
                               int *finished)
 {
@@ -1382,7 +1382,8 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
     if (!comm) /* communicator freed: the result was fixed then */
         return req->result;
     pthread_mutex_lock(&comm->lock);
-    tnt_result_t rc = wait_locked(req, timeout_s, finished);
+    tnt_result_t rc = wait_locked(req, timeout_s, comm->params.spin_s,
+                                  finished);
     pthread_mutex_unlock(&comm->lock);
     return rc;
 }
@@ -1462,7 +1463,8 @@ static void linger_for_notices(struct tnt_comm *comm)
                   "that carry the failure notice", comm->rank, limit);
     double end = tnt__now() + limit;
     struct timespec abs = tnt__timespec_at(end);
-    drive_until(comm, no_connection_pending, NULL, end, &abs);
+    drive_until(comm, no_connection_pending, NULL, end, &abs,
+                comm->params.spin_s);
 }
 
 void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)

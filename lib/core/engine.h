@@ -29,6 +29,7 @@
 #include "core/onhost/onhost_state.h"
 #include "core/sched_cache.h"
 #include "core/stats.h"
+#include "core/wait_budget.h"
 #include "util/param.h"
 #include "tnt/transport.h"
 
@@ -339,6 +340,8 @@ struct tnt_comm_progress {
     double last_activity;      /* when a collective last began or ended:
                                   an idle poller sleeps longer after a
                                   while */
+    tnt_wait_history_t waits;  /* how long blocking calls took, by kind
+                                  and size: their spin (wait_budget.h) */
     const struct tnt_progress_hooks *hooks; /* progress.h: what the
                                   layers above run in the loop */
     int epfd, wakefd;

@@ -57,7 +57,7 @@ static void up_connected(struct tnt_comm *comm, int tpi, int peer, void *ep)
         if (!p->pending_head)
             p->pending_tail = NULL;
         struct tnt_request *req = os->coll;
-        tnt__start_send(comm, req, os->op);
+        tnt__flow_send(comm, req, os->op);
         tnt__run_ready(comm, req);
     }
     tnt__flow_connected(comm, p);
