@@ -174,6 +174,31 @@ TNT_API tnt_result_t tnt_comm_master_rank(tnt_comm_t comm, int *rank);
 /** *is_master = 1 on the master rank, 0 elsewhere. */
 TNT_API tnt_result_t tnt_comm_is_master(tnt_comm_t comm, int *is_master);
 
+/* ---- communicators derived from others (split, dup) ----------------- */
+
+/** The color of a rank that takes part in tnt_comm_split but joins no
+ *  new communicator. */
+#define TNT_UNDEFINED (-1)
+
+/**
+ * Split comm by color: collective over every rank of comm. Ranks that
+ * pass the same color (>= 0) form one new communicator, ranked by key,
+ * then by their rank in comm; a rank that passes TNT_UNDEFINED gets
+ * *newcomm = NULL. The addresses of the new communicators' transports
+ * are exchanged by two allgathers over comm (no rendezvous at rank 0);
+ * each new communicator has a context id and connections of its own
+ * (not comm's), and is independent of comm once made: either may be
+ * freed first. Every rank of comm gets the same error when ranks
+ * called different functions (TNT_ERR_MISMATCH; a collective against a
+ * split fails comm as any mismatch does) or a rank passed a bad color
+ * (TNT_ERR_INVALID_ARG); comm stays usable after these two.
+ */
+TNT_API tnt_result_t tnt_comm_split(tnt_comm_t comm, int color, int key,
+                                    tnt_comm_t *newcomm);
+/** A copy of comm (same ranks, same order) with a context of its own:
+ *  tnt_comm_split with one color and the rank as key. Collective. */
+TNT_API tnt_result_t tnt_comm_dup(tnt_comm_t comm, tnt_comm_t *newcomm);
+
 /* ---- collectives ------------------------------------------------------ */
 /*
  * Blocking calls are the nonblocking call followed by tnt_wait(): they
