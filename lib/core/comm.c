@@ -25,6 +25,7 @@
 #include "boot/launch_env.h"
 #include "util/log.h"
 #include "core/progress.h"
+#include "core/recovery.h"
 #include "core/timeline.h"
 #include "transport/transport.h"
 
@@ -51,6 +52,11 @@ static tnt_result_t boot_listen(void *arg, const char *local_ip,
     snprintf(comm->net.bind_ip, sizeof(comm->net.bind_ip), "%s", local_ip);
     size_t len = sizeof(entry->addr);
     tnt_result_t rc = tnt__comm_tp_listen(comm, entry->addr, &len);
+    /* After the transports' addresses: the recovery mesh's listener,
+     * for tnt_comm_shrink (core/recovery.h), with TNT_RECOVERY=1. */
+    if (rc == TNT_SUCCESS && comm->params.recovery)
+        rc = tnt__rec_listen(comm, local_ip, entry->addr, &len,
+                             sizeof(entry->addr));
     entry->addr_len = (uint32_t)len;
     return rc;
 }
@@ -176,6 +182,7 @@ static void comm_destroy(struct tnt_comm *comm)
     tnt__progress_stop(comm);
     tnt__mem_table_dereg(comm); /* before the transports go */
     tnt__comm_tp_finalize(comm);
+    tnt__rec_close(comm);
     tnt__engine_reap(comm);
     tnt__engine_free_requests(comm);
     tnt__tl_close(comm);
@@ -316,6 +323,10 @@ tnt_result_t tnt__comm_create(const tnt_config_t *config,
             if (i != comm->rank)
                 rc = tnt__comm_tp_assign(comm, p, table[i].addr,
                                          table[i].addr_len);
+            if (rc == TNT_SUCCESS && i != comm->rank &&
+                comm->params.recovery)
+                tnt__rec_note_peer(comm, i, table[i].addr,
+                                   table[i].addr_len);
         }
         free(table);
         if (rc == TNT_SUCCESS)
@@ -325,6 +336,11 @@ tnt_result_t tnt__comm_create(const tnt_config_t *config,
     }
     if (rc == TNT_SUCCESS)
         rc = tnt__progress_run_thread(comm);
+    if (rc == TNT_SUCCESS && comm->rec) {
+        pthread_mutex_lock(&comm->lock);
+        tnt__rec_gate_open(comm);
+        pthread_mutex_unlock(&comm->lock);
+    }
     if (rc == TNT_SUCCESS && comm->nranks <= TNT_EAGER_CONNECT_MAX)
         tnt__engine_connect_all(comm);
     if (rc == TNT_SUCCESS)

@@ -476,6 +476,10 @@ struct tnt_comm {
     tnt_mem_table_t mem;       /* shared allocations (core/mem.c) */
     struct tnt_p2p_seqs *p2p;  /* tnt_send/tnt_recv numbering (p2p.c) */
     unsigned char *map_acc;    /* the mapped allreduce's block, lazily */
+    /* The recovery mesh's listener and addresses, and the dead set a
+     * shrink agreed on (core/recovery.h); NULL for one rank. Written at
+     * creation and by tnt_comm_shrink's thread. */
+    struct tnt_recovery *rec;
 };
 
 /** Transport services and upcalls for transport `tpi`, filled into
