@@ -34,6 +34,10 @@
 #include "tnt/transport.h"
 
 #define TNT_MSG_MAGIC 0x4d544e54u /* "TNTM" */
+/* The reduction of the allgathers with which tnt_comm_split and
+ * tnt_comm_dup exchange what they need (comm_split.c): tnt_allgather
+ * never posts it, so a split against a user's allgather is a mismatch. */
+#define TNT_OP_DERIVE TNT_MAX
 /* Transports one communicator may use at once: the positions of the
  * transport list (tcp, shm, verbs, a plugin). */
 #define TNT_TP_MAX 4
@@ -410,6 +414,9 @@ struct tnt_comm {
      * creation, read-only afterwards. */
     int rank, nranks;
     uint32_t comm_id;
+    uint32_t derived;          /* communicators derived from this one so
+                                  far (comm_split.c); counted alike on
+                                  every rank, by the calling thread */
     uint64_t job_id;
     tnt_auth_key_t auth_key;   /* from the job key; never leaves the core */
     tnt_params_t params;
@@ -456,6 +463,10 @@ struct tnt_comm {
     tnt_mem_table_t mem;       /* shared allocations (core/mem.c), which
                                   the mapped allreduce uses */
     struct tnt_p2p_seqs *p2p;  /* tnt_send/tnt_recv numbering (p2p.c) */
+    /* The recovery mesh's listener and addresses, and the dead set a
+     * shrink agreed on (core/recovery.h); NULL unless TNT_RECOVERY=1.
+     * Written at creation and by tnt_comm_shrink's thread. */
+    struct tnt_recovery *rec;
 };
 
 /** Transport services and upcalls for transport `tpi`, filled into
