@@ -38,6 +38,11 @@
 # runs (docs/performance.md), so a single round's ratio can say either
 # thing; the range says how much to trust the median.
 #
+# With TNT_BENCH_BEFORE=PATH (a tnt-bench built from an older commit in a
+# directory of its own) that build also runs over TCP as tnt-tcp-before,
+# right after tnt-tcp in every round: before and after in the same
+# minutes, each against the same peers' figures.
+#
 # With -T only the TCP configurations run (tnt-tcp, Gloo, Open MPI btl
 # tcp, tcp-rawring): the shared-memory ones take half the time and say
 # nothing about TCP.
@@ -69,11 +74,18 @@ done
     { echo "compare-peers: -r wants a number of rounds >= 1, not '$ROUNDS'" >&2; exit 2; }
 # Paths given relative to where we were called from stay valid after the cd.
 [ -z "${TNT_BENCH:-}" ] || TNT_BENCH=$(realpath "$TNT_BENCH")
+[ -z "${TNT_BENCH_BEFORE:-}" ] || TNT_BENCH_BEFORE=$(realpath "$TNT_BENCH_BEFORE")
 cd "$(dirname "$0")/.."
 BENCH=${TNT_BENCH:-build/bench/tnt-bench}
 PEERS_BIN=${PEERS_BIN:-/tmp/tnt-peers/bin}
 RAWRING=${TCP_RAWRING:-$(dirname "$BENCH")/tcp-rawring}
 [ -x "$BENCH" ] || { echo "compare-peers: $BENCH not built (bash scripts/setup.sh build)" >&2; exit 2; }
+BEFORE=${TNT_BENCH_BEFORE:-}
+[ -z "$BEFORE" ] || [ -x "$BEFORE" ] ||
+    { echo "compare-peers: TNT_BENCH_BEFORE=$BEFORE is not an executable" >&2; exit 2; }
+bench_of() { # label -> the tnt-bench that runs it
+    if [ "$1" = tnt-tcp-before ]; then echo "$BEFORE"; else echo "$BENCH"; fi
+}
 RAW=$(mktemp -d /tmp/tnt-compare.XXXXXX)
 trap 'rm -rf "$RAW"' EXIT
 
@@ -113,7 +125,8 @@ run_tnt() { # label transport p mem
     local label=$1 tp=$2 p=$3 mem=$4 s b
     for s in ${SIZES//,/ }; do
         b=$(bytes_of "$s")
-        TNT_TRANSPORT=$tp timeout 300 "$BENCH" -N "$p" allreduce --size "$b" \
+        TNT_TRANSPORT=$tp timeout 300 "$(bench_of "$label")" -N "$p" \
+            allreduce --size "$b" \
             -n "$(iters_for "$b")" -w "$(warmup_for "$b")" --inplace-only \
             --mem "$mem" \
             --json "$RAW/tnt.json" > /dev/null 2> "$RAW/tnt.err" || {
@@ -156,9 +169,11 @@ cpu_tnt() { # label transport p bytes time_us mem
     n2=$(awk -v t="$5" 'BEGIN { n = int(0.4e6 / t); if (n < 25) n = 25;
                                  if (n > 200000) n = 200000; print n }')
     n1=$((n2 / 5))
-    c2=$(cpu_run /dev/null env TNT_TRANSPORT="$2" timeout 300 "$BENCH" -N "$3" \
+    local bench
+    bench=$(bench_of "$1")
+    c2=$(cpu_run /dev/null env TNT_TRANSPORT="$2" timeout 300 "$bench" -N "$3" \
          allreduce --size "$4" -n "$n2" -w 3 -c 0 --inplace-only --mem "$6")
-    c1=$(cpu_run /dev/null env TNT_TRANSPORT="$2" timeout 300 "$BENCH" -N "$3" \
+    c1=$(cpu_run /dev/null env TNT_TRANSPORT="$2" timeout 300 "$bench" -N "$3" \
          allreduce --size "$4" -n "$n1" -w 3 -c 0 --inplace-only --mem "$6")
     echo "$1 $3 $4 $(per_call "$c2" "$c1" "$n2" "$n1") $ROUND" >> "$RAW/cpu"
 }
@@ -184,6 +199,7 @@ measure_cpu() { # p: every configuration of the time table, size by size
             [ -n "$t" ] || continue
             case $lab in
             tnt-shared) cpu_tnt "$lab" auto "$p" "$b" "$t" shared ;;
+            tnt-tcp-before) cpu_tnt "$lab" tcp "$p" "$b" "$t" malloc ;;
             *) cpu_tnt "$lab" "${lab#tnt-}" "$p" "$b" "$t" malloc ;;
             esac
         done
@@ -209,11 +225,13 @@ OMPI=(mpirun.openmpi --allow-run-as-root --oversubscribe --mca pml ob1
 TNT_LABELS="tnt-tcp tnt-auto tnt-shared"
 OMPI_BTLS="tcp vader"
 [ "$TCP_ONLY" = 0 ] || { TNT_LABELS=tnt-tcp; OMPI_BTLS=tcp; }
+[ -z "$BEFORE" ] || TNT_LABELS="tnt-tcp tnt-tcp-before ${TNT_LABELS#tnt-tcp}"
 touch "$RAW/rows"
 for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
 for p in $PS; do
     echo "== round $ROUND of $ROUNDS, p=$p" >&2
     run_tnt tnt-tcp tcp "$p" malloc
+    [ -z "$BEFORE" ] || run_tnt tnt-tcp-before tcp "$p" malloc
     if [ "$TCP_ONLY" = 0 ]; then
         run_tnt tnt-auto auto "$p" malloc
         run_tnt tnt-shared auto "$p" shared
@@ -268,6 +286,7 @@ def load(path):
 rows, labels = load(sys.argv[1])
 cpu, cpu_labels = load(sys.argv[3])
 tcp_peers = [l for l in labels if l.startswith("gloo") or l == "ompi-tcp"]
+BEFORE = ["tnt-tcp-before"]  # its column only where it ran
 def h(b):
     for u, s in ((1 << 20, "MiB"), (1 << 10, "KiB")):
         if b >= u and b % u == 0:
@@ -309,15 +328,23 @@ def table(data, labs, ratios):
 table(rows, labels,
       [(t, over(num, dens)) for t, num, dens in (
           ("tnt-tcp / best TCP peer", "tnt-tcp", tcp_peers),
+          ("tnt-tcp-before / best TCP peer", "tnt-tcp-before", tcp_peers),
+          ("tnt-tcp / tnt-tcp-before", "tnt-tcp", ["tnt-tcp-before"]),
           ("tnt-auto / ompi-vader", "tnt-auto", ["ompi-vader"]),
           ("tnt-shared / ompi-vader", "tnt-shared", ["ompi-vader"]),
           ("tnt-tcp / tcp-rawring", "tnt-tcp", ["tcp-rawring"]))
-       if num in labels])
+       if num in labels and (dens != BEFORE or BEFORE[0] in labels)])
 if cpu:
     print("\nCPU time per call, all ranks together (user + sys, us; lower "
           "is better):\n")
     table(cpu, [l for l in cpu_labels if l != "tcp-rawring"],
-          [("tnt-tcp / least of TCP peers", over("tnt-tcp", tcp_peers))])
+          [(t, over(num, dens)) for t, num, dens in (
+              ("tnt-tcp / least of TCP peers", "tnt-tcp", tcp_peers),
+              ("tnt-tcp-before / least of TCP peers", "tnt-tcp-before",
+               tcp_peers),
+              ("tnt-tcp / tnt-tcp-before", "tnt-tcp", BEFORE))
+           if num in cpu_labels and
+              (dens != BEFORE or BEFORE[0] in cpu_labels)])
 EOF
 cat "$RAW/table.md"
 [ -z "$OUT" ] || cp "$RAW/table.md" "$OUT"

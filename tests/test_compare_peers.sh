@@ -110,5 +110,30 @@ awk -v m="${BASH_REMATCH[1]}" -v lo="${BASH_REMATCH[2]}" \
 [[ $q3 =~ ^\ [0-9]+\.[0-9][0-9]\ \( ]] || fail "-r 2: raw ring ratio '$q3'"
 bash "$SCRIPT" -r 0 > /dev/null 2>&1 && fail "-r 0 accepted"
 
+# TNT_BENCH_BEFORE: an older build runs beside tnt-tcp as tnt-tcp-before,
+# with its own ratio to the peers and the ratio of the two (here the same
+# binary: the ratio is a number near 1 on an idle machine, any number on
+# a busy one).
+PEERS_BIN="$TMP/bin" TNT_BENCH="$BENCH" TNT_BENCH_BEFORE="$BENCH" \
+    PATH="$TMP/bin:/usr/bin:/bin" \
+    timeout 120 bash "$SCRIPT" -p 2 -s 8 -t 0.05 -T -o "$TMP/b.md" \
+    > "$TMP/out" 2> "$TMP/err" || fail "before: exit status $?: $(cat "$TMP/err")"
+head=$(grep '^| p | size |' "$TMP/b.md")
+[[ $head == "| p | size | tnt-tcp | tnt-tcp-before |"* &&
+   $head == *"| tnt-tcp / tnt-tcp-before |"* ]] || fail "before: header '$head'"
+row=$(grep '^| 2 | 8 B |' "$TMP/b.md") || fail "before: no row: $(cat "$TMP/b.md")"
+# | p | size | tnt-tcp | tnt-tcp-before | gloo-ringchunked | gloo-hd |
+#   tcp-rawring | tnt-tcp / best | before / best | tnt-tcp / before | raw
+IFS='|' read -r _ _ _ tcp before _ _ _ q1 qb qq _ <<< "$row"
+[[ $before =~ ^\ [0-9]+\.[0-9]\ $ ]] || fail "before: not a time: '$before'"
+awk -v t="$tcp" -v b="$before" -v q="$qq" \
+    'BEGIN { w = t / b; d = q - w; exit !(q != "" && d * d <= (0.01 + 0.06 * w) ^ 2) }' ||
+    fail "before: ratio '$qq', want about $tcp / $before"
+awk -v b="$before" -v q="$qb" \
+    'BEGIN { d = q - b / 1000; exit !(d * d <= 0.00506 ^ 2) }' ||
+    fail "before: ratio to the peer '$qb', want $before / 1000"
+TNT_BENCH="$BENCH" TNT_BENCH_BEFORE=/nonexistent bash "$SCRIPT" -T \
+    > /dev/null 2>&1 && fail "TNT_BENCH_BEFORE=/nonexistent accepted"
+
 [ "$failed" = 0 ] && echo "compare-peers: all checks passed"
 [ "$failed" = 0 ]

@@ -26,7 +26,9 @@
  * every forced algorithm runs once, and the other knobs rotate against
  * it (layout, segment, sockets, SIMD, threshold, place: index + p times
  * co-prime steps), so every value of every knob meets several algorithms
- * and rank counts (33 jobs). TNT_REPRO_FULL=1 runs every algorithm with
+ * and rank counts; the on-host algorithms (slots, staged, mapped: the
+ * last with buffers from tnt_mem_alloc) run on one host over shm, and
+ * auto once more there (36 jobs). TNT_REPRO_FULL=1 runs every algorithm with
  * every layout, segment size and threshold instead (hours);
  * TNT_TEST_QUICK (the sanitizer passes) p = 3 and 5 only, with 65537 as
  * the large count.
@@ -273,7 +275,31 @@ typedef struct job_arg {
     int reference; /* check every element against the exact sum (the
                       first job of each p and the default's; the other
                       jobs must give the first one's bits) */
+    int shared;    /* the allreduces' buffers from tnt_mem_alloc (on one
+                      host: the mapped allreduce) */
+    const char *ran[2]; /* algorithms the job must have run (stats) */
 } job_arg_t;
+
+/* Each algorithm named in arg->ran ran at least once on this rank: the
+ * job tested what it says. */
+static void check_ran(tnt_comm_t c, const job_arg_t *arg, th_report_t *rep)
+{
+    tnt_stats_t st = TNT_STATS_INIT;
+    tnt_result_t rc = tnt_comm_stats(c, &st);
+    for (int i = 0; i < 2 && arg->ran[i]; i++) {
+        uint64_t calls = 0;
+        for (int a = 0; rc == TNT_SUCCESS && a < TNT_STATS_ALGOS; a++) {
+            const char *n = tnt_stats_algo_name(a);
+            if (n && strcmp(n, arg->ran[i]) == 0)
+                calls = st.algo[a].calls;
+        }
+        char name[48];
+        snprintf(name, sizeof name, "ran_%s", arg->ran[i]);
+        th_report_expect(rep, name, rc == TNT_SUCCESS && calls > 0, rc,
+                         "%s ran %llu times", arg->ran[i],
+                         (unsigned long long)calls);
+    }
+}
 
 static size_t count_diff(const void *a, const void *b, size_t n, size_t es,
                          size_t *first)
@@ -345,8 +371,24 @@ static int run_rank(tnt_comm_t comm, int rank, int p, void *argp,
     if (rc != TNT_SUCCESS)
         return 1;
     size_t maxn = k_counts[NCOUNTS - 1];
-    unsigned char *x = th_xmalloc(maxn * 8), *y = th_xmalloc(maxn * 8);
-    unsigned char *z = th_xmalloc(maxn * 8);
+    unsigned char *x, *y, *z;
+    if (arg->shared) {
+        void *m[3] = {NULL, NULL, NULL};
+        for (int i = 0; i < 3 && rc == TNT_SUCCESS; i++)
+            rc = tnt_mem_alloc(c, maxn * 8, &m[i]);
+        th_report_check(rep, "mem_alloc", rc, 0, 0, NULL, 0);
+        if (rc != TNT_SUCCESS) {
+            tnt_comm_free(c);
+            return 1;
+        }
+        x = m[0];
+        y = m[1];
+        z = m[2];
+    } else {
+        x = th_xmalloc(maxn * 8);
+        y = th_xmalloc(maxn * 8);
+        z = th_xmalloc(maxn * 8);
+    }
     char name[64];
     for (int di = 0; di < NDT; di++)
         for (int oi = 0; oi < NOP; oi++) {
@@ -442,9 +484,16 @@ static int run_rank(tnt_comm_t comm, int rank, int p, void *argp,
             th_report_check(rep, name, rc, wrong, first, y,
                             n * tnt_dtype_size(dt));
         }
-    free(x);
-    free(y);
-    free(z);
+    check_ran(c, arg, rep);
+    if (arg->shared) {
+        tnt_mem_free(c, x);
+        tnt_mem_free(c, y);
+        tnt_mem_free(c, z);
+    } else {
+        free(x);
+        free(y);
+        free(z);
+    }
     tnt_comm_free(c);
     return 0;
 }
@@ -529,6 +578,16 @@ static void compare_hashes(const char *job, baseline_t *b,
     }
 }
 
+#define LAYOUT_SHM 1 /* k_layouts[1]: every rank on one host, shm */
+
+/* Forced algorithms that run on one host without messages. */
+static int onhost(int algo)
+{
+    return strcmp(k_algos[algo], "slots") == 0 ||
+           strcmp(k_algos[algo], "staged") == 0 ||
+           strcmp(k_algos[algo], "mapped") == 0;
+}
+
 static int run_job(int p, int algo, int layout, int seg, int sock,
                    int simd, int thr, int pad)
 {
@@ -550,15 +609,26 @@ static int run_job(int p, int algo, int layout, int seg, int sock,
     const char *env[] = {"TNT_REPRODUCIBLE=1", e_algo, e_tp, e_seg, e_sock,
                          e_simd, topo, NULL};
     baseline_t *b = &g_base[p - 3];
-    job_arg_t arg = {.mode = 1, .reference = !b->have};
+    job_arg_t arg = {.mode = 1, .reference = !b->have,
+                     .shared = strcmp(k_algos[algo], "mapped") == 0};
+    /* On one host over shm the mode's on-host algorithms run. */
+    if (layout == LAYOUT_SHM && onhost(algo)) {
+        arg.ran[0] = strcmp(k_algos[algo], "slots") == 0 ? "canonical-slots"
+                     : arg.shared ? "canonical-mapped"
+                                  : "canonical-staged";
+    } else if (layout == LAYOUT_SHM && algo == 0) {
+        arg.ran[0] = "canonical-slots";
+        arg.ran[1] = "canonical-staged";
+    }
     memcpy(arg.set.keys, L->keys, sizeof L->keys);
     arg.set.threshold = k_thresholds[thr];
     arg.set.pad = k_pads[pad];
     char name[192];
     snprintf(name, sizeof name, "p=%d %s %s seg=%s sockets=%s simd=%s "
-             "threshold=%zu pad=%zu %s", p, k_algos[algo], L->name,
+             "threshold=%zu pad=%zu %s%s", p, k_algos[algo], L->name,
              k_segments[seg], k_sockets[sock], k_simd[simd],
-             arg.set.threshold, arg.set.pad, topo + 13);
+             arg.set.threshold, arg.set.pad, topo + 13,
+             arg.shared ? " tnt_mem_alloc" : "");
     th_job_t job = {name, p, env, run_rank, &arg, 600, 1, 0};
     th_result_t r;
     int bad = th_run_job(&job, &r);
@@ -598,11 +668,21 @@ static void test_sampled(void)
                 continue;
             }
             /* Co-prime steps: every knob value meets several algorithms
-             * and rank counts. */
+             * and rank counts. The on-host algorithms run where they
+             * apply, on one host over shm (canonical-slots, -staged,
+             * -mapped; elsewhere they stand for the canonical schedule,
+             * as every other forced algorithm). */
             int i = a + 5 * p;
-            run_job(p, a, i % (int)NLAYOUTS, (i + p) % 3, (i / 3) % 3,
-                    (i + 2 * p) % 3, (i / 2 + p) % 3, (i + a / 3) % 3);
+            run_job(p, a, onhost(a) ? LAYOUT_SHM : i % (int)NLAYOUTS,
+                    (i + p) % 3, (i / 3) % 3, (i + 2 * p) % 3,
+                    (i / 2 + p) % 3, (i + a / 3) % 3);
             jobs++;
+            /* auto on one host too: the slots up to 8 KiB, staged above. */
+            if (a == 0 && !full()) {
+                run_job(p, a, LAYOUT_SHM, p % 3, (p + 1) % 3, (p + 2) % 3,
+                        p % 3, (p + 1) % 3);
+                jobs++;
+            }
         }
     printf("\n  %d jobs ", jobs);
 }

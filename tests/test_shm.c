@@ -223,8 +223,9 @@ static void test_slot_peer_gone(void)
 }
 
 /* A blocking slots allreduce with nothing else in flight runs lean
- * (tnt__slot_lean): it looks at the slots a bounded number of times and,
- * if a peer has not published by then, goes on as a queued request.
+ * (the slots' run_now, onhost/slots.c): it looks at the slots a bounded
+ * number of times and, if a peer has not published by then, goes on as
+ * a queued request.
  * One rank in turn arrives late -- not at all, by a spin of 50 us, or by
  * a sleep of 2 ms -- so both endings happen; in place and out of place,
  * sizes from 1 element to the slots' 8 KiB, every element checked and

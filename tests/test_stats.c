@@ -6,7 +6,7 @@
  *   entries, one algorithm per call), broadcasts, allgathers,
  *   reduce-scatters and barriers likewise, at p = 2 and 3 over TCP and
  *   over shared memory (where small blocking allreduces take the lean
- *   slots path, tnt__slot_lean); the transport that serves the peers is
+ *   slots path, the slots' run_now); the transport that serves the peers is
  *   running, reports, serves p - 1 peers, and over TCP sent and received
  *   messages. Deltas around the work: what the harness does is not ours.
  * - hwm: a receiver late by 1 s behind a root broadcasting eager-sized

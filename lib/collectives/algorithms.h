@@ -48,6 +48,10 @@ enum tnt_algo {
     TNT_ALGO_CANON_ONESHOT, /* reproducible mode, small allreduce */
     TNT_ALGO_CANON_SLOTS, /* reproducible mode, small allreduce on one
                              host: the slots, reduced canonically */
+    TNT_ALGO_CANON_STAGED, /* reproducible mode, one host: the staged
+                              allreduce, reduced canonically */
+    TNT_ALGO_CANON_MAPPED, /* reproducible mode, one host, shared
+                              allocations: the mapped one, canonically */
     TNT_ALGO_END
 };
 
@@ -63,7 +67,25 @@ enum tnt_algo {
 static inline int tnt__algo_onhost(int algo)
 {
     return algo == TNT_ALGO_SLOTS || algo == TNT_ALGO_STAGED ||
-           algo == TNT_ALGO_MAPPED || algo == TNT_ALGO_CANON_SLOTS;
+           algo == TNT_ALGO_MAPPED || algo == TNT_ALGO_CANON_SLOTS ||
+           algo == TNT_ALGO_CANON_STAGED || algo == TNT_ALGO_CANON_MAPPED;
+}
+
+/** The mapped allreduce, in either mode: its buffers lie in shared
+ *  allocations (core/mem.h). */
+static inline int tnt__algo_mapped(int algo)
+{
+    return algo == TNT_ALGO_MAPPED || algo == TNT_ALGO_CANON_MAPPED;
+}
+
+/** The on-host algorithms of the reproducible mode: the slots, staged
+ *  and mapped allreduces, whose owners hold all k inputs of a region at
+ *  once and reduce them with the canonical kernel (collectives/canon.h)
+ *  instead of folding them in rank order. */
+static inline int tnt__algo_onhost_canon(int algo)
+{
+    return algo == TNT_ALGO_CANON_SLOTS || algo == TNT_ALGO_CANON_STAGED ||
+           algo == TNT_ALGO_CANON_MAPPED;
 }
 
 typedef struct tnt_coll_args {
@@ -135,6 +157,8 @@ tnt_result_t tnt__algo_select(const tnt_coll_args_t *a, int forced,
 enum tnt_algo_rule_id {
     TNT_RULE_SINGLE,
     TNT_RULE_CANON_SLOTS,
+    TNT_RULE_CANON_MAPPED,
+    TNT_RULE_CANON_STAGED,
     TNT_RULE_CANON_ONESHOT,
     TNT_RULE_CANON,
     TNT_RULE_FORCED,
@@ -208,9 +232,10 @@ tnt_result_t tnt__allreduce_canon_oneshot(const tnt_coll_args_t *a,
 /** The largest allreduce (bytes) that the reproducible mode runs as
  *  canonical-oneshot rather than canonical (select.c). */
 #define TNT_CANON_ONESHOT_MAX_BYTES ((size_t)16 << 10)
-/** The most ranks whose slots the reproducible mode reduces canonically
- *  (core/onhost/slots.c keeps a pointer per rank on its stack). */
-#define TNT_CANON_SLOTS_MAX_RANKS 64
+/** The most ranks whose on-host algorithms the reproducible mode runs
+ *  (canonical-slots, -staged, -mapped: core/onhost/ keeps a pointer per
+ *  rank's input on its stack for the canonical kernel). */
+#define TNT_CANON_ONHOST_MAX_RANKS 64
 tnt_result_t tnt__bcast_flat(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__bcast_binomial(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__bcast_pipeline(const tnt_coll_args_t *a, tnt_sched_t *s);

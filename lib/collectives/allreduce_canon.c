@@ -17,12 +17,15 @@
  *   to rank q, which reduces the k blocks.
  *
  * The k - 1 received inputs of a region lie in scratch at one stride, so
- * one operation names them all; the own input stays where it is.
+ * one operation names them all; the own input stays where it is. The
+ * sends and receives around the reduction are the direct allreduce's
+ * (direct_flow.h).
  */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "collectives/algorithms.h"
+#include "collectives/direct_flow.h"
 #include "collectives/patterns.h"
 #include "util/error.h"
 
@@ -34,19 +37,6 @@ static size_t align64(size_t b)
     return (b + 63) & ~(size_t)63;
 }
 
-/* Where chunk q of the reduction lies: allreduce, the q-th of k chunks
- * of the buffer (tnt__chunk_range); reduce-scatter, block q of count
- * elements in the send buffer, and the owner's result at 0. */
-static void chunk(const tnt_coll_args_t *a, int q, size_t *off, size_t *len)
-{
-    if (a->kind == TNT_COLL_REDUCE_SCATTER) {
-        *off = (size_t)q * a->count;
-        *len = a->count;
-    } else {
-        tnt__chunk_range(a->count, a->nranks, q, off, len);
-    }
-}
-
 tnt_result_t tnt__allreduce_canon(const tnt_coll_args_t *a, tnt_sched_t *s)
 {
     int k = a->nranks, r = a->rank;
@@ -55,11 +45,11 @@ tnt_result_t tnt__allreduce_canon(const tnt_coll_args_t *a, tnt_sched_t *s)
     size_t segelems = tnt__segment_elems(a->segment_bytes,
                                          CANON_SEG_FACTOR, es);
     size_t off0, len0, roff, rlen;
-    chunk(a, 0, &off0, &len0);
+    tnt__direct_chunk(a, 0, &off0, &len0);
     size_t maxseg = CANON_MAX_SEGMENTS / (size_t)k;
     if (tnt__nsegments(len0, segelems) > maxseg)
         segelems = (len0 + maxseg - 1) / maxseg;
-    chunk(a, r, &roff, &rlen);
+    tnt__direct_chunk(a, r, &roff, &rlen);
     /* Chunk 0 is the longest: the allgather's steps start above. */
     uint32_t ag_base = (uint32_t)tnt__nsegments(len0, segelems);
     size_t rseg = tnt__nsegments(rlen, segelems);
@@ -71,29 +61,7 @@ tnt_result_t tnt__allreduce_canon(const tnt_coll_args_t *a, tnt_sched_t *s)
     size_t base = tnt__sched_scratch(s, stride * (size_t)k);
     /* Large chunks wait for the receiver's "ready" (allreduce_direct.c). */
     int handshake = len0 * es >= tnt__ready_min(a);
-    uint32_t ready_step = 2 * ag_base;
-    for (int q = 0; q < k; q++) {
-        if (q == r)
-            continue;
-        size_t qoff, qlen;
-        chunk(a, q, &qoff, &qlen);
-        size_t nseg = tnt__nsegments(qlen, segelems);
-        uint32_t go = TNT_SOP_NONE;
-        if (handshake) {
-            tnt__sched_send(s, q, ready_step, tnt__ref(TNT_BUF_RECV, 0), 0);
-            go = tnt__sched_recv(s, q, ready_step,
-                                 tnt__ref(TNT_BUF_RECV, 0), 0);
-        }
-        for (size_t j = 0; j < nseg; j++) {
-            size_t so, sn;
-            tnt__segment(qlen, segelems, j, &so, &sn);
-            uint32_t snd = tnt__sched_send(
-                s, q, (uint32_t)j,
-                tnt__ref(TNT_BUF_SEND, (qoff + so) * es), sn * es);
-            rs_send[(size_t)q * ag_base + j] = snd;
-            tnt__sched_dep(s, go, snd);
-        }
-    }
+    tnt__direct_rs_sends(a, s, segelems, ag_base, handshake, rs_send);
     /* Per segment of the own chunk: receive it from everyone, reduce the
      * k inputs canonically, and (allreduce) send the result to everyone. */
     for (size_t j = 0; j < rseg; j++) {
@@ -123,24 +91,9 @@ tnt_result_t tnt__allreduce_canon(const tnt_coll_args_t *a, tnt_sched_t *s)
             tnt__sched_dep(s, red, snd);
         }
     }
-    /* Allgather receives: chunk q from rank q, into place; in place,
-     * after this rank's send of its input for q (allreduce_direct.c). */
-    for (int q = 0; q < k && !rs_only; q++) {
-        if (q == r)
-            continue;
-        size_t qoff, qlen;
-        chunk(a, q, &qoff, &qlen);
-        size_t nseg = tnt__nsegments(qlen, segelems);
-        for (size_t j = 0; j < nseg; j++) {
-            size_t so, sn;
-            tnt__segment(qlen, segelems, j, &so, &sn);
-            uint32_t rcv = tnt__sched_recv(
-                s, q, ag_base + (uint32_t)j,
-                tnt__ref(TNT_BUF_RECV, (qoff + so) * es), sn * es);
-            if (a->in_place)
-                tnt__sched_dep(s, rs_send[(size_t)q * ag_base + j], rcv);
-        }
-    }
+    /* Allgather receives: chunk q from rank q, into place. */
+    if (!rs_only)
+        tnt__direct_ag_recvs(a, s, segelems, ag_base, rs_send);
     free(rs_send);
     return TNT_SUCCESS;
 }

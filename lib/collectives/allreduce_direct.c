@@ -23,6 +23,7 @@
 
 #include "collectives/algorithms.h"
 #include "collectives/chain.h"
+#include "collectives/direct_flow.h"
 #include "collectives/patterns.h"
 #include "util/error.h"
 
@@ -65,30 +66,10 @@ tnt_result_t tnt__allreduce_direct(const tnt_coll_args_t *a, tnt_sched_t *s)
      * into one that has not posted this one, which pulls into a bounce
      * buffer and copies again). */
     int handshake = len0 * es >= tnt__ready_min(a);
-    uint32_t ready_step = 2 * ag_base;
-    /* Reduce-scatter sends: chunk q, segment by segment, to rank q. */
-    for (int q = 0; q < k; q++) {
-        if (q == r)
-            continue;
-        size_t qoff, qlen;
-        tnt__chunk_range(a->count, k, q, &qoff, &qlen);
-        size_t nseg = tnt__nsegments(qlen, segelems);
-        uint32_t go = TNT_SOP_NONE;
-        if (handshake) {
-            tnt__sched_send(s, q, ready_step, tnt__ref(TNT_BUF_RECV, 0), 0);
-            go = tnt__sched_recv(s, q, ready_step,
-                                 tnt__ref(TNT_BUF_RECV, 0), 0);
-        }
-        for (size_t j = 0; j < nseg; j++) {
-            size_t so, sn;
-            tnt__segment(qlen, segelems, j, &so, &sn);
-            rs_send[(size_t)q * ag_base + j] = tnt__sched_send(
-                s, q, (uint32_t)j,
-                tnt__ref(TNT_BUF_SEND, (qoff + so) * es), sn * es);
-            tnt__sched_dep(s, go, rs_send[(size_t)q * ag_base + j]);
-        }
-        slot[q] = tnt__sched_scratch(s, rlen * es);
-    }
+    tnt__direct_rs_sends(a, s, segelems, ag_base, handshake, rs_send);
+    for (int q = 0; q < k; q++)
+        if (q != r)
+            slot[q] = tnt__sched_scratch(s, rlen * es);
     /* Per segment of the own chunk: receive it from everyone, reduce in
      * rank order, scale, and send the result to everyone. */
     for (size_t j = 0; j < rseg; j++) {
@@ -121,29 +102,8 @@ tnt_result_t tnt__allreduce_direct(const tnt_coll_args_t *a, tnt_sched_t *s)
             tnt__sched_dep(s, last, snd);
         }
     }
-    /* Allgather receives: chunk q from rank q, into place. In place, that
-     * memory is also this rank's input for q. Rank q cannot send its
-     * result before it has this rank's input, so the data cannot be
-     * overwritten early; the dependency keeps the send's buffer ours
-     * until the transport is done with it (a rendezvous send completes
-     * with the receiver's ACK, which arrives just before q's result), at
-     * no cost. */
-    for (int q = 0; q < k; q++) {
-        if (q == r)
-            continue;
-        size_t qoff, qlen;
-        tnt__chunk_range(a->count, k, q, &qoff, &qlen);
-        size_t nseg = tnt__nsegments(qlen, segelems);
-        for (size_t j = 0; j < nseg; j++) {
-            size_t so, sn;
-            tnt__segment(qlen, segelems, j, &so, &sn);
-            uint32_t rcv = tnt__sched_recv(
-                s, q, ag_base + (uint32_t)j,
-                tnt__ref(TNT_BUF_RECV, (qoff + so) * es), sn * es);
-            if (a->in_place)
-                tnt__sched_dep(s, rs_send[(size_t)q * ag_base + j], rcv);
-        }
-    }
+    /* Allgather receives: chunk q from rank q, into place. */
+    tnt__direct_ag_recvs(a, s, segelems, ag_base, rs_send);
     free(in);
     free(ready);
     free(rs_send);

@@ -93,75 +93,179 @@ static inline uint16_t f16_narrow(float f)
     return (uint16_t)(o | (sign >> 16));
 }
 
+/* Element j of an input as a double: exact for every element type. */
+static inline double load_f32(const unsigned char *in, size_t j)
+{
+    float f;
+    memcpy(&f, in + 4 * j, 4);
+    return f;
+}
+
+static inline double load_f64(const unsigned char *in, size_t j)
+{
+    double d;
+    memcpy(&d, in + 8 * j, 8);
+    return d;
+}
+
+static inline double load_f16(const unsigned char *in, size_t j)
+{
+    uint16_t h;
+    memcpy(&h, in + 2 * j, 2);
+    return f16_widen(h);
+}
+
+static inline double load_bf16(const unsigned char *in, size_t j)
+{
+    uint16_t h;
+    memcpy(&h, in + 2 * j, 2);
+    return f32_from_bits((uint32_t)h << 16);
+}
+
 CANON_INLINE void widen(double *out, const unsigned char *in, size_t m,
                         tnt_dtype_t dtype)
 {
     switch (dtype) {
     case TNT_F32:
-        for (size_t j = 0; j < m; j++) {
-            float f;
-            memcpy(&f, in + 4 * j, 4);
-            out[j] = f;
-        }
+        for (size_t j = 0; j < m; j++)
+            out[j] = load_f32(in, j);
         break;
     case TNT_F64:
         memcpy(out, in, m * 8);
         break;
     case TNT_F16:
-        for (size_t j = 0; j < m; j++) {
-            uint16_t h;
-            memcpy(&h, in + 2 * j, 2);
-            out[j] = f16_widen(h);
-        }
+        for (size_t j = 0; j < m; j++)
+            out[j] = load_f16(in, j);
         break;
     case TNT_BF16:
-        for (size_t j = 0; j < m; j++) {
-            uint16_t h;
-            memcpy(&h, in + 2 * j, 2);
-            out[j] = f32_from_bits((uint32_t)h << 16);
-        }
+        for (size_t j = 0; j < m; j++)
+            out[j] = load_bf16(in, j);
         break;
     default:
         break;
     }
 }
 
+/* The sum of the k inputs of a block in double-double, in rank order:
+ * s the running sum, c the sum of the exact errors of each s + x
+ * (Knuth's TwoSum). One loop per input, which widens the input as it
+ * reads it (LOAD), so that nothing goes through a buffer of widened
+ * values; c starts as 0 + the first error, as if it began at 0. */
+#define CANON_SUM(LOAD)                                                     \
+    do {                                                                    \
+        const unsigned char *x0 = input(src, 0, first, es);                 \
+        const unsigned char *x1 = input(src, 1, first, es);                 \
+        for (size_t j = 0; j < m; j++) {                                    \
+            double a = LOAD(x0, j), b = LOAD(x1, j);                        \
+            double t = a + b, bp = t - a;                                   \
+            c[j] = 0.0 + ((a - (t - bp)) + (b - bp));                       \
+            s[j] = t;                                                       \
+        }                                                                   \
+        for (int q = 2; q < k; q++) {                                       \
+            const unsigned char *xq = input(src, q, first, es);             \
+            for (size_t j = 0; j < m; j++) {                                \
+                double x = LOAD(xq, j);                                     \
+                double t = s[j] + x, bp = t - s[j];                         \
+                c[j] += (s[j] - (t - bp)) + (x - bp);                       \
+                s[j] = t;                                                   \
+            }                                                               \
+        }                                                                   \
+    } while (0)
+
+CANON_INLINE void sum_inputs(double *s, double *c, const canon_src_t *src,
+                             int k, size_t first, size_t m,
+                             tnt_dtype_t dtype)
+{
+    size_t es = tnt_dtype_size(dtype);
+    if (k < 2) {
+        widen(s, input(src, 0, first, es), m, dtype);
+        for (size_t j = 0; j < m; j++)
+            c[j] = 0;
+        return;
+    }
+    switch (dtype) {
+    case TNT_F32: CANON_SUM(load_f32); break;
+    case TNT_F64: CANON_SUM(load_f64); break;
+    case TNT_F16: CANON_SUM(load_f16); break;
+    case TNT_BF16: CANON_SUM(load_bf16); break;
+    default: break;
+    }
+}
+
+static inline uint64_t f64_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    return u;
+}
+
+static inline double f64_from_bits(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
+
+#define F64_EXP 0x7ff0000000000000ull
+#define ALL_ONES (~(uint64_t)0)
+
+/* The two functions below test on the bits, each test a select between
+ * all ones and zero in 64-bit integers (x != 0 as (bits << 1) != 0, NaN
+ * included; finite as an exponent below the maximum), so that their
+ * loops vectorise at AVX2 and AVX-512: with isfinite(), double
+ * comparisons or 0/1 flags mixed in, gcc ran them one element at a time,
+ * three quarters of the kernel's time (perf, 2026-11-27). */
+
 /* s + c rounded to nearest, made odd where that is inexact (round to
  * odd): a later rounding to fewer than 52 bits is then correct, as if the
  * exact s + c had been rounded once. Where s is infinite or NaN, c is NaN
  * or meaningless and s is the answer; where c is 0, s is (which keeps the
- * sign of a zero). */
+ * sign of a zero). The step is towards the exact sum, by the sign of the
+ * error r against t's (t = 0 only where s + c is exact: r = 0). */
 static inline double add_round_odd(double s, double c)
 {
     double t = s + c;
     double bp = t - s;
     double r = (s - (t - bp)) + (c - bp);
-    uint64_t u;
-    memcpy(&u, &t, 8);
-    int64_t step = ((r > 0) == (t > 0)) ? 1 : -1;
-    u += ((r != 0) & !(u & 1) & (isfinite(t) != 0)) ? (uint64_t)step : 0;
-    memcpy(&t, &u, 8);
-    return ((isfinite(s) != 0) & (c != 0)) ? t : s;
+    uint64_t u = f64_bits(t), ur = f64_bits(r), us = f64_bits(s);
+    uint64_t uc = f64_bits(c);
+    uint64_t inexact = (ur << 1) != 0 ? ALL_ONES : 0;
+    uint64_t even = (u & 1) == 0 ? ALL_ONES : 0;
+    uint64_t t_finite = (u & F64_EXP) != F64_EXP ? ALL_ONES : 0;
+    uint64_t step = (int64_t)(u ^ ur) < 0 ? ALL_ONES : 1; /* -1 or +1 */
+    u += inexact & even & t_finite & step;
+    uint64_t take = (us & F64_EXP) != F64_EXP && (uc << 1) != 0 ? ALL_ONES
+                                                                  : 0;
+    return f64_from_bits((u & take) | (us & ~take));
 }
 
 /* The same for f64 results: s + c rounded once. */
 static inline double add_final(double s, double c)
 {
-    return ((isfinite(s) != 0) & (c != 0)) ? s + c : s;
+    uint64_t us = f64_bits(s), ut = f64_bits(s + c), uc = f64_bits(c);
+    uint64_t take = (us & F64_EXP) != F64_EXP && (uc << 1) != 0 ? ALL_ONES
+                                                                  : 0;
+    return f64_from_bits((ut & take) | (us & ~take));
 }
 
 /* double -> float rounded to odd (see add_round_odd), for f16 and bf16;
  * below half the least subnormal, that subnormal (odd) of t's sign. */
 static inline float f32_round_odd(double t)
 {
+    /* In 64-bit lanes only, as add_round_odd, so that the f16 and bf16
+     * stores vectorise. The step is one unit of the magnitude, up where
+     * |t| > |f| (f has t's sign; from a zero f it is the least subnormal
+     * of that sign). */
     float f = (float)t;
-    uint32_t u = f32_bits(f);
     double back = f;
-    uint32_t zero = t < 0 ? 0x80000001u : 1u;
-    uint32_t step = ((back < t) == (f > 0)) ? u + 1 : u - 1;
-    uint32_t odd = (u & 0x7fffffffu) == 0 ? zero : step;
-    int fix = (back != t) & !(u & 1) & ((u & 0x7f800000u) != 0x7f800000u);
-    return f32_from_bits(fix ? odd : u);
+    uint64_t u = f32_bits(f), ut = f64_bits(t), ub = f64_bits(back);
+    const uint64_t mag = ~(uint64_t)0 >> 1;
+    uint64_t inexact = ut != ub ? ALL_ONES : 0; /* NaN: not finite below */
+    uint64_t even = (u & 1) == 0 ? ALL_ONES : 0;
+    uint64_t finite = (u & 0x7f800000u) != 0x7f800000u ? ALL_ONES : 0;
+    uint64_t step = (ut & mag) > (ub & mag) ? 1 : ALL_ONES;
+    u += inexact & even & finite & step;
+    return f32_from_bits((uint32_t)u);
 }
 
 /* Round the accumulated values into dst as the element type; NaN becomes
@@ -216,23 +320,17 @@ CANON_INLINE void wide_block(unsigned char *dst, const canon_src_t *src,
                              tnt_dtype_t dtype, tnt_op_t op)
 {
     size_t es = tnt_dtype_size(dtype);
-    double s[CANON_BLOCK], c[CANON_BLOCK], x[CANON_BLOCK];
-    widen(s, input(src, 0, first, es), m, dtype);
-    for (size_t j = 0; j < m; j++)
-        c[j] = 0;
-    for (int q = 1; q < k; q++) {
-        widen(x, input(src, q, first, es), m, dtype);
-        if (op == TNT_PROD) {
+    double s[CANON_BLOCK], c[CANON_BLOCK];
+    if (op == TNT_PROD) {
+        double x[CANON_BLOCK];
+        widen(s, input(src, 0, first, es), m, dtype);
+        for (int q = 1; q < k; q++) {
+            widen(x, input(src, q, first, es), m, dtype);
             for (size_t j = 0; j < m; j++)
                 s[j] = s[j] * x[j];
-            continue;
         }
-        for (size_t j = 0; j < m; j++) { /* TwoSum: t + e = s + x exactly */
-            double t = s[j] + x[j];
-            double bp = t - s[j];
-            c[j] += (s[j] - (t - bp)) + (x[j] - bp);
-            s[j] = t;
-        }
+    } else {
+        sum_inputs(s, c, src, k, first, m, dtype);
     }
     if (op != TNT_PROD) {
         if (dtype == TNT_F64)

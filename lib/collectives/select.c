@@ -77,6 +77,8 @@ static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_CANON] = "canonical",
     [TNT_ALGO_CANON_ONESHOT] = "canonical-oneshot",
     [TNT_ALGO_CANON_SLOTS] = "canonical-slots",
+    [TNT_ALGO_CANON_STAGED] = "canonical-staged",
+    [TNT_ALGO_CANON_MAPPED] = "canonical-mapped",
 };
 
 const char *tnt__algo_name(int algo)
@@ -132,6 +134,18 @@ static const tnt_algo_rule_t k_rules[TNT_RULE_COUNT] = {
                               "TNT_REPRODUCIBLE=1, floats, one host over "
                               "shared memory, small, at most 64 ranks "
                               "(TNT_ALLREDUCE_ALGO auto or slots)"},
+    [TNT_RULE_CANON_MAPPED] = {TNT_COLL_ALLREDUCE, TNT_ALGO_CANON_MAPPED,
+                               TNT_SLOT_BYTES + 1, 0,
+                               "TNT_REPRODUCIBLE=1, floats, one host over "
+                               "shared memory, buffers from tnt_mem_alloc "
+                               "on every rank, at most 64 ranks "
+                               "(TNT_ALLREDUCE_ALGO auto or mapped)"},
+    [TNT_RULE_CANON_STAGED] = {TNT_COLL_ALLREDUCE, TNT_ALGO_CANON_STAGED,
+                               TNT_SLOT_BYTES + 1, 0,
+                               "TNT_REPRODUCIBLE=1, floats, one host over "
+                               "shared memory, at most 64 ranks "
+                               "(TNT_ALLREDUCE_ALGO auto, staged or "
+                               "mapped)"},
     [TNT_RULE_CANON_ONESHOT] = {-1, TNT_ALGO_CANON_ONESHOT, 1,
                                 TNT_CANON_ONESHOT_MAX_BYTES,
                                 "TNT_REPRODUCIBLE=1, floats: allreduce "
@@ -277,17 +291,30 @@ tnt_result_t tnt__algo_select_why(const tnt_coll_args_t *a, int forced,
     }
     /* The reproducible mode: every floating-point reduction through the
      * canonical order, whatever the size, layout or forced algorithm
-     * (allreduce_canon.c); TNT_ALLREDUCE_ALGO=oneshot picks the one-step
-     * form at any size. A reduce runs the allreduce's choice. */
+     * (allreduce_canon.c, and on one host the on-host algorithms
+     * reducing canonically); TNT_ALLREDUCE_ALGO=oneshot picks the
+     * one-step form at any size, an algorithm of messages the canonical
+     * schedule. A reduce runs the allreduce's choice. */
     if (a->reproducible && tnt__canon_dtype(a->dtype) && bytes > 0 &&
         (a->kind == TNT_COLL_ALLREDUCE || a->kind == TNT_COLL_REDUCE ||
          a->kind == TNT_COLL_REDUCE_SCATTER)) {
-        if (a->kind == TNT_COLL_ALLREDUCE && a->intra_host &&
-            bytes <= TNT_SLOT_BYTES &&
-            a->nranks <= TNT_CANON_SLOTS_MAX_RANKS &&
+        /* On one host the on-host algorithms, whose owners hold all k
+         * inputs of a region at once: no messages (core/onhost/). */
+        int onhost = a->kind == TNT_COLL_ALLREDUCE && a->intra_host &&
+                     a->nranks <= TNT_CANON_ONHOST_MAX_RANKS;
+        if (onhost && bytes <= TNT_SLOT_BYTES &&
             (forced == TNT_ALGO_AUTO || forced == TNT_ALGO_SLOTS)) {
             *rule = TNT_RULE_CANON_SLOTS;
             *algo = TNT_ALGO_CANON_SLOTS;
+            return TNT_SUCCESS;
+        }
+        if (onhost && bytes > TNT_SLOT_BYTES &&
+            (forced == TNT_ALGO_AUTO || forced == TNT_ALGO_STAGED ||
+             forced == TNT_ALGO_MAPPED)) {
+            *rule = a->mapped && forced != TNT_ALGO_STAGED
+                        ? TNT_RULE_CANON_MAPPED
+                        : TNT_RULE_CANON_STAGED;
+            *algo = k_rules[*rule].algo;
             return TNT_SUCCESS;
         }
         int oneshot = a->kind != TNT_COLL_REDUCE_SCATTER &&
@@ -523,6 +550,8 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
     case TNT_ALGO_SLOTS: /* no schedule: the engine runs them */
     case TNT_ALGO_STAGED:
     case TNT_ALGO_CANON_SLOTS:
+    case TNT_ALGO_CANON_STAGED:
+    case TNT_ALGO_CANON_MAPPED:
     case TNT_ALGO_MAPPED: rc = TNT_SUCCESS; break;
     default:
         rc = tnt__error(TNT_ERR_INTERNAL, "no builder for algorithm %d",

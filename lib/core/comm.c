@@ -183,7 +183,7 @@ static void comm_destroy(struct tnt_comm *comm)
     tnt__bufpool_destroy(&comm->pool);
     tnt__progress_close(comm);
     tnt__mem_table_destroy(&comm->mem, comm->nranks);
-    free(comm->map_acc);
+    free(comm->onhost.map_acc);
     free(comm->peers);
     tnt__topo_fini(&comm->topo);
     tnt__auth_key_wipe(&comm->auth_key);

@@ -20,6 +20,7 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "core/engine_internal.h"
+#include "core/onhost/onhost.h"
 #include "core/timeline.h"
 #include "core/engine_flow.h"
 #include "core/p2p.h"
@@ -74,11 +75,6 @@ void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len)
         snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, op=%s, "
                  "algo=%s)", kind, h->count, dt,
                  tnt_op_name((tnt_op_t)h->op), algo);
-}
-
-unsigned char *tnt__ref_ptr(struct tnt_request *req, tnt_bufref_t r)
-{
-    return req->bufs[r.buf] + r.off;
 }
 
 /* ---- request lifetime --------------------------------------------- */
@@ -169,7 +165,7 @@ static void free_request(struct tnt_comm *comm, struct tnt_request *req)
 
 uint32_t tnt__request_nops(const struct tnt_request *req)
 {
-    if (tnt__algo_onhost(req->algo))
+    if (req->onhost.algo)
         return tnt__onhost_nops(req);
     return req->sched->nops;
 }
@@ -319,7 +315,7 @@ void tnt__engine_run_deferred(struct tnt_comm *comm)
             continue;
         if (comm->timeline)
             req->tl.start = tnt__now();
-        if (tnt__algo_onhost(req->algo))
+        if (req->onhost.algo)
             tnt__onhost_progress(comm);
         else
             tnt__run_ready(comm, req);
@@ -358,7 +354,7 @@ static void finish(struct tnt_request *req, tnt_result_t rc)
     if (req->active) {
         tnt__list_unlink(&req->active_link);
         req->active = 0;
-        comm->active_msgs -= !tnt__algo_onhost(req->algo);
+        comm->active_msgs -= !req->onhost.algo;
     }
     if (req->compute.busy) {
         /* A computation still writes into its buffers: the result waits
@@ -598,39 +594,6 @@ void tnt__engine_connect_all(struct tnt_comm *comm)
     pthread_mutex_unlock(&comm->lock);
 }
 
-void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
-                     uint32_t op)
-{
-    tnt__flow_send(comm, req, op);
-}
-
-void tnt__send_data(struct tnt_comm *comm, struct tnt_request *req,
-                    uint32_t op)
-{
-    const tnt_sop_t *sop = &req->sched->ops[op];
-    tnt_opstate_t *os = &req->ops[op];
-    tnt_peer_t *p = &comm->peers[sop->peer];
-    tnt_result_t rc = p->tp->send(p->tp_ctx, p->ep, &os->hdr,
-                                  sizeof(os->hdr), tnt__ref_ptr(req, sop->a),
-                                  sop->bytes, os);
-    if (rc >= 0)
-        tnt__count_sent(&comm->stats, p->tpi, sop->bytes);
-    if (rc == TNT_SUCCESS) {
-        tnt__op_complete(req, op);
-    } else if (rc == TNT_INPROGRESS) {
-        p->sends_inflight++;
-        os->in_tp = 1;
-        os->tp_at = tnt__now();
-    } else if (rc < 0) {
-        char what[300];
-        snprintf(what, sizeof(what), "sending %s #%" PRIu64 " failed: %s",
-                 tnt__coll_kind_name(req->args.kind),
-                 req->seq & ~TNT_P2P_SEQ_BIT,
-                 tnt_last_error());
-        tnt__fail_peer_lost(comm, sop->peer, what);
-    }
-}
-
 void tnt__note_lost(struct tnt_comm *comm, int peer, const char *what)
 {
     if (comm->fault.first_lost >= 0 || comm->state != TNT_COMM_OK)
@@ -831,7 +794,7 @@ static void start_op(struct tnt_comm *comm, struct tnt_request *req,
             tnt__ensure_connect(comm, p);
             return;
         }
-        tnt__start_send(comm, req, op);
+        tnt__flow_send(comm, req, op);
         return;
     }
     case TNT_SOP_RECV:
@@ -919,8 +882,8 @@ void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
         return;
     }
     /* The one difference that is not in the caller's arguments: */
-    int mapped = (req->sig.algo == TNT_ALGO_MAPPED) +
-                 (theirs->algo == TNT_ALGO_MAPPED);
+    int mapped = tnt__algo_mapped(req->sig.algo) +
+                 tnt__algo_mapped(theirs->algo);
     tnt__engine_fail(comm, TNT_ERR_MISMATCH, "collective #%" PRIu64
                      " mismatch: rank %d called %s but rank %d called %s%s",
                      req->seq, comm->rank, mine, peer, other,
@@ -1041,7 +1004,8 @@ static tnt_result_t start_failed(struct tnt_comm *comm,
 }
 
 /* Post with the lock held: sched (taken by the caller, released here on
- * failure) and, for the mapped allreduce, where its buffers lie. */
+ * failure) and, for an on-host algorithm that reads them, where its
+ * buffers lie in shared allocations. */
 static tnt_result_t post_locked(struct tnt_comm *comm,
                                 const tnt_coll_args_t *args, int algo,
                                 tnt_sched_t *sched,
@@ -1081,7 +1045,9 @@ static tnt_result_t start_locked(struct tnt_comm *comm,
     req->sched = sched;
     req->bufs[TNT_BUF_SEND] = (unsigned char *)(uintptr_t)send;
     req->bufs[TNT_BUF_RECV] = recv;
-    if (algo == TNT_ALGO_MAPPED) {
+    const tnt_onhost_algo_t *onhost = tnt__onhost_algo(algo, args->kind);
+    req->onhost.algo = onhost;
+    if (onhost && onhost->mapped_bufs) {
         req->onhost.map_ref[TNT_BUF_SEND] = mref[0];
         req->onhost.map_ref[TNT_BUF_RECV] = mref[1];
     }
@@ -1148,15 +1114,13 @@ static tnt_result_t start_locked(struct tnt_comm *comm,
     tnt__count_post(&comm->stats, args->kind, algo, counted);
     double now = tnt__now_coarse();
     req->timeout.deadline = now + comm->params.timeout_s;
-    /* A blocking small allreduce among ranks of this host, nothing else
-     * in flight: run it here, without the queues, the lists and the
-     * poller's round over the rings (docs/performance.md, "The lean
-     * blocking slots allreduce"). What does not finish soon goes on as
-     * any other request. */
-    if ((flags & TNT_POST_BLOCK) &&
-        (algo == TNT_ALGO_SLOTS || algo == TNT_ALGO_CANON_SLOTS) &&
+    /* A blocking call, nothing else in flight: an on-host algorithm
+     * that can (its run_now) runs it here, without the queues, the lists
+     * and the poller's round over the rings. What does not finish soon
+     * goes on as any other request. */
+    if ((flags & TNT_POST_BLOCK) && onhost && onhost->run_now &&
         tnt__list_empty(&comm->reqs.active) && !comm->progress.polling) {
-        if (early_mismatch(comm, req) || tnt__slot_lean(comm, req)) {
+        if (early_mismatch(comm, req) || onhost->run_now(comm, req)) {
             if (req->result == TNT_INPROGRESS) /* failed meanwhile */
                 req->result = comm->fail_rc;
             if (comm->timeline)
@@ -1183,7 +1147,7 @@ static tnt_result_t start_locked(struct tnt_comm *comm,
             push_ready(req, i);
     }
     req->active = 1;
-    comm->active_msgs += !tnt__algo_onhost(algo);
+    comm->active_msgs += !onhost;
     tnt__list_push_back(&comm->reqs.active, &req->active_link);
     if (!tnt__list_linked(&req->all_link)) /* an any-source one is */
         tnt__list_push_front(&comm->reqs.all, &req->all_link);
@@ -1193,7 +1157,7 @@ static tnt_result_t start_locked(struct tnt_comm *comm,
      * has arrived since: it read no rings. */
     if (!req->onhost.lean)
         early_mismatch(comm, req);
-    if (tnt__algo_onhost(algo) && req->result == TNT_INPROGRESS)
+    if (onhost && req->result == TNT_INPROGRESS)
         tnt__onhost_enqueue(comm, req);
     if (flags & TNT_POST_DEFER) {
         if (req->result == TNT_INPROGRESS) {
@@ -1203,7 +1167,7 @@ static tnt_result_t start_locked(struct tnt_comm *comm,
             if (comm->progress.polling)
                 tnt__progress_wake(comm);
         }
-    } else if (tnt__algo_onhost(algo)) {
+    } else if (onhost) {
         tnt__onhost_progress(comm);
     } else {
         tnt__run_ready(comm, req);
@@ -1222,7 +1186,10 @@ static tnt_result_t start_locked(struct tnt_comm *comm,
 }
 
 static tnt_result_t wait_locked(struct tnt_request *req, double timeout_s,
-                                int *finished);
+                                double spin_s, int *finished);
+static tnt_result_t wait_blocking(struct tnt_comm *comm,
+                                  struct tnt_request *req,
+                                  const tnt_coll_args_t *a);
 static void release_locked(struct tnt_comm *comm, struct tnt_request *req);
 
 /* A receive from any source (core/p2p.h): a request of no schedule yet
@@ -1349,8 +1316,7 @@ static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
     /* A blocking call: post, wait and release in one hold of the lock
      * (docs/performance.md, "A blocking call's fixed cost"). */
     if (rc == TNT_SUCCESS && (flags & TNT_POST_BLOCK)) {
-        int finished;
-        rc = wait_locked(*out, -1.0, &finished);
+        rc = wait_blocking(comm, *out, &a);
         release_locked(comm, *out);
         *out = NULL;
     }
@@ -1405,32 +1371,44 @@ static int cond_wait_until(struct tnt_comm *comm, const struct timespec *abs)
     return pthread_cond_timedwait(&comm->progress.cond, &comm->lock, abs);
 }
 
-/* Poll without sleeping for up to TNT_SPIN_US before the first sleep of
- * a blocking wait: the peers of a small collective answer within
- * microseconds, and a sleep costs a wake-up through the kernel on each
- * side (docs/performance.md, "Spinning before sleeping"). With more
- * ranks on this host than CPUs, yield between
- * polls, so that the ranks being waited for get the CPU. Lock held; the
- * poller role is free on entry. */
+/* More ranks of this communicator on this host than CPUs: a thread that
+ * spins takes the CPU of a rank it waits for. */
+static int cpus_shared(const struct tnt_comm *comm)
+{
+    return comm->host_cpus > 0 && comm->host_ranks > comm->host_cpus;
+}
+
+/* Poll without sleeping for up to spin_s before the first sleep of a
+ * wait: the peers of a small collective answer within microseconds, and
+ * a sleep costs a wake-up through the kernel on each side
+ * (docs/performance.md, "Spinning before sleeping"); a blocking call may
+ * spin for as long as calls like it took (wait_budget.h,
+ * docs/performance.md, "How a blocking call waits"). Past TNT_SPIN_US
+ * the spin ends as soon as another thread wants this CPU
+ * (tnt__progress_spin). With more ranks on this host than CPUs, yield
+ * between polls, so that the ranks being waited for get the CPU. Lock
+ * held; the poller role is free on entry. */
 static void spin(struct tnt_comm *comm,
                  int (*done)(struct tnt_comm *, void *), void *arg,
-                 double start, double limit)
+                 double start, double limit, double spin_s)
 {
-    double end = start + comm->params.spin_s;
+    double end = start + spin_s;
     if (end > limit)
         end = limit;
-    int oversubscribed = comm->host_cpus > 0 &&
-                         comm->host_ranks > comm->host_cpus;
-    tnt__progress_spin(comm, done, arg, start, end, oversubscribed);
+    double own_until = start + comm->params.spin_s;
+    tnt__progress_spin(comm, done, arg, start, end, own_until,
+                       cpus_shared(comm));
 }
 
 /* Wait until done(comm, arg), driving progress on this thread whenever
- * the poller role is free. Lock held. Returns 0 when `end` passed first. */
+ * the poller role is free, after a spin of up to spin_s (0: none). Lock
+ * held. Returns 0 when `end` passed first. */
 static int drive_until(struct tnt_comm *comm,
                        int (*done)(struct tnt_comm *, void *), void *arg,
-                       double end, const struct timespec *abs)
+                       double end, const struct timespec *abs,
+                       double spin_s)
 {
-    int woke_thread = 0, spun = comm->params.spin_s <= 0.0;
+    int woke_thread = 0, spun = spin_s <= 0.0;
     comm->progress.user_waiters++;
     while (!done(comm, arg)) {
         double now = tnt__now();
@@ -1438,7 +1416,7 @@ static int drive_until(struct tnt_comm *comm,
             break;
         if (!comm->progress.polling && !spun) {
             spun = 1;
-            spin(comm, done, arg, now, abs ? end : now + 1.0);
+            spin(comm, done, arg, now, abs ? end : now + 1.0, spin_s);
             continue;
         }
         if (!comm->progress.polling) {
@@ -1478,7 +1456,7 @@ static int request_done(struct tnt_comm *comm, void *arg)
 
 /* Wait for req with the lock held (timeout_s < 0: no limit). */
 static tnt_result_t wait_locked(struct tnt_request *req, double timeout_s,
-                                int *finished)
+                                double spin_s, int *finished)
 {
     struct tnt_comm *comm = req->comm;
     struct timespec abs;
@@ -1504,7 +1482,7 @@ static tnt_result_t wait_locked(struct tnt_request *req, double timeout_s,
     if (req->result == TNT_INPROGRESS) {
         double t0 = tnt__now();
         drive_until(comm, request_done, req, end,
-                    timeout_s >= 0 ? &abs : NULL);
+                    timeout_s >= 0 ? &abs : NULL, spin_s);
         comm->stats.wait_ns += (uint64_t)((tnt__now() - t0) * 1e9);
     }
     tnt_result_t rc = req->result;
@@ -1521,6 +1499,30 @@ static tnt_result_t wait_locked(struct tnt_request *req, double timeout_s,
     return rc;
 }
 
+/* A blocking call's wait: spin for as long as calls like it took on this
+ * communicator where nobody else needs the CPU (wait_budget.h), then
+ * sleep; learn how long this one took from the start of its wait. A
+ * call finished by its post (lean slots, small messages already there)
+ * reads no clock. Lock held. */
+static tnt_result_t wait_blocking(struct tnt_comm *comm,
+                                  struct tnt_request *req,
+                                  const tnt_coll_args_t *a)
+{
+    int finished;
+    if (req->result != TNT_INPROGRESS)
+        return wait_locked(req, -1.0, 0.0, &finished);
+    size_t bytes = a->count * a->esize;
+    double t0 = tnt__now();
+    double spin_s = tnt__wait_spin_budget(
+        &comm->progress.waits, a->kind, bytes, comm->params.spin_s,
+        cpus_shared(comm), comm->host_cpus, t0);
+    tnt_result_t rc = wait_locked(req, -1.0, spin_s, &finished);
+    if (rc == TNT_SUCCESS)
+        tnt__wait_learn(&comm->progress.waits, a->kind, bytes,
+                        tnt__now() - t0);
+    return rc;
+}
+
 tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
                               int *finished)
 {
@@ -1529,7 +1531,8 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
     if (!comm) /* communicator freed: the result was fixed then */
         return req->result;
     pthread_mutex_lock(&comm->lock);
-    tnt_result_t rc = wait_locked(req, timeout_s, finished);
+    tnt_result_t rc = wait_locked(req, timeout_s, comm->params.spin_s,
+                                  finished);
     pthread_mutex_unlock(&comm->lock);
     return rc;
 }
@@ -1609,7 +1612,8 @@ static void linger_for_notices(struct tnt_comm *comm)
                   "that carry the failure notice", comm->rank, limit);
     double end = tnt__now() + limit;
     struct timespec abs = tnt__timespec_at(end);
-    drive_until(comm, no_connection_pending, NULL, end, &abs);
+    drive_until(comm, no_connection_pending, NULL, end, &abs,
+                comm->params.spin_s);
 }
 
 void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)

@@ -29,6 +29,7 @@
 #include "core/onhost/onhost_state.h"
 #include "core/sched_cache.h"
 #include "core/stats.h"
+#include "core/wait_budget.h"
 #include "util/param.h"
 #include "tnt/transport.h"
 
@@ -205,15 +206,7 @@ typedef struct tnt_peer {
     uint64_t tx_eager, tx_acked, rx_consumed, rx_reported;
     uint64_t rts_seq1;         /* 1 + seq of the last collective whose
                                   RTS went to it (TNT_FLOW_BATCH) */
-    /* Slot operations (onhost/slots.c): the most this peer said it had
-     * finished, and whether it may sleep unwoken on a publication here. */
-    uint64_t slot_completed;
-    int slot_notify;
-    /* The pair's slot areas, for endpoint slot_ep (onhost/slots.c looks
-     * them up again when ep changes). */
-    void *slot_ep;
-    struct tnt_slot_side *slot_mine;
-    const struct tnt_slot_side *slot_theirs;
+    tnt_onhost_pair_t onhost;  /* the on-host algorithms' (core/onhost/) */
 } tnt_peer_t;
 
 /* A collective in flight; the request handle users hold. */
@@ -350,6 +343,8 @@ struct tnt_comm_progress {
     double last_activity;      /* when a collective last began or ended:
                                   an idle poller sleeps longer after a
                                   while */
+    tnt_wait_history_t waits;  /* how long blocking calls took, by kind
+                                  and size: their spin (wait_budget.h) */
     const struct tnt_progress_hooks *hooks; /* progress.h: what the
                                   layers above run in the loop */
     int epfd, wakefd;
@@ -459,22 +454,10 @@ struct tnt_comm {
     char fail_msg[512];
     struct tnt_comm_fault fault;
 
-    /* The on-host algorithms (lib/core/onhost/) and the shared
-     * allocations they use. */
-    /* On-host collectives of every algorithm (onhost/queue.c):
-     * numbered in posting order, finished in that order; the unfinished
-     * ones, oldest first. */
-    uint64_t onhost_next;
-    uint64_t onhost_completed; /* number + 1 of the last one finished */
-    struct tnt_request *onhost_head, *onhost_tail;
-    uint64_t stage_next;       /* next round of staged allreduces */
-    int slot_notify;           /* some peer's slot_notify is set */
-    /* A mapped allreduce has more of its slice to reduce (it does a
-     * piece per pass, onhost/mapped_allreduce.c): poll again without sleeping. */
-    int stage_more;
-    tnt_mem_table_t mem;       /* shared allocations (core/mem.c) */
+    tnt_onhost_comm_t onhost;  /* the on-host algorithms' (core/onhost/) */
+    tnt_mem_table_t mem;       /* shared allocations (core/mem.c), which
+                                  the mapped allreduce uses */
     struct tnt_p2p_seqs *p2p;  /* tnt_send/tnt_recv numbering (p2p.c) */
-    unsigned char *map_acc;    /* the mapped allreduce's block, lazily */
 };
 
 /** Transport services and upcalls for transport `tpi`, filled into

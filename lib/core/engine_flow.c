@@ -7,6 +7,7 @@
 
 #include "core/engine_flow.h"
 #include "core/engine_internal.h"
+#include "core/p2p.h"
 #include "util/error.h"
 
 /* The broadcast signature check's steps must not carry the RTS/CTS bits,
@@ -239,6 +240,38 @@ void tnt__flow_flush(struct tnt_comm *comm)
     }
 }
 
+/* Hand send `op`'s message to the transport now (flow control has let
+ * it go): the bottom of the send path. Its result goes back the way every
+ * transport result does: a send done now completes the operation
+ * (tnt__op_complete), one in progress waits for on_send_done, a failure
+ * fails the communicator naming the peer. */
+static void send_data(struct tnt_comm *comm, struct tnt_request *req,
+                      uint32_t op)
+{
+    const tnt_sop_t *sop = &req->sched->ops[op];
+    tnt_opstate_t *os = &req->ops[op];
+    tnt_peer_t *p = &comm->peers[sop->peer];
+    tnt_result_t rc = p->tp->send(p->tp_ctx, p->ep, &os->hdr,
+                                  sizeof(os->hdr), tnt__ref_ptr(req, sop->a),
+                                  sop->bytes, os);
+    if (rc >= 0)
+        tnt__count_sent(&comm->stats, p->tpi, sop->bytes);
+    if (rc == TNT_SUCCESS) {
+        tnt__op_complete(req, op);
+    } else if (rc == TNT_INPROGRESS) {
+        p->sends_inflight++;
+        os->in_tp = 1;
+        os->tp_at = tnt__now();
+    } else if (rc < 0) {
+        char what[300];
+        snprintf(what, sizeof(what), "sending %s #%" PRIu64 " failed: %s",
+                 tnt__coll_kind_name(req->args.kind),
+                 req->seq & ~TNT_P2P_SEQ_BIT,
+                 tnt_last_error());
+        tnt__fail_peer_lost(comm, sop->peer, what);
+    }
+}
+
 void tnt__flow_send(struct tnt_comm *comm, struct tnt_request *req,
                     uint32_t op)
 {
@@ -254,7 +287,7 @@ void tnt__flow_send(struct tnt_comm *comm, struct tnt_request *req,
                 *pp = u->next;
                 tnt__free_unexp(comm, u);
             }
-            tnt__send_data(comm, req, op);
+            send_data(comm, req, op);
             return;
         }
     }
@@ -262,7 +295,7 @@ void tnt__flow_send(struct tnt_comm *comm, struct tnt_request *req,
     if (sop->bytes <= tnt__flow_eager(comm) &&
         p->tx_eager - p->tx_acked + cost <= tnt__flow_window(comm)) {
         p->tx_eager += cost;
-        tnt__send_data(comm, req, op);
+        send_data(comm, req, op);
         return;
     }
     /* Wait for the receiver; say so, with the signature, unless an RTS
@@ -372,7 +405,7 @@ static int cts_arrived(struct tnt_comm *comm, tnt_peer_t *p,
         os->parked = 0;
         left--;
         sent = 1;
-        tnt__send_data(comm, req, os->op);
+        send_data(comm, req, os->op);
         if (comm->state != TNT_COMM_OK)
             return -1;
     }

@@ -53,7 +53,10 @@ typedef struct tnt_ctl_tx {
 size_t tnt__flow_window(const struct tnt_comm *comm);
 size_t tnt__flow_eager(const struct tnt_comm *comm);
 
-/** Start send `op` of req (connected peer): now, or parked for its CTS. */
+/** Start send `op` of req (connected peer), the one way down from the
+ *  engine to the transport: handed to the transport now (its CTS is here,
+ *  or it fits the eager window), or parked until its CTS arrives and
+ *  tnt__flow_header hands it over. */
 void tnt__flow_send(struct tnt_comm *comm, struct tnt_request *req,
                     uint32_t op);
 /** A control send that returned TNT_INPROGRESS has completed. */

@@ -27,7 +27,12 @@ tnt__active_next(const struct tnt_comm *comm, const struct tnt_request *r)
 const char *tnt__coll_kind_name(int kind);
 /** "allreduce(count=.., dtype=.., op=.., root=.., algo=..)" */
 void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len);
-unsigned char *tnt__ref_ptr(struct tnt_request *req, tnt_bufref_t r);
+/** Where buffer reference r of req points. */
+static inline unsigned char *tnt__ref_ptr(struct tnt_request *req,
+                                          tnt_bufref_t r)
+{
+    return req->bufs[r.buf] + r.off;
+}
 /** A descriptor for an early message (recycled when possible). */
 tnt_unexp_t *tnt__alloc_unexp(struct tnt_comm *comm);
 /** Free an early message that is already off its peer's list. */
@@ -35,13 +40,6 @@ void tnt__free_unexp(struct tnt_comm *comm, tnt_unexp_t *u);
 void tnt__op_complete(struct tnt_request *req, uint32_t op);
 /** Run every ready operation of req; finish it when nothing is left. */
 void tnt__run_ready(struct tnt_comm *comm, struct tnt_request *req);
-/** Start send `op` to its connected peer, under flow control. */
-void tnt__start_send(struct tnt_comm *comm, struct tnt_request *req,
-                     uint32_t op);
-/** Hand send `op`'s message to the transport now (flow control has let
- *  it go). */
-void tnt__send_data(struct tnt_comm *comm, struct tnt_request *req,
-                    uint32_t op);
 /** Copy a fully arrived early message into its receive and complete it. */
 void tnt__deliver_unexpected(struct tnt_comm *comm, tnt_peer_t *p,
                              tnt_unexp_t *u, tnt_opstate_t *os);
@@ -108,15 +106,11 @@ tnt_msg_hdr_t tnt__mem_sig(const struct tnt_comm *comm, uint64_t seq,
 /** Number req (an on-host collective just posted) and queue it;
  *  tnt__onhost_progress runs it. */
 void tnt__onhost_enqueue(struct tnt_comm *comm, struct tnt_request *req);
-/** Run req, a blocking TNT_ALGO_SLOTS allreduce posted with nothing else
- *  in flight and nobody polling, without queueing it: publish and look
- *  at the peers' slots a bounded number of times (once if this host has
- *  more ranks than CPUs; no more once another thread waits for the
- *  lock). 1 when it finished (req->result set: success,
- *  or the communicator failed meanwhile); 0 when it must go on as a
- *  queued request (numbered, what it published and read recorded: queue
- *  it with tnt__onhost_enqueue). */
-int tnt__slot_lean(struct tnt_comm *comm, struct tnt_request *req);
+/** The table that runs on-host algorithm `algo` for a collective of
+ *  `kind` (onhost/onhost.h); NULL when algo runs a schedule of
+ *  messages. The one place that maps the selection table's on-host ids
+ *  to their code (onhost/queue.c). */
+const struct tnt_onhost_algo *tnt__onhost_algo(int algo, int kind);
 /** Look for what the peers called instead of req, an on-host collective
  *  that waits (strays in the peers' slots and staging areas, and for a
  *  staged one the headers published for its sequence number): a mismatch

@@ -46,7 +46,8 @@ static void up_connected(struct tnt_comm *comm, int tpi, int peer, void *ep)
         return;
     }
     p->ep = ep;
-    p->slot_ep = NULL; /* a new endpoint may sit where a freed one was */
+    /* A new endpoint may sit where a freed one was. */
+    p->onhost.slot_ep = NULL;
     p->connecting = 0;
     p->ever_connected = 1;
     /* Flush the sends that waited for the connection, in order. */
@@ -56,7 +57,7 @@ static void up_connected(struct tnt_comm *comm, int tpi, int peer, void *ep)
         if (!p->pending_head)
             p->pending_tail = NULL;
         struct tnt_request *req = os->coll;
-        tnt__start_send(comm, req, os->op);
+        tnt__flow_send(comm, req, os->op);
         tnt__run_ready(comm, req);
     }
     tnt__flow_connected(comm, p);
@@ -361,7 +362,7 @@ static int peer_needed(struct tnt_comm *comm, int peer)
     const tnt_peer_t *p = &comm->peers[peer];
     for (struct tnt_request *r = tnt__active_first(comm); r;
          r = tnt__active_next(comm, r)) {
-        if (tnt__algo_onhost(r->algo) && tnt__onhost_needs(r, peer))
+        if (r->onhost.algo && tnt__onhost_needs(r, peer))
             return 1;
         for (uint32_t i = 0; i < r->sched->nops; i++) {
             const tnt_sop_t *s = &r->sched->ops[i];

@@ -14,8 +14,9 @@
  * through the progress thread; the progress thread parks meanwhile and
  * polls for nonblocking work, dead peers and early messages otherwise.
  * Only a thread blocked in a collective spins, for up to TNT_SPIN_US
- * before its first sleep (tnt__progress_spin); the progress thread never
- * does. While collectives are in flight the poller wakes at least
+ * before its first sleep, a blocking call for as long as calls like it
+ * took while no other thread wants its CPU (tnt__progress_spin,
+ * core/wait_budget.h); the progress thread never does. While collectives are in flight the poller wakes at least
  * once a second to enforce deadlines, and after two idle seconds it sleeps
  * until an fd or the wake eventfd fires.
  */
@@ -334,10 +335,15 @@ void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
 #define SPIN_CLOCK_EVERY 8
 /* How long a spin polls before it yields the CPU between rounds. */
 #define SPIN_NO_YIELD_S 10e-6
+/* A yield that took longer than this ran another thread: this CPU is
+ * wanted (a yield with nothing else to run returns within a
+ * microsecond; one that ran a thread, after its time slice). */
+#define SPIN_YIELD_RAN_OTHER_S 30e-6
 
 void tnt__progress_spin(struct tnt_comm *comm,
                         int (*done)(struct tnt_comm *, void *), void *arg,
-                        double start, double end, int yield)
+                        double start, double end, double own_until,
+                        int yield)
 {
     /* The transports' poll entries (comm->net.spin_tp): where this rank
      * shares its CPU, only those whose look is no system call. */
@@ -381,9 +387,19 @@ void tnt__progress_spin(struct tnt_comm *comm,
         /* Let threads that wait to post in; and with more ranks than
          * CPUs, the ranks this one waits for. */
         pthread_mutex_unlock(&comm->lock);
-        if (yield || now >= yield_from)
+        int ran_other = 0;
+        if (yield || now >= yield_from) {
             sched_yield();
+            /* Past own_until the spin is a guess that the call ends
+             * soon (a blocking call's budget, wait_budget.h): it
+             * gives way to any other thread that needs this CPU, and
+             * sleeps in epoll. */
+            ran_other = now >= own_until &&
+                        tnt__now() - now > SPIN_YIELD_RAN_OTHER_S;
+        }
         pthread_mutex_lock(&comm->lock);
+        if (ran_other)
+            break;
     }
     /* Polled transports stay unarmed while blocking calls follow each
      * other: arming now would make the peer's next message write the

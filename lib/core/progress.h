@@ -72,9 +72,12 @@ void tnt__engine_check_deadlines(struct tnt_comm *comm, double now);
  *  that may sleep; those whose look is a system call not when `yield`),
  *  with an epoll_wait(0) every few rounds for everything else.
  *  Releases the lock between rounds (and yields the CPU there when
- *  `yield`). Lock held, role free on entry. */
+ *  `yield`). After `own_until`, the spin also ends as soon as a yield
+ *  shows that another thread wanted this CPU. Lock held, role free on
+ *  entry. */
 void tnt__progress_spin(struct tnt_comm *comm,
                         int (*done)(struct tnt_comm *, void *), void *arg,
-                        double start, double end, int yield);
+                        double start, double end, double own_until,
+                        int yield);
 
 #endif /* TNT_CORE_PROGRESS_H */

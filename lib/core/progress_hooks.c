@@ -24,7 +24,7 @@ static int queued_work(struct tnt_comm *comm)
         tnt__engine_run_deferred(comm);
         more = 1; /* what they started may need more at once */
     }
-    if (tnt__engine_run_heavy(comm) || comm->stage_more)
+    if (tnt__engine_run_heavy(comm) || comm->onhost.stage_more)
         more = 1;
     return more;
 }

@@ -136,7 +136,7 @@ void tnt__report_waits(const struct tnt_request *req, char *buf, size_t len)
     int shown = 0;
     double now = tnt__now();
     buf[0] = '\0';
-    if (tnt__algo_onhost(req->algo) && tnt__onhost_report(req, buf, len))
+    if (req->onhost.algo && tnt__onhost_report(req, buf, len))
         return;
     /* Only the earliest step waited on: a receive of a later step is
      * posted early, and its sender is not late, only not there yet. */
@@ -183,7 +183,7 @@ static void my_progress(struct tnt_comm *comm, uint64_t *seq,
     *step = old ? 0 : TNT_PROGRESS_IDLE;
     *waits = -1;
     *sending = 0;
-    if (!old || tnt__algo_onhost(old->algo))
+    if (!old || old->onhost.algo)
         return;
     for (uint32_t i = 0; i < old->sched->nops; i++) {
         const tnt_sop_t *s = &old->sched->ops[i];

@@ -129,7 +129,7 @@ uint32_t tnt__tl_fusion_id(struct tnt_timeline *tl)
 static unsigned coll_tpmask(const struct tnt_comm *comm,
                             const struct tnt_request *req)
 {
-    if (tnt__algo_onhost(req->algo))
+    if (req->onhost.algo)
         return 1u << TNT_TP_SHM;
     unsigned mask = 0;
     for (uint32_t i = 0; req->sched && i < req->sched->nops; i++) {

@@ -110,7 +110,7 @@ typedef enum tnt_env_type {
       "reductions and copies this large run with the engine lock free")     \
     X(SPIN_US, "TNT_SPIN_US", LONG, "100", 0, 1000000, NULL, 1,             \
       "util/param.c",                                                       \
-      "a blocking call polls this long, microseconds, before it sleeps")    \
+      "a wait polls at least this long, microseconds, before it sleeps")   \
     X(REPRODUCIBLE, "TNT_REPRODUCIBLE", LONG, "0", 0, 1, NULL, 1,           \
       "util/param.c",                                                       \
       "1: float reductions give the same bits whatever the algorithm, "     \

@@ -11,12 +11,13 @@
  * nobody reads its send buffer any more. A byte is read once and written
  * once per rank, the least an allreduce that leaves the result in every
  * rank's memory can move (docs/shm.md). The same rank order as the staged
- * allreduce: the same bits.
+ * allreduce: the same bits. The reproducible mode's canonical-mapped
+ * (TNT_ALGO_CANON_MAPPED) reduces with the canonical kernel instead.
  *
  * Per-request state beyond the staged round's (onhost_state.h):
  * req->ops[q].onhost.stage.mapped, q's buffers as mapped here;
  * req->onhost.stage.map_done, elements of this rank's slice reduced so
- * far (a round's worth per pass: comm->stage_more asks the poller to
+ * far (a round's worth per pass: comm->onhost.stage_more asks the poller to
  * come back without sleeping).
  */
 #include <inttypes.h>
@@ -60,6 +61,14 @@ static int map_peer_bufs(struct tnt_comm *comm, struct tnt_request *req,
     return 0;
 }
 
+/* Rank i's send buffer as mapped here (me: this rank's own). */
+static const unsigned char *input(const struct tnt_request *req, int me,
+                                  int i)
+{
+    return i == me ? req->bufs[TNT_BUF_SEND]
+                   : req->ops[i].onhost.stage.mapped.src;
+}
+
 /* Step 2: once every peer has published where its buffers lie, reduce
  * this rank's slice of all of them and write the result into all of
  * them. */
@@ -80,8 +89,8 @@ static int reduce_mapped(struct tnt_comm *comm, struct tnt_request *req)
                                &tnt__stage_theirs(comm, q)->in_hdr[g & 1]))
                 return 0;
     }
-    if (!comm->map_acc &&
-        !(comm->map_acc = aligned_alloc(64, TNT_MAP_BLOCK))) {
+    if (!comm->onhost.map_acc &&
+        !(comm->onhost.map_acc = aligned_alloc(64, TNT_MAP_BLOCK))) {
         tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: out of memory "
                          "for the mapped allreduce's block", me);
         return 0;
@@ -95,15 +104,18 @@ static int reduce_mapped(struct tnt_comm *comm, struct tnt_request *req)
     size_t from = (size_t)req->onhost.stage.map_done;
     size_t to = n - from > TNT_STAGE_BYTES / es ? from + TNT_STAGE_BYTES / es
                                                 : n;
-    unsigned char *acc = comm->map_acc;
+    unsigned char *acc = comm->onhost.map_acc;
     for (size_t o = from; o < to; o += blk) {
         size_t c = to - o < blk ? to - o : blk, at = (off + o) * es;
-        for (int i = 0; i < k; i++)
-            tnt__onhost_fold(req, acc, i,
-                             (i == me ? req->bufs[TNT_BUF_SEND]
-                                      : req->ops[i].onhost.stage.mapped.src) +
-                                 at,
-                             c);
+        if (tnt__algo_onhost_canon(req->algo)) { /* reproducible mode */
+            const void *in[TNT_CANON_ONHOST_MAX_RANKS] = {0};
+            for (int i = 0; i < k && i < TNT_CANON_ONHOST_MAX_RANKS; i++)
+                in[i] = input(req, me, i) + at;
+            tnt__onhost_canon(req, acc, in, c);
+        } else {
+            for (int i = 0; i < k; i++)
+                tnt__onhost_fold(req, acc, i, input(req, me, i) + at, c);
+        }
         for (int i = 0; i < k; i++)
             memcpy((i == me ? req->bufs[TNT_BUF_RECV]
                             : req->ops[i].onhost.stage.mapped.dst) +
@@ -112,7 +124,7 @@ static int reduce_mapped(struct tnt_comm *comm, struct tnt_request *req)
     }
     req->onhost.stage.map_done = to;
     if (to < n) {
-        comm->stage_more = 1;
+        comm->onhost.stage_more = 1;
         return 1;
     }
     tnt__stage_mark_inputs_read(comm, g);
@@ -160,4 +172,5 @@ const tnt_onhost_algo_t tnt__onhost_mapped_allreduce = {
     .nops = tnt__stage_nops,
     .report = tnt__stage_report,
     .stage_rounds = 1,
+    .mapped_bufs = 1,
 };

@@ -21,6 +21,7 @@
 #ifndef TNT_CORE_ONHOST_ONHOST_H
 #define TNT_CORE_ONHOST_ONHOST_H
 
+#include "collectives/canon.h"
 #include "collectives/rank_order.h"
 #include "core/comm_tp.h"
 #include "core/engine_internal.h"
@@ -51,11 +52,23 @@ typedef struct tnt_onhost_algo {
     /* What req waits for, for the reports; returns the length written. */
     size_t (*report)(const struct tnt_request *req, char *buf, size_t len);
     /* Uses the rounds of the pairs' staging areas (numbered per
-     * communicator, comm->stage_next): only the oldest such request
+     * communicator, comm->onhost.stage_next): only the oldest such request
      * moves, since its rounds come before a later one's; a stalled one
      * compares the headers peers published for its sequence number
      * (tnt__stage_same_seq_check). */
     int stage_rounds;
+    /* A blocking post with nothing else in flight and nobody polling
+     * may run req here first, without the queue, the lists and the
+     * poller's round over the rings (docs/performance.md, "The lean
+     * blocking slots allreduce"): number it as start would, publish and
+     * look at the peers a bounded number of times. 1 when it finished
+     * (req->result set: success, or the communicator failed meanwhile);
+     * 0 when it goes on as a queued request (start then leaves its
+     * number alone: req->onhost.lean). NULL: only from the queue. */
+    int (*run_now)(struct tnt_comm *comm, struct tnt_request *req);
+    /* Reads where its send and receive buffers lie in this rank's shared
+     * allocations (req->onhost.map_ref), which the post sets. */
+    int mapped_bufs;
 } tnt_onhost_algo_t;
 
 extern const tnt_onhost_algo_t tnt__onhost_slots;
@@ -66,8 +79,8 @@ extern const tnt_onhost_algo_t tnt__onhost_staged_bcast;
 /** This rank's side of the pair area `area` (TNT_TP_AREA_SLOTS,
  *  TNT_TP_AREA_STAGES) with q, which it writes (mine), or q's side, which
  *  it reads (theirs); q connected over shm. The slots' areas are looked
- *  up once per endpoint (peers[q].slot_ep): the lookup is a call into the
- *  transport, and the blocking call's spin looks at the slots all the
+ *  up once per endpoint (peers[q].onhost.slot_ep): the lookup is a call
+ *  into the transport, and the blocking call's spin looks at the slots all the
  *  time. The staging areas are looked up at each use, a few times per
  *  round of up to 256 KiB. */
 static inline const void *tnt__onhost_area(struct tnt_comm *comm, int q,
@@ -80,13 +93,14 @@ static inline const void *tnt__onhost_area(struct tnt_comm *comm, int q,
         tnt__comm_tp_pair_area(comm, q, area, &m, &t);
         return theirs ? t : m;
     }
-    if (p->slot_ep != p->ep) {
+    if (p->onhost.slot_ep != p->ep) {
         tnt__comm_tp_pair_area(comm, q, area, &m, &t);
-        p->slot_mine = m;
-        p->slot_theirs = t;
-        p->slot_ep = p->ep;
+        p->onhost.slot_mine = m;
+        p->onhost.slot_theirs = t;
+        p->onhost.slot_ep = p->ep;
     }
-    return theirs ? (const void *)p->slot_theirs : (const void *)p->slot_mine;
+    return theirs ? (const void *)p->onhost.slot_theirs
+                  : (const void *)p->onhost.slot_mine;
 }
 
 static inline void *tnt__onhost_mine(struct tnt_comm *comm, int q, int area)
@@ -110,6 +124,19 @@ static inline void tnt__onhost_fold(const struct tnt_request *req,
                          req->reduce, req->args.dtype, req->args.op);
 }
 
+/** Reduce the k inputs of a region, rank i's n elements at in[i], into
+ *  acc (which overlaps none of them) with the canonical kernel
+ *  (collectives/canon.h): the reproducible mode's on-host algorithms
+ *  (tnt__algo_onhost_canon; at most TNT_CANON_ONHOST_MAX_RANKS ranks),
+ *  where the others fold with tnt__onhost_fold. */
+static inline void tnt__onhost_canon(const struct tnt_request *req,
+                                     void *acc, const void *const *in,
+                                     size_t n)
+{
+    tnt__canon_reduce_ptrs(acc, in, req->args.nranks, n, req->args.dtype,
+                           req->args.op);
+}
+
 /** The report of an on-host request: up to 4 peers for which waits(req,
  *  q) holds, each as describe writes it (snprintf-like, beginning with
  *  sep: "" for the first, "; " after), truncated at len; returns the
@@ -122,8 +149,12 @@ size_t tnt__onhost_report_peers(const struct tnt_request *req, char *buf,
                                                 int q, const char *sep,
                                                 char *buf, size_t len));
 
-/** The table of req's algorithm (req->algo an on-host one). */
-const tnt_onhost_algo_t *tnt__onhost_algo_of(const struct tnt_request *req);
+/** The table of req's algorithm (an on-host request). */
+static inline const tnt_onhost_algo_t *
+tnt__onhost_algo_of(const struct tnt_request *req)
+{
+    return req->onhost.algo;
+}
 
 /** req has all it needs: off the queue, finished. */
 void tnt__onhost_finish(struct tnt_comm *comm, struct tnt_request *req);

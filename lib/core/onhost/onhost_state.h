@@ -4,7 +4,9 @@
  * tnt_onhost_peer_t in each of its per-peer operation states
  * (req->ops[q].onhost, one per rank: on-host requests have no schedule).
  * Each algorithm's part is the union member named for it; requests and
- * their operation states start zeroed.
+ * their operation states start zeroed. tnt_onhost_pair_t (in each
+ * peer, comm->peers[q].onhost) and tnt_onhost_comm_t (comm->onhost) hold
+ * what outlives a request.
  */
 #ifndef TNT_CORE_ONHOST_ONHOST_STATE_H
 #define TNT_CORE_ONHOST_ONHOST_STATE_H
@@ -15,6 +17,7 @@
 
 struct tnt_request;
 struct tnt_unexp;
+struct tnt_onhost_algo;
 
 /* The staging rounds (stage_rounds.c) with peer q: staged and mapped
  * allreduce, staged broadcast. */
@@ -54,11 +57,15 @@ typedef union tnt_onhost_peer {
 } tnt_onhost_peer_t;
 
 typedef struct tnt_onhost_req {
+    /* The algorithm that runs req (onhost.h), set at the post from the
+     * algorithm id the selection table chose (tnt__onhost_algo); NULL
+     * for a request that runs a schedule of messages. */
+    const struct tnt_onhost_algo *algo;
     /* The on-host queue (queue.c): the next request, and whether req is
      * on it. */
     struct tnt_request *next;
     int queued;
-    /* A slots allreduce numbered and begun by tnt__slot_lean. */
+    /* Numbered and begun by its algorithm's run_now (the slots). */
     int lean;
     union {
         /* The slots allreduce: its number among the communicator's slot
@@ -82,5 +89,35 @@ typedef struct tnt_onhost_req {
      * other request. */
     tnt_mem_ref_t map_ref[2];
 } tnt_onhost_req_t;
+
+/* The on-host algorithms' state with one peer (comm->peers[q].onhost). */
+typedef struct tnt_onhost_pair {
+    /* Slot operations (slots.c): the most this peer said it had
+     * finished, and whether it may sleep unwoken on a publication here. */
+    uint64_t slot_completed;
+    int slot_notify;
+    /* The pair's slot areas, for endpoint slot_ep (slots.c looks them up
+     * again when the peer's endpoint changes; engine_wire.c clears
+     * slot_ep when an endpoint goes). */
+    void *slot_ep;
+    struct tnt_slot_side *slot_mine;
+    const struct tnt_slot_side *slot_theirs;
+} tnt_onhost_pair_t;
+
+/* The on-host algorithms' state in a communicator (comm->onhost). */
+typedef struct tnt_onhost_comm {
+    /* On-host collectives of every algorithm (queue.c): numbered in
+     * posting order, finished in that order; the unfinished ones, oldest
+     * first. */
+    uint64_t next;
+    uint64_t completed;        /* number + 1 of the last one finished */
+    struct tnt_request *head, *tail;
+    uint64_t stage_next;       /* next round of the staging areas */
+    int slot_notify;           /* some peer's slot_notify is set */
+    /* A mapped allreduce has more of its slice to reduce (it does a
+     * piece per pass, mapped_allreduce.c): poll again without sleeping. */
+    int stage_more;
+    unsigned char *map_acc;    /* the mapped allreduce's block, lazily */
+} tnt_onhost_comm_t;
 
 #endif /* TNT_CORE_ONHOST_ONHOST_STATE_H */

@@ -10,14 +10,14 @@
 
 void tnt__onhost_notify(struct tnt_comm *comm)
 {
-    if (!comm->slot_notify)
+    if (!comm->onhost.slot_notify)
         return;
-    comm->slot_notify = 0;
+    comm->onhost.slot_notify = 0;
     for (int q = 0; q < comm->nranks; q++) {
         tnt_peer_t *p = &comm->peers[q];
-        if (p->slot_notify && p->ep)
+        if (p->onhost.slot_notify && p->ep)
             p->tp->pair_notify(p->tp_ctx, p->ep);
-        p->slot_notify = 0;
+        p->onhost.slot_notify = 0;
     }
 }
 

@@ -16,18 +16,21 @@
  */
 #include "core/onhost/onhost.h"
 
-const tnt_onhost_algo_t *tnt__onhost_algo_of(const struct tnt_request *req)
+const tnt_onhost_algo_t *tnt__onhost_algo(int algo, int kind)
 {
-    switch (req->algo) {
+    switch (algo) {
     case TNT_ALGO_SLOTS:
     case TNT_ALGO_CANON_SLOTS:
         return &tnt__onhost_slots;
     case TNT_ALGO_MAPPED:
+    case TNT_ALGO_CANON_MAPPED:
         return &tnt__onhost_mapped_allreduce;
-    default: /* TNT_ALGO_STAGED */
-        return req->args.kind == TNT_COLL_BROADCAST
-                   ? &tnt__onhost_staged_bcast
-                   : &tnt__onhost_staged_allreduce;
+    case TNT_ALGO_STAGED:
+    case TNT_ALGO_CANON_STAGED:
+        return kind == TNT_COLL_BROADCAST ? &tnt__onhost_staged_bcast
+                                          : &tnt__onhost_staged_allreduce;
+    default: /* a schedule of messages */
+        return NULL;
     }
 }
 
@@ -52,7 +55,7 @@ static void check_strays(struct tnt_comm *comm)
 
 void tnt__onhost_progress(struct tnt_comm *comm)
 {
-    comm->stage_more = 0; /* the mapped allreduce sets it again */
+    comm->onhost.stage_more = 0; /* the mapped allreduce sets it again */
     /* Two on-host operations meet in shared memory and compare there.
      * Reading the peers' lines each round would cost a cache miss each;
      * an on-host operation that stands against another kind is found by
@@ -65,7 +68,7 @@ void tnt__onhost_progress(struct tnt_comm *comm)
     /* Only the oldest request of the staging rounds moves: its rounds
      * come before a later one's. */
     int head = 1, stage_seen = 0;
-    for (struct tnt_request *r = comm->onhost_head, *next; r; r = next) {
+    for (struct tnt_request *r = comm->onhost.head, *next; r; r = next) {
         next = r->onhost.next;
         if (r->deferred) /* posted by fusion; the poller starts it */
             break;
@@ -102,7 +105,7 @@ void tnt__onhost_check_mismatch(struct tnt_comm *comm,
 
 void tnt__onhost_before_sleep(struct tnt_comm *comm)
 {
-    struct tnt_request *h = comm->onhost_head;
+    struct tnt_request *h = comm->onhost.head;
     if (h && !h->deferred)
         tnt__onhost_check_mismatch(comm, h);
 }
@@ -112,24 +115,24 @@ void tnt__onhost_enqueue(struct tnt_comm *comm, struct tnt_request *req)
     tnt__onhost_algo_of(req)->start(comm, req);
     req->onhost.queued = 1;
     req->onhost.next = NULL;
-    if (comm->onhost_tail)
-        comm->onhost_tail->onhost.next = req;
+    if (comm->onhost.tail)
+        comm->onhost.tail->onhost.next = req;
     else
-        comm->onhost_head = req;
-    comm->onhost_tail = req;
+        comm->onhost.head = req;
+    comm->onhost.tail = req;
 }
 
 void tnt__onhost_unqueue(struct tnt_comm *comm, struct tnt_request *req)
 {
-    struct tnt_request **pp = &comm->onhost_head, *prev = NULL;
+    struct tnt_request **pp = &comm->onhost.head, *prev = NULL;
     while (*pp && *pp != req) {
         prev = *pp;
         pp = &(*pp)->onhost.next;
     }
     if (*pp) {
         *pp = req->onhost.next;
-        if (comm->onhost_tail == req)
-            comm->onhost_tail = prev;
+        if (comm->onhost.tail == req)
+            comm->onhost.tail = prev;
     }
     req->onhost.next = NULL;
     req->onhost.queued = 0;
@@ -142,7 +145,7 @@ void tnt__onhost_peer_closing(struct tnt_comm *comm, int q)
 {
     if (!comm->peers[q].ep || comm->state != TNT_COMM_OK)
         return;
-    for (struct tnt_request *r = comm->onhost_head; r; r = r->onhost.next)
+    for (struct tnt_request *r = comm->onhost.head; r; r = r->onhost.next)
         if (!tnt__onhost_algo_of(r)->peer_closing(comm, r, q))
             return;
 }

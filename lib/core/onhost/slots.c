@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "collectives/canon.h"
 #include "core/onhost/onhost.h"
 #include "core/onhost/slot_layout.h"
 
@@ -57,12 +56,12 @@ static void put(struct tnt_comm *comm, struct tnt_request *req, int q)
     s->dtype = req->sig.dtype;
     s->op = req->sig.op;
     s->algo = req->sig.algo;
-    s->completed = comm->onhost_completed;
+    s->completed = comm->onhost.completed;
     memcpy(s->data, req->bufs[TNT_BUF_SEND], req->args.count * req->args.esize);
     atomic_store_explicit(&s->no, req->onhost.slots.no + 1,
                           memory_order_release);
-    comm->peers[q].slot_notify = 1;
-    comm->slot_notify = 1;
+    comm->peers[q].onhost.slot_notify = 1;
+    comm->onhost.slot_notify = 1;
 }
 
 /* The signature a peer's slot carries, as a message header. */
@@ -86,8 +85,8 @@ static int got(struct tnt_comm *comm, struct tnt_request *req, int q)
         return 0;
     }
     tnt_peer_t *p = &comm->peers[q];
-    if (s->completed > p->slot_completed)
-        p->slot_completed = s->completed;
+    if (s->completed > p->onhost.slot_completed)
+        p->onhost.slot_completed = s->completed;
     return 1;
 }
 
@@ -96,13 +95,13 @@ static int room(struct tnt_comm *comm, struct tnt_request *req, int q)
 {
     if (req->onhost.slots.no < 2)
         return 1;
-    if (comm->onhost_completed + 1 < req->onhost.slots.no)
+    if (comm->onhost.completed + 1 < req->onhost.slots.no)
         return 0;
     /* What q said when it last published is usually enough: a peer
      * that calls one blocking allreduce after another has finished n - 2
      * when it publishes n - 1. */
     uint64_t no = req->onhost.slots.no;
-    if (comm->peers[q].slot_completed + 1 >= no)
+    if (comm->peers[q].onhost.slot_completed + 1 >= no)
         return 1;
     return atomic_load_explicit(&theirs_of(comm, q)->done[no & 1],
                                 memory_order_acquire) + 1 >= no;
@@ -155,13 +154,12 @@ static void reduce_inputs(struct tnt_comm *comm, struct tnt_request *req)
     /* Every input is read from a slot (or a saved copy), never from dst:
      * in place, dst is this rank's input and is overwritten here. The
      * reproducible mode reduces them canonically (collectives/canon.h;
-     * selection keeps it to TNT_CANON_SLOTS_MAX_RANKS ranks). */
+     * selection keeps it to TNT_CANON_ONHOST_MAX_RANKS ranks). */
     if (req->algo == TNT_ALGO_CANON_SLOTS) {
-        const void *in[TNT_CANON_SLOTS_MAX_RANKS] = {0};
-        for (int i = 0; i < k && i < TNT_CANON_SLOTS_MAX_RANKS; i++)
+        const void *in[TNT_CANON_ONHOST_MAX_RANKS] = {0};
+        for (int i = 0; i < k && i < TNT_CANON_ONHOST_MAX_RANKS; i++)
             in[i] = input(comm, req, i);
-        tnt__canon_reduce_ptrs(dst, in, k, req->args.count,
-                               req->args.dtype, req->args.op);
+        tnt__onhost_canon(req, dst, in, req->args.count);
     } else {
         for (int i = 0; i < k; i++)
             tnt__onhost_fold(req, dst, i, input(comm, req, i),
@@ -172,7 +170,7 @@ static void reduce_inputs(struct tnt_comm *comm, struct tnt_request *req)
             atomic_store_explicit(&mine_of(comm, q)->done[b],
                                   req->onhost.slots.no + 1,
                                   memory_order_release);
-    comm->onhost_completed = req->onhost.slots.no + 1;
+    comm->onhost.completed = req->onhost.slots.no + 1;
 }
 
 /* One look at every peer for req; 1 once it has every input. */
@@ -216,7 +214,7 @@ void tnt__slots_check_strays(struct tnt_comm *comm, int q)
     for (int b = 0; b < 2 && comm->state == TNT_COMM_OK; b++) {
         const tnt_slot_t *s = &theirs_of(comm, q)->slot[b];
         uint64_t no = atomic_load_explicit(&s->no, memory_order_acquire);
-        if (no <= comm->onhost_next || s->seq >= comm->next_seq)
+        if (no <= comm->onhost.next || s->seq >= comm->next_seq)
             continue;
         tnt_msg_hdr_t h = slot_sig(comm, s);
         if (tnt__mismatch_past(comm, &h, q))
@@ -226,7 +224,7 @@ void tnt__slots_check_strays(struct tnt_comm *comm, int q)
 
 static void number(struct tnt_comm *comm, struct tnt_request *req)
 {
-    req->onhost.slots.no = comm->onhost_next++;
+    req->onhost.slots.no = comm->onhost.next++;
     req->ops_left = 2u * (uint32_t)(comm->nranks - 1);
 }
 
@@ -235,7 +233,10 @@ static void number(struct tnt_comm *comm, struct tnt_request *req)
  * microseconds, about what peers calling in step take to arrive. */
 #define LEAN_ROUNDS 256
 
-int tnt__slot_lean(struct tnt_comm *comm, struct tnt_request *req)
+/* The table's run_now (onhost.h): publish and look at the peers' slots
+ * up to LEAN_ROUNDS times (once if this host has more ranks than CPUs;
+ * no more once another thread waits for the lock). */
+static int run_now(struct tnt_comm *comm, struct tnt_request *req)
 {
     number(comm, req);
     req->onhost.lean = 1;
@@ -346,4 +347,5 @@ const tnt_onhost_algo_t tnt__onhost_slots = {
     .nops = nops,
     .report = report,
     .stage_rounds = 0,
+    .run_now = run_now,
 };

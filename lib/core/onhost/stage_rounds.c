@@ -4,7 +4,7 @@
  * broadcast.
  *
  * Rounds are numbered per communicator across staged collectives
- * (comm->stage_next), in posting order, which is the same on every rank
+ * (comm->onhost.stage_next), in posting order, which is the same on every rank
  * (the choice of the algorithm depends on the arguments only). Round g
  * may fill buffer g % 2 of a pair once the peer has read what was last
  * published there (its done counters). Staged collectives share the
@@ -58,8 +58,8 @@ void tnt__stage_number(struct tnt_comm *comm, struct tnt_request *req,
                        uint64_t rounds)
 {
     req->onhost.stage.rounds = rounds;
-    req->onhost.stage.g0 = comm->stage_next;
-    comm->stage_next += rounds;
+    req->onhost.stage.g0 = comm->onhost.stage_next;
+    comm->onhost.stage_next += rounds;
     req->onhost.stage.reduced = 0;
     for (int q = 0; q < comm->nranks; q++) {
         tnt_stage_peer_t *os = &req->ops[q].onhost.stage;
@@ -131,7 +131,7 @@ int tnt__stage_put_rounds(struct tnt_comm *comm, struct tnt_request *req,
         }
         tnt__stage_set_hdr(h, req, g);
         os->put++;
-        comm->peers[q].slot_notify = 1;
+        comm->peers[q].onhost.slot_notify = 1;
         moved = 1;
     }
     return moved;
@@ -178,7 +178,7 @@ void tnt__stage_mark_inputs_read(struct tnt_comm *comm, uint64_t g)
             continue;
         atomic_store_explicit(&tnt__stage_mine(comm, q)->in_done[g & 1],
                               g + 1, memory_order_release);
-        comm->peers[q].slot_notify = 1;
+        comm->peers[q].onhost.slot_notify = 1;
     }
 }
 
@@ -200,7 +200,7 @@ int tnt__stage_get_outputs(struct tnt_comm *comm, struct tnt_request *req,
         atomic_store_explicit(&tnt__stage_mine(comm, q)->out_done[b], g + 1,
                               memory_order_release);
         os->got++;
-        comm->peers[q].slot_notify = 1;
+        comm->peers[q].onhost.slot_notify = 1;
         moved = 1;
     }
     return moved;
@@ -230,7 +230,7 @@ void tnt__stage_after_step(struct tnt_comm *comm, struct tnt_request *req,
     if (moved) {
         /* A peer may sleep on a round it needs: wake it now rather than
          * when this rank sleeps, or the pipeline stalls a round. */
-        comm->slot_notify = 1;
+        comm->onhost.slot_notify = 1;
         tnt__onhost_notify(comm);
         req->onhost.stage.stalls = 0;
     } else if (++req->onhost.stage.stalls %
@@ -277,7 +277,7 @@ void tnt__stage_check_strays(struct tnt_comm *comm, int q)
     for (int i = 0; i < 4 && comm->state == TNT_COMM_OK; i++) {
         const tnt_stage_hdr_t *h = hdr_at(tnt__stage_theirs(comm, q), i);
         uint64_t no = atomic_load_explicit(&h->no, memory_order_acquire);
-        if (no <= comm->stage_next || h->seq >= comm->next_seq)
+        if (no <= comm->onhost.stage_next || h->seq >= comm->next_seq)
             continue;
         tnt_msg_hdr_t sig = hdr_sig(comm, h);
         if (tnt__mismatch_past(comm, &sig, q))

@@ -16,7 +16,9 @@
  *     into its receive buffer and tells the peer.
  * Round t + 1 fills the other buffer of each pair, so a rank may be a
  * round ahead of its peers. Each slice is reduced once, by its owner, in
- * rank order: every rank gets the same bits, whatever the timing.
+ * rank order: every rank gets the same bits, whatever the timing. The
+ * reproducible mode's canonical-staged (TNT_ALGO_CANON_STAGED) is the
+ * same with the canonical kernel in place of the fold (onhost.h).
  *
  * Why: on one host with more ranks than cores the direct allreduce's
  * messages cost a copy into the ring and one out of it into scratch, a
@@ -61,9 +63,18 @@ static int reduce_rounds(struct tnt_comm *comm, struct tnt_request *req)
         tnt__stage_piece(req, me, t, &off, &n);
         const unsigned char *own = req->bufs[TNT_BUF_SEND] + off * es;
         unsigned char *acc = tnt__stage_mine(comm, first)->out[b];
-        for (int i = 0; i < k; i++)
-            tnt__onhost_fold(req, acc, i,
-                     i == me ? own : tnt__stage_theirs(comm, i)->in[b], n);
+        if (tnt__algo_onhost_canon(req->algo)) { /* reproducible mode */
+            const void *in[TNT_CANON_ONHOST_MAX_RANKS] = {0};
+            for (int i = 0; i < k && i < TNT_CANON_ONHOST_MAX_RANKS; i++)
+                in[i] = i == me ? own : tnt__stage_theirs(comm, i)->in[b];
+            tnt__onhost_canon(req, acc, in, n);
+        } else {
+            for (int i = 0; i < k; i++)
+                tnt__onhost_fold(req, acc, i,
+                                 i == me ? own
+                                         : tnt__stage_theirs(comm, i)->in[b],
+                                 n);
+        }
         tnt__stage_mark_inputs_read(comm, g);
         for (int q = 0; q < k; q++) {
             if (q == me)

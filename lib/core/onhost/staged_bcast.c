@@ -84,14 +84,14 @@ static int sig_exchange(struct tnt_comm *comm, struct tnt_request *req,
         tnt__stage_room(&th->in_done[b], &m->in_hdr[b])) {
         tnt__stage_set_hdr(&m->in_hdr[b], req, g);
         os->bcast_sig |= 1;
-        comm->peers[q].slot_notify = 1;
+        comm->peers[q].onhost.slot_notify = 1;
         moved = 1;
     }
     if (!(os->bcast_sig & 2) &&
         tnt__stage_round_there(comm, req, q, &th->in_hdr[b], g)) {
         atomic_store_explicit(&m->in_done[b], g + 1, memory_order_release);
         os->bcast_sig |= 2;
-        comm->peers[q].slot_notify = 1;
+        comm->peers[q].onhost.slot_notify = 1;
         moved = 1;
     }
     return moved;

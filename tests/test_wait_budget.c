@@ -1,0 +1,147 @@
+/*
+ * The spin of a blocking call (lib/core/wait_budget.c): the floor
+ * (TNT_SPIN_US) where nothing is known, where ranks share CPUs or where
+ * the host is busy, and 0 when spinning is off; otherwise 1.5x the
+ * expected time, which follows a faster call at once and a slower one by
+ * an eighth, capped at 10 ms; calls of another kind or size do not
+ * count; bad times are ignored; the host's runnable count is readable.
+ */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <string.h>
+
+#include "core/wait_budget.h"
+#include "harness.h"
+
+#define KIND 1 /* any kind: the table does not look at what it means */
+#define MIB ((size_t)1 << 20)
+#define FLOOR 100e-6
+#define NOW 1000.0
+
+static int near(double a, double b)
+{
+    return fabs(a - b) <= 1e-9 + 1e-9 * fabs(b);
+}
+
+/* cpus = 0: the host's load is unknown, which counts as not busy. */
+static double budget(tnt_wait_history_t *h, int kind, size_t bytes)
+{
+    return tnt__wait_spin_budget(h, kind, bytes, FLOOR, 0, 0, NOW);
+}
+
+static void test_floor(void)
+{
+    tnt_wait_history_t h;
+    memset(&h, 0, sizeof(h));
+    double b = budget(&h, KIND, MIB);
+    TH_CHECK(near(b, FLOOR), "nothing known: %g s, expected the floor", b);
+    tnt__wait_learn(&h, KIND, MIB, 10e-6);
+    b = budget(&h, KIND, MIB);
+    TH_CHECK(near(b, FLOOR), "calls of 10 us: %g s, expected the floor", b);
+    b = tnt__wait_spin_budget(&h, KIND, MIB, 0.0, 0, 0, NOW);
+    TH_CHECK(b == 0.0, "TNT_SPIN_US=0: %g s, expected no spin", b);
+    b = tnt__wait_spin_budget(&h, KIND, MIB, -1.0, 0, 0, NOW);
+    TH_CHECK(b == 0.0, "negative floor: %g s, expected no spin", b);
+}
+
+static void test_expected(void)
+{
+    tnt_wait_history_t h;
+    memset(&h, 0, sizeof(h));
+    tnt__wait_learn(&h, KIND, MIB, 400e-6);
+    double b = budget(&h, KIND, MIB);
+    TH_CHECK(near(b, 600e-6), "calls of 400 us: %g s, expected 600 us", b);
+    tnt__wait_learn(&h, KIND, MIB, 200e-6); /* faster: followed at once */
+    b = budget(&h, KIND, MIB);
+    TH_CHECK(near(b, 300e-6), "then 200 us: %g s, expected 300 us", b);
+    tnt__wait_learn(&h, KIND, MIB, 1000e-6); /* slower: an eighth */
+    b = budget(&h, KIND, MIB);
+    TH_CHECK(near(b, 1.5 * 300e-6), "then 1000 us: %g s, expected 450 us",
+             b);
+    tnt__wait_learn(&h, KIND, MIB, 1.0);
+    for (int i = 0; i < 100; i++)
+        tnt__wait_learn(&h, KIND, MIB, 1.0);
+    b = budget(&h, KIND, MIB);
+    TH_CHECK(near(b, 0.010), "calls of 1 s: %g s, expected the 10 ms cap",
+             b);
+}
+
+static void test_others_apart(void)
+{
+    tnt_wait_history_t h;
+    memset(&h, 0, sizeof(h));
+    tnt__wait_learn(&h, KIND, MIB, 400e-6);
+    /* Another size or kind is not this one's, whether it shares the slot
+     * or not. */
+    double b = budget(&h, KIND, 2 * MIB);
+    TH_CHECK(near(b, FLOOR), "2 MiB after 1 MiB calls: %g s, expected the "
+             "floor", b);
+    b = budget(&h, KIND + 1, MIB);
+    TH_CHECK(near(b, FLOOR), "another kind: %g s, expected the floor", b);
+    /* A call that takes the slot over replaces what was there. */
+    for (size_t n = 1; n <= 4 * TNT_WAIT_HISTORY_SLOTS; n++)
+        tnt__wait_learn(&h, KIND, n * 4096, 50e-3);
+    for (size_t n = 1; n <= 4 * TNT_WAIT_HISTORY_SLOTS; n++) {
+        b = budget(&h, KIND, n * 4096);
+        TH_CHECK(near(b, FLOOR) || near(b, 0.010), "%zu bytes: %g s, "
+                 "expected the floor (slot taken over) or the cap",
+                 n * 4096, b);
+    }
+    b = budget(&h, KIND, MIB);
+    TH_CHECK(near(b, FLOOR) || near(b, 600e-6), "1 MiB after 128 other "
+             "sizes: %g s", b);
+}
+
+static void test_bad_times(void)
+{
+    tnt_wait_history_t h;
+    memset(&h, 0, sizeof(h));
+    tnt__wait_learn(&h, KIND, MIB, 400e-6);
+    tnt__wait_learn(&h, KIND, MIB, -1.0);
+    tnt__wait_learn(&h, KIND, MIB, NAN);
+    double b = budget(&h, KIND, MIB);
+    TH_CHECK(near(b, 600e-6), "after negative and NaN times: %g s, "
+             "expected 600 us", b);
+}
+
+static void test_shared_or_busy(void)
+{
+    tnt_wait_history_t h;
+    memset(&h, 0, sizeof(h));
+    tnt__wait_learn(&h, KIND, MIB, 400e-6);
+    double b = tnt__wait_spin_budget(&h, KIND, MIB, FLOOR, 1, 0, NOW);
+    TH_CHECK(near(b, FLOOR), "ranks share CPUs: %g s, expected the floor",
+             b);
+    /* The host was seen busy just now: not looked at again yet. */
+    h.host_looked_at = NOW;
+    h.host_busy = 1;
+    b = tnt__wait_spin_budget(&h, KIND, MIB, FLOOR, 0, 1, NOW + 0.01);
+    TH_CHECK(near(b, FLOOR), "busy host: %g s, expected the floor", b);
+    /* A host with a million CPUs is never busy: looked at again after
+     * a while, the spin comes back. */
+    b = tnt__wait_spin_budget(&h, KIND, MIB, FLOOR, 0, 1 << 20, NOW + 1.0);
+    TH_CHECK(near(b, 600e-6) && !h.host_busy, "host idle again: %g s, "
+             "busy %d; expected 600 us", b, h.host_busy);
+}
+
+static void test_host_runnable(void)
+{
+    int n = tnt__host_runnable();
+    TH_CHECK(n >= 1, "runnable threads on this host: %d; expected >= 1 "
+             "(the reader itself)", n);
+}
+
+static const th_test_def_t k_tests[] = {
+    {"wait_budget", "floor", test_floor},
+    {"wait_budget", "expected", test_expected},
+    {"wait_budget", "others_apart", test_others_apart},
+    {"wait_budget", "bad_times", test_bad_times},
+    {"wait_budget", "shared_or_busy", test_shared_or_busy},
+    {"wait_budget", "host_runnable", test_host_runnable},
+    {NULL, NULL, NULL},
+};
+
+int main(int argc, char **argv)
+{
+    return th_main(argc, argv, k_tests);
+}
