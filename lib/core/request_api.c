@@ -1,6 +1,7 @@
 /*
- * The public calls on requests: test, wait (with or without a limit)
- * and free; the engine does the work (core/engine.h). A request handed
+ * The public calls on requests: test, wait (with or without a limit),
+ * the sender of a receive, and free; the engine does the work
+ * (core/engine.h). A request handed
  * to the user by a nonblocking call is live (util/handles.h) until
  * tnt_request_free takes it back: every call here checks its handle
  * first, so a request freed twice, or used after its free, is
@@ -89,4 +90,13 @@ TNT_API tnt_result_t tnt_request_free(tnt_request_t req)
     }
     tnt__engine_release(req);
     return TNT_SUCCESS;
+}
+
+TNT_API tnt_result_t tnt_request_source(tnt_request_t req, int *source)
+{
+    TNT_CHECK(check(req, "tnt_request_source"));
+    if (!source)
+        return tnt__error(TNT_ERR_INVALID_ARG, "tnt_request_source: source "
+                          "is NULL");
+    return tnt__engine_source(req, source);
 }
