@@ -389,6 +389,27 @@ TNT_API tnt_result_t tnt_irecv(tnt_comm_t comm, void *buf, size_t count,
                                tnt_dtype_t dtype, int peer, int tag,
                                tnt_request_t *request);
 
+/*
+ * Receive from any source (0.6): tnt_recv/tnt_irecv with peer
+ * TNT_ANY_SOURCE take the next message with that tag from whichever rank
+ * sends one. Messages from one sender still arrive in the order it sent
+ * them, and a message goes to the earliest posted receive it matches (a
+ * receive naming its peer posted after one from any source with its tag
+ * waits until that one has its sender), as in MPI; a receive from any
+ * source looks at the senders in turn so that none is starved. Count and
+ * dtype must be the send's (else TNT_ERR_MISMATCH, as above); the
+ * deadline TNT_TIMEOUT holds while no message comes. The sender is known
+ * once the receive completed: tnt_request_source (a blocking tnt_recv
+ * does not say it: use tnt_irecv and tnt_wait for that).
+ */
+#define TNT_ANY_SOURCE (-1)
+
+/** *source = the rank a completed receive's message came from (its
+ *  peer, or the sender an any-source receive took). TNT_ERR_INVALID_ARG
+ *  for a request that is no receive or whose receive has not completed
+ *  successfully yet. */
+TNT_API tnt_result_t tnt_request_source(tnt_request_t request, int *source);
+
 /* ---- requests ----------------------------------------------------------- */
 
 /** TNT_SUCCESS when done, TNT_INPROGRESS if not yet, or the op's error

@@ -316,9 +316,9 @@ tnt_result_t tnt__comm_create(const tnt_config_t *config,
             memcpy(p->host, table[i].host, sizeof(p->host));
             int same_host = strcmp(table[i].host, comm->host) == 0;
             comm->host_ranks += same_host;
-            if (!same_host ||
+            if (!same_host || comm->net.area_tpi < 0 ||
                 !tnt__comm_tp_runs(table[i].addr, table[i].addr_len,
-                                   TNT_TP_SHM))
+                                   comm->net.area_tpi))
                 comm->intra_host = 0;
             if (i != comm->rank)
                 rc = tnt__comm_tp_assign(comm, p, table[i].addr,

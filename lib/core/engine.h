@@ -245,6 +245,9 @@ struct tnt_request {
     int deferred;              /* on the comm's deferred list, or being
                                   prepared: not started yet */
     tnt_list_node_t defer_link; /* comm's deferred list */
+    /* A receive from any source whose sender is not known yet: on the
+     * comm's any list, nothing posted (core/p2p.h). */
+    tnt_list_node_t any_link;
     /* Run by the poller before a deferred request starts, comm->lock
      * released (tnt__engine_post_prepared); NULL once run. */
     void (*prepare)(void *arg);
@@ -298,6 +301,10 @@ struct tnt_comm_net {
     void *tp_ctx[TNT_TP_MAX];
     tnt_transport_env_t tp_env[TNT_TP_MAX];
     int tp_serves[TNT_TP_MAX]; /* some peer got this transport */
+    /* The position of the transport whose pair areas the on-host
+     * algorithms use (comm_tp.c, tnt__comm_tp_init): the first started
+     * that offers every area at the sizes the core needs; -1: none. */
+    int area_tpi;
     /* What a spinning waiter polls (progress.c): the transports with a
      * poll entry that serve some peer, those whose look costs no system
      * call first (the first nspin_cheap: polled even where ranks share
@@ -364,6 +371,9 @@ struct tnt_comm_requests {
     tnt_list_t all;            /* every unreleased request */
     struct tnt_request *reap_head; /* detached and finished: to free */
     tnt_list_t deferred;       /* to start, in posting order */
+    tnt_list_t any;            /* receives from any source waiting for a
+                                  sender, in posting order (p2p.c) */
+    int any_next;              /* the sender they look at first */
     tnt_list_t heavy;          /* with large ops to run, in queuing order */
     int busy;                  /* computations running without the lock */
     tnt_list_t free_reqs;      /* finished requests kept for reuse */
@@ -553,6 +563,12 @@ int tnt__engine_run_heavy(struct tnt_comm *comm);
  *  release it and return 1; else return 0 at once, touching nothing: no
  *  progress is made and the caller never waits for the lock. */
 int tnt__engine_try_release(struct tnt_request *req, tnt_result_t *rc);
+/** Start any-source receive req (on comm's any list) as a receive from
+ *  `peer`, whose next message with its tag has come (p2p.c). Lock held. */
+void tnt__engine_start_any(struct tnt_comm *comm, struct tnt_request *req,
+                           int peer);
+/** *source = the peer of completed receive req (tnt_request_source). */
+tnt_result_t tnt__engine_source(struct tnt_request *req, int *source);
 /** Release a request (detaches it if unfinished). */
 void tnt__engine_release(struct tnt_request *req);
 /** Fail everything in flight with rc, close all connections. Lock held. */
