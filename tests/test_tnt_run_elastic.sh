@@ -49,7 +49,7 @@ for tp in tcp shm; do
     expect_err "--elastic: the others go on"
     expect_err "--elastic: 1 of 4 ranks died, the other 3 finished"
     for r in 0 1 3; do
-        grep -q "^\[$r\] world rank $r: shrank to 3 ranks at iteration 40" \
+        grep -q "^\[$r\] world rank $r: shrank to 3 ranks at iteration" \
             "$OUT" || fail "rank $r did not shrink: $(cat "$OUT")"
         grep -q "^\[$r\] world rank $r: 200 iterations checked, 3 ranks" \
             "$OUT" || fail "rank $r did not finish: $(cat "$OUT")"
