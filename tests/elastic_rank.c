@@ -2,8 +2,9 @@
  * A rank program for tests/test_tnt_run_elastic.sh: allreduces in a loop
  * (every element checked against the members' inputs), rank
  * ELASTIC_VICTIM killing itself with SIGKILL at iteration ELASTIC_AT;
- * the survivors, on TNT_ERR_PEER_LOST, shrink and go on to the end with
- * fewer ranks. Prints what it did on stdout; exits 0 only if every
+ * the survivors, on TNT_ERR_PEER_LOST, shrink, agree on the iteration
+ * to resume from (the earliest any of them failed in) and go on to the
+ * end with fewer ranks. Prints what it did on stdout; exits 0 only if every
  * element of every allreduce it finished was right and it reached the
  * end.
  */
@@ -68,9 +69,23 @@ int main(void)
             m = keep;
             tnt_comm_free(comm);
             comm = nc;
-            printf("world rank %d: shrank to %d ranks at iteration %d\n",
-                   world, m, it);
-            it--; /* this iteration again, with the survivors */
+            /* The survivors may have failed in different iterations (a
+             * rank still waiting for the last message of one when
+             * others had finished it): they resume together from the
+             * earliest, as a training loop resumes from a step all
+             * agree on. */
+            int64_t resume = it;
+            rc = tnt_allreduce(comm, TNT_IN_PLACE, &resume, 1, TNT_I64,
+                               TNT_MIN);
+            if (rc != TNT_SUCCESS) {
+                fprintf(stderr, "agreeing on the iteration: %s\n",
+                        tnt_last_error());
+                return 1;
+            }
+            printf("world rank %d: shrank to %d ranks at iteration %d, "
+                   "resuming at %lld\n", world, m, it, (long long)resume);
+            fflush(stdout);
+            it = (int)resume - 1; /* the loop's it++ comes first */
             continue;
         }
         if (rc != TNT_SUCCESS) {

@@ -46,10 +46,10 @@ for tp in tcp shm; do
     expect_rc 0
     expect_err "rank 2 (pid "
     expect_err "killed by signal 9 (Killed)"
-    expect_err "--elastic: 3 ranks go on"
+    expect_err "--elastic: the others go on"
     expect_err "--elastic: 1 of 4 ranks died, the other 3 finished"
     for r in 0 1 3; do
-        grep -q "^\[$r\] world rank $r: shrank to 3 ranks at iteration 40" \
+        grep -q "^\[$r\] world rank $r: shrank to 3 ranks at iteration" \
             "$OUT" || fail "rank $r did not shrink: $(cat "$OUT")"
         grep -q "^\[$r\] world rank $r: 200 iterations checked, 3 ranks" \
             "$OUT" || fail "rank $r did not finish: $(cat "$OUT")"
@@ -68,7 +68,7 @@ run -n 3 --elastic sh -c 'if [ "$TNT_RANK" = 1 ]; then kill -9 $$; fi
                           if [ "$TNT_RANK" = 2 ]; then sleep 0.3; exit 3; fi
                           sleep 1'
 expect_rc 3
-expect_err "--elastic: 2 ranks go on"
+expect_err "--elastic: the others go on"
 end
 
 begin "--elastic: every rank dies"

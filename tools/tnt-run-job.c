@@ -348,9 +348,8 @@ static void rank_exited(struct run_job *job, int i, int status)
     if (job->elastic && WIFSIGNALED(status)) {
         job->ndied++;
         run_say(job, "rank %d (pid %ld) %s %.1f s after the start; "
-                "--elastic: %d rank%s go%s on", rank, (long)r->pid, what,
-                now_s() - job->started, job->nalive,
-                job->nalive == 1 ? "" : "s", job->nalive == 1 ? "es" : "");
+                "--elastic: the others go on (%d still running)", rank,
+                (long)r->pid, what, now_s() - job->started, job->nalive);
         if (job->nalive > 0)
             return;
     }

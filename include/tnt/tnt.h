@@ -212,7 +212,9 @@ TNT_API tnt_result_t tnt_comm_dup(tnt_comm_t comm, tnt_comm_t *newcomm);
  * at the first collective of the new communicator on those that got it
  * (shrink that one again). comm is left as it was: its calls keep
  * failing with its error; free it as any other. On a communicator with
- * no dead rank it is a copy, as tnt_comm_dup. Communicators of up to
+ * no dead rank it is a copy, as tnt_comm_dup. The survivors may have
+ * failed in different collectives: agree on where to resume (e.g. an
+ * allreduce of MIN of the step) on the new one. Communicators of up to
  * 4096 ranks.
  */
 TNT_API tnt_result_t tnt_comm_shrink(tnt_comm_t comm, tnt_comm_t *newcomm);
