@@ -8,8 +8,10 @@
 #             (checked in the run); across p the weights and results agree
 #             to a relative RTOL (compare_keras.py); a rerun at p = 2 gives
 #             bitwise the same weights and results.
-#   features  p = 2 and 3: callbacks, save/load, dataset options, errors,
-#             eager mode (run_eagerly=True) against tf.function.
+#   features  p = 2 and 3: the default seed, callbacks, save/load,
+#             training resumed from a ModelCheckpoint against the
+#             uninterrupted run, dataset options, errors, eager mode
+#             (run_eagerly=True) against tf.function.
 #   progbar   the progress bar on the master only (--output-on-all-ranks).
 #   command   the `tarantella` command runs the Quick Start example, with
 #             a timeline: buckets start before a step's last gradient.

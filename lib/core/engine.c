@@ -68,6 +68,9 @@ void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len)
         snprintf(buf, len, "%s(dtype=%s, algo=%s)", kind, dt, algo);
     else if (h->kind == TNT_COLL_P2P)
         snprintf(buf, len, "%s(dtype=%s)", kind, dt);
+    else if (h->kind == TNT_COLL_ALLGATHER && h->op == TNT_OP_DERIVE)
+        snprintf(buf, len, "tnt_comm_split/dup(an exchange of %" PRIu64
+                 " bytes, algo=%s)", h->count, algo);
     else if (h->kind == TNT_COLL_ALLGATHER || h->kind == TNT_COLL_ALLTOALL)
         snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, algo=%s)", kind,
                  h->count, dt, algo);

@@ -34,6 +34,10 @@
 #include "tnt/transport.h"
 
 #define TNT_MSG_MAGIC 0x4d544e54u /* "TNTM" */
+/* The reduction of the allgathers with which tnt_comm_split and
+ * tnt_comm_dup exchange what they need (comm_split.c): tnt_allgather
+ * never posts it, so a split against a user's allgather is a mismatch. */
+#define TNT_OP_DERIVE TNT_MAX
 /* Transports one communicator may use at once: the positions of the
  * transport list (tcp, shm, verbs, a plugin). */
 #define TNT_TP_MAX 4
@@ -297,6 +301,10 @@ struct tnt_comm_net {
     void *tp_ctx[TNT_TP_MAX];
     tnt_transport_env_t tp_env[TNT_TP_MAX];
     int tp_serves[TNT_TP_MAX]; /* some peer got this transport */
+    /* The position of the transport whose pair areas the on-host
+     * algorithms use (comm_tp.c, tnt__comm_tp_init): the first started
+     * that offers every area at the sizes the core needs; -1: none. */
+    int area_tpi;
     /* What a spinning waiter polls (progress.c): the transports with a
      * poll entry that serve some peer, those whose look costs no system
      * call first (the first nspin_cheap: polled even where ranks share
@@ -412,6 +420,9 @@ struct tnt_comm {
      * creation, read-only afterwards. */
     int rank, nranks;
     uint32_t comm_id;
+    uint32_t derived;          /* communicators derived from this one so
+                                  far (comm_split.c); counted alike on
+                                  every rank, by the calling thread */
     uint64_t job_id;
     tnt_auth_key_t auth_key;   /* from the job key; never leaves the core */
     tnt_params_t params;
@@ -458,6 +469,10 @@ struct tnt_comm {
     tnt_mem_table_t mem;       /* shared allocations (core/mem.c), which
                                   the mapped allreduce uses */
     struct tnt_p2p_seqs *p2p;  /* tnt_send/tnt_recv numbering (p2p.c) */
+    /* The recovery mesh's listener and addresses, and the dead set a
+     * shrink agreed on (core/recovery.h); NULL unless TNT_RECOVERY=1.
+     * Written at creation and by tnt_comm_shrink's thread. */
+    struct tnt_recovery *rec;
 };
 
 /** Transport services and upcalls for transport `tpi`, filled into

@@ -4,7 +4,8 @@
 # meson-python, meson and ninja of python/requirements.txt (wheels on
 # this machine's disk), then the project; then, outside the source tree,
 # `import tntcomm.torch` finds the bundled libtntcomm and the backend,
-# tnt-run lies in the environment's bin/, and 2 ranks started by that
+# tnt-run lies in the environment's bin/, tntcomm.keras and tarantella
+# (the Python sources; the command) are installed, and 2 ranks started by that
 # tnt-run reduce through tntcomm (numpy) and through
 # init_process_group("tnt"), every element checked.
 #
@@ -53,6 +54,19 @@ from tntcomm import _torch_backend
 assert tntcomm.__file__.startswith('$V/'), tntcomm.__file__
 assert _torch_backend.available(), _torch_backend.MISSING
 print(tntcomm.__file__)"
+# tntcomm.keras and tarantella go into the wheel too (their op library
+# only where TensorFlow is installed, which this environment is not)
+check "tntcomm.keras, tarantella and the tarantella command installed" \
+    "$V/bin/python" -c "
+import importlib.util as u, os
+for name in ('tntcomm.keras', 'tarantella'):
+    s = u.find_spec(name)
+    assert s and s.origin.startswith('$V/'), (name, s)
+for f in ('_model.py', '_data.py', 'models.py', 'callbacks.py'):
+    assert os.path.exists(os.path.join(os.path.dirname(
+        u.find_spec('tntcomm.keras').origin), f)), f
+assert os.access('$V/bin/tarantella', os.X_OK)
+print(u.find_spec('tarantella').origin)"
 check "2 ranks under its tnt-run: tntcomm and init_process_group(\"tnt\")" \
     "$V/bin/tnt-run" -n 2 --output-on-all-ranks "$V/bin/python" -c "
 import numpy as np, torch, torch.distributed as dist

@@ -7,7 +7,9 @@ tests/test_keras.sh (tnt-run -n P). Two parts:
                   evaluate result; the master saves both to OUT/p{P}_*.npz
                   for compare_keras.py, which compares p = 1, 2, 4. predict
                   must equal the model applied to the whole set.
-  --part features callbacks, save/load, dataset options and error cases.
+  --part features the default seed, callbacks, save/load, training
+                  resumed from a ModelCheckpoint, dataset options, error
+                  cases and eager mode.
 
 Every check compares against a value computed here independently (the
 ranks' own values gathered, the serial model) and raises on a mismatch.
@@ -181,7 +183,39 @@ def check_errors():
                  "numpy input")
     expect_error(lambda: tnt.Model(m, parallel_strategy="pipelining"),
                  ["only ParallelStrategy.DATA"], "strategy")
+    expect_error(lambda: m.fit(ds, verbose=0, tnt_micro_batch_size=0),
+                 ["must be a positive int"], "micro-batch size 0")
+    for k in ("batch_size", "validation_split"):
+        expect_error(lambda: m.fit(ds.batch(6), verbose=0, **{k: 0.5}),
+                     [k + " is not supported"], k)
+    expect_error(lambda: m.evaluate(x, y, verbose=0), ["tf.data.Dataset"],
+                 "numpy input to evaluate")
+    expect_error(lambda: m.predict(ds.batch(6), verbose=0, batch_size=6),
+                 ["batched with the global batch size"], "predict batch_size")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        m.compile(optimizer="sgd", loss="mse", jit_compile=True)
+    if not any("jit_compile=True is not supported" in str(i.message)
+               for i in w) or m.model.jit_compile:
+        fail("jit_compile=True: no warning, or XLA left on")
     print("features: errors ok")
+
+
+def check_default_seed():
+    """Run before anything sets a seed: importing tntcomm.keras set
+    TensorFlow's global seed (TNT_DEFAULT_SEED, 42) on every rank, so a
+    shuffle without a seed gives the same order everywhere (without it
+    every rank would draw its own: their micro-batches would overlap)."""
+    from tensorflow.python.framework import random_seed
+    seed = random_seed.get_seed(None)[0]
+    if seed != int(os.environ.get("TNT_DEFAULT_SEED", "42")):
+        fail("global seed after import is %r" % seed)
+    order = np.fromiter(tf.data.Dataset.range(64).shuffle(64)
+                        .as_numpy_iterator(), np.float64)
+    if np.array_equal(order, np.arange(64)):
+        fail("the unseeded shuffle did not shuffle")
+    same_on_all_ranks(order, "an unseeded shuffle's order")
+    print("features: default seed ok")
 
 
 def check_datasets(tmp):
@@ -339,6 +373,29 @@ def check_callbacks(tmp):
     said = any("BatchNormalization" in str(i.message) for i in w)
     if said != (RANK == 0):
         fail("BatchNorm warning said %r" % said)
+    # ... and none from 16 samples a micro-batch (p = 3: 17, 16, 16)
+    xb, yb = mlp_data(49 * SIZE)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        m = compiled_mlp(batchnorm=True)
+        m.fit(tf.data.Dataset.from_tensor_slices((xb, yb)).batch(
+            16 * SIZE + 1), epochs=1, verbose=0)
+    if any("BatchNormalization" in str(i.message) for i in w):
+        fail("BatchNorm warning at 16 samples a micro-batch")
+    # TensorBoard on every rank, each into LOG_DIR/rank_R, when asked
+    if HAVE_TB:
+        os.environ["TNT_TENSORBOARD_ON_ALL_DEVICES"] = "true"
+        try:
+            m = compiled_mlp()
+            m.fit(ds, epochs=1, verbose=0, callbacks=[
+                keras.callbacks.TensorBoard(os.path.join(tmp, "tball"))])
+        finally:
+            del os.environ["TNT_TENSORBOARD_ON_ALL_DEVICES"]
+        tntcomm.barrier()
+        for r in range(SIZE):
+            if not os.listdir(os.path.join(tmp, "tball", "rank_%d" % r)):
+                fail("TNT_TENSORBOARD_ON_ALL_DEVICES: rank %d wrote "
+                     "nothing" % r)
     print("features: callbacks ok%s" % (
         "" if HAVE_TB else " (TensorBoard not checked: no tensorboard "
         "package in this interpreter)"))
@@ -376,6 +433,15 @@ def check_save_load(tmp):
     m2 = tnt.models.load_model(os.path.join(tmp, "m2.keras"))
     if not np.array_equal(flat(m2.get_weights()), ref):
         fail("save_model/load_model: other weights")
+    # without tnt_save_all_devices the master alone writes
+    m.save(os.path.join(tmp, "only_%d.keras" % RANK))
+    m.save_weights(os.path.join(tmp, "only_%d.weights.h5" % RANK))
+    for r in range(SIZE):
+        for ext in ("keras", "weights.h5"):
+            there = os.path.exists(os.path.join(tmp, "only_%d.%s" % (r, ext)))
+            if there != (r == 0):
+                fail("save (%s) without tnt_save_all_devices: rank %d's "
+                     "file %s" % (ext, r, "written" if there else "missing"))
     own = os.path.join(tmp, "own_%d.keras" % RANK)
     m.save(own, tnt_save_all_devices=True)
     for r in range(SIZE):
@@ -391,6 +457,48 @@ def check_save_load(tmp):
     print("features: save/load ok")
 
 
+def check_resume(tmp):
+    """Training resumed from a ModelCheckpoint continues where it stopped:
+    4 epochs in one go against 2 epochs, then tnt.models.load_model of the
+    checkpoint (weights, optimizer state with its step count and momenta)
+    and fit(initial_epoch=2, epochs=4): bitwise the same weights, and the
+    same per-epoch loss. A learning rate that depends on the epoch and
+    momentum make both the epoch and the optimizer state count."""
+    x, y = mlp_data(96)
+    # a shuffle that is the same every epoch: a fresh pipeline after the
+    # restart must give the batches the uninterrupted run saw
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(
+        96, seed=7, reshuffle_each_iteration=False).batch(12)
+
+    def schedule():
+        return keras.callbacks.LearningRateScheduler(
+            lambda e, lr: 0.05 / (e + 1))
+
+    whole = compiled_mlp()
+    hw = whole.fit(ds, epochs=4, verbose=0, callbacks=[schedule()])
+    ckpt = os.path.join(tmp, "resume.keras")
+    first = compiled_mlp()
+    h1 = first.fit(ds, epochs=2, verbose=0, callbacks=[
+        schedule(), keras.callbacks.ModelCheckpoint(ckpt)])
+    resumed = tnt.models.load_model(ckpt)
+    steps = int(resumed.optimizer.iterations.numpy())
+    if steps != 2 * 96 // 12:
+        fail("resumed optimizer at step %d, expected %d" % (steps,
+                                                            2 * 96 // 12))
+    h2 = resumed.fit(ds, initial_epoch=2, epochs=4, verbose=0,
+                     callbacks=[schedule()])
+    same_on_all_ranks(flat(resumed.get_weights()), "resumed weights")
+    if not np.array_equal(flat(resumed.get_weights()),
+                          flat(whole.get_weights())):
+        fail("resumed training differs from the uninterrupted one by %.3g"
+             % np.abs(flat(resumed.get_weights()) -
+                      flat(whole.get_weights())).max())
+    if h1.history["loss"] + h2.history["loss"] != hw.history["loss"]:
+        fail("losses %r + %r, uninterrupted %r" % (
+            h1.history["loss"], h2.history["loss"], hw.history["loss"]))
+    print("features: resume ok")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--part", choices=["proof", "features"], required=True)
@@ -403,11 +511,13 @@ def main():
         if RANK == 0:
             os.makedirs(tmp, exist_ok=True)
         tntcomm.barrier()
+        check_default_seed()
         check_errors()
         check_datasets(tmp)
         check_eager()
         check_callbacks(tmp)
         check_save_load(tmp)
+        check_resume(tmp)
     print("rank %d: all checks passed" % RANK)
     return 0
 
