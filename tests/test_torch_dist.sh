@@ -33,6 +33,7 @@ TESTS=(
     test_broadcast test_reduce_sum test_gather test_scatter test_barrier
     test_reduce_scatter_tensor
     test_send_recv test_send_recv_with_tag test_isend test_irecv
+    test_send_recv_any_source
     test_DistributedDataParallelCPU test_DistributedDataParallelCPU_grad_is_view
     test_get_backend
 )

@@ -9,10 +9,11 @@ every test spawns WORLD_SIZE ranks that meet through a temporary file.
 BACKEND=gloo runs the same tests against Gloo, the reference.
 
 For "tnt", the suite is told what the backend implements, through the
-suite's own tables (DistTestCases): it is a plugin backend, it does DDP
-and subgroups as Gloo does on CPU, and it lacks a receive from any source
-(as NCCL and UCC do). GPU and CUDA features are not claimed, so those
-tests skip, as they do for gloo on this machine.
+suite's own tables (DistTestCases): it is a plugin backend, and it does
+DDP and subgroups as Gloo does on CPU (a receive from any source too,
+which the tables assume unless a backend is listed as lacking it). GPU
+and CUDA features are not claimed, so those tests skip, as they do for
+gloo on this machine.
 """
 import os
 import sys
@@ -48,10 +49,6 @@ from torch.testing._internal.common_distributed import (  # noqa: E402
 if BACKEND == "tnt":
     for feature in ("plugin", "ddp", "subgroup"):
         DistTestCases.backend_feature[feature].add("tnt")
-    # A receive from any source: the library matches every message to a
-    # named sender, so the backend refuses it clearly, as the suite's own
-    # table says of NCCL and UCC.
-    DistTestCases.skip_collective["sendrecv anysource"].add("tnt")
 
 from torch.testing._internal.common_utils import run_tests  # noqa: E402
 from torch.testing._internal.distributed.distributed_test import (  # noqa

@@ -756,11 +756,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::recv(
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::recvAnysource(
-    std::vector<at::Tensor>&, int)
+    std::vector<at::Tensor>& tensors, int tag)
 {
-    TORCH_CHECK(false, "tnt: recv from any source is not supported (the "
-                "library matches every message to a named sender; name the "
-                "source rank)");
+    // The library's receive from any source: the sender is known once it
+    // completed (Work::sourceRank, set by the completion thread). Named
+    // as gloo names it in profiles.
+    const char* name = "recvAnySource";
+    Buf b = bytes_of(contiguous_of(the_tensor(tensors, name)));
+    auto w = single_work(c10d::OpType::RECVANYSOURCE, name, tensors, b, true,
+                         std::chrono::milliseconds(0));
+    w->any_source = true;
+    return post(w, tnt_irecv(comm_, b.ptr, b.count, b.dtype, TNT_ANY_SOURCE,
+                             tag, &w->requests.back()));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::barrier(

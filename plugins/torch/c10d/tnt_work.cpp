@@ -125,6 +125,8 @@ bool WorkTnt::poll()
         if (rc < 0 && !error)
             error = std::make_exception_ptr(
                 std::runtime_error(error_text(name.c_str(), rc)));
+        if (rc == TNT_SUCCESS && any_source)
+            (void)tnt_request_source(r, &source);
         tnt_request_free(r);
         r = nullptr;
     }

@@ -56,8 +56,10 @@ class WorkTnt : public c10d::Work {
   std::vector<at::Tensor> keep;
   // The op's own deadline (ms, <= 0: the process group's).
   int64_t timeout_ms = 0;
-  // For recv: the rank that sent.
+  // For recv: the rank that sent; from any source: set by poll() once
+  // the receive completed (the user reads it after wait()).
   int source = -1;
+  bool any_source = false;
   // The operation's name in messages ("all_reduce").
   std::string name;
   // The call's device (CPU, or the CUDA device of its tensors).
