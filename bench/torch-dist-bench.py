@@ -1,11 +1,21 @@
 """torch.distributed backends side by side (a benchmark, not a test):
 `dist.all_reduce` time per call from 8 B to 64 MiB (float32 SUM, in
-place) and the step time of DDP training a ResNet-style CNN, for each
-backend named, at each rank count, in one run. Prints one table per rank
-count with each backend's median time and the ratio to the first backend.
+place), the step time of DDP and of FSDP2 (`fully_shard` on each
+residual block and the whole model) training a ResNet-style CNN, for
+each backend named, at each rank count, in one run. Prints one table per
+rank count with each backend's median time and the ratio to the first
+backend.
 
     PYTHONPATH=build/plugins/python .venv/bin/python \\
         bench/torch-dist-bench.py --ranks 2 4 --backends tnt gloo
+
+The way in: the backend "fake" (torch's FakeProcessGroup, a C++ backend
+registered through register_backend as "tnt" is, whose calls do nothing
+and complete at once) gives torch's own floor per call; the library's
+own time for the same small allreduce comes from bench/tnt-bench (C, no
+torch) when --tnt-bench names it; and --layers times the two halves of a
+small tnt call (posting it: dist.all_reduce(async_op=True); waiting:
+work.wait()) to say where a call's time goes.
 
 Backends that this torch lacks (mpi in the torch wheels) are left out
 with a note. Each measurement: warm-up calls, then `--reps` timed batches of
@@ -13,7 +23,9 @@ calls; the median batch, divided by the calls in it, is reported.
 """
 import argparse
 import os
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -77,54 +89,137 @@ def timed(fn, calls, reps):
     return statistics.median(times)
 
 
+def layers(calls, reps):
+    """Median per-call time of posting a small all_reduce and of waiting
+    for it, timed apart (perf_counter_ns around each)."""
+    t = torch.ones(2)
+    post, wait = [], []
+    for _ in range(reps):
+        dist.barrier()
+        p = w = 0
+        for _ in range(calls):
+            t0 = time.perf_counter_ns()
+            work = dist.all_reduce(t, async_op=True)
+            t1 = time.perf_counter_ns()
+            work.wait()
+            w += time.perf_counter_ns() - t1
+            p += t1 - t0
+        post.append(p / calls * 1e-9)
+        wait.append(w / calls * 1e-9)
+    return statistics.median(post), statistics.median(wait)
+
+
+def fsdp2_model(size):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    model = resnet_style()
+    mesh = init_device_mesh("cpu", (size,))
+    for layer in model:
+        if isinstance(layer, Block):
+            fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    return model
+
+
+def train_steps(model, args):
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(args.batch, 3, 32, 32)
+    y = torch.randint(0, 10, (args.batch,))
+
+    def step():
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    return timed(step, args.ddp_steps, args.reps)
+
+
 def rank_main(rank, size, backend, init, args, out):
     torch.set_num_threads(1)
     if backend == "tnt":
         import tntcomm.torch  # noqa: F401
-    dist.init_process_group(backend, init_method=init, rank=rank,
-                            world_size=size)
+    if backend == "fake":
+        from torch.testing._internal.distributed.fake_pg import FakeStore
+        dist.init_process_group("fake", store=FakeStore(), rank=rank,
+                                world_size=size)
+    else:
+        dist.init_process_group(backend, init_method=init, rank=rank,
+                                world_size=size)
     res = {}
     for nbytes in args.sizes:
         t = torch.ones(max(1, nbytes // 4))
         calls = max(3, min(2000, int(2e6 // max(nbytes, 1024))))
         secs = timed(lambda: dist.all_reduce(t), calls, args.reps)
         res[nbytes] = secs
+    if backend == "fake":  # no training: nothing is exchanged
+        if rank == 0:
+            torch.save(res, out)
+        dist.destroy_process_group()
+        return
+    if args.layers:
+        res["post"], res["wait"] = layers(2000, args.reps)
     if args.ddp_steps:
         torch.manual_seed(1)
         model = torch.nn.parallel.DistributedDataParallel(resnet_style())
-        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        x = torch.randn(args.batch, 3, 32, 32)
-        y = torch.randint(0, 10, (args.batch,))
-
-        def step():
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(x), y).backward()
-            opt.step()
-        res["ddp"] = timed(step, args.ddp_steps, args.reps)
+        res["ddp"] = train_steps(model, args)
+        del model
+        torch.manual_seed(1)
+        res["fsdp2"] = train_steps(fsdp2_model(size), args)
     if rank == 0:
         torch.save(res, out)
     dist.barrier()
     dist.destroy_process_group()
 
 
+def library_time(exe, size, reps):
+    """bench/tnt-bench's median in-place 8 B allreduce at `size` ranks
+    (us), the library alone; None without the program."""
+    if not exe:
+        return None
+    times = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "lib.json")
+        for _ in range(reps):
+            subprocess.run([exe, "-N", str(size), "allreduce", "--size", "8",
+                            "-n", "2000", "-w", "200", "-c", "0",
+                            "--inplace-only", "--json", out], check=True,
+                           stdout=subprocess.DEVNULL)
+            with open(out) as f:
+                times.append(json.load(f)["rows"][0]["in_place"]["time_us"])
+    return statistics.median(times) * 1e-6
+
+
+def cell(v):
+    if v is None:
+        return "-"
+    return "%.1f us" % (v * 1e6) if v < 1e-2 else "%.2f ms" % (v * 1e3)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
-    ap.add_argument("--backends", nargs="+", default=["tnt", "gloo", "mpi"])
+    ap.add_argument("--backends", nargs="+",
+                    default=["tnt", "gloo", "mpi", "fake"])
     ap.add_argument("--sizes", type=int, nargs="+", default=SIZES)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--ddp-steps", type=int, default=5)
+    ap.add_argument("--ddp-steps", type=int, default=5,
+                    help="timed DDP and FSDP2 steps per batch (0: none)")
     ap.add_argument("--batch", type=int, default=32,
-                    help="DDP micro-batch per rank")
+                    help="DDP and FSDP2 micro-batch per rank")
+    ap.add_argument("--layers", action="store_true",
+                    help="time posting and waiting of a small call apart")
+    ap.add_argument("--tnt-bench", metavar="EXE",
+                    help="bench/tnt-bench, for the library's own time")
     args = ap.parse_args()
     have = {"gloo": dist.is_gloo_available(), "mpi": dist.is_mpi_available(),
-            "tnt": True}
+            "tnt": True, "fake": True}
     backends = []
     for b in args.backends:
         if have.get(b, True):
             backends.append(b)
         else:
             print("# %s: not available in this torch build, left out" % b)
+    print("# load average at the start: %s" % " ".join(
+        "%.1f" % x for x in os.getloadavg()))
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.ranks:
             results = {}
@@ -134,19 +229,39 @@ def main():
                 mp.spawn(rank_main, args=(size, b, init, args, out),
                          nprocs=size)
                 results[b] = torch.load(out)
+            lib = library_time(args.tnt_bench, size, args.reps)
             print("\n## p = %d (rank 0's median time per call)" % size)
-            head = ["size"] + ["%s" % b for b in backends] + \
-                   ["%s/%s" % (backends[0], b) for b in backends[1:]]
+            real = [b for b in backends if b != "fake"]
+            head = ["size"] + backends + \
+                   ["%s/%s" % (real[0], b) for b in real[1:]]
             print("| " + " | ".join(head) + " |")
             print("|" + "---|" * len(head))
-            keys = list(args.sizes) + (["ddp"] if args.ddp_steps else [])
+            keys = list(args.sizes) + (["ddp", "fsdp2"] if args.ddp_steps
+                                       else [])
+            names = {"ddp": "DDP step", "fsdp2": "FSDP2 step"}
             for k in keys:
-                name = human(k) if k != "ddp" else "DDP step"
-                vals = [results[b][k] for b in backends]
-                cells = [name] + ["%.1f us" % (v * 1e6) if v < 1e-2 else
-                                  "%.2f ms" % (v * 1e3) for v in vals]
-                cells += ["%.2f" % (vals[0] / v) for v in vals[1:]]
+                vals = [results[b].get(k) for b in backends]
+                cells = [names.get(k) or human(k)] + [cell(v) for v in vals]
+                cells += ["%.2f" % (results[real[0]][k] / results[b][k])
+                          for b in real[1:]]
                 print("| " + " | ".join(cells) + " |")
+            small = min(args.sizes)
+            if "fake" in results and "tnt" in results:
+                floor = results["fake"][small]
+                t = results["tnt"][small]
+                goal = 1.5 * floor + (lib or 0.0)
+                print("\nthe way in, %s: tnt %s; torch's floor (fake) %s; "
+                      "the library alone %s; goal 1.5 x floor + library = "
+                      "%s; tnt / goal = %.2f" % (
+                          human(small), cell(t), cell(floor), cell(lib),
+                          cell(goal), t / goal))
+            if args.layers:
+                for b in real:
+                    print("%s, 8 B: posting %s, waiting %s" % (
+                        b, cell(results[b]["post"]),
+                        cell(results[b]["wait"])))
+            print("# load average now: %s" % " ".join(
+                "%.1f" % x for x in os.getloadavg()))
             sys.stdout.flush()
 
 

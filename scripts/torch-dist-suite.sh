@@ -16,7 +16,10 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 out=${2:-torch-dist-results}
 mkdir -p "$out"
-export PYTHONPATH=$PWD/$build/plugins/python
+case $build in /*) ;; *) build=$PWD/$build ;; esac
+case $out in /*) ;; *) out=$PWD/$out ;; esac
+export PYTHONPATH=$build/plugins/python
+src=$PWD
 py=${PYTHON:-$PWD/.venv/bin/python}
 # shellcheck disable=SC2206
 extra=(${SUITE_ARGS:-})
@@ -26,8 +29,8 @@ for ws in ${WORLD_SIZES:-2}; do
         mkdir -p "$out/$backend$ws.d"
         (cd "$out/$backend$ws.d" && BACKEND=$backend WORLD_SIZE=$ws \
             CUDA_VISIBLE_DEVICES= "$py" \
-            "$OLDPWD/tests/torch_dist/run_dist_suite.py" -v "${extra[@]}" \
-            >"../$backend$ws.log" 2>&1) &
+            "$src/tests/torch_dist/run_dist_suite.py" -v "${extra[@]}" \
+            >"$out/$backend$ws.log" 2>&1) &
     done
     wait
     "$py" tests/torch_dist/summarize.py "$out/tnt$ws.log" "$out/gloo$ws.log" |

@@ -9,7 +9,8 @@
  * f32). Real multi-rank collectives check every element against an
  * independent reference and the same bits on every rank; then bad input:
  * host memory on one rank where the others pass device memory, a rank
- * whose pinned allocation fails, calls that do not stage device memory.
+ * whose pinned allocation fails; then the calls staged whole (every
+ * nonblocking call; reduce, gather, scatter, alltoall(v), send/receive).
  *
  * TNT_TEST_DEVMEM_CUDA=1 (tests/gpu/run.sh, on a machine with a GPU):
  * the same cases on real device memory (cudaMalloc, every rank on device
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/devmem.h"
 #include "harness.h"
@@ -38,6 +40,29 @@ static unsigned char *g_arena;
 static size_t g_arena_used;
 static int g_fail_pinned;       /* alloc_pinned fails */
 static int g_pinned_allocs;     /* alloc_pinned calls that succeeded */
+
+/* The arena is unreadable (PROT_NONE) except inside the stand-in's own
+ * copies and the test's put/get: a call that posted "device" memory to
+ * the engine instead of staging it crashes, as it would on a GPU. */
+static void arena_open(void)
+{
+    CU_ASSERT_FATAL(mprotect(g_arena, ARENA_BYTES,
+                             PROT_READ | PROT_WRITE) == 0);
+}
+
+static void arena_close(void)
+{
+    CU_ASSERT_FATAL(mprotect(g_arena, ARENA_BYTES, PROT_NONE) == 0);
+}
+
+static void arena_make(void)
+{
+    if (g_arena)
+        return;
+    g_arena = mmap(NULL, ARENA_BYTES, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CU_ASSERT_FATAL(g_arena != MAP_FAILED);
+}
 
 typedef struct hcopy { void *dst; const void *src; size_t n; } hcopy_t;
 typedef struct hstream {
@@ -85,8 +110,11 @@ static tnt_result_t h_copy(void *stream, void *dst, const void *src,
 
 static void run_to(hstream_t *s, size_t pos)
 {
+    if (s->head < pos)
+        arena_open();
     for (; s->head < pos; s->head++)
         memcpy(s->q[s->head].dst, s->q[s->head].src, s->q[s->head].n);
+    arena_close();
     if (s->head == s->tail) /* all done: the queue starts over */
         s->head = s->tail = s->ev[0] = s->ev[1] = 0;
 }
@@ -154,7 +182,9 @@ static void put(void *dev, const void *host, size_t n)
     if (cuda_mode()) {
         CU_ASSERT_FATAL(tnt__cuda_rt()->memcpy_sync(dev, host, n, 4) == 0);
     } else if (n) {
+        arena_open();
         memcpy(dev, host, n);
+        arena_close();
     }
 }
 
@@ -163,7 +193,9 @@ static void get(void *host, const void *dev, size_t n)
     if (cuda_mode()) {
         CU_ASSERT_FATAL(tnt__cuda_rt()->memcpy_sync(host, dev, n, 4) == 0);
     } else if (n) {
+        arena_open();
         memcpy(host, dev, n);
+        arena_close();
     }
 }
 
@@ -176,8 +208,7 @@ static void stand_in(void)
         tnt__devmem_use(NULL, SLOT_BYTES);
         return;
     }
-    if (!g_arena)
-        g_arena = th_xmalloc(ARENA_BYTES);
+    arena_make();
     tnt__devmem_use(&k_host_ops, SLOT_BYTES);
 }
 
@@ -192,8 +223,8 @@ static int rank_collectives(tnt_comm_t comm, int rank, int p, void *arg,
                             th_report_t *rep)
 {
     (void)arg;
-    if (!g_arena && !cuda_mode())
-        g_arena = th_xmalloc(ARENA_BYTES);
+    if (!cuda_mode())
+        arena_make();
     tnt__devmem_use(cuda_mode() ? NULL : &k_host_ops, SLOT_BYTES);
     for (size_t ci = 0; ci < sizeof k_counts / sizeof k_counts[0]; ci++) {
         size_t n = k_counts[ci], np = n * p, nw, first;
@@ -322,8 +353,36 @@ static int rank_bad(tnt_comm_t comm, int rank, int p, void *arg,
     return 0;
 }
 
+/* A pointer that is neither host memory of this process nor device
+ * memory it knows (as a device pointer from another process is): a clear
+ * error on the rank that passed it, nothing posted, no crash; the others
+ * then fail with the communicator's deadline or the failure notice, so
+ * here every rank passes one. */
+static int rank_foreign(tnt_comm_t comm, int rank, int p, void *arg,
+                        th_report_t *rep)
+{
+    (void)arg, (void)p, (void)rank;
+    stand_in();
+    (void)dev_alloc(64); /* CUDA mode: the driver is in the process now */
+    void *gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CU_ASSERT_FATAL(gone != MAP_FAILED);
+    munmap(gone, 4096);
+    float h[16] = {0};
+    tnt_result_t rc = tnt_allreduce(comm, gone, h, 16, TNT_F32, TNT_SUM);
+    th_report_expect(rep, "foreign pointer", rc == TNT_ERR_INVALID_ARG &&
+                     strstr(tnt_last_error(), "neither memory"), rc, "%s",
+                     tnt_last_error());
+    rc = tnt_allreduce(comm, TNT_IN_PLACE, h, 16, TNT_F32, TNT_SUM);
+    th_report_expect(rep, "after", rc == TNT_SUCCESS, rc, "%s",
+                     tnt_last_error());
+    return 0;
+}
+
 static void test_bad(void)
 {
+    const char *fenv[] = {"TNT_TRANSPORT=tcp", NULL};
+    th_run(2, fenv, rank_foreign, NULL, 60, NULL);
     int last = cuda_mode() ? BAD_MIXED : BAD_PINNED; /* stand-in's only */
     for (int which = BAD_MIXED; which <= last; which++) {
         const char *env[] = {"TNT_TRANSPORT=tcp", "TNT_TIMEOUT=20", NULL};
@@ -341,36 +400,168 @@ static void test_bad(void)
     }
 }
 
-static int rank_unstaged(tnt_comm_t comm, int rank, int p, void *arg,
-                         th_report_t *rep)
+/* The calls staged whole: every nonblocking call, and the blocking
+ * ones the pipeline does not take (reduce, gather, scatter, alltoall(v),
+ * send/receive), on device buffers, every element checked; and a
+ * nonblocking call whose request is freed before it finished. */
+#define WN 97 /* elements per block: two slots and a bit */
+
+static size_t check_f(const float *got, const float *want, size_t n,
+                      size_t *first)
 {
-    (void)arg, (void)p;
+    size_t nw = 0;
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != want[i] && !nw++)
+            *first = i;
+    return nw;
+}
+
+static int rank_whole(tnt_comm_t comm, int rank, int p, void *arg,
+                      th_report_t *rep)
+{
+    (void)arg;
     stand_in();
-    float *d = dev_alloc(64 * 4);
-    float *h = th_xmalloc(64 * 4);
+    size_t np = (size_t)WN * p, first = 0, nw;
+    float *ds = dev_alloc(np * 4), *dr = dev_alloc(np * 4);
+    float *hs = th_xmalloc(np * 4), *hr = th_xmalloc(np * 4);
+    float *want = th_xmalloc(np * 4);
     tnt_request_t req;
-    tnt_result_t rc = tnt_iallreduce(comm, d, h, 64, TNT_F32, TNT_SUM, &req);
-    th_report_expect(rep, "nonblocking", rc == TNT_ERR_UNSUPPORTED, rc,
-                     "%s", tnt_last_error());
-    rc = tnt_reduce(comm, d, h, 64, TNT_F32, TNT_SUM, 0);
-    th_report_expect(rep, "reduce", rc == TNT_ERR_UNSUPPORTED, rc, "%s",
+    tnt_result_t rc;
+
+    /* iallreduce, device to device, polled with tnt_test */
+    for (size_t i = 0; i < WN; i++) {
+        hs[i] = val(rank, i);
+        want[i] = 0;
+        for (int r = 0; r < p; r++)
+            want[i] += val(r, i);
+    }
+    put(ds, hs, WN * 4);
+    rc = tnt_iallreduce(comm, ds, dr, WN, TNT_F32, TNT_SUM, &req);
+    if (rc == TNT_SUCCESS) {
+        while ((rc = tnt_test(req)) == TNT_INPROGRESS)
+            ;
+        tnt_request_free(req);
+    }
+    get(hr, dr, WN * 4);
+    nw = check_f(hr, want, WN, &first);
+    th_report_check(rep, "iallreduce", rc, nw, first, hr, WN * 4);
+
+    /* reduce to rank 0: elsewhere the receive buffer stays as it was */
+    for (size_t i = 0; i < WN; i++)
+        hr[i] = -2.0f;
+    put(dr, hr, WN * 4);
+    rc = tnt_reduce(comm, ds, dr, WN, TNT_F32, TNT_SUM, 0);
+    get(hr, dr, WN * 4);
+    for (size_t i = 0; rank != 0 && i < WN; i++)
+        want[i] = -2.0f;
+    nw = check_f(hr, want, WN, &first);
+    th_report_check(rep, "reduce", rc, nw, first, NULL, 0);
+
+    /* igather to the last rank, waited */
+    rc = tnt_igather(comm, ds, dr, WN, TNT_F32, p - 1, &req);
+    if (rc == TNT_SUCCESS) {
+        rc = tnt_wait(req);
+        tnt_request_free(req);
+    }
+    if (rank == p - 1) {
+        get(hr, dr, np * 4);
+        for (int r = 0; r < p; r++)
+            for (size_t i = 0; i < WN; i++)
+                want[(size_t)r * WN + i] = val(r, i);
+        nw = check_f(hr, want, np, &first);
+    } else {
+        nw = 0;
+    }
+    th_report_check(rep, "igather", rc, nw, first, NULL, 0);
+
+    /* scatter from rank 0 (block r of its send buffer to rank r) */
+    for (size_t i = 0; i < np; i++)
+        hs[i] = val(rank, i);
+    put(ds, hs, np * 4);
+    rc = tnt_scatter(comm, ds, dr, WN, TNT_F32, 0);
+    get(hr, dr, WN * 4);
+    for (size_t i = 0; i < WN; i++)
+        want[i] = val(0, (size_t)rank * WN + i);
+    nw = check_f(hr, want, WN, &first);
+    th_report_check(rep, "scatter", rc, nw, first, NULL, 0);
+
+    /* ialltoall: block j of rank r's buffer to rank j, as block r */
+    rc = tnt_ialltoall(comm, ds, dr, WN, TNT_F32, &req);
+    if (rc == TNT_SUCCESS) {
+        rc = tnt_wait(req);
+        tnt_request_free(req);
+    }
+    get(hr, dr, np * 4);
+    for (int r = 0; r < p; r++)
+        for (size_t i = 0; i < WN; i++)
+            want[(size_t)r * WN + i] = val(r, (size_t)rank * WN + i);
+    nw = check_f(hr, want, np, &first);
+    th_report_check(rep, "ialltoall", rc, nw, first, NULL, 0);
+
+    /* alltoallv: rank r sends q + 1 elements to rank q; the gaps of the
+     * receive buffer keep their contents */
+    size_t sc[8], sd[8], rcn[8], rd[8];
+    CU_ASSERT_FATAL(p <= 8);
+    for (int q = 0; q < p; q++) {
+        sc[q] = (size_t)q + 1, sd[q] = (size_t)q * WN;
+        rcn[q] = (size_t)rank + 1, rd[q] = (size_t)q * WN;
+    }
+    for (size_t i = 0; i < np; i++)
+        hr[i] = want[i] = -3.0f;
+    put(dr, hr, np * 4);
+    rc = tnt_alltoallv(comm, ds, sc, sd, dr, rcn, rd, TNT_F32);
+    get(hr, dr, np * 4);
+    for (int q = 0; q < p; q++)
+        for (size_t i = 0; i <= (size_t)rank; i++)
+            want[(size_t)q * WN + i] = val(q, (size_t)rank * WN + i);
+    nw = check_f(hr, want, np, &first);
+    th_report_check(rep, "alltoallv", rc, nw, first, NULL, 0);
+
+    /* isend to the next rank, irecv from the previous */
+    tnt_request_t rq[2];
+    int next = (rank + 1) % p, prev = (rank + p - 1) % p;
+    rc = tnt_irecv(comm, dr, WN, TNT_F32, prev, 5, &rq[0]);
+    if (rc == TNT_SUCCESS)
+        rc = tnt_isend(comm, ds, WN, TNT_F32, next, 5, &rq[1]);
+    if (rc == TNT_SUCCESS) {
+        tnt_result_t r1 = tnt_wait(rq[1]), r0 = tnt_wait(rq[0]);
+        rc = r0 < 0 ? r0 : r1;
+        tnt_request_free(rq[0]);
+        tnt_request_free(rq[1]);
+    }
+    get(hr, dr, WN * 4);
+    for (size_t i = 0; i < WN; i++)
+        want[i] = val(prev, i);
+    nw = check_f(hr, want, WN, &first);
+    th_report_check(rep, "isend/irecv", rc, nw, first, NULL, 0);
+
+    /* ibroadcast whose request is freed at once: the free waits for it;
+     * then the communicator still works */
+    rc = tnt_ibroadcast(comm, ds, WN, TNT_F32, 0, &req);
+    if (rc == TNT_SUCCESS)
+        rc = tnt_request_free(req);
+    th_report_expect(rep, "freed early", rc == TNT_SUCCESS, rc, "%s",
                      tnt_last_error());
-    /* nothing was posted: the communicator still works */
-    for (int i = 0; i < 64; i++)
-        h[i] = (float)rank;
-    put(d, h, 64 * 4);
-    rc = tnt_allreduce(comm, TNT_IN_PLACE, d, 64, TNT_F32, TNT_MAX);
-    get(h, d, 64 * 4);
-    th_report_expect(rep, "after", rc == 0 && h[63] == (float)(p - 1), rc,
-                     "%s", tnt_last_error());
-    free(h);
+    for (size_t i = 0; i < WN; i++)
+        hs[i] = (float)rank;
+    put(ds, hs, WN * 4);
+    rc = tnt_allreduce(comm, TNT_IN_PLACE, ds, WN, TNT_F32, TNT_MAX);
+    get(hr, ds, WN * 4);
+    th_report_expect(rep, "after", rc == 0 && hr[WN - 1] == (float)(p - 1),
+                     rc, "%s", tnt_last_error());
+    free(hs);
+    free(hr);
+    free(want);
     return 0;
 }
 
-static void test_unstaged(void)
+static void test_whole(void)
 {
-    const char *env[] = {"TNT_TRANSPORT=tcp", NULL};
-    th_run(2, env, rank_unstaged, NULL, 60, NULL);
+    static const int ps[] = {2, 3};
+    for (size_t k = 0; k < 2; k++) {
+        const char *env[] = {"TNT_TRANSPORT=tcp", NULL};
+        th_run(ps[k], env, rank_whole, NULL, 60, NULL);
+    }
 }
 
 /* A process with a (fake) CUDA driver loaded after its first
@@ -415,7 +606,7 @@ static void test_driver(void)
 static const th_test_def_t k_tests[] = {
     {"devmem", "collectives", test_collectives},
     {"devmem", "bad input", test_bad},
-    {"devmem", "calls that do not stage", test_unstaged},
+    {"devmem", "calls staged whole", test_whole},
     {"devmem", "a driver loaded later", test_driver},
     {NULL, NULL, NULL}};
 

@@ -1102,6 +1102,40 @@ static void test_canon_levels(void)
             }
 }
 
+/* SUM of two f32 or f64 inputs takes a shortcut (canon.c, sum2_block:
+ * the type's own addition): the same bits as the general double-double
+ * path, which a third input of -0.0 (x + -0 = x for every x, zeros
+ * included) sends the same two inputs through; random values with
+ * specials, at every level. */
+static void test_canon_sum2(void)
+{
+    enum { N = 4099 };
+    static unsigned char in[3][N * 8], two[N * 8], three[N * 8];
+    const tnt_dtype_t dts[] = {TNT_F32, TNT_F64};
+    for (int rep = 0; rep < 20; rep++)
+        for (int di = 0; di < 2; di++) {
+            tnt_dtype_t dt = dts[di];
+            size_t es = esize[dt], stride = N * 8;
+            gen(dt, in[0], N);
+            gen(dt, in[1], N);
+            for (size_t i = 0; i < N; i++) {
+                if (dt == TNT_F32)
+                    ((float *)in[2])[i] = -0.0f;
+                else
+                    ((double *)in[2])[i] = -0.0;
+            }
+            for (int lvl = 0; lvl < TNT__SIMD_COUNT; lvl++) {
+                if (!tnt__simd_supported(lvl))
+                    continue;
+                tnt__canon_reduce_at(lvl, two, in[0], 0, in, stride, 2, N,
+                                     dt, TNT_SUM);
+                tnt__canon_reduce_at(lvl, three, in[0], 0, in, stride, 3, N,
+                                     dt, TNT_SUM);
+                CU_ASSERT(memcmp(two, three, N * es) == 0);
+            }
+        }
+}
+
 /* The canonical reduction's own f16/bf16 conversions (canon.c, without
  * branches): one input gives every non-NaN pattern back, a NaN the
  * canonical quiet one; two inputs whose sum is exact in double give the
@@ -1181,6 +1215,7 @@ int main(int argc, char **argv)
         {"f32/f64 NaN payloads at every level", test_nan_payload_levels},
         {"TNT_SIMD and level lookup", test_simd_env},
         {"canonical reduction: every level, cut, in place", test_canon_levels},
+        {"canonical reduction: two f32/f64 inputs' shortcut", test_canon_sum2},
         {"canonical reduction: f16/bf16 patterns and exact pairs",
          test_canon_half_exact},
         {NULL, NULL}};

@@ -54,6 +54,14 @@ rc=$?
 { [ $rc = 0 ] && ! grep -E "ERROR|WARNING" "$TMP/log"; } >/dev/null
 result "3 ranks: get_rank and exit, no error" $? "$TMP/log"
 
+# tntcomm.Comm: split, dup, free twice; a rank killed and the survivors
+# shrinking (tnt-run --elastic: exit 0 once they finish).
+for n in 3 4; do
+    timeout -k 5 "$LIMIT" "$RUN" -n "$n" --elastic "$PY" \
+        "$SRC/tests/python/check_comm.py" >"$TMP/log" 2>&1
+    result "Comm at $n ranks" $? "$TMP/log"
+done
+
 # A library that cannot be loaded is an ImportError naming the path.
 TNT_LIBRARY=$TMP/nowhere.so "$PY" -c "import tntcomm" >"$TMP/log" 2>&1
 rc=$?

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "util/auth.h"
+#include "core/engine_internal.h"
 #include "harness.h"
 #include "transport/shm/shm_internal.h"
 
@@ -174,9 +175,12 @@ static int sx_memfd(size_t len)
     return fd;
 }
 
+/* The segment's length with the pair areas the core asks for. */
 static size_t sx_seg_bytes(void)
 {
-    return tnt__shm_seg_len(SHM_RING_BYTES);
+    size_t areas[TNT_TP_AREA_END];
+    tnt__onhost_area_bytes(areas);
+    return tnt__shm_seg_len(areas, SHM_RING_BYTES);
 }
 
 /* Does any rank map, or hold a descriptor of, something the intruder

@@ -244,6 +244,7 @@ err_close_pipes: {
 
 int run_job_start(struct run_job *job)
 {
+    job->started = now_s();
     for (int i = 0; i < job->nranks; i++) {
         int rc = start_rank(job, i);
         if (rc == 0)
@@ -341,6 +342,17 @@ static void rank_exited(struct run_job *job, int i, int status)
     char what[96];
     describe_status(status, what, sizeof what);
     int rank = atoi(r->prefix + 1);
+    /* --elastic: a death (a signal, not an exit status: a rank that
+     * exits non-zero has failed, and stops the job as always) leaves
+     * the others to go on, with fewer ranks. */
+    if (job->elastic && WIFSIGNALED(status)) {
+        job->ndied++;
+        run_say(job, "rank %d (pid %ld) %s %.1f s after the start; "
+                "--elastic: the others go on (%d still running)", rank,
+                (long)r->pid, what, now_s() - job->started, job->nalive);
+        if (job->nalive > 0)
+            return;
+    }
     if (job->ctl_out) {
         /* The launcher names the rank and host and stops the others. */
         printf(RUN_CTL_PREFIX "failed %d rank %d on host %s (pid %ld) %s\n",
@@ -577,6 +589,10 @@ int run_job_supervise(struct run_job *job)
     free(streams);
     free(rank_idx);
     run_job_cleanup(job);
+    if (job->ndied > 0 && job->exit_code < 0)
+        run_say(job, "--elastic: %d of %d ranks died, the other %d "
+                "finished", job->ndied, job->nranks,
+                job->nranks - job->ndied);
     return job->exit_code < 0 ? 0 : job->exit_code;
 }
 

@@ -68,6 +68,13 @@ static void usage(FILE *f)
 "  --bind-to core      pin each rank to one core of its host\n"
 "How:\n"
 "  --timeout SECONDS   stop the whole job after SECONDS (exit 124)\n"
+"  --elastic           a rank killed by a signal does not stop the others\n"
+"                      (they can tnt_comm_shrink: TNT_RECOVERY=1 is set);\n"
+"                      exit 0 when the survivors finish; says who died\n"
+"                      and when (local jobs)\n"
+"  --max-restarts N    when the job fails, start it again, up to N times\n"
+"                      (a new key and port; TNT_RESTART is the count), for\n"
+"                      programs that resume from their own checkpoints\n"
 "  --dry-run           print what would be started where, with which\n"
 "                      environment; start nothing\n"
 "  --cleanup [--force] stop PROGRAM's ranks left over on this host or on\n"
@@ -258,6 +265,7 @@ static int flag_option(struct run_opts *o, const char *arg)
         {"--output-on-all-devices", offsetof(struct run_opts, out_all)},
         {"--no-gpu", offsetof(struct run_opts, no_gpu)},
         {"--no-gpus", offsetof(struct run_opts, no_gpu)},
+        {"--elastic", offsetof(struct run_opts, elastic)},
         {"--pin-to-socket", offsetof(struct run_opts, pin_socket)},
         {"--pin-memory-to-socket", offsetof(struct run_opts, pin_mem)},
         {"--dry-run", offsetof(struct run_opts, dry_run)},
@@ -289,6 +297,8 @@ static int value_option(struct run_opts *o, int argc, char **argv, int *i,
         *nranks = v;
     else if ((v = long_value(argc, argv, i, "--timeout")) != NULL)
         o->timeout_s = parse_timeout(v);
+    else if ((v = long_value(argc, argv, i, "--max-restarts")) != NULL)
+        o->max_restarts = parse_count("--max-restarts", v, 1000, "");
     else if ((v = long_value(argc, argv, i, "--hostfile")) != NULL ||
              (v = long_value(argc, argv, i, "-hostfile")) != NULL)
         o->hostfile = v;
@@ -397,6 +407,12 @@ void run_parse_options(int argc, char **argv, struct run_opts *o)
                         "the options");
     if (o->force && !o->cleanup)
         run_usage_error("--force goes with --cleanup");
+    if ((o->elastic || o->max_restarts) && o->hostfile != NULL)
+        run_usage_error("--elastic and --max-restarts run local jobs only "
+                        "so far (no --hostfile)");
+    /* The survivors shrink over the recovery listener (docs/tnt-run.md). */
+    if (o->elastic)
+        add_extra(o, "TNT_RECOVERY", "1");
     if (nranks != NULL)
         o->nranks = parse_nranks(nranks, o->hostfile != NULL);
     else if (o->hostfile == NULL)

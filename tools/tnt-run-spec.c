@@ -270,6 +270,7 @@ int run_local(const struct run_spec *sp, int ctl_in, int ctl_out)
     job.path = path;
     job.argv = sp->argv;
     job.timeout_s = sp->timeout_s;
+    job.elastic = sp->elastic;
     job.host = sp->host;
     job.ctl_in = ctl_in;
     job.ctl_out = ctl_out;

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -79,6 +80,39 @@ static void merge_timeline(const struct run_opts *o, int nranks)
         run_merge_timeline(prefix, nranks);
 }
 
+/* A local job, started again after a failure up to --max-restarts
+ * times, as torchrun does: each start has a fresh port and key, and
+ * TNT_RESTART (0 on the first) tells the program which start it is, so
+ * that it resumes from its own checkpoint. A stop by the user (Ctrl+C,
+ * SIGTERM: exit 128+N of those) or a program that cannot be executed is
+ * not restarted. */
+static int run_restarting(const struct run_opts *o, struct run_spec *sp)
+{
+    int rc = 1;
+    for (long k = 0; k <= o->max_restarts; k++) {
+        char count[24];
+        snprintf(count, sizeof count, "%ld", k);
+        setenv("TNT_RESTART", count, 1);
+        int port = run_free_port("127.0.0.1");
+        if (port < 0) {
+            fprintf(stderr, "tnt-run: cannot find a free TCP port on "
+                    "127.0.0.1: %s\n", strerror(errno));
+            return 1;
+        }
+        snprintf(sp->root, sizeof sp->root, "127.0.0.1:%d", port);
+        if (k > 0 && run_make_job_key(sp->key, sizeof sp->key) != 0)
+            return 1;
+        rc = run_local(sp, -1, 0);
+        if (rc == 0 || rc == RUN_EXIT_NOEXEC || rc == RUN_EXIT_USAGE ||
+            rc == 128 + SIGINT || rc == 128 + SIGTERM ||
+            rc == 128 + SIGHUP || k == o->max_restarts)
+            break;
+        fprintf(stderr, "tnt-run: the job failed (exit %d); restart %ld "
+                "of %ld\n", rc, k + 1, o->max_restarts);
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     open_std_fds();
@@ -125,14 +159,8 @@ int main(int argc, char **argv)
             run_print_plan(&sp, NULL);
             rc = 0;
         } else {
-            int port = run_free_port("127.0.0.1");
-            if (port < 0) {
-                fprintf(stderr, "tnt-run: cannot find a free TCP port on "
-                        "127.0.0.1: %s\n", strerror(errno));
-                return 1;
-            }
-            snprintf(sp.root, sizeof sp.root, "127.0.0.1:%d", port);
-            rc = run_local(&sp, -1, 0);
+            sp.elastic = o.elastic;
+            rc = run_restarting(&o, &sp);
             merge_timeline(&o, sp.size);
         }
     }

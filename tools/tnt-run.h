@@ -107,6 +107,10 @@ struct run_job {
     int ctl_out;            /* agent mode: report failures on stdout */
     char root_addr[80];     /* launcher: rank 0's address, from host 0 */
     int nready;             /* launcher: agents that said they are ready */
+    /* --elastic: a rank killed by a signal does not stop the others. */
+    int elastic;
+    int ndied;              /* ranks that died so */
+    double started;         /* monotonic time the ranks were started */
 };
 
 /* ---- tnt-run-job.c --------------------------------------------------- */
@@ -161,6 +165,7 @@ struct run_spec {
     int root_loopback;     /* host 0 only: pick 127.0.0.1 */
     int pin_socket, pin_mem, bind_core, out_all, info;
     double timeout_s;
+    int elastic;           /* local jobs: --elastic */
 };
 
 /* The job variables tnt-run sets; -x may not set them. */
@@ -217,6 +222,8 @@ struct run_opts {
     int no_gpu;            /* --no-gpu given: said at INFO, else ignored */
     const char *rsh;
     const char *timeline;  /* --timeline PATH: TNT_TIMELINE, merged */
+    int elastic;           /* --elastic */
+    long max_restarts;     /* --max-restarts N */
     int prog;              /* index of the program in argv */
 };
 

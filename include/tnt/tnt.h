@@ -174,6 +174,59 @@ TNT_API tnt_result_t tnt_comm_master_rank(tnt_comm_t comm, int *rank);
 /** *is_master = 1 on the master rank, 0 elsewhere. */
 TNT_API tnt_result_t tnt_comm_is_master(tnt_comm_t comm, int *is_master);
 
+/* ---- communicators derived from others (split, dup, shrink) --------- */
+
+/** The color of a rank that takes part in tnt_comm_split but joins no
+ *  new communicator. */
+#define TNT_UNDEFINED (-1)
+
+/**
+ * Split comm by color: collective over every rank of comm. Ranks that
+ * pass the same color (>= 0) form one new communicator, ranked by key,
+ * then by their rank in comm; a rank that passes TNT_UNDEFINED gets
+ * *newcomm = NULL. The addresses of the new communicators' transports
+ * are exchanged by two allgathers over comm (no rendezvous at rank 0);
+ * each new communicator has a context id and connections of its own
+ * (not comm's), and is independent of comm once made: either may be
+ * freed first. Every rank of comm gets the same error when ranks
+ * called different functions (TNT_ERR_MISMATCH; a collective against a
+ * split fails comm as any mismatch does) or a rank passed a bad color
+ * (TNT_ERR_INVALID_ARG); comm stays usable after these two.
+ */
+TNT_API tnt_result_t tnt_comm_split(tnt_comm_t comm, int color, int key,
+                                    tnt_comm_t *newcomm);
+/** A copy of comm (same ranks, same order) with a context of its own:
+ *  tnt_comm_split with one color and the rank as key. Collective. */
+TNT_API tnt_result_t tnt_comm_dup(tnt_comm_t comm, tnt_comm_t *newcomm);
+
+/**
+ * After a peer loss: the survivors (every rank of comm still alive
+ * calls it) agree on the set of dead ranks and get one communicator of
+ * themselves, in their order in comm. The agreement runs over a
+ * listener every rank opened for it at creation when TNT_RECOVERY=1 was
+ * set (comm's own connections are closed by then; without it the call
+ * fails with TNT_ERR_UNSUPPORTED), and no wait lasts past comm's deadline
+ * (TNT_TIMEOUT) from the call. A rank that dies during the agreement
+ * joins the dead set; one that dies after it fails the call
+ * (TNT_ERR_PEER_LOST) on the members that miss its address, or is lost
+ * at the first collective of the new communicator on those that got it
+ * (shrink that one again). comm is left as it was: its calls keep
+ * failing with its error; free it as any other. On a communicator with
+ * no dead rank it is a copy, as tnt_comm_dup. The survivors may have
+ * failed in different collectives: agree on where to resume (e.g. an
+ * allreduce of MIN of the step) on the new one. Communicators of up to
+ * 4096 ranks.
+ */
+TNT_API tnt_result_t tnt_comm_shrink(tnt_comm_t comm, tnt_comm_t *newcomm);
+/**
+ * The ranks of comm that failed, ascending: after tnt_comm_shrink the set
+ * the survivors agreed on (the same on all of them); before, the peers
+ * this rank has itself seen lost (a local view). Writes at most max of
+ * them into ranks and their number into *count.
+ */
+TNT_API tnt_result_t tnt_comm_failed_ranks(tnt_comm_t comm, int *ranks,
+                                           int max, int *count);
+
 /* ---- collectives ------------------------------------------------------ */
 /*
  * Blocking calls are the nonblocking call followed by tnt_wait(): they
@@ -337,6 +390,27 @@ TNT_API tnt_result_t tnt_isend(tnt_comm_t comm, const void *buf,
 TNT_API tnt_result_t tnt_irecv(tnt_comm_t comm, void *buf, size_t count,
                                tnt_dtype_t dtype, int peer, int tag,
                                tnt_request_t *request);
+
+/*
+ * Receive from any source (0.6): tnt_recv/tnt_irecv with peer
+ * TNT_ANY_SOURCE take the next message with that tag from whichever rank
+ * sends one. Messages from one sender still arrive in the order it sent
+ * them, and a message goes to the earliest posted receive it matches (a
+ * receive naming its peer posted after one from any source with its tag
+ * waits until that one has its sender), as in MPI; a receive from any
+ * source looks at the senders in turn so that none is starved. Count and
+ * dtype must be the send's (else TNT_ERR_MISMATCH, as above); the
+ * deadline TNT_TIMEOUT holds while no message comes. The sender is known
+ * once the receive completed: tnt_request_source (a blocking tnt_recv
+ * does not say it: use tnt_irecv and tnt_wait for that).
+ */
+#define TNT_ANY_SOURCE (-1)
+
+/** *source = the rank a completed receive's message came from (its
+ *  peer, or the sender an any-source receive took). TNT_ERR_INVALID_ARG
+ *  for a request that is no receive or whose receive has not completed
+ *  successfully yet. */
+TNT_API tnt_result_t tnt_request_source(tnt_request_t request, int *source);
 
 /* ---- requests ----------------------------------------------------------- */
 

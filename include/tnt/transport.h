@@ -21,18 +21,24 @@
  * `finalize`) still loads and works: the core then waits for it in epoll
  * only, gives it no options and asks it for no pair areas, and lets it
  * reach any peer that publishes an address, at the lowest preference.
+ * Version 3 changed no table field: the sizes of the pair areas, which
+ * version 2 fixed in this header, come from the core in the env
+ * (pair_area_bytes), so the core's on-host layouts can change without
+ * the interface; a table of version 2 is taken to hand out version 2's
+ * sizes (5 and 257 pages a side), and its areas serve while the core's
+ * layouts fit them.
  *
- * Plugins: a shared object exports one symbol, `tnt_transport_plugin_v2`
- * (a tnt_transport_t of version 2; `tnt_transport_plugin_v1` is accepted
- * too), and is loaded with dlopen(RTLD_NOW | RTLD_LOCAL). A plugin has
- * its own copy of whatever library code it links, with its own statics
- * (log level, the thread's last error): everything it reports must cross
- * through the env's services. A failing downcall returns its result
- * through env->set_error, which records the message where tnt_last_error()
- * finds it; the message of a failed upcall is read with env->last_error;
- * logs go through env->log (its level is the core's). A message recorded
- * any other way is lost. These three services keep no state per
- * communicator: they accept core == NULL.
+ * Plugins: a shared object exports one symbol, `tnt_transport_plugin_v3`
+ * (a tnt_transport_t of version 3; `tnt_transport_plugin_v2` and `_v1`
+ * are accepted too), and is loaded with dlopen(RTLD_NOW | RTLD_LOCAL).
+ * A plugin has its own copy of whatever library code it links, with its
+ * own statics (log level, the thread's last error): everything it
+ * reports must cross through the env's services. A failing downcall
+ * returns its result through env->set_error, which records the message
+ * where tnt_last_error() finds it; the message of a failed upcall is
+ * read with env->last_error; logs go through env->log (its level is the
+ * core's). A message recorded any other way is lost. These three
+ * services keep no state per communicator: they accept core == NULL.
  */
 #ifndef TNT_TRANSPORT_H
 #define TNT_TRANSPORT_H
@@ -48,7 +54,7 @@ extern "C" {
 
 /** The interface version this header describes, and the oldest one the
  *  core still loads. */
-#define TNT_TRANSPORT_VERSION 2
+#define TNT_TRANSPORT_VERSION 3
 #define TNT_TRANSPORT_VERSION_MIN 1
 /** 1 if the table `t` (either struct) has `field`: its `size` covers it. */
 #define TNT_TRANSPORT_HAS(t, field)                                          \
@@ -74,6 +80,19 @@ enum tnt_log_level {
 #define TNT_FD_WRITE 0x4u
 
 typedef void (*tnt_fd_cb_t)(void *arg, uint32_t events);
+
+/** Areas of pair_area. Their layout and size belong to the core's
+ *  on-host algorithms that use them, which say the size in the env
+ *  (pair_area_bytes); a transport hands out bytes. */
+/** The collective slots of small allreduces. */
+#define TNT_TP_AREA_SLOTS 1
+/** The staging buffers of the staged allreduce and broadcast. */
+#define TNT_TP_AREA_STAGES 2
+/** One past the last area id. */
+#define TNT_TP_AREA_END 3
+/** Each side of an area starts at a multiple of TNT_TP_AREA_ALIGN bytes,
+ *  and its size (env->pair_area_bytes) is a multiple of it. */
+#define TNT_TP_AREA_ALIGN 4096
 
 /** What the core gives a transport at init: identity, services, upcalls. */
 typedef struct tnt_transport_env {
@@ -142,12 +161,22 @@ typedef struct tnt_transport_env {
      *  known yet. For proving that a peer which has not connected yet is
      *  gone (see docs/security.md, "Deaths during the handshake"). */
     size_t (*peer_addr)(void *core, int peer, void *buf, size_t cap);
+
+    /* ---- version 3 ---- */
+    /** Bytes of one side of each pair area, by area id (TNT_TP_AREA_*;
+     *  0 for entry 0 and for an area the core does not use), each a
+     *  multiple of TNT_TP_AREA_ALIGN: a transport that offers pair_area
+     *  lays out its shared memory by these. */
+    size_t pair_area_bytes[TNT_TP_AREA_END];
 } tnt_transport_env_t;
 /** Whether env (of env->size bytes) has the field `f`. */
 #define TNT_ENV_HAS(env, f)                                                  \
     ((env)->size >= offsetof(tnt_transport_env_t, f) + sizeof((env)->f))
 /** Bytes of a version-1 env (every field up to random_bytes). */
 #define TNT_TRANSPORT_ENV_V1_SIZE offsetof(tnt_transport_env_t, host)
+/** Bytes of a version-2 env (every field up to peer_addr). */
+#define TNT_TRANSPORT_ENV_V2_SIZE                                            \
+    offsetof(tnt_transport_env_t, pair_area_bytes)
 
 /** Bits of tnt_transport_t.caps: what the core may expect of poll. */
 /** poll without TNT_POLL_ARM may leave the peers' wake-ups off: then the
@@ -177,20 +206,6 @@ typedef struct tnt_transport_env {
  *  single-copy rendezvous, smaller ones stream (two copies). The sender
  *  decides, so ranks need not agree. */
 #define TNT_TP_OPT_RNDV_MIN 1
-
-/** Areas of pair_area. Their layout belongs to the core's on-host
- *  algorithms that use them (lib/core/onhost/slot_layout.h,
- *  stage_layout.h); a transport hands out bytes. */
-/** The collective slots of small allreduces. */
-#define TNT_TP_AREA_SLOTS 1
-/** The staging buffers of the staged allreduce and broadcast. */
-#define TNT_TP_AREA_STAGES 2
-/** Each side of an area starts at a multiple of TNT_TP_AREA_ALIGN bytes
- *  and has (at least) TNT_TP_AREA_*_BYTES bytes, the size of the core's
- *  layout of it. */
-#define TNT_TP_AREA_ALIGN 4096
-#define TNT_TP_AREA_SLOTS_BYTES ((size_t)5 * TNT_TP_AREA_ALIGN)
-#define TNT_TP_AREA_STAGES_BYTES ((size_t)257 * TNT_TP_AREA_ALIGN)
 
 /** What a transport counts itself (its `stats` entry): versioned by
  *  size like the tables, fields only appended. */
@@ -270,7 +285,9 @@ typedef struct tnt_transport {
      *  shares, for the core's on-host algorithms: area TNT_TP_AREA_*;
      *  *mine is this rank's side (it writes it), *theirs the peer's (it
      *  reads it, and must treat every byte as untrusted), *len the bytes
-     *  of one side. Stays valid until the endpoint is closed.
+     *  of one side (env->pair_area_bytes[area]; version 2: the fixed
+     *  5 pages of the slots, 257 of the staging areas). Stays valid
+     *  until the endpoint is closed.
      *  TNT_ERR_UNSUPPORTED (no error recorded) for an area it lacks. */
     tnt_result_t (*pair_area)(void *ctx, void *ep, int area, void **mine,
                               const void **theirs, size_t *len);
@@ -288,7 +305,8 @@ typedef struct tnt_transport {
 #define TNT_TRANSPORT_V1_SIZE offsetof(tnt_transport_t, preference)
 
 /** The symbols a transport plugin exports (a tnt_transport_t each). */
-#define TNT_TRANSPORT_PLUGIN_SYMBOL "tnt_transport_plugin_v2"
+#define TNT_TRANSPORT_PLUGIN_SYMBOL "tnt_transport_plugin_v3"
+#define TNT_TRANSPORT_PLUGIN_SYMBOL_V2 "tnt_transport_plugin_v2"
 #define TNT_TRANSPORT_PLUGIN_SYMBOL_V1 "tnt_transport_plugin_v1"
 
 #ifdef __cplusplus

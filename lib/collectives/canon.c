@@ -346,6 +346,43 @@ CANON_INLINE void wide_block(unsigned char *dst, const canon_src_t *src,
     store(dst + first * es, s, m, dtype);
 }
 
+/* SUM of two f32 or two f64 inputs: TwoSum holds a + b exactly in
+ * s + c, and rounding that to odd in double and then to nearest in the
+ * type (f32: 53 >= 24 + 2 bits) is rounding the exact sum once to
+ * nearest, which is what the type's own addition does (overflow, zeros'
+ * signs and subnormals included); for f64 s + c rounds back to s = a + b.
+ * So the canonical bits are a + b in the type, NaN made canonical: one
+ * addition an element where the double-double takes about twenty
+ * operations (p = 2, the commonest case on one host). Checked bitwise
+ * against the general path (docs/performance.md). Through an accumulator
+ * block, so that dst may be an input. */
+CANON_INLINE void sum2_block(unsigned char *dst, const canon_src_t *src,
+                             size_t first, size_t m, tnt_dtype_t dtype)
+{
+    size_t es = tnt_dtype_size(dtype);
+    const unsigned char *x0 = input(src, 0, first, es);
+    const unsigned char *x1 = input(src, 1, first, es);
+    uint64_t acc[CANON_BLOCK];
+    if (dtype == TNT_F32) {
+        uint32_t *r = (uint32_t *)acc;
+        for (size_t j = 0; j < m; j++) {
+            float a, b;
+            memcpy(&a, x0 + 4 * j, 4);
+            memcpy(&b, x1 + 4 * j, 4);
+            uint32_t u = f32_bits(a + b);
+            r[j] = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : u;
+        }
+    } else {
+        for (size_t j = 0; j < m; j++) {
+            uint64_t u = f64_bits(load_f64(x0, j) + load_f64(x1, j));
+            acc[j] = (u & 0x7fffffffffffffffull) > F64_EXP
+                         ? 0x7ff8000000000000ull
+                         : u;
+        }
+    }
+    memcpy(dst + first * es, acc, m * es);
+}
+
 /* Any other (dtype, op): the dtype's kernel in rank order, through an
  * accumulator block, so that dst may be the own input. */
 static void fold_block(unsigned char *dst, const canon_src_t *src, int k,
@@ -371,9 +408,15 @@ CANON_INLINE void canon_run(void *dst, const canon_src_t *src, int k,
     tnt_reduce_fn_t fn = wide ? NULL : tnt__reduce_fn(dtype, op);
     if (!wide && !fn)
         return;
+    int sum2 = k == 2 && op == TNT_SUM &&
+               (dtype == TNT_F32 || dtype == TNT_F64);
     for (size_t first = 0; first < n; first += CANON_BLOCK) {
         size_t m = n - first < CANON_BLOCK ? n - first : CANON_BLOCK;
-        if (wide && m == CANON_BLOCK)
+        if (sum2 && m == CANON_BLOCK)
+            sum2_block(dst, src, first, CANON_BLOCK, dtype);
+        else if (sum2)
+            sum2_block(dst, src, first, m, dtype);
+        else if (wide && m == CANON_BLOCK)
             wide_block(dst, src, k, first, CANON_BLOCK, dtype, op);
         else if (wide)
             wide_block(dst, src, k, first, m, dtype, op);

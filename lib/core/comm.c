@@ -25,6 +25,7 @@
 #include "boot/launch_env.h"
 #include "util/log.h"
 #include "core/progress.h"
+#include "core/recovery.h"
 #include "core/timeline.h"
 #include "transport/transport.h"
 
@@ -51,6 +52,11 @@ static tnt_result_t boot_listen(void *arg, const char *local_ip,
     snprintf(comm->net.bind_ip, sizeof(comm->net.bind_ip), "%s", local_ip);
     size_t len = sizeof(entry->addr);
     tnt_result_t rc = tnt__comm_tp_listen(comm, entry->addr, &len);
+    /* After the transports' addresses: the recovery mesh's listener,
+     * for tnt_comm_shrink (core/recovery.h), with TNT_RECOVERY=1. */
+    if (rc == TNT_SUCCESS && comm->params.recovery)
+        rc = tnt__rec_listen(comm, local_ip, entry->addr, &len,
+                             sizeof(entry->addr));
     entry->addr_len = (uint32_t)len;
     return rc;
 }
@@ -176,6 +182,7 @@ static void comm_destroy(struct tnt_comm *comm)
     tnt__progress_stop(comm);
     tnt__mem_table_dereg(comm); /* before the transports go */
     tnt__comm_tp_finalize(comm);
+    tnt__rec_close(comm);
     tnt__engine_reap(comm);
     tnt__engine_free_requests(comm);
     tnt__tl_close(comm);
@@ -196,19 +203,41 @@ static void comm_destroy(struct tnt_comm *comm)
 typedef tnt_result_t (*boot_fn)(const tnt_boot_args_t *,
                                 tnt_boot_entry_t *);
 
-/* tnt_comm_init with the rendezvous given: the TCP one at rank 0, or the
+/* The rendezvous of tnt_comm_init: the TCP one at rank 0, or the
  * launcher's (PMIx). */
+static tnt_result_t boot_plain(void *ctx, const tnt_boot_args_t *a,
+                               tnt_boot_entry_t *table)
+{
+    tnt_result_t (*boot)(const tnt_boot_args_t *, tnt_boot_entry_t *) = ctx;
+    return boot(a, table);
+}
+
 static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
                                 tnt_comm_t *out)
+{
+    tnt_comm_origin_t o = {boot_plain, (void *)boot, NULL, 1};
+    return tnt__comm_create(config, &o, out);
+}
+
+tnt_result_t tnt__comm_create(const tnt_config_t *config,
+                              const tnt_comm_origin_t *origin,
+                              tnt_comm_t *out)
 {
     struct tnt_comm *comm = calloc(1, sizeof(*comm));
     if (!comm)
         return tnt__error(TNT_ERR_NO_MEMORY, "tnt_comm_init: out of memory");
+    const struct tnt_comm *parent = origin->parent;
     comm->rank = config->rank;
     comm->nranks = config->nranks;
-    comm->comm_id = 1;
-    comm->job_id = tnt__auth_job_id(config->job_key);
-    tnt__auth_key_derive(config->job_key, &comm->auth_key);
+    comm->comm_id = origin->comm_id;
+    /* A derived communicator is of its parent's job: same id, same key
+     * (the key's text is not kept, only what was derived from it). */
+    comm->job_id = parent ? parent->job_id
+                          : tnt__auth_job_id(config->job_key);
+    if (parent)
+        comm->auth_key = parent->auth_key;
+    else
+        tnt__auth_key_derive(config->job_key, &comm->auth_key);
     comm->progress.epfd = comm->progress.wakefd = -1;
     /* What the layers above run in the progress loop (progress.h). */
     comm->progress.hooks = &tnt__engine_progress_hooks;
@@ -226,14 +255,17 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
     pthread_cond_init(&comm->progress.cond, &ca);
     pthread_cond_init(&comm->progress.park, &ca);
     pthread_condattr_destroy(&ca);
-    tnt__log_init(comm->rank);
+    /* The log names the rank of the first communicator (the job's); a
+     * derived one keeps it. */
+    if (!parent)
+        tnt__log_init(comm->rank);
 
     tnt_result_t rc = tnt__auth_init();
     if (rc == TNT_SUCCESS)
         rc = tnt__params_load(&comm->params);
     if (rc == TNT_SUCCESS)
         rc = tnt__params_check_ranks(&comm->params, comm->nranks);
-    if (rc == TNT_SUCCESS && comm->nranks > 1 &&
+    if (rc == TNT_SUCCESS && comm->nranks > 1 && !parent &&
         !(config->job_key && *config->job_key))
         TNT_LOG_WARN("no job key (TNT_JOB_KEY): any process that can reach "
                      "this job's ports can join it; tnt-run sets a random "
@@ -264,7 +296,7 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
                               comm->job_id, &comm->auth_key,
                               comm->params.connect_timeout_s,
                               comm->host, boot_listen, comm, NULL, NULL};
-        rc = table ? boot(&ba, table)
+        rc = table ? origin->boot(origin->ctx, &ba, table)
                    : tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
         /* The rendezvous says TNT_TIMEOUT for "nobody came in time"; the
          * caller of tnt_comm_init must see a negative error (tnt.h: only
@@ -284,13 +316,17 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
             memcpy(p->host, table[i].host, sizeof(p->host));
             int same_host = strcmp(table[i].host, comm->host) == 0;
             comm->host_ranks += same_host;
-            if (!same_host ||
+            if (!same_host || comm->net.area_tpi < 0 ||
                 !tnt__comm_tp_runs(table[i].addr, table[i].addr_len,
-                                   TNT_TP_SHM))
+                                   comm->net.area_tpi))
                 comm->intra_host = 0;
             if (i != comm->rank)
                 rc = tnt__comm_tp_assign(comm, p, table[i].addr,
                                          table[i].addr_len);
+            if (rc == TNT_SUCCESS && i != comm->rank &&
+                comm->params.recovery)
+                tnt__rec_note_peer(comm, i, table[i].addr,
+                                   table[i].addr_len);
         }
         free(table);
         if (rc == TNT_SUCCESS)
@@ -300,6 +336,11 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
     }
     if (rc == TNT_SUCCESS)
         rc = tnt__progress_run_thread(comm);
+    if (rc == TNT_SUCCESS && comm->rec) {
+        pthread_mutex_lock(&comm->lock);
+        tnt__rec_gate_open(comm);
+        pthread_mutex_unlock(&comm->lock);
+    }
     if (rc == TNT_SUCCESS && comm->nranks <= TNT_EAGER_CONNECT_MAX)
         tnt__engine_connect_all(comm);
     if (rc == TNT_SUCCESS)
@@ -314,8 +355,14 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
     }
     char tps[128];
     tnt__comm_tp_describe(comm, tps, sizeof(tps));
-    TNT_LOG_INFO("communicator ready: %d rank%s, %s", comm->nranks,
-                 comm->nranks == 1 ? "" : "s", tps);
+    if (parent)
+        TNT_LOG_INFO("communicator ready: %d rank%s, %s; derived (id %#x) "
+                     "from a communicator of %d ranks, where this rank is "
+                     "%d", comm->nranks, comm->nranks == 1 ? "" : "s", tps,
+                     comm->comm_id, parent->nranks, parent->rank);
+    else
+        TNT_LOG_INFO("communicator ready: %d rank%s, %s", comm->nranks,
+                     comm->nranks == 1 ? "" : "s", tps);
     tnt__comm_tp_log_peers(comm);
     *out = comm;
     return TNT_SUCCESS;

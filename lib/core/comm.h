@@ -1,13 +1,36 @@
 /*
- * The registry of live communicators, as the public calls check a handle.
+ * The registry of live communicators, as the public calls check a handle,
+ * and the creation of a communicator from a rendezvous of any kind (the
+ * TCP one at rank 0, PMIx, or a parent communicator's collectives:
+ * comm_split.c).
  */
 #ifndef TNT_CORE_COMM_H
 #define TNT_CORE_COMM_H
 
+#include "boot/bootstrap.h"
 #include "core/engine.h"
 
 /** TNT_SUCCESS if comm is a live communicator, else TNT_ERR_INVALID_COMM
  *  with a message naming `fn`. Never dereferences comm. */
 tnt_result_t tnt__comm_check(tnt_comm_t comm, const char *fn);
+
+/** Where a new communicator's table of peers comes from: boot(ctx, ...)
+ *  fills it as tnt__bootstrap does (calling args->listen for this rank's
+ *  entry first). parent: the communicator it is derived from (its job id
+ *  and key are taken), or NULL for tnt_comm_init. comm_id: the context
+ *  id every message and connection of the new one carries. */
+typedef struct tnt_comm_origin {
+    tnt_result_t (*boot)(void *ctx, const tnt_boot_args_t *args,
+                         tnt_boot_entry_t *table);
+    void *ctx;
+    const struct tnt_comm *parent;
+    uint32_t comm_id;
+} tnt_comm_origin_t;
+
+/** Create a communicator of config->rank/nranks (timeout_s and
+ *  reproducible as tnt_comm_init takes them) from `origin`. */
+tnt_result_t tnt__comm_create(const tnt_config_t *config,
+                              const tnt_comm_origin_t *origin,
+                              tnt_comm_t *out);
 
 #endif /* TNT_CORE_COMM_H */

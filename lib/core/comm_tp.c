@@ -79,6 +79,28 @@ static void off_reason(struct tnt_comm *comm, int i, unsigned mask)
         snprintf(off, n, "no active RDMA port");
 }
 
+/* Version 2 of the interface fixed the pair areas' sides, in pages
+ * (TNT_TP_AREA_ALIGN), by area id: what a table of version 2 hands
+ * out. */
+static const size_t v2_area_pages[TNT_TP_AREA_END] = {0, 5, 257};
+
+/* Does the started transport i offer every pair area the core uses
+ * (env->pair_area_bytes), at least that large? A table of version 3
+ * lays them out by the env; one of version 2 at its fixed sizes. */
+static int offers_areas(const struct tnt_comm *comm, int i)
+{
+    const tnt_transport_t *t = comm->net.tp[i];
+    if (!t || !t->pair_area)
+        return 0;
+    if (t->version >= 3)
+        return 1;
+    for (int a = 0; a < TNT_TP_AREA_END; a++)
+        if (comm->net.tp_env[i].pair_area_bytes[a] >
+            v2_area_pages[a] * TNT_TP_AREA_ALIGN)
+            return 0;
+    return 1;
+}
+
 tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
 {
     static size_t (*const addr_fn[TNT_TP_MAX])(void *, int, void *,
@@ -115,6 +137,11 @@ tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
         }
         TNT_CHECK(rc);
     }
+    /* The same on every rank: the list and TNT_TRANSPORT are. */
+    comm->net.area_tpi = -1;
+    for (int i = 0; i < TNT_TP_COUNT && comm->net.area_tpi < 0; i++)
+        if (offers_areas(comm, i))
+            comm->net.area_tpi = i;
     return TNT_SUCCESS;
 }
 

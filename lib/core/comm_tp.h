@@ -23,7 +23,8 @@ int tnt__comm_tp_runs(const void *blob, size_t len, int tpi);
 /** The pair area `area` (TNT_TP_AREA_*) that this rank shares with
  *  peer q through q's transport: this rank's side and q's. Only for the
  *  on-host algorithms, which run only where every pair has one
- *  (comm->intra_host: every pair on shared memory). */
+ *  (comm->intra_host: every rank on this host runs the transport of the
+ *  pair areas, comm->net.area_tpi). */
 void tnt__comm_tp_pair_area(struct tnt_comm *comm, int q, int area,
                             void **mine, const void **theirs);
 /** tnt_mem_alloc's memory of this rank, `len` bytes at ptr: every

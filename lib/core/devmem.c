@@ -4,9 +4,13 @@
  * taken per call and kept for the next: nothing pinned is allocated in
  * the steady state.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "core/comm.h"
 #include "core/devmem.h"
@@ -16,9 +20,17 @@
 /* ---- CUDA's copy engine ---------------------------------------------- */
 
 /* cudaMemcpyDefault (4): the direction follows from the pointers (UVA);
- * cudaStreamNonBlocking (1), cudaEventDisableTiming (2),
- * cudaHostAllocPortable (1): the values of driver_types.h. */
-enum { CU_MEMCPY_DEFAULT = 4, CU_STREAM_NONBLOCKING = 1,
+ * cudaStreamDefault (0), cudaEventDisableTiming (2),
+ * cudaHostAllocPortable (1): the values of driver_types.h.
+ *
+ * The staging stream is a blocking one (cudaStreamDefault, not
+ * cudaStreamNonBlocking): its copies start after the work queued before
+ * them on the legacy default stream, as a cudaMemcpy would. A pageable
+ * cudaMemcpy to the device may return before its DMA lands; with a
+ * nonblocking stream the staging read the old contents (seen on the H100:
+ * wrong sums at 2 and 4 ranks on one GPU). Work on other streams the
+ * caller orders itself (the torch backend waits for the tensor's stream). */
+enum { CU_MEMCPY_DEFAULT = 4, CU_STREAM_DEFAULT = 0,
        CU_EVENT_NO_TIMING = 2, CU_HOST_ALLOC_PORTABLE = 1 };
 
 typedef struct cuda_stream {
@@ -50,7 +62,7 @@ static tnt_result_t cuda_open(int dev, void **out)
     if (!s)
         rc = tnt__error(TNT_ERR_NO_MEMORY, "staging stream: out of memory");
     if (s && ((err = rt->stream_create_with_flags(&s->stream,
-                                                  CU_STREAM_NONBLOCKING)) ||
+                                                  CU_STREAM_DEFAULT)) ||
         (err = rt->event_create_with_flags(&s->ev[0], CU_EVENT_NO_TIMING)) ||
         (err = rt->event_create_with_flags(&s->ev[1],
                                            CU_EVENT_NO_TIMING)))) {
@@ -148,6 +160,66 @@ static const tnt_devmem_ops_t *g_ops = &k_cuda_ops;
 static size_t g_slot_bytes = TNT_DEVMEM_SLOT_BYTES;
 static tnt_stager_t *g_pool;
 
+/* Whole-call staging's pinned buffers (devmem_whole.c): sizes rounded up
+ * to a power of two from 64 KiB, kept for the next call up to
+ * PINNED_KEEP bytes in all (a training step's buckets reuse them). */
+#define PINNED_MIN ((size_t)64 << 10)
+#define PINNED_KEEP ((size_t)1 << 30)
+typedef struct pinned {
+    void *p;
+    size_t cap;
+    struct pinned *next;
+} pinned_t;
+static pinned_t *g_pinned;
+static size_t g_pinned_kept;
+
+const tnt_devmem_ops_t *tnt__devmem_ops(void)
+{
+    return __atomic_load_n(&g_ops, __ATOMIC_ACQUIRE);
+}
+
+tnt_result_t tnt__pinned_take(size_t n, void **p, size_t *cap)
+{
+    size_t c = PINNED_MIN;
+    while (c < n && c <= SIZE_MAX / 2)
+        c *= 2;
+    pthread_mutex_lock(&g_lock);
+    for (pinned_t **pp = &g_pinned; *pp; pp = &(*pp)->next) {
+        if ((*pp)->cap == c) {
+            pinned_t *b = *pp;
+            *pp = b->next;
+            g_pinned_kept -= c;
+            pthread_mutex_unlock(&g_lock);
+            *p = b->p;
+            *cap = c;
+            free(b);
+            return TNT_SUCCESS;
+        }
+    }
+    const tnt_devmem_ops_t *ops = g_ops;
+    pthread_mutex_unlock(&g_lock);
+    TNT_CHECK(ops->alloc_pinned(c, p));
+    *cap = c;
+    return TNT_SUCCESS;
+}
+
+void tnt__pinned_give(void *p, size_t cap)
+{
+    pinned_t *b = malloc(sizeof *b);
+    pthread_mutex_lock(&g_lock);
+    if (b && g_pinned_kept + cap <= PINNED_KEEP) {
+        *b = (pinned_t){p, cap, g_pinned};
+        g_pinned = b;
+        g_pinned_kept += cap;
+        p = NULL, b = NULL;
+    }
+    const tnt_devmem_ops_t *ops = g_ops;
+    pthread_mutex_unlock(&g_lock);
+    free(b);
+    if (p)
+        ops->free_pinned(p);
+}
+
 static void stager_free(tnt_stager_t *s)
 {
     for (int i = 0; i < 2; i++)
@@ -166,6 +238,13 @@ void tnt__devmem_use(const tnt_devmem_ops_t *ops, size_t slot_bytes)
         g_pool = s->next;
         stager_free(s);
     }
+    while (g_pinned) {
+        pinned_t *b = g_pinned;
+        g_pinned = b->next;
+        g_ops->free_pinned(b->p);
+        free(b);
+    }
+    g_pinned_kept = 0;
     __atomic_store_n(&g_ops, ops ? ops : &k_cuda_ops, __ATOMIC_RELEASE);
     g_slot_bytes = slot_bytes ? slot_bytes : TNT_DEVMEM_SLOT_BYTES;
     pthread_mutex_unlock(&g_lock);
@@ -217,11 +296,48 @@ void tnt__stager_give(tnt_stager_t *s, int ok)
 
 /* ---- the check on every call ----------------------------------------- */
 
-/* The kinds staging handles; the others refuse device memory. */
-static int stageable(int kind)
+/* The kinds the segment pipeline takes (blocking calls); the others,
+ * and the nonblocking calls, are staged whole (devmem_whole.c). */
+int tnt__devmem_pipelined(int kind)
 {
     return kind == TNT_COLL_ALLREDUCE || kind == TNT_COLL_BROADCAST ||
            kind == TNT_COLL_ALLGATHER || kind == TNT_COLL_REDUCE_SCATTER;
+}
+
+/* Host memory this process can read? One byte, read through the kernel
+ * (process_vm_readv of this process), which answers EFAULT instead of a
+ * fault. Asked only where CUDA is in the process and CUDA said "not
+ * mine": a device address from another process (not opened with
+ * cudaIpcOpenMemHandle) usually lies in this process's reserved but
+ * unmapped address range, and would crash the first host read. Where the
+ * kernel refuses the call itself (seccomp), the pointer is taken as it
+ * is. */
+static int host_readable(const void *p)
+{
+    char b;
+    struct iovec here = {&b, 1}, there = {(void *)(uintptr_t)p, 1};
+    if (process_vm_readv(getpid(), &here, 1, &there, 1, 0) == 1)
+        return 1;
+    return errno != EFAULT;
+}
+
+/* 1 + the device of p, 0 host memory, negative with the message set. */
+static int kind_of(const tnt_devmem_ops_t *ops, const tnt_entry_call_t *c,
+                   const void *p, const char *what)
+{
+    int d = ops->is_device(p);
+    if (d < 0) {
+        char why[300];
+        snprintf(why, sizeof why, "%s", tnt_last_error());
+        return tnt__error(d, "rank %d: %s: %s", c->comm->rank, c->fn, why);
+    }
+    if (d == 0 && !host_readable(p))
+        return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: the %s buffer "
+                          "%p is neither memory of this process nor CUDA "
+                          "memory it knows (a device pointer from another "
+                          "process? open it with cudaIpcOpenMemHandle)",
+                          c->comm->rank, c->fn, what, p);
+    return d;
 }
 
 int tnt__devmem_check(const tnt_entry_op_t *op, const tnt_entry_call_t *c)
@@ -229,23 +345,20 @@ int tnt__devmem_check(const tnt_entry_op_t *op, const tnt_entry_call_t *c)
     const tnt_devmem_ops_t *ops = __atomic_load_n(&g_ops, __ATOMIC_ACQUIRE);
     /* The default path: CUDA's ops and no driver in the process, one
      * cached look (cuda_rt.h); no device pointer can exist. */
-    if (c->count == 0 || (ops == &k_cuda_ops && !tnt__cuda_in_process()))
+    if (ops == &k_cuda_ops && !tnt__cuda_in_process())
         return 0;
-    int ds = c->post_send ? ops->is_device(c->post_send) : 0;
+    if (c->count == 0 && (op->kind != TNT_COLL_ALLTOALLV ||
+                          !tnt__devmem_any_bytes(op, c)))
+        return 0;
+    int ds = c->post_send ? kind_of(ops, c, c->post_send, "send") : 0;
     if (ds < 0)
         return ds;
     int dr = c->post_recv && c->post_recv != c->post_send
-                 ? ops->is_device(c->post_recv) : ds;
+                 ? kind_of(ops, c, c->post_recv, "receive") : ds;
     if (dr < 0)
         return dr;
     if (!ds && !dr)
         return 0;
-    if (!stageable(op->kind))
-        return tnt__error(TNT_ERR_UNSUPPORTED, "rank %d: %s: device memory "
-                          "is taken by tnt_allreduce, tnt_broadcast, "
-                          "tnt_allgather and tnt_reduce_scatter only; copy "
-                          "the buffers to host memory for this call",
-                          c->comm->rank, c->fn);
     if (ds && dr && ds != dr)
         return tnt__error(TNT_ERR_UNSUPPORTED, "rank %d: %s: the send "
                           "buffer is on device %d and the receive buffer "

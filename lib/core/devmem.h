@@ -49,6 +49,11 @@ void tnt__devmem_use(const tnt_devmem_ops_t *ops, size_t slot_bytes);
  *  check. Costs one cached look when CUDA is not in the process. */
 int tnt__devmem_check(const tnt_entry_op_t *op, const tnt_entry_call_t *c);
 
+/** Whether the blocking call's kind goes through the segment pipeline
+ *  (tnt__devmem_stage: allreduce, broadcast, allgather, reduce-scatter);
+ *  the others, and every nonblocking call, are staged whole. */
+int tnt__devmem_pipelined(int kind);
+
 /** The blocking call c (checked, device memory in it) staged through
  *  pinned host buffers: device buffers cut in segments, the copy of
  *  segment k+1 queued before the collective on segment k runs and the
@@ -57,7 +62,45 @@ int tnt__devmem_check(const tnt_entry_op_t *op, const tnt_entry_call_t *c);
 tnt_result_t tnt__devmem_stage(const tnt_entry_op_t *op,
                                const tnt_entry_call_t *c, int dev);
 
-/* ---- devmem.c's pool, used by devmem_stage.c ------------------------- */
+/* ---- staged whole (devmem_whole.c) ------------------------------------ */
+
+/** A call's buffers staged whole: pinned copies of its device buffers. */
+typedef struct tnt_staged tnt_staged_t;
+
+struct tnt_request;
+
+/** Copy the call's device buffers (both sides, on device dev) into pinned
+ *  host buffers of their size and point c->post_send / c->post_recv at
+ *  them; waits for the copies. Nothing is posted here. */
+tnt_result_t tnt__devmem_in(const tnt_entry_op_t *op, tnt_entry_call_t *c,
+                            int dev, tnt_staged_t **st);
+/** The call finished with rc: if it succeeded, copy the receive side back
+ *  to device memory (waits); then the pinned buffers go back to the pool.
+ *  Returns rc, or the copy's error. */
+tnt_result_t tnt__devmem_out(tnt_staged_t *st, tnt_result_t rc);
+/** A nonblocking call's staging, kept until its request finishes. */
+void tnt__devmem_attach(tnt_staged_t *st, struct tnt_request *req);
+/** The request finished with rc: tnt__devmem_out of its staging, if it
+ *  has one (once; later calls return rc). */
+tnt_result_t tnt__devmem_finish(struct tnt_request *req, tnt_result_t rc);
+/** Whether req still has staging attached (freed before it finished). */
+int tnt__devmem_staged(struct tnt_request *req);
+/** Whether the call moves any bytes at this rank (alltoallv: from its
+ *  arrays, the count being 0). */
+int tnt__devmem_any_bytes(const tnt_entry_op_t *op,
+                          const tnt_entry_call_t *c);
+
+/* ---- devmem.c's pools, used by devmem_stage.c and devmem_whole.c ----- */
+
+/** The copy engine in use (CUDA's, or the tests' stand-in). */
+const tnt_devmem_ops_t *tnt__devmem_ops(void);
+/** A pinned host buffer of at least n bytes from the pool (*cap: its
+ *  size, for tnt__pinned_give), or a new one. */
+tnt_result_t tnt__pinned_take(size_t n, void **p, size_t *cap);
+void tnt__pinned_give(void *p, size_t cap);
+/** A rank's failure to stage alone: fail the communicator on every rank
+ *  (the others would wait for its part otherwise); returns rc. */
+tnt_result_t tnt__devmem_fail_comm(tnt_comm_t comm, tnt_result_t rc);
 
 /** A stream of the library's own and its two pinned slots. */
 typedef struct tnt_stager {

@@ -156,7 +156,7 @@ static tnt_result_t pipeline(plan_t *p)
  * refused) would leave the others waiting in the segment collectives:
  * the communicator fails on every rank, as entry.c does for a second
  * thread. */
-static tnt_result_t fail_comm(tnt_comm_t comm, tnt_result_t rc)
+tnt_result_t tnt__devmem_fail_comm(tnt_comm_t comm, tnt_result_t rc)
 {
     char msg[400];
     snprintf(msg, sizeof msg, "rank %d: staging device memory failed (the "
@@ -180,15 +180,15 @@ tnt_result_t tnt__devmem_stage(const tnt_entry_op_t *op,
         p.src = p.dst + (size_t)p.rank * p.count * p.es;
     tnt_result_t rc = tnt__stager_take(dev, &p.s);
     if (rc < 0)
-        return fail_comm(c->comm, rc);
+        return tnt__devmem_fail_comm(c->comm, rc);
     rc = pipeline(&p);
     if (rc < 0 && !p.collective_failed)
-        rc = fail_comm(c->comm, rc);
+        rc = tnt__devmem_fail_comm(c->comm, rc);
     /* Copies still queued read or write the caller's buffers: wait for
      * them, on errors too. */
     tnt_result_t rs = p.s->ops->sync(p.s->stream);
     tnt__stager_give(p.s, rc == TNT_SUCCESS && rs == TNT_SUCCESS);
     if (rc == TNT_SUCCESS && rs < 0)
-        return fail_comm(c->comm, rs);
+        return tnt__devmem_fail_comm(c->comm, rs);
     return rc;
 }

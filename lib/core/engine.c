@@ -68,6 +68,9 @@ void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len)
         snprintf(buf, len, "%s(dtype=%s, algo=%s)", kind, dt, algo);
     else if (h->kind == TNT_COLL_P2P)
         snprintf(buf, len, "%s(dtype=%s)", kind, dt);
+    else if (h->kind == TNT_COLL_ALLGATHER && h->op == TNT_OP_DERIVE)
+        snprintf(buf, len, "tnt_comm_split/dup(an exchange of %" PRIu64
+                 " bytes, algo=%s)", h->count, algo);
     else if (h->kind == TNT_COLL_ALLGATHER || h->kind == TNT_COLL_ALLTOALL)
         snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, algo=%s)", kind,
                  h->count, dt, algo);
@@ -138,6 +141,7 @@ void tnt__engine_init_requests(struct tnt_comm *comm)
     tnt__list_init(&comm->reqs.active);
     tnt__list_init(&comm->reqs.all);
     tnt__list_init(&comm->reqs.deferred);
+    tnt__list_init(&comm->reqs.any);
     tnt__list_init(&comm->reqs.heavy);
     tnt__list_init(&comm->reqs.free_reqs);
     comm->reqs.max_free_reqs = MAX_FREE_REQUESTS;
@@ -513,6 +517,12 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
     }
     while (!tnt__list_empty(&comm->reqs.active))
         finish(tnt__active_first(comm), rc);
+    while (!tnt__list_empty(&comm->reqs.any)) {
+        struct tnt_request *r = TNT_LIST_ENTRY(
+            tnt__list_first(&comm->reqs.any), struct tnt_request, any_link);
+        tnt__list_unlink(&r->any_link);
+        finish(r, rc);
+    }
 }
 
 /* ---- executing operations ------------------------------------------- */
@@ -966,6 +976,36 @@ static int early_mismatch(struct tnt_comm *comm, struct tnt_request *req)
     return 0;
 }
 
+static tnt_result_t start_locked(struct tnt_comm *comm,
+                                 struct tnt_request *req,
+                                 const tnt_coll_args_t *args, int algo,
+                                 tnt_sched_t *sched,
+                                 const tnt_mem_ref_t *mref, const void *send,
+                                 void *recv, unsigned flags,
+                                 void (*prepare)(void *), void *prepare_arg,
+                                 struct tnt_request **out);
+
+/* start_locked failed with rc: a request the user holds already (an
+ * any-source receive, on the list of unreleased ones) finishes with it;
+ * any other is freed. */
+static tnt_result_t start_failed(struct tnt_comm *comm,
+                                 struct tnt_request *req, tnt_result_t rc)
+{
+    if (!tnt__list_linked(&req->all_link)) {
+        free_request(comm, req);
+        return rc;
+    }
+    /* Its waiter reads the communicator's failure message. */
+    tnt__engine_fail(comm, rc, "rank %d: a receive from any source could "
+                     "not start: %s", comm->rank, tnt_last_error());
+    put_scratch(comm, req);
+    release_sched(comm, req->sched);
+    req->sched = &no_sched;
+    req->comm = comm;
+    publish(comm, req, comm->fail_rc);
+    return rc;
+}
+
 /* Post with the lock held: sched (taken by the caller, released here on
  * failure) and, for an on-host algorithm that reads them, where its
  * buffers lie in shared allocations. */
@@ -977,13 +1017,31 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
                                 void (*prepare)(void *), void *prepare_arg,
                                 struct tnt_request **out)
 {
-    uint32_t nops = sched->nops;
     struct tnt_request *req = alloc_request(comm, request_ops(comm, sched));
     if (!req) {
         release_sched(comm, sched);
         return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for a %s of %u "
-                          "operations", tnt__coll_kind_name(args->kind), nops);
+                          "operations", tnt__coll_kind_name(args->kind),
+                          sched->nops);
     }
+    return start_locked(comm, req, args, algo, sched, mref, send, recv,
+                        flags, prepare, prepare_arg, out);
+}
+
+/* Start req, allocated for sched's operations (post_locked; an
+ * any-source receive once its sender is known, tnt__engine_start_any).
+ * On failure req is freed, unless the user holds it already (an
+ * any-source receive): then it finishes with the error. */
+static tnt_result_t start_locked(struct tnt_comm *comm,
+                                 struct tnt_request *req,
+                                 const tnt_coll_args_t *args, int algo,
+                                 tnt_sched_t *sched,
+                                 const tnt_mem_ref_t *mref, const void *send,
+                                 void *recv, unsigned flags,
+                                 void (*prepare)(void *), void *prepare_arg,
+                                 struct tnt_request **out)
+{
+    uint32_t nops = sched->nops;
     req->args = *args;
     req->result = TNT_INPROGRESS;
     req->algo = algo;
@@ -1019,18 +1077,17 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
 
     if (comm->state != TNT_COMM_OK) {
         tnt_result_t rc = tnt__error_str(comm->fail_rc, comm->fail_msg);
-        free_request(comm, req);
-        return rc;
+        return start_failed(comm, req, rc);
     }
     if (req->sched->scratch_bytes) {
         req->scratch = tnt__bufpool_get(&comm->pool, req->sched->scratch_bytes,
                                         &req->scratch_cap);
         if (!req->scratch) {
             size_t bytes = req->sched->scratch_bytes;
-            free_request(comm, req);
-            return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for %zu bytes"
-                              " of scratch of a %s of %zu elements", bytes,
-                              tnt__coll_kind_name(args->kind), args->count);
+            return start_failed(comm, req, tnt__error(
+                TNT_ERR_NO_MEMORY, "out of memory for %zu bytes of scratch "
+                "of a %s of %zu elements", bytes,
+                tnt__coll_kind_name(args->kind), args->count));
         }
         req->bufs[TNT_BUF_SCRATCH] = req->scratch;
     }
@@ -1040,11 +1097,10 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
          * (p2p.h). */
         req->seq = tnt__p2p_next_seq(comm, args->p2p_send, args->root,
                                      args->tag);
-        if (!req->seq) {
-            free_request(comm, req);
-            return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for the "
-                              "point-to-point counters");
-        }
+        if (!req->seq)
+            return start_failed(comm, req, tnt__error(
+                TNT_ERR_NO_MEMORY, "out of memory for the point-to-point "
+                "counters"));
         sig->root = 0; /* the peer: rank `root` on one side, this rank on
                           the other */
     } else {
@@ -1096,7 +1152,8 @@ static tnt_result_t post_locked(struct tnt_comm *comm,
     req->active = 1;
     comm->active_msgs += !onhost;
     tnt__list_push_back(&comm->reqs.active, &req->active_link);
-    tnt__list_push_front(&comm->reqs.all, &req->all_link);
+    if (!tnt__list_linked(&req->all_link)) /* an any-source one is */
+        tnt__list_push_front(&comm->reqs.all, &req->all_link);
     comm->progress.last_activity = now;
 
     /* A lean run that goes on queued has looked already, and nothing
@@ -1138,6 +1195,86 @@ static tnt_result_t wait_blocking(struct tnt_comm *comm,
                                   const tnt_coll_args_t *a);
 static void release_locked(struct tnt_comm *comm, struct tnt_request *req);
 
+/* A receive from any source (core/p2p.h): a request of no schedule yet
+ * on the any list, started by tnt__engine_start_any once a sender's next
+ * message with its tag has come (maybe at once); or a receive naming its
+ * peer posted behind one from any source with its tag, started once no
+ * earlier one is left. Lock held. */
+static tnt_result_t post_any_locked(struct tnt_comm *comm,
+                                    const tnt_coll_args_t *args, void *recv,
+                                    struct tnt_request **out)
+{
+    if (comm->state != TNT_COMM_OK)
+        return tnt__error_str(comm->fail_rc, comm->fail_msg);
+    struct tnt_request *req = alloc_request(comm, 1);
+    if (!req)
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for a receive "
+                          "from any source");
+    req->comm = comm;
+    req->args = *args;
+    req->sched = &no_sched;
+    req->result = TNT_INPROGRESS;
+    req->bufs[TNT_BUF_RECV] = recv;
+    req->timeout.deadline = tnt__now_coarse() + comm->params.timeout_s;
+    tnt__list_push_front(&comm->reqs.all, &req->all_link);
+    tnt__list_push_back(&comm->reqs.any, &req->any_link);
+    comm->progress.last_activity = tnt__now_coarse();
+    *out = req;
+    tnt__p2p_any_match(comm);
+    /* The poller must look for its sender's deadline too. */
+    if (req->result == TNT_INPROGRESS && comm->progress.polling)
+        tnt__progress_wake(comm);
+    return TNT_SUCCESS;
+}
+
+void tnt__engine_start_any(struct tnt_comm *comm, struct tnt_request *req,
+                           int peer)
+{
+    tnt__list_unlink(&req->any_link);
+    tnt_coll_args_t a = req->args;
+    a.root = peer;
+    int algo;
+    tnt_sched_t *sched = NULL;
+    tnt_result_t rc = tnt__algo_select(&a, TNT_ALGO_AUTO, &algo);
+    if (rc == TNT_SUCCESS)
+        rc = get_sched(comm, &a, algo, &sched);
+    if (rc == TNT_SUCCESS && req->ops_cap < request_ops(comm, sched)) {
+        /* Allocated for one operation, as a receive's schedule has. */
+        release_sched(comm, sched);
+        rc = tnt__error(TNT_ERR_INTERNAL, "a receive's schedule has more "
+                        "than one operation");
+    }
+    if (rc != TNT_SUCCESS) {
+        start_failed(comm, req, rc);
+        return;
+    }
+    struct tnt_request *out;
+    start_locked(comm, req, &a, algo, sched, NULL, NULL,
+                 req->bufs[TNT_BUF_RECV], 0, NULL, NULL, &out);
+}
+
+tnt_result_t tnt__engine_source(struct tnt_request *req, int *source)
+{
+    struct tnt_comm *comm = req->comm;
+    if (comm)
+        pthread_mutex_lock(&comm->lock);
+    int recv = req->args.kind == TNT_COLL_P2P && !req->args.p2p_send;
+    tnt_result_t result = req->result;
+    int peer = req->args.root;
+    if (comm)
+        pthread_mutex_unlock(&comm->lock);
+    if (!recv)
+        return tnt__error(TNT_ERR_INVALID_ARG, "tnt_request_source: the "
+                          "request is no receive");
+    if (result != TNT_SUCCESS)
+        return tnt__error(TNT_ERR_INVALID_ARG, "tnt_request_source: the "
+                          "receive has %s", result == TNT_INPROGRESS
+                                                ? "not completed yet"
+                                                : "failed");
+    *source = peer;
+    return TNT_SUCCESS;
+}
+
 static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
                         const void *send, void *recv, unsigned flags,
                         void (*prepare)(void *), void *prepare_arg,
@@ -1156,14 +1293,29 @@ static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
                tnt__mem_find(comm, send, bytes, &mref[0]) &&
                (send == recv ? (mref[1] = mref[0], 1)
                              : tnt__mem_find(comm, recv, bytes, &mref[1]));
-    tnt_result_t rc = tnt__algo_select(&a, forced, &algo);
-    if (rc == TNT_SUCCESS)
-        rc = get_sched(comm, &a, algo, &sched);
-    if (rc != TNT_SUCCESS)
-        return rc;
-    tnt__lock_to_post(comm);
-    rc = post_locked(comm, &a, algo, sched, mref, send, recv, flags, prepare,
-                     prepare_arg, out);
+    tnt_result_t rc;
+    int queued = 0;
+    if (a.kind == TNT_COLL_P2P && !a.p2p_send) {
+        /* From any source, or from a peer behind one from any source
+         * with its tag: waits on the any list (core/p2p.h). */
+        tnt__lock_to_post(comm);
+        queued = a.root == TNT_ANY_SOURCE ||
+                 tnt__p2p_any_waits(comm, a.tag);
+        if (queued)
+            rc = post_any_locked(comm, &a, recv, out);
+        else
+            pthread_mutex_unlock(&comm->lock);
+    }
+    if (!queued) {
+        rc = tnt__algo_select(&a, forced, &algo);
+        if (rc == TNT_SUCCESS)
+            rc = get_sched(comm, &a, algo, &sched);
+        if (rc != TNT_SUCCESS)
+            return rc;
+        tnt__lock_to_post(comm);
+        rc = post_locked(comm, &a, algo, sched, mref, send, recv, flags,
+                         prepare, prepare_arg, out);
+    }
     /* A blocking call: post, wait and release in one hold of the lock
      * (docs/performance.md, "A blocking call's fixed cost"). */
     if (rc == TNT_SUCCESS && (flags & TNT_POST_BLOCK)) {
@@ -1469,7 +1621,8 @@ static void linger_for_notices(struct tnt_comm *comm)
 
 void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
 {
-    if (!tnt__list_empty(&comm->reqs.active))
+    if (!tnt__list_empty(&comm->reqs.active) ||
+        !tnt__list_empty(&comm->reqs.any))
         tnt__engine_fail(comm, rc, "rank %d: communicator freed with "
                          "collectives in flight", comm->rank);
     linger_for_notices(comm);
@@ -1499,6 +1652,32 @@ void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
 
 void tnt__engine_check_deadlines(struct tnt_comm *comm, double now)
 {
+    /* A receive from any source whose deadline passed with no sender
+     * (or one behind it): no peer is behind in a chain of waits to ask
+     * about. */
+    tnt_list_node_t *it, *nx;
+    TNT_LIST_FOREACH_SAFE(&comm->reqs.any, it, nx) {
+        struct tnt_request *r =
+            TNT_LIST_ENTRY(it, struct tnt_request, any_link);
+        if (now < r->timeout.deadline)
+            continue;
+        if (r->args.root == TNT_ANY_SOURCE)
+            tnt__engine_fail(comm, TNT_ERR_TIMEOUT, "rank %d: receive from "
+                             "any source of %zu %s with tag %u timed out "
+                             "after %.1f s (TNT_TIMEOUT): no rank sent a "
+                             "message with that tag", comm->rank,
+                             r->args.count, tnt_dtype_name(r->args.dtype),
+                             r->args.tag, comm->params.timeout_s);
+        else
+            tnt__engine_fail(comm, TNT_ERR_TIMEOUT, "rank %d: receive from "
+                             "rank %d of %zu %s with tag %u timed out after "
+                             "%.1f s (TNT_TIMEOUT) behind a receive from any "
+                             "source with that tag that no rank sent",
+                             comm->rank, r->args.root, r->args.count,
+                             tnt_dtype_name(r->args.dtype), r->args.tag,
+                             comm->params.timeout_s);
+        return;
+    }
     for (struct tnt_request *r = tnt__active_first(comm); r;
          r = tnt__active_next(comm, r)) {
         if (now < r->timeout.deadline)

@@ -34,6 +34,10 @@
 #include "tnt/transport.h"
 
 #define TNT_MSG_MAGIC 0x4d544e54u /* "TNTM" */
+/* The reduction of the allgathers with which tnt_comm_split and
+ * tnt_comm_dup exchange what they need (comm_split.c): tnt_allgather
+ * never posts it, so a split against a user's allgather is a mismatch. */
+#define TNT_OP_DERIVE TNT_MAX
 /* Transports one communicator may use at once: the positions of the
  * transport list (tcp, shm, verbs, a plugin). */
 #define TNT_TP_MAX 4
@@ -241,6 +245,9 @@ struct tnt_request {
     int deferred;              /* on the comm's deferred list, or being
                                   prepared: not started yet */
     tnt_list_node_t defer_link; /* comm's deferred list */
+    /* A receive from any source whose sender is not known yet: on the
+     * comm's any list, nothing posted (core/p2p.h). */
+    tnt_list_node_t any_link;
     /* Run by the poller before a deferred request starts, comm->lock
      * released (tnt__engine_post_prepared); NULL once run. */
     void (*prepare)(void *arg);
@@ -294,6 +301,10 @@ struct tnt_comm_net {
     void *tp_ctx[TNT_TP_MAX];
     tnt_transport_env_t tp_env[TNT_TP_MAX];
     int tp_serves[TNT_TP_MAX]; /* some peer got this transport */
+    /* The position of the transport whose pair areas the on-host
+     * algorithms use (comm_tp.c, tnt__comm_tp_init): the first started
+     * that offers every area at the sizes the core needs; -1: none. */
+    int area_tpi;
     /* What a spinning waiter polls (progress.c): the transports with a
      * poll entry that serve some peer, those whose look costs no system
      * call first (the first nspin_cheap: polled even where ranks share
@@ -360,6 +371,9 @@ struct tnt_comm_requests {
     tnt_list_t all;            /* every unreleased request */
     struct tnt_request *reap_head; /* detached and finished: to free */
     tnt_list_t deferred;       /* to start, in posting order */
+    tnt_list_t any;            /* receives from any source waiting for a
+                                  sender, in posting order (p2p.c) */
+    int any_next;              /* the sender they look at first */
     tnt_list_t heavy;          /* with large ops to run, in queuing order */
     int busy;                  /* computations running without the lock */
     tnt_list_t free_reqs;      /* finished requests kept for reuse */
@@ -406,6 +420,9 @@ struct tnt_comm {
      * creation, read-only afterwards. */
     int rank, nranks;
     uint32_t comm_id;
+    uint32_t derived;          /* communicators derived from this one so
+                                  far (comm_split.c); counted alike on
+                                  every rank, by the calling thread */
     uint64_t job_id;
     tnt_auth_key_t auth_key;   /* from the job key; never leaves the core */
     tnt_params_t params;
@@ -452,6 +469,10 @@ struct tnt_comm {
     tnt_mem_table_t mem;       /* shared allocations (core/mem.c), which
                                   the mapped allreduce uses */
     struct tnt_p2p_seqs *p2p;  /* tnt_send/tnt_recv numbering (p2p.c) */
+    /* The recovery mesh's listener and addresses, and the dead set a
+     * shrink agreed on (core/recovery.h); NULL unless TNT_RECOVERY=1.
+     * Written at creation and by tnt_comm_shrink's thread. */
+    struct tnt_recovery *rec;
 };
 
 /** Transport services and upcalls for transport `tpi`, filled into
@@ -542,6 +563,12 @@ int tnt__engine_run_heavy(struct tnt_comm *comm);
  *  release it and return 1; else return 0 at once, touching nothing: no
  *  progress is made and the caller never waits for the lock. */
 int tnt__engine_try_release(struct tnt_request *req, tnt_result_t *rc);
+/** Start any-source receive req (on comm's any list) as a receive from
+ *  `peer`, whose next message with its tag has come (p2p.c). Lock held. */
+void tnt__engine_start_any(struct tnt_comm *comm, struct tnt_request *req,
+                           int peer);
+/** *source = the peer of completed receive req (tnt_request_source). */
+tnt_result_t tnt__engine_source(struct tnt_request *req, int *source);
 /** Release a request (detaches it if unfinished). */
 void tnt__engine_release(struct tnt_request *req);
 /** Fail everything in flight with rc, close all connections. Lock held. */

@@ -106,6 +106,10 @@ tnt_msg_hdr_t tnt__mem_sig(const struct tnt_comm *comm, uint64_t seq,
 /** Number req (an on-host collective just posted) and queue it;
  *  tnt__onhost_progress runs it. */
 void tnt__onhost_enqueue(struct tnt_comm *comm, struct tnt_request *req);
+/** The bytes of one side of each pair area the on-host algorithms use,
+ *  by area id (TNT_TP_AREA_*; 0 where none), what the transports get in
+ *  env->pair_area_bytes: the sizes of their layouts (onhost/pairs.c). */
+void tnt__onhost_area_bytes(size_t bytes[TNT_TP_AREA_END]);
 /** The table that runs on-host algorithm `algo` for a collective of
  *  `kind` (onhost/onhost.h); NULL when algo runs a schedule of
  *  messages. The one place that maps the selection table's on-host ids

@@ -480,4 +480,5 @@ void tnt__engine_fill_env(struct tnt_comm *comm, int tpi)
     env->host = comm->host;
     env->set_error = sv_set_error;
     env->last_error = sv_last_error;
+    tnt__onhost_area_bytes(env->pair_area_bytes);
 }

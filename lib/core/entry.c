@@ -116,15 +116,26 @@ tnt_result_t tnt__entry_run(const tnt_entry_op_t *op, tnt_entry_call_t *c)
     tnt_coll_args_t args;
     TNT_CHECK(check(op, c, 1, NULL, &args));
     int dev = tnt__devmem_check(op, c); /* device memory: core/devmem.h */
-    if (dev != 0)
-        return dev < 0 ? dev : tnt__devmem_stage(op, c, dev - 1);
-    if (!enter(op, c->comm))
+    if (dev < 0)
+        return dev;
+    if (dev > 0 && tnt__devmem_pipelined(op->kind))
+        return tnt__devmem_stage(op, c, dev - 1);
+    tnt_staged_t *st = NULL; /* the other kinds: staged whole */
+    if (dev > 0) {
+        tnt_result_t rc = tnt__devmem_in(op, c, dev - 1, &st);
+        if (rc < 0)
+            return tnt__devmem_fail_comm(c->comm, rc);
+    }
+    if (!enter(op, c->comm)) {
+        if (st)
+            tnt__devmem_out(st, TNT_ERR_INVALID_USAGE);
         return refuse_second_thread(c);
+    }
     struct tnt_request *req; /* NULL on return: the call waited */
     tnt_result_t rc = tnt__engine_post(c->comm, &args, c->post_send,
                                        c->post_recv, BLOCKING, &req);
     leave(op, c->comm);
-    return rc;
+    return st ? tnt__devmem_out(st, rc) : rc;
 }
 
 tnt_result_t tnt__entry_post(const tnt_entry_op_t *op, tnt_entry_call_t *c,
@@ -135,21 +146,37 @@ tnt_result_t tnt__entry_post(const tnt_entry_op_t *op, tnt_entry_call_t *c,
     int dev = tnt__devmem_check(op, c);
     if (dev < 0)
         return dev;
-    if (dev > 0)
-        return tnt__error(TNT_ERR_UNSUPPORTED, "rank %d: %s: device memory "
-                          "is staged by the blocking calls only so far; "
-                          "call %s", c->comm->rank, c->fn, op->name);
-    TNT_CHECK(tnt__request_reserve(c->fn));
+    /* Device memory: copied in whole now, back when the request is seen
+     * finished (request_api.c). */
+    tnt_staged_t *st = NULL;
+    if (dev > 0) {
+        tnt_result_t rc = tnt__devmem_in(op, c, dev - 1, &st);
+        if (rc < 0)
+            return tnt__devmem_fail_comm(c->comm, rc);
+    }
+    tnt_result_t rc = tnt__request_reserve(c->fn);
+    if (rc < 0) {
+        if (st)
+            tnt__devmem_out(st, rc);
+        return rc;
+    }
     if (!enter(op, c->comm)) {
         tnt__request_cancel();
+        if (st)
+            tnt__devmem_out(st, TNT_ERR_INVALID_USAGE);
         return refuse_second_thread(c);
     }
-    tnt_result_t rc = tnt__engine_post(c->comm, &args, c->post_send,
-                                       c->post_recv, 0, req);
+    rc = tnt__engine_post(c->comm, &args, c->post_send, c->post_recv, 0,
+                          req);
     leave(op, c->comm);
-    if (rc == TNT_SUCCESS)
+    if (rc == TNT_SUCCESS) {
+        if (st)
+            tnt__devmem_attach(st, *req);
         tnt__request_commit(*req);
-    else
+    } else {
         tnt__request_cancel();
+        if (st)
+            tnt__devmem_out(st, rc);
+    }
     return rc;
 }

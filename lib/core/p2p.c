@@ -87,6 +87,91 @@ struct tnt_request *tnt__p2p_find(struct tnt_comm *comm, int peer,
     return NULL;
 }
 
+/* The seq the next receive from `peer` with `tag` will take, without
+ * counting it. */
+static uint64_t peek_recv_seq(const struct tnt_comm *comm, int peer,
+                              uint32_t tag)
+{
+    const struct tnt_p2p_seqs *t = comm->p2p;
+    if (!t || !t->cap)
+        return TNT_P2P_SEQ_BIT;
+    uint64_t key = key_of(0, peer, tag);
+    size_t i = slot_of(key, t->cap);
+    while (t->e[i].key && t->e[i].key != key)
+        i = (i + 1) & (t->cap - 1);
+    return TNT_P2P_SEQ_BIT | (t->e[i].key ? t->e[i].next : 0);
+}
+
+/* Has an early message (or RTS) from peer p come that is its next one
+ * with `tag`, and taken by no receive? */
+static int next_message_waits(const struct tnt_comm *comm, int p,
+                              uint32_t tag)
+{
+    uint64_t seq = peek_recv_seq(comm, p, tag);
+    for (const tnt_unexp_t *u = comm->peers[p].unexp_head; u; u = u->next)
+        if (u->hdr.seq == seq && !(u->hdr.step & TNT_STEP_CTS) &&
+            (u->hdr.step & ~TNT_STEP_CTL) == tag && !u->claimed)
+            return 1;
+    return 0;
+}
+
+static struct tnt_request *any_of(tnt_list_node_t *it)
+{
+    return TNT_LIST_ENTRY(it, struct tnt_request, any_link);
+}
+
+/* Does a receive from any source with `tag` wait, posted before `stop`
+ * (NULL: at all)? */
+static int any_before(const struct tnt_comm *comm, uint32_t tag,
+                      const tnt_list_node_t *stop)
+{
+    for (tnt_list_node_t *it = comm->reqs.any.head.next;
+         it != &comm->reqs.any.head && it != stop; it = it->next)
+        if (any_of(it)->args.root == TNT_ANY_SOURCE &&
+            any_of(it)->args.tag == tag)
+            return 1;
+    return 0;
+}
+
+int tnt__p2p_any_waits(const struct tnt_comm *comm, uint32_t tag)
+{
+    return !tnt__list_empty(&comm->reqs.any) && any_before(comm, tag, NULL);
+}
+
+void tnt__p2p_any_match(struct tnt_comm *comm)
+{
+    int n = comm->nranks;
+    /* Each start may take the message another one looked at, or free a
+     * named receive behind it: look again from the earliest posted. */
+    for (int started = 1; started && comm->state == TNT_COMM_OK;) {
+        started = 0;
+        tnt_list_node_t *it, *nx;
+        TNT_LIST_FOREACH_SAFE(&comm->reqs.any, it, nx) {
+            struct tnt_request *r = any_of(it);
+            if (r->args.root != TNT_ANY_SOURCE) {
+                if (any_before(comm, r->args.tag, it))
+                    continue;
+                tnt__engine_start_any(comm, r, r->args.root);
+                started = 1;
+                break;
+            }
+            int peer = -1;
+            for (int k = 0; k < n && peer < 0; k++) {
+                int q = (comm->reqs.any_next + k) % n;
+                if (q != comm->rank && next_message_waits(comm, q,
+                                                          r->args.tag))
+                    peer = q;
+            }
+            if (peer < 0)
+                continue;
+            comm->reqs.any_next = (peer + 1) % n;
+            tnt__engine_start_any(comm, r, peer);
+            started = 1;
+            break;
+        }
+    }
+}
+
 void tnt__p2p_free(struct tnt_comm *comm)
 {
     if (comm->p2p)

@@ -16,6 +16,12 @@
  * send and a receive, other peers, other tags), a message is matched to
  * a p2p request by (seq, peer, tag, direction: a CTS is for a send,
  * anything else for a receive), never by seq alone (tnt__p2p_find).
+ * A receive from any source has no seq until its sender is known
+ * (tnt__p2p_any_match): then it takes that sender's counter as any
+ * receive does. A receive naming its peer posted while one from any
+ * source with its tag waits takes its number only once no such earlier
+ * one is left, so that a message goes to the earliest posted receive
+ * it matches (MPI's rule).
  */
 #ifndef TNT_CORE_P2P_H
 #define TNT_CORE_P2P_H
@@ -33,6 +39,22 @@ uint64_t tnt__p2p_next_seq(struct tnt_comm *comm, int send, int peer,
 /** The p2p request that message h from `peer` is for, or NULL. */
 struct tnt_request *tnt__p2p_find(struct tnt_comm *comm, int peer,
                                   const tnt_msg_hdr_t *h);
+/** Is a receive from any source with `tag` waiting for its sender? A
+ *  receive naming its peer posted now must then wait behind it. Lock
+ *  held. */
+int tnt__p2p_any_waits(const struct tnt_comm *comm, uint32_t tag);
+/** Start what waits on comm->reqs.any (in posting order) and can start
+ *  now. A message goes to the earliest posted receive it matches, as in
+ *  MPI: a receive from any source takes the first early message (or
+ *  RTS) with its tag that is the next one from its sender (seq equal to
+ *  that sender's receive counter: no posted receive has taken it, and
+ *  messages from one sender stay in order), looking at the senders in
+ *  turn from the one after the last taken; a receive naming its peer
+ *  waits there while a receive from any source with its tag posted
+ *  before it waits. Each then runs as a receive from its sender
+ *  (tnt__engine_start_any). Called when one is posted and after every
+ *  look at the messages; lock held. */
+void tnt__p2p_any_match(struct tnt_comm *comm);
 /** Free the counters (communicator teardown). */
 void tnt__p2p_free(struct tnt_comm *comm);
 

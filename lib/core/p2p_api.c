@@ -20,9 +20,20 @@ static tnt_result_t p2p_check(tnt_entry_call_t *c)
     const p2p_call_t *p = c->extra;
     tnt_comm_t comm = c->comm;
     int peer = c->root;
-    if (peer < 0 || peer >= comm->nranks || peer == comm->rank)
+    if (peer == TNT_ANY_SOURCE && p->send)
+        return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: peer "
+                          "TNT_ANY_SOURCE is for receives; a send names its "
+                          "peer", comm->rank, c->fn);
+    if (peer == TNT_ANY_SOURCE && comm->nranks == 1)
+        return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: a receive from "
+                          "any source on a communicator of one rank: no "
+                          "rank can send it", comm->rank, c->fn);
+    if (peer == TNT_ANY_SOURCE)
+        ; /* matched when a sender's message comes (core/p2p.h) */
+    else if (peer < 0 || peer >= comm->nranks || peer == comm->rank)
         return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: peer %d is %s; "
-                          "expected another rank of 0..%d", comm->rank,
+                          "expected another rank of 0..%d (or "
+                          "TNT_ANY_SOURCE to receive)", comm->rank,
                           c->fn, peer, peer == comm->rank ? "this rank"
                                                           : "not a rank",
                           comm->nranks - 1);

@@ -191,16 +191,23 @@ static void free_graveyard(struct tnt_comm *comm)
 int tnt__progress_timeout_ms(struct tnt_comm *comm, double now)
 {
     struct tnt_request *first = tnt__active_first(comm);
-    if (!first) {
+    if (!first && tnt__list_empty(&comm->reqs.any)) {
         if (now - comm->progress.last_activity > IDLE_GRACE_S)
             return -1;
         return 1000;
     }
-    double left = first->timeout.deadline - now;
-    for (struct tnt_request *r = tnt__active_first(comm); r;
-         r = tnt__active_next(comm, r))
+    double left = 2.0; /* above the 1 s that is the most said below */
+    for (struct tnt_request *r = first; r; r = tnt__active_next(comm, r))
         if (r->timeout.deadline - now < left)
             left = r->timeout.deadline - now;
+    /* Receives from any source waiting for a sender (core/p2p.h). */
+    tnt_list_node_t *it, *nx;
+    TNT_LIST_FOREACH_SAFE(&comm->reqs.any, it, nx) {
+        struct tnt_request *r =
+            TNT_LIST_ENTRY(it, struct tnt_request, any_link);
+        if (r->timeout.deadline - now < left)
+            left = r->timeout.deadline - now;
+    }
     if (left < 0)
         return 0;
     if (left > 1.0)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/engine.h"
+#include "core/p2p.h"
 #include "core/progress.h"
 #include "core/report.h"
 #include "core/timeline.h"
@@ -49,6 +50,9 @@ static void after_look(struct tnt_comm *comm)
     if (comm->intra_host)
         tnt__onhost_progress(comm);
     tnt__engine_run_heavy(comm);
+    /* Receives from any source whose sender's message has come. */
+    if (!tnt__list_empty(&comm->reqs.any))
+        tnt__p2p_any_match(comm);
 }
 
 /* A SIGUSR1 since the last look: log the hang report. */

@@ -1,12 +1,14 @@
 /*
- * The public calls on requests: test, wait (with or without a limit)
- * and free; the engine does the work (core/engine.h). A request handed
+ * The public calls on requests: test, wait (with or without a limit),
+ * the sender of a receive, and free; the engine does the work
+ * (core/engine.h). A request handed
  * to the user by a nonblocking call is live (util/handles.h) until
  * tnt_request_free takes it back: every call here checks its handle
  * first, so a request freed twice, or used after its free, is
  * TNT_ERR_INVALID_ARG, never a read of a request the engine has
  * recycled or freed (as a freed communicator is TNT_ERR_INVALID_COMM).
  */
+#include "core/devmem.h"
 #include "core/entry.h"
 #include "util/error.h"
 #include "util/handles.h"
@@ -47,14 +49,15 @@ TNT_API tnt_result_t tnt_test(tnt_request_t req)
     TNT_CHECK(check(req, "tnt_test"));
     int finished;
     tnt_result_t rc = tnt__engine_wait(req, 0.0, &finished);
-    return finished ? rc : TNT_INPROGRESS;
+    /* finished: device memory staged whole is copied back first */
+    return finished ? tnt__devmem_finish(req, rc) : TNT_INPROGRESS;
 }
 
 TNT_API tnt_result_t tnt_wait(tnt_request_t req)
 {
     TNT_CHECK(check(req, "tnt_wait"));
     int finished;
-    return tnt__engine_wait(req, -1.0, &finished);
+    return tnt__devmem_finish(req, tnt__engine_wait(req, -1.0, &finished));
 }
 
 TNT_API tnt_result_t tnt_wait_timeout(tnt_request_t req, double timeout_s)
@@ -64,7 +67,8 @@ TNT_API tnt_result_t tnt_wait_timeout(tnt_request_t req, double timeout_s)
         return tnt__error(TNT_ERR_INVALID_ARG, "tnt_wait_timeout: timeout "
                           "%g; expected >= 0 seconds", timeout_s);
     int finished;
-    return tnt__engine_wait(req, timeout_s, &finished);
+    tnt_result_t rc = tnt__engine_wait(req, timeout_s, &finished);
+    return finished ? tnt__devmem_finish(req, rc) : rc;
 }
 
 TNT_API tnt_result_t tnt_request_free(tnt_request_t req)
@@ -76,6 +80,23 @@ TNT_API tnt_result_t tnt_request_free(tnt_request_t req)
         return tnt__error(TNT_ERR_INVALID_ARG, "tnt_request_free: request "
                           "%p is not live (freed twice, or not from a "
                           "nonblocking call)", (void *)req);
+    /* Device memory staged whole and not seen finished: the engine may
+     * still use the pinned copies, so wait for it (the communicator's
+     * deadline bounds the wait); the result is not copied back. */
+    if (tnt__devmem_staged(req)) {
+        int finished;
+        tnt_result_t rc = tnt__engine_wait(req, -1.0, &finished);
+        tnt__devmem_finish(req, rc < 0 ? rc : TNT_ERR_ABORTED);
+    }
     tnt__engine_release(req);
     return TNT_SUCCESS;
+}
+
+TNT_API tnt_result_t tnt_request_source(tnt_request_t req, int *source)
+{
+    TNT_CHECK(check(req, "tnt_request_source"));
+    if (!source)
+        return tnt__error(TNT_ERR_INVALID_ARG, "tnt_request_source: source "
+                          "is NULL");
+    return tnt__engine_source(req, source);
 }

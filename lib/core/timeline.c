@@ -24,7 +24,6 @@
 #include "core/engine_internal.h"
 #include "core/timeline.h"
 #include "core/timeline_internal.h"
-#include "transport/transport.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -130,7 +129,7 @@ static unsigned coll_tpmask(const struct tnt_comm *comm,
                             const struct tnt_request *req)
 {
     if (req->onhost.algo)
-        return 1u << TNT_TP_SHM;
+        return 1u << comm->net.area_tpi;
     unsigned mask = 0;
     for (uint32_t i = 0; req->sched && i < req->sched->nops; i++) {
         const tnt_sop_t *op = &req->sched->ops[i];

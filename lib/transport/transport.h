@@ -21,8 +21,8 @@ int tnt__verbs_probe(char *why, size_t why_len);
  * TNT_TRANSPORT_PLUGIN. The core keeps per-position state, and the
  * address blobs of the bootstrap list addresses in this order, so every
  * rank must have the same list (the same TNT_TRANSPORT_PLUGIN). The
- * on-host algorithms use the shared-memory transport's segment, hence
- * its fixed position. */
+ * core finds the transport of the on-host algorithms' pair areas by what
+ * its table offers (core/comm_tp.c), not by its position. */
 enum {
     TNT_TP_TCP = 0,
     TNT_TP_SHM = 1,

@@ -31,7 +31,8 @@
     X(flow_batch, FLOW_BATCH, SWITCH)                                       \
     X(unlocked_bytes, UNLOCKED_BYTES, SIZE)                                 \
     X(spin_s, SPIN_US, MICROS)                                              \
-    X(reproducible, REPRODUCIBLE, SWITCH)
+    X(reproducible, REPRODUCIBLE, SWITCH)                                   \
+    X(recovery, RECOVERY, SWITCH)
 
 enum tnt_topology { TNT_TOPOLOGY_AUTO = 0, TNT_TOPOLOGY_FLAT };
 
@@ -49,6 +50,7 @@ typedef struct tnt_params {
     size_t unlocked_bytes;
     double spin_s;
     int reproducible;   /* TNT_REPRODUCIBLE (collectives/canon.h) */
+    int recovery;       /* TNT_RECOVERY (core/recovery.h) */
 } tnt_params_t;
 
 /** Read every knob from the environment (defaults where unset). */

@@ -115,6 +115,10 @@ typedef enum tnt_env_type {
       "util/param.c",                                                       \
       "1: float reductions give the same bits whatever the algorithm, "     \
       "transport, segments, hosts or fusion")                               \
+    X(RECOVERY, "TNT_RECOVERY", LONG, "0", 0, 1, NULL, 1,                   \
+      "util/param.c",                                                       \
+      "1: every rank opens a recovery listener, so that the survivors "     \
+      "of a rank's death can tnt_comm_shrink")                              \
     /* the core and the utilities */                                        \
     X(TRANSPORT, "TNT_TRANSPORT", TEXT, "auto", 0, 0,                       \
       "auto, tcp, shm, verbs or a plugin's name", 1, "core/comm_tp.c",      \

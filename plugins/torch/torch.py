@@ -25,7 +25,10 @@ the hook hands the finished gradient to the
 library's gradient fusion (tnt/plugin.h) through tntcomm.Fusion, so that
 buckets are averaged across ranks while backprop is still running, and
 step() waits for the rest before applying the update. Tensors are passed
-to the C library by address: CPU tensors only.
+to the C library by address: CPU tensors, and CUDA tensors, which the
+library stages through pinned host memory after the work queued on their
+current stream (the fusion engine takes host memory: CUDA gradients go to
+it as pinned host copies, copied back once reduced).
 """
 import warnings
 
@@ -55,14 +58,23 @@ BATCHNORM_MIN_MICRO_BATCH = 16
 
 
 def _tnt_dtype(t, what):
-    if t.device.type != "cpu":
-        raise TypeError("tntcomm.torch: %s is on %s; only CPU tensors are "
-                        "supported" % (what, t.device))
+    if t.device.type not in ("cpu", "cuda"):
+        raise TypeError("tntcomm.torch: %s is on %s; only CPU and CUDA "
+                        "tensors are supported" % (what, t.device))
     try:
         return _DTYPES[t.dtype]
     except KeyError:
         raise TypeError("tntcomm.torch: %s has dtype %s, which is not "
                         "supported" % (what, t.dtype)) from None
+
+
+def _stream_done(t):
+    """A CUDA tensor is read by the library (which stages it through
+    pinned host memory on a stream of its own) when the call is made: wait
+    for the work queued on its current stream first. The blocking calls
+    return with the result in device memory."""
+    if t.device.type == "cuda":
+        torch.cuda.current_stream(t.device).synchronize()
 
 
 def _broadcast_tensor(t, root, what):
@@ -71,6 +83,7 @@ def _broadcast_tensor(t, root, what):
         target = t
     else:
         target = t.contiguous()
+    _stream_done(target)
     _tnt._check("tnt_broadcast",
                 _lib.lib.tnt_broadcast(_tnt.init(), target.data_ptr(),
                                        target.numel(), dtype, root))
@@ -89,6 +102,7 @@ def allreduce_(tensor, op="avg"):
                         % type(tensor).__name__)
     dtype = _tnt_dtype(tensor, "the tensor")
     target = tensor if tensor.is_contiguous() else tensor.contiguous()
+    _stream_done(target)
     _tnt._check("tnt_allreduce",
                 _lib.lib.tnt_allreduce(_tnt.init(), _lib.IN_PLACE,
                                        target.data_ptr(), target.numel(),
@@ -217,6 +231,14 @@ class DistributedOptimizer:
             [(p.numel(), _np_dtype(p.dtype), names.get(id(p), "param%d" % i))
              for i, p in enumerate(self._params)], op=op,
             threshold=threshold)
+        # CUDA parameters: the fusion engine copies gradients into its
+        # host buckets with memcpy, so a CUDA gradient is handed over as a
+        # pinned host copy (one per parameter, made once) and copied back
+        # after the buckets are reduced.
+        self._host = {i: torch.empty(p.shape, dtype=p.dtype,
+                                     pin_memory=True)
+                      for i, p in enumerate(self._params)
+                      if p.device.type == "cuda"}
         self._pending = {}  # index -> gradient handed over this iteration
         self._synced = False
         self._hooks = []
@@ -247,7 +269,12 @@ class DistributedOptimizer:
         if not grad.is_contiguous():
             p.grad = grad = grad.contiguous()
         self._pending[index] = grad
-        self._fusion.ready(index, grad.data_ptr())
+        host = self._host.get(index)
+        if host is not None:
+            host.copy_(grad)  # to pinned memory: waits for the stream
+            self._fusion.ready(index, host.data_ptr())
+        else:
+            self._fusion.ready(index, grad.data_ptr())
 
     def synchronize(self):
         """Wait until every gradient is averaged over the ranks. Parameters
@@ -261,6 +288,10 @@ class DistributedOptimizer:
                     self._ready(i, p)
         try:
             self._fusion.wait_all()
+            with torch.no_grad():
+                for i, grad in self._pending.items():
+                    if i in self._host:
+                        grad.copy_(self._host[i])
         finally:
             self._pending.clear()
         self._synced = True

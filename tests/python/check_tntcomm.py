@@ -268,8 +268,11 @@ def check_p2p_errors(rank, size, raises):
                    "peer %d is not a rank" % size, name + " peer = size")
         check(e.code == -1 and e.call == name, "%s: TntError %r %r"
               % (name, e.code, e.call))
-        raises(tnt.TntError, lambda: fn(np.ones(2), -1),
-               "peer -1 is not a rank", name + " peer -1")
+        raises(tnt.TntError, lambda: fn(np.ones(2), -2),
+               "peer -2 is not a rank", name + " peer -2")
+        if fn in (tnt.send, tnt.isend):  # -1 is TNT_ANY_SOURCE
+            raises(tnt.TntError, lambda: fn(np.ones(2), -1),
+                   "TNT_ANY_SOURCE is for receives", name + " peer -1")
         raises(tnt.TntError, lambda: fn(np.ones(2), rank),
                "peer %d is this rank" % rank, name + " peer = own rank")
         raises(ValueError, lambda: fn(np.ones(2), 2 ** 32 + other),

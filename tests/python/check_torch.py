@@ -9,8 +9,10 @@ compared with, and the comparisons.
   check_torch.py compare A B RTOL      parameters in A and B agree
   check_torch.py batchnorm             the BatchNorm warning rule
   check_torch.py hooks                 (under tnt-run) backward hands every
-                                       gradient over; unused parameters
-                                       and bad dtypes
+                                       gradient over (post-accumulate
+                                       hooks on torch >= 2.1); unused
+                                       parameters and bad dtypes;
+                                       zero_grad's set_to_none default
   check_torch.py save DIR              save() writes on the master only
 
 ARGS are torch_digits.py's (--steps, --global-batch, --seed, ...), so all
@@ -121,8 +123,20 @@ def hooks():
     tt.broadcast_parameters(model)
     opt = tt.DistributedOptimizer(
         torch.optim.SGD(model.parameters(), lr=1.0), model, threshold=0)
+    # torch >= 2.1: the hook runs after accumulation into p.grad, through
+    # the parameter's own post-accumulate hooks (no accumulator trick).
+    if hasattr(lin.weight, "register_post_accumulate_grad_hook"):
+        for p in model.parameters():
+            if not getattr(p, "_post_accumulate_grad_hooks", None):
+                sys.exit("no post-accumulate-grad hook on a parameter: "
+                         "the accumulator's hook is used on torch %s"
+                         % torch.__version__)
     for step in range(2):
         opt.zero_grad()
+        # torch's default, set_to_none=True: no gradient until backward.
+        if step > 0 and lin.weight.grad is not None:
+            sys.exit("zero_grad() left a gradient tensor; torch's default "
+                     "is set_to_none=True")
         x = torch.full((1, 3), float(rank + 1))
         lin(x).sum().backward()
         if opt.ready_count() != 2:
@@ -137,6 +151,9 @@ def hooks():
                      % (step, lin.weight, want))
         if not torch.equal(unused.weight.grad, torch.zeros(2, 2)):
             sys.exit("the unused layer's gradient is not zero")
+    opt.zero_grad(set_to_none=False)  # asked for: zeros stay
+    if not torch.equal(lin.weight.grad, torch.zeros(2, 3)):
+        sys.exit("zero_grad(set_to_none=False) did not zero the gradient")
     try:
         tt.DistributedOptimizer(torch.optim.SGD(
             [torch.zeros(2, dtype=torch.complex64, requires_grad=True)],

@@ -117,10 +117,10 @@ def case_bad_input(rank, size, path):
     init(rank, size, path)
     expect_error(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int16)),
                  "tnt", "all_reduce", "dtype")
-    # Only CPU tensors reach the backend here: it is registered for "cpu"
-    # only, so torch's ProcessGroup refuses a CUDA tensor naming the device
-    # (a CPU-only torch has none to try; "meta" tensors never reach a
-    # backend). A sparse CPU tensor does reach it.
+    # Only CPU tensors reach the backend here (a CPU-only torch has no
+    # CUDA tensor to try; tests/gpu/check_cuda_torch.py does that on a
+    # GPU; "meta" tensors never reach a backend). A sparse CPU tensor
+    # does reach it.
     expect_error(lambda: dist.all_reduce(torch.ones(4).to_sparse()),
                  "tnt", "dense")
     expect_error(lambda: dist.all_reduce(torch.ones(4),

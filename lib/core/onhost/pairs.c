@@ -1,12 +1,22 @@
 /*
  * What every on-host algorithm does with the pairs' shared memory alike:
- * wake the peers that may sleep on what this rank wrote there, read a
- * signature a peer left there as a message header, and report the peers
- * it waits for.
+ * say how large its areas are, wake the peers that may sleep on what
+ * this rank wrote there, read a signature a peer left there as a message
+ * header, and report the peers it waits for.
  */
 #include <string.h>
 
 #include "core/onhost/onhost.h"
+#include "core/onhost/slot_layout.h"
+#include "core/onhost/stage_layout.h"
+
+void tnt__onhost_area_bytes(size_t bytes[TNT_TP_AREA_END])
+{
+    for (int a = 0; a < TNT_TP_AREA_END; a++)
+        bytes[a] = 0;
+    bytes[TNT_TP_AREA_SLOTS] = sizeof(tnt_slot_side_t);
+    bytes[TNT_TP_AREA_STAGES] = sizeof(tnt_stage_side_t);
+}
 
 void tnt__onhost_notify(struct tnt_comm *comm)
 {

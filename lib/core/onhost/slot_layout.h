@@ -54,9 +54,9 @@ typedef struct tnt_slot_side {
 
 _Static_assert(offsetof(tnt_slot_t, data) == 32,
                "a small input shares the line of the slot's header");
-_Static_assert(sizeof(tnt_slot_side_t) == TNT_TP_AREA_SLOTS_BYTES &&
+_Static_assert(sizeof(tnt_slot_side_t) % TNT_TP_AREA_ALIGN == 0 &&
                _Alignof(tnt_slot_side_t) <= TNT_TP_AREA_ALIGN,
-               "the transport hands out TNT_TP_AREA_SLOTS_BYTES a side");
+               "a side is whole pages of the pair areas' alignment");
 
 /* The core reaches a pair's slots through the transport's pair_area
  * (TNT_TP_AREA_SLOTS) and pair_notify entries. */

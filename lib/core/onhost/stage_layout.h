@@ -62,9 +62,9 @@ typedef struct tnt_stage_side {
     unsigned char out[2][TNT_STAGE_BYTES];
 } tnt_stage_side_t;
 
-_Static_assert(sizeof(tnt_stage_side_t) == TNT_TP_AREA_STAGES_BYTES &&
+_Static_assert(sizeof(tnt_stage_side_t) % TNT_TP_AREA_ALIGN == 0 &&
                _Alignof(tnt_stage_side_t) <= TNT_TP_AREA_ALIGN,
-               "the transport hands out TNT_TP_AREA_STAGES_BYTES a side");
+               "a side is whole pages of the pair areas' alignment");
 
 /* The core reaches a pair's staging areas through the transport's
  * pair_area entry (TNT_TP_AREA_STAGES). */

@@ -56,26 +56,27 @@ static socklen_t sock_name(struct sockaddr_un *sa, uint64_t job, pid_t pid,
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
-/* Each side's part of the segment starts a page (shm_align.h). */
+/* Each side's part of the segment starts a page (shm_align.h); the pair
+ * areas' sizes are multiples of TNT_TP_AREA_ALIGN (shm_init checks). */
 _Static_assert(sizeof(shm_ring_t) % TNT_SHM_APART == 0 &&
                SHM_RING_BYTES % TNT_SHM_APART == 0 &&
-               TNT_TP_AREA_SLOTS_BYTES % TNT_SHM_APART == 0 &&
+               TNT_TP_AREA_ALIGN % TNT_SHM_APART == 0 &&
                offsetof(shm_seg_t, rings) % TNT_SHM_APART == 0,
                "sides' fields on separate pages");
 
 /* Where the staging areas start: after the slots, on a page boundary
  * (their buffers are page-aligned in their struct). */
-static size_t stage_off(size_t cap)
+static size_t stage_off(const size_t *area_bytes, size_t cap)
 {
     size_t end = sizeof(shm_seg_t) + 2 * (sizeof(shm_ring_t) + cap) +
-                 2 * TNT_TP_AREA_SLOTS_BYTES;
+                 2 * area_bytes[TNT_TP_AREA_SLOTS];
     size_t a = TNT_TP_AREA_ALIGN;
     return (end + a - 1) / a * a;
 }
 
-size_t tnt__shm_seg_len(size_t cap)
+size_t tnt__shm_seg_len(const size_t *area_bytes, size_t cap)
 {
-    return stage_off(cap) + 2 * TNT_TP_AREA_STAGES_BYTES;
+    return stage_off(area_bytes, cap) + 2 * area_bytes[TNT_TP_AREA_STAGES];
 }
 
 /* Populate [from, from + len) of the segment in this process's mapping,
@@ -104,7 +105,7 @@ void tnt__shm_warm(shm_ep_t *ep, unsigned part)
     /* SHM_WARM_SLOTS: both sides' slots, from a page (the layout's
      * static assertions). */
     populate(ep->seg->rings + 2 * (sizeof(shm_ring_t) + ep->cap),
-             2 * TNT_TP_AREA_SLOTS_BYTES);
+             2 * ep->ctx->area_bytes[TNT_TP_AREA_SLOTS]);
 }
 
 void tnt__shm_warm_ring(shm_ep_t *ep, int tx, uint64_t end)
@@ -128,12 +129,15 @@ static void ep_map_rings(shm_ep_t *ep)
     shm_ring_t *r1 = (shm_ring_t *)(ep->seg->rings + stride);
     ep->tx = ep->side == 0 ? r0 : r1;
     ep->rx = ep->side == 0 ? r1 : r0;
+    size_t slots = ep->ctx->area_bytes[TNT_TP_AREA_SLOTS];
+    size_t stages = ep->ctx->area_bytes[TNT_TP_AREA_STAGES];
     unsigned char *s = ep->seg->rings + 2 * stride;
-    ep->slot_mine = s + ep->side * TNT_TP_AREA_SLOTS_BYTES;
-    ep->slot_theirs = s + (1 - ep->side) * TNT_TP_AREA_SLOTS_BYTES;
-    unsigned char *st = (unsigned char *)ep->seg + stage_off(ep->cap);
-    ep->stage_mine = st + ep->side * TNT_TP_AREA_STAGES_BYTES;
-    ep->stage_theirs = st + (1 - ep->side) * TNT_TP_AREA_STAGES_BYTES;
+    ep->slot_mine = s + (size_t)ep->side * slots;
+    ep->slot_theirs = s + (size_t)(1 - ep->side) * slots;
+    unsigned char *st =
+        (unsigned char *)ep->seg + stage_off(ep->ctx->area_bytes, ep->cap);
+    ep->stage_mine = st + (size_t)ep->side * stages;
+    ep->stage_theirs = st + (size_t)(1 - ep->side) * stages;
 }
 
 /* Can this process read `addr` in process `pid`? Tells whether the
@@ -453,7 +457,7 @@ static void proof_in(shm_ep_t *ep)
     size_t len = tnt__shm_auth_input(1, &ep->hello, &ep->chal, in);
     if (!why && !ctx->env.auth_verify(ctx->env.core, in, len, pr.mac))
         why = "authentication failed (wrong job key, or a replay)";
-    size_t bytes = tnt__shm_seg_len(SHM_RING_BYTES);
+    size_t bytes = tnt__shm_seg_len(ctx->area_bytes, SHM_RING_BYTES);
     if (!why && nfds < 0)
         why = "malformed descriptors with the proof";
     if (!why)
@@ -710,7 +714,7 @@ static tnt_result_t shm_listen(void *vctx, void *addr, size_t *addr_len)
 /* The segment of a new pair, as a memfd holding the two rings. */
 static int make_segment(shm_ep_t *ep)
 {
-    size_t len = tnt__shm_seg_len(ep->cap);
+    size_t len = tnt__shm_seg_len(ep->ctx->area_bytes, ep->cap);
     int fd = memfd_create("tnt-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0)
         return -1;
@@ -860,6 +864,17 @@ static tnt_result_t shm_init(const tnt_transport_env_t *env, void **out)
     if (!ctx)
         return tnt__error(TNT_ERR_NO_MEMORY, "shm: out of memory");
     ctx->env = *env;
+    /* The pair areas, laid out after the rings at the sizes the core
+     * gives (their layout is the core's). */
+    for (int a = 0; a < TNT_TP_AREA_END; a++) {
+        ctx->area_bytes[a] = env->pair_area_bytes[a];
+        if (ctx->area_bytes[a] % TNT_TP_AREA_ALIGN) {
+            free(ctx);
+            return tnt__error(TNT_ERR_INTERNAL, "shm: pair area %d of %zu "
+                              "bytes, not a multiple of %d", a,
+                              env->pair_area_bytes[a], TNT_TP_AREA_ALIGN);
+        }
+    }
     ctx->any_uid = (int)any;
     ctx->cma_min = SHM_CMA_MIN;
     ctx->listen_fd = -1;
@@ -889,19 +904,19 @@ static tnt_result_t shm_pair_area(void *vctx, void *ep, int area,
                                   void **mine, const void **theirs,
                                   size_t *len)
 {
-    (void)vctx;
+    const shm_ctx_t *ctx = vctx;
     shm_ep_t *e = ep;
-    if (area == TNT_TP_AREA_SLOTS) {
+    if (area == TNT_TP_AREA_SLOTS && ctx->area_bytes[area]) {
         tnt__shm_warm(e, SHM_WARM_SLOTS);
         *mine = e->slot_mine;
         *theirs = e->slot_theirs;
-        *len = TNT_TP_AREA_SLOTS_BYTES;
+        *len = ctx->area_bytes[area];
         return TNT_SUCCESS;
     }
-    if (area == TNT_TP_AREA_STAGES) {
+    if (area == TNT_TP_AREA_STAGES && ctx->area_bytes[area]) {
         *mine = e->stage_mine;
         *theirs = e->stage_theirs;
-        *len = TNT_TP_AREA_STAGES_BYTES;
+        *len = ctx->area_bytes[area];
         return TNT_SUCCESS;
     }
     return TNT_ERR_UNSUPPORTED;

@@ -60,11 +60,12 @@ typedef struct shm_frame {
 
 /* The segment: side 0 is the lower rank (it creates the segment), side 1
  * the higher; ring s carries side s's messages. The two sides' pair areas
- * for the core's on-host algorithms follow: the slots (TNT_TP_AREA_SLOTS,
- * TNT_TP_AREA_SLOTS_BYTES a side) after the rings, and the staging areas
- * (TNT_TP_AREA_STAGES) after the slots, from the next page. Their layout
- * is the core's (lib/core/onhost/slot_layout.h, stage_layout.h); here
- * they are bytes. */
+ * for the core's on-host algorithms follow: the slots (TNT_TP_AREA_SLOTS)
+ * after the rings, and the staging areas (TNT_TP_AREA_STAGES) after the
+ * slots, from the next page, each side of the size the core gives in
+ * env->pair_area_bytes (ctx->area_bytes). Their layout is the core's
+ * (lib/core/onhost/slot_layout.h, stage_layout.h); here they are
+ * bytes. */
 typedef struct shm_seg {
     uint32_t magic;
     uint32_t version;
@@ -74,8 +75,9 @@ typedef struct shm_seg {
 } shm_seg_t;
 
 /** Bytes of a pair's segment with rings of `cap` bytes: header, rings,
- *  slots, staging areas. */
-size_t tnt__shm_seg_len(size_t cap);
+ *  slots, staging areas (area_bytes: a side of each pair area, by id,
+ *  TNT_TP_AREA_END entries, as env->pair_area_bytes). */
+size_t tnt__shm_seg_len(const size_t *area_bytes, size_t cap);
 
 typedef struct shm_hello {
     uint32_t magic;
@@ -178,6 +180,8 @@ typedef struct shm_ep {
 
 struct shm_ctx {
     tnt_transport_env_t env;
+    /* A side of each pair area (env->pair_area_bytes, checked). */
+    size_t area_bytes[TNT_TP_AREA_END];
     int listen_fd;
     unsigned instance;    /* names this context's socket */
     int any_uid;          /* TNT_SHM_ANY_UID: peers of other users too */

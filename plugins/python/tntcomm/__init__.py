@@ -8,6 +8,7 @@
     everyone = tnt.allgather(x)       # every rank's x along the first axis
     mine = tnt.reduce_scatter(y)      # this rank's block of the sum
     req = tnt.iallreduce(grads, inplace=True); ...; req.wait()
+    half = tnt.Comm.world().split(color=rank % 2)  # split, dup, shrink
     tnt.send(x, peer=1, tag=0); tnt.recv(y, peer=0, tag=0)  # y in place
 
 The world communicator is created from the launcher's environment
@@ -33,7 +34,8 @@ __all__ = ["TntError", "init", "is_reproducible", "finalize", "get_rank", "get_s
            "ibroadcast", "ibarrier", "iallgather", "ireduce_scatter",
            "reduce", "gather", "scatter", "alltoall", "alltoallv",
            "ialltoallv", "send", "recv", "isend", "irecv", "TAG_MAX",
-           "Request", "micro_batch", "Fusion", "version", "__version__",
+           "Request", "micro_batch", "Fusion", "Comm", "UNDEFINED",
+           "version", "__version__",
            "stats",
            "SUM", "AVG", "PROD", "MIN", "MAX"]
 
@@ -124,6 +126,7 @@ def finalize():
             pass
     for fusion in list(_fusions):
         fusion.free()
+    _communicator.free_all()
     if _comm is not None:
         comm, _comm = _comm, None
         _check("tnt_comm_free", lib.tnt_comm_free(comm))
@@ -256,6 +259,8 @@ def micro_batch(global_batch, rank=None, size=None):
 
 
 from ._fusion import Fusion  # noqa: E402  (needs the names above)
+from . import _communicator  # noqa: E402
+from ._communicator import Comm, UNDEFINED  # noqa: E402
 from ._gather import (allgather, reduce_scatter, iallreduce,  # noqa: E402
                       ibroadcast, ibarrier, iallgather, ireduce_scatter)
 from ._rooted import reduce, gather, scatter, alltoall  # noqa: E402

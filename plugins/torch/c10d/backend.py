@@ -6,9 +6,10 @@ tntcomm.torch is imported:
     dist.init_process_group("tnt")  # env://, tcp://, file://, torchrun
     dist.init_process_group("cpu:tnt,cuda:nccl")  # tnt for CPU tensors
 
-It is a c10d Backend for the device type "cpu" (torch >= 2.0 wraps it in
-its own ProcessGroup); a tensor on another device in a group without a
-backend for that device gets torch's error naming the device.
+It is a c10d Backend for the device types "cpu" and "cuda" (torch >= 2.0
+wraps it in its own ProcessGroup); CUDA tensors are staged by the library
+through pinned host memory, after the work queued on their current stream
+(as gloo does for CUDA tensors); several ranks may share one GPU.
 
 The process group meets its peers through the Store torch gives it (rank 0
 publishes where it listens and the group's key), so no TNT_* variable is
@@ -92,4 +93,4 @@ def register():
     launcher_env()
     if NAME.upper() in dist.Backend._plugins:
         return
-    dist.Backend.register_backend(NAME, _create, devices=["cpu"])
+    dist.Backend.register_backend(NAME, _create, devices=["cpu", "cuda"])

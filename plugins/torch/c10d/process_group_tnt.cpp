@@ -15,7 +15,7 @@ namespace {
 void one_tensor(const std::vector<at::Tensor>& v, const char* op)
 {
     TORCH_CHECK(v.size() == 1, "tnt: ", op, ": takes one tensor per "
-                "process (CPU), got ", v.size());
+                "process, got ", v.size());
 }
 
 // The one CPU tensor of a call that takes one.
@@ -127,9 +127,20 @@ c10::intrusive_ptr<WorkTnt> ProcessGroupTnt::make_work(
     const std::vector<at::Tensor>& inputs, std::chrono::milliseconds timeout)
 {
     std::string title = std::string("tnt:") + name;
+    // The call's device: the first CUDA tensor's, else the CPU. The
+    // library reads device memory when the call is posted (right after
+    // this; every op makes its staging copies before), so the kernels
+    // queued on that device's current stream must be done by then.
+    c10::Device device(c10::kCPU);
+    for (const std::vector<at::Tensor>* list :
+         {const_cast<const std::vector<at::Tensor>*>(&outputs), &inputs})
+        for (const at::Tensor& t : *list)
+            if (device.is_cpu() && t.defined() && t.device().is_cuda())
+                device = t.device();
+    wait_for_stream(device);
     auto w = c10::make_intrusive<WorkTnt>(
         getRank(), type, title.c_str(), std::move(outputs),
-        c10::optional<std::vector<at::Tensor>>(inputs));
+        c10::optional<std::vector<at::Tensor>>(inputs), device);
     w->name = name;
     w->timeout_ms = deadline_of(timeout).count();
     return w;
@@ -588,8 +599,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::reduce_scatter_tensor_coalesced(
                                  name, &op));
         ops.push_back(op);
     }
-    auto w = make_work(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, name,
-                       outputs, inputs, opts.timeout);
+#ifdef TNT_TORCH_HAS_RS_TENSOR_COALESCED
+    const c10d::OpType type = c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED;
+#else
+    const c10d::OpType type = c10d::OpType::COALESCED;  // torch 2.11
+#endif
+    auto w = make_work(type, name, outputs, inputs, opts.timeout);
     std::vector<at::Tensor> staged;
     for (size_t i = 0; i < ins.size(); i++) {
         w->keep.push_back(ins[i].t);

@@ -5,8 +5,9 @@
 // collectives work, and "cpu:tnt,cuda:nccl" pairs it with another).
 // Every operation is posted with the library's nonblocking call on the
 // calling thread and finished by the group's completion thread
-// (tnt_work.hpp). CPU tensors only; one tensor per process and call, as
-// Gloo and MPI take.
+// (tnt_work.hpp). CPU and CUDA tensors (the library stages device memory
+// through pinned host memory); one tensor per process and call, as Gloo
+// and MPI take.
 #pragma once
 
 #include <atomic>

@@ -8,8 +8,9 @@ namespace tnt_torch {
 void check_tensor(const at::Tensor& t, const char* op, const char* what)
 {
     TORCH_CHECK(t.defined(), "tnt: ", op, ": ", what, " is undefined");
-    TORCH_CHECK(t.device().is_cpu(), "tnt: ", op, ": ", what, " is on ",
-                t.device(), "; the tnt backend handles CPU tensors only");
+    TORCH_CHECK(t.device().is_cpu() || t.device().is_cuda(), "tnt: ", op,
+                ": ", what, " is on ", t.device(), "; the tnt backend "
+                "handles CPU and CUDA tensors");
     TORCH_CHECK(t.layout() == at::kStrided, "tnt: ", op, ": ", what,
                 " is not a dense (strided) tensor");
 }
@@ -71,7 +72,9 @@ at::Tensor reduce_input(const at::Tensor& t, const c10d::ReduceOp& op,
     TORCH_CHECK(at::isFloatingType(t.scalar_type()), "tnt: ", opname,
                 ": ReduceOp PREMUL_SUM needs a floating-point tensor, not ",
                 t.scalar_type());
-    auto* sup = dynamic_cast<c10d::PreMulSumSupplement*>(
+    // NCCLPreMulSumSupplement: the name torch 2.11 has; later versions
+    // call it PreMulSumSupplement and keep this one as an alias.
+    auto* sup = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(
         op.supplement_.get());
     TORCH_CHECK(sup, "tnt: ", opname, ": ReduceOp PREMUL_SUM without its "
                 "factor (make it with torch.distributed._make_nccl_premul_sum)");

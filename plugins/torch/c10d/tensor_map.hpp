@@ -12,7 +12,8 @@
 
 namespace tnt_torch {
 
-// A contiguous CPU tensor as the library sees it.
+// A contiguous tensor as the library sees it (CPU or CUDA: the library
+// stages device memory through pinned host memory itself).
 struct Buf {
     at::Tensor t;  // what the library reads or writes (may be a staging copy)
     void* ptr = nullptr;
@@ -20,7 +21,8 @@ struct Buf {
     tnt_dtype_t dtype = TNT_U8;
 };
 
-// Refuses anything but a dense CPU tensor; names the op and the tensor.
+// Refuses anything but a dense CPU or CUDA tensor; names the op and the
+// tensor.
 void check_tensor(const at::Tensor& t, const char* op, const char* what);
 // t itself if contiguous, else a contiguous copy (the caller copies back).
 at::Tensor contiguous_of(const at::Tensor& t);

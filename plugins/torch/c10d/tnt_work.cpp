@@ -4,6 +4,10 @@
 #include <chrono>
 #include <stdexcept>
 
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/Event.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+
 namespace tnt_torch {
 
 std::string error_text(const char* what, tnt_result_t rc)
@@ -16,14 +20,36 @@ std::string error_text(const char* what, tnt_result_t rc)
     return s;
 }
 
+static std::vector<c10::Device> future_devices(c10::Device device)
+{
+    if (device.is_cpu())
+        return {};
+    return {device};
+}
+
 WorkTnt::WorkTnt(int rank, c10d::OpType type, const char* profiling_title,
                  std::vector<at::Tensor> outputs,
-                 const c10::optional<std::vector<at::Tensor>>& inputs)
+                 const c10::optional<std::vector<at::Tensor>>& inputs,
+                 c10::Device device)
     : c10d::Work(rank, type, profiling_title, inputs),
+      device(device),
       outputs_(std::move(outputs)),
       future_(c10::make_intrusive<at::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get())))
+          c10::ListType::create(c10::TensorType::get()),
+          future_devices(device)))
 {
+}
+
+void wait_for_stream(c10::Device device)
+{
+    if (device.is_cpu())
+        return;
+    // Device-generic (c10's virtual guard): the same source builds
+    // against a CPU-only torch, where no CUDA tensor can reach here.
+    c10::impl::VirtualGuardImpl impl(device.type());
+    c10::Event ev(device.type());
+    ev.record(impl.getStream(device));
+    ev.synchronize();
 }
 
 WorkTnt::~WorkTnt()
@@ -174,7 +200,13 @@ void Completer::finish(WorkTnt& work)
     std::exception_ptr error = work.error;
     if (!error && work.after) {
         try {
-            work.after();
+            if (work.device.is_cpu()) {
+                work.after();
+            } else {  // copies queued on this thread's stream: wait
+                c10::DeviceGuard guard(work.device);
+                work.after();
+                wait_for_stream(work.device);
+            }
         } catch (...) {
             error = std::current_exception();
         }

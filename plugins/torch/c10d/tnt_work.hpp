@@ -1,6 +1,15 @@
 // One operation of the "tnt" process group as torch sees it (c10d::Work),
 // and the thread that finishes them.
 //
+// CUDA tensors: the library copies device memory into pinned host memory
+// when the call is posted, so the work queued on the tensor's current
+// stream is waited for (on the host: an event) before the post; the
+// library copies the result back when it sees the request finished, and
+// the completion thread runs the copy-backs of staging tensors and waits
+// for them before the Work and its Future complete. Work::wait() thus
+// returns with the result in device memory, and the Future, being one of
+// that device, makes the streams of its callbacks wait for it too.
+//
 // Rule: an operation is posted at once on the calling thread (the
 // library's nonblocking call), so that every rank posts in its program
 // order, which is what matches collectives across ranks; it is finished
@@ -22,6 +31,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <c10/core/Device.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include "tnt/tnt.h"
@@ -30,9 +40,12 @@ namespace tnt_torch {
 
 class WorkTnt : public c10d::Work {
  public:
+  // device: where the call's tensors are (CPU, or a CUDA device: then
+  // the Future is one of that device, as torch's CUDA backends make).
   WorkTnt(int rank, c10d::OpType type, const char* profiling_title,
           std::vector<at::Tensor> outputs,
-          const c10::optional<std::vector<at::Tensor>>& inputs);
+          const c10::optional<std::vector<at::Tensor>>& inputs,
+          c10::Device device);
   ~WorkTnt() override;
 
   // Requests to wait for, in order; freed when finished.
@@ -47,6 +60,8 @@ class WorkTnt : public c10d::Work {
   int source = -1;
   // The operation's name in messages ("all_reduce").
   std::string name;
+  // The call's device (CPU, or the CUDA device of its tensors).
+  const c10::Device device;
 
   std::vector<at::Tensor> result() override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
@@ -88,6 +103,10 @@ class Completer {
   bool stop_ = false;
   std::thread thread_;
 };
+
+// Wait on the host for the work queued so far on the current stream of
+// device (nothing for the CPU).
+void wait_for_stream(c10::Device device);
 
 // The library's message for a failed call: "tnt: <what>: <text>".
 std::string error_text(const char* what, tnt_result_t rc);

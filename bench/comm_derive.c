@@ -1,0 +1,127 @@
+/*
+ * comm-derive: what derived communicators cost, the figures behind
+ * docs/scale.md's "Split and shrink". Start it as any program, with the
+ * recovery listener on: `tnt-run -n P --elastic comm-derive`. In one run
+ * it times, as the slowest rank saw each (an allreduce of MAX over the
+ * ranks): tnt_comm_init_from_env; tnt_comm_dup and tnt_comm_split by
+ * parity, each followed by a barrier on the new communicator (the median
+ * of five); then the last rank kills itself (SIGKILL, its time written
+ * to $COMM_DERIVE_FILE first) while the others loop on 8-byte
+ * allreduces, and each survivor times the death's detection (the error
+ * returned, from the kill) and tnt_comm_shrink. Rank 0 prints one line.
+ * Not installed; a measurement tool, not a test.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tnt/tnt.h"
+
+#define REPS 5
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "comm-derive: %s: %s\n", what, tnt_last_error());
+    return 1;
+}
+
+/* The median over REPS of the slowest rank's time to derive and barrier. */
+static int derive_time(tnt_comm_t comm, int rank, int split, double *out)
+{
+    double t[REPS];
+    for (int k = 0; k < REPS; k++) {
+        tnt_comm_t nc;
+        if (tnt_barrier(comm) != TNT_SUCCESS)
+            return fail("barrier");
+        double t0 = now();
+        tnt_result_t rc = split ? tnt_comm_split(comm, rank % 2, rank, &nc)
+                                : tnt_comm_dup(comm, &nc);
+        if (rc == TNT_SUCCESS)
+            rc = tnt_barrier(nc);
+        t[k] = now() - t0;
+        if (rc != TNT_SUCCESS)
+            return fail(split ? "split" : "dup");
+        tnt_comm_free(nc);
+        if (tnt_allreduce(comm, TNT_IN_PLACE, &t[k], 1, TNT_F64, TNT_MAX) !=
+            TNT_SUCCESS)
+            return fail("allreduce");
+    }
+    qsort(t, REPS, sizeof(double), cmp);
+    *out = t[REPS / 2];
+    return 0;
+}
+
+int main(void)
+{
+    const char *file = getenv("COMM_DERIVE_FILE");
+    if (!file)
+        file = "/tmp/comm-derive.kill";
+    tnt_comm_t comm;
+    double t0 = now();
+    if (tnt_comm_init_from_env(&comm) != TNT_SUCCESS)
+        return fail("init");
+    double init_s = now() - t0;
+    int rank, size;
+    tnt_comm_rank(comm, &rank);
+    tnt_comm_size(comm, &size);
+    if (tnt_allreduce(comm, TNT_IN_PLACE, &init_s, 1, TNT_F64, TNT_MAX) !=
+        TNT_SUCCESS)
+        return fail("allreduce");
+    double dup_s, split_s;
+    if (derive_time(comm, rank, 0, &dup_s) ||
+        derive_time(comm, rank, 1, &split_s))
+        return 1;
+    if (tnt_barrier(comm) != TNT_SUCCESS)
+        return fail("barrier");
+    if (rank == size - 1) {
+        usleep(200000);
+        FILE *f = fopen(file, "w");
+        if (f) {
+            fprintf(f, "%.9f\n", now());
+            fclose(f);
+        }
+        kill(getpid(), SIGKILL);
+    }
+    double x = 1;
+    tnt_result_t rc;
+    while ((rc = tnt_allreduce(comm, TNT_IN_PLACE, &x, 1, TNT_F64,
+                               TNT_SUM)) == TNT_SUCCESS)
+        ;
+    double t_err = now();
+    tnt_comm_t nc;
+    if (tnt_comm_shrink(comm, &nc) != TNT_SUCCESS)
+        return fail("shrink");
+    double shrink_s = now() - t_err;
+    double kill_t = 0;
+    FILE *f = fopen(file, "r");
+    if (!f || fscanf(f, "%lf", &kill_t) != 1)
+        kill_t = t_err;
+    if (f)
+        fclose(f);
+    double v[2] = {t_err - kill_t, shrink_s};
+    if (tnt_allreduce(nc, TNT_IN_PLACE, v, 2, TNT_F64, TNT_MAX) !=
+        TNT_SUCCESS)
+        return fail("allreduce after the shrink");
+    if (rank == 0)
+        printf("ranks=%d init_s=%.6f dup_s=%.6f split_s=%.6f "
+               "detect_s=%.6f shrink_s=%.6f\n", size, init_s, dup_s,
+               split_s, v[0], v[1]);
+    tnt_comm_free(nc);
+    tnt_comm_free(comm);
+    return 0;
+}

@@ -1,0 +1,278 @@
+/*
+ * Communicators derived from a live one: tnt_comm_split and tnt_comm_dup.
+ *
+ * The rule: every rank of the parent calls the same function; ranks of
+ * one color form a communicator, ordered by key, then by parent rank.
+ * Its table of peers comes from the parent's own collectives, not from a
+ * rendezvous at rank 0: two allgathers over the parent (one of each
+ * rank's call, color and key, 24 bytes a rank; one of the new
+ * communicators' transport addresses, a boot entry a rank), each as the
+ * library's allgather algorithm for that size runs it. The new
+ * communicator then has transports and connections of its own (its own
+ * TCP listener and sockets, shared-memory rings, queue pairs), which it
+ * makes as tnt_comm_init does; it does not reuse the parent's
+ * connections. It carries a context id of its own (comm_id) in every
+ * message header and every transport handshake, so messages of two
+ * communicators never meet, and once made it depends on its parent in
+ * nothing: either may be freed first.
+ *
+ * Both exchanges use an allgather whose signature no user call has
+ * (reduction TNT_OP_DERIVE, which tnt_allgather never posts), so a rank
+ * that calls a collective while another calls tnt_comm_split fails with
+ * TNT_ERR_MISMATCH on both, by the engine's signature check. Split
+ * against dup, or different bad arguments, meet in the first exchange's
+ * table, which every rank has the same: every rank returns the same
+ * error, and the parent stays usable.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/comm.h"
+#include "core/entry.h"
+#include "util/error.h"
+
+/* What a rank called, first field of both exchanges. */
+#define CALL_SPLIT 0x53504c54 /* "SPLT" */
+#define CALL_DUP 0x44555020   /* "DUP " */
+#define CALL_BAD 0x42414420   /* "BAD ": this rank's arguments are wrong */
+
+typedef struct wish {
+    int64_t call, color, key;
+} wish_t;
+
+/* The second exchange: where a rank landed and its new transports. */
+#define LANDED_NONE (-1)       /* TNT_UNDEFINED: in no new communicator */
+#define LANDED_FAILED (-2)     /* failed before the exchange */
+typedef struct landing {
+    int32_t new_rank;          /* or LANDED_* */
+    int32_t color;
+    tnt_boot_entry_t entry;
+} landing_t;
+
+static const char *call_name(int64_t call)
+{
+    return call == CALL_SPLIT ? "tnt_comm_split"
+           : call == CALL_DUP ? "tnt_comm_dup" : "a bad call";
+}
+
+/* An allgather of `bytes` a rank over the parent, with the signature no
+ * user allgather has. */
+static tnt_result_t exchange(tnt_comm_t parent, const char *fn,
+                             const void *mine, void *all, size_t bytes)
+{
+    tnt_entry_op_t op = {TNT_COLL_ALLGATHER, fn, fn, TNT_ENTRY_PER_RANK,
+                         NULL};
+    tnt_entry_call_t c = {.comm = parent, .send = mine, .recv = all,
+                          .count = bytes, .dtype = TNT_U8,
+                          .op = TNT_OP_DERIVE};
+    return tnt__entry_run(&op, &c);
+}
+
+/* A context id for the n-th communicator derived from `parent` with
+ * `color`: every rank of the parent counts its derivations alike, so the
+ * members agree on it without a message. */
+static uint32_t derived_id(const struct tnt_comm *parent, uint32_t nth,
+                           int color)
+{
+    uint64_t h = ((uint64_t)parent->comm_id << 32) ^
+                 ((uint64_t)nth << 12) ^ (uint64_t)(uint32_t)color;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    uint32_t id = (uint32_t)h;
+    return id > 1 ? id : id + 2; /* 1 is tnt_comm_init's */
+}
+
+typedef struct derive {
+    tnt_comm_t parent;
+    const char *fn;
+    int color;
+    int exchanged;             /* the second exchange was made */
+} derive_t;
+
+/* Any rank that failed before the second exchange fails it for all. */
+static tnt_result_t check_landings(const derive_t *d, const landing_t *all)
+{
+    for (int i = 0; i < d->parent->nranks; i++)
+        if (all[i].new_rank == LANDED_FAILED)
+            return tnt__error(TNT_ERR_CONNECT, "rank %d: %s: rank %d of the "
+                              "parent could not make its part of the new "
+                              "communicators", d->parent->rank, d->fn, i);
+    return TNT_SUCCESS;
+}
+
+static tnt_result_t land(derive_t *d, const landing_t *mine, landing_t *all)
+{
+    d->exchanged = 1;
+    TNT_CHECK(exchange(d->parent, d->fn, mine, all,
+                       sizeof(landing_t)));
+    return check_landings(d, all);
+}
+
+/* The boot function of a derived communicator (core/comm.h): this rank's
+ * entry from its new listeners, the others' from the parent. */
+static tnt_result_t derive_boot(void *ctx, const tnt_boot_args_t *a,
+                                tnt_boot_entry_t *table)
+{
+    derive_t *d = ctx;
+    landing_t mine;
+    memset(&mine, 0, sizeof(mine));
+    mine.new_rank = a->rank;
+    mine.color = d->color;
+    mine.entry.rank = a->rank;
+    snprintf(mine.entry.host, sizeof(mine.entry.host), "%s", a->host);
+    tnt_result_t lrc = a->listen(a->listen_arg, d->parent->net.bind_ip,
+                                 &mine.entry);
+    char why[512] = "";
+    if (lrc != TNT_SUCCESS) {
+        snprintf(why, sizeof(why), "%s", tnt_last_error());
+        mine.new_rank = LANDED_FAILED;
+    }
+    int n = d->parent->nranks;
+    landing_t *all = calloc((size_t)n, sizeof(*all));
+    if (!all)
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+    tnt_result_t rc = land(d, &mine, all);
+    if (lrc != TNT_SUCCESS)
+        rc = tnt__error_str(lrc, why);
+    int found = 0;
+    for (int i = 0; rc == TNT_SUCCESS && i < n; i++) {
+        if (all[i].new_rank < 0 || all[i].color != d->color)
+            continue;
+        if (all[i].new_rank >= a->nranks ||
+            all[i].entry.addr_len > sizeof(all[i].entry.addr)) {
+            rc = tnt__error(TNT_ERR_PROTOCOL, "rank %d: %s: rank %d of the "
+                            "parent sent a malformed entry", d->parent->rank,
+                            d->fn, i);
+            break;
+        }
+        table[all[i].new_rank] = all[i].entry;
+        found++;
+    }
+    if (rc == TNT_SUCCESS && found != a->nranks)
+        rc = tnt__error(TNT_ERR_INTERNAL, "rank %d: %s: %d ranks of color %d "
+                        "expected, %d came", d->parent->rank, d->fn,
+                        a->nranks, d->color, found);
+    free(all);
+    return rc;
+}
+
+/* The new communicator's place of this rank from everyone's wishes:
+ * same color, ordered by key, then parent rank. *size 0: none. */
+static void place(const wish_t *w, int n, int me, int *rank, int *size)
+{
+    *rank = 0;
+    *size = 0;
+    if (w[me].color == TNT_UNDEFINED)
+        return;
+    for (int i = 0; i < n; i++) {
+        if (w[i].color != w[me].color)
+            continue;
+        (*size)++;
+        if (w[i].key < w[me].key || (w[i].key == w[me].key && i < me))
+            (*rank)++;
+    }
+}
+
+/* Every rank gets the same table of wishes: the same verdict. */
+static tnt_result_t check_wishes(tnt_comm_t parent, const char *fn,
+                                 const wish_t *w)
+{
+    int n = parent->nranks;
+    for (int i = 0; i < n; i++)
+        if (w[i].call == CALL_BAD)
+            return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: rank %d "
+                              "passed color %lld; expected >= 0 or "
+                              "TNT_UNDEFINED", parent->rank, fn, i,
+                              (long long)w[i].color);
+    for (int i = 1; i < n; i++)
+        if (w[i].call != w[0].call)
+            return tnt__error(TNT_ERR_MISMATCH, "rank %d: mismatched calls: "
+                              "rank 0 called %s, rank %d called %s",
+                              parent->rank, call_name(w[0].call), i,
+                              call_name(w[i].call));
+    return TNT_SUCCESS;
+}
+
+static tnt_result_t derive(tnt_comm_t parent, int64_t call, int color,
+                           int key, tnt_comm_t *out)
+{
+    const char *fn = call_name(call);
+    TNT_CHECK(tnt__comm_check(parent, fn));
+    if (!out)
+        return tnt__error(TNT_ERR_INVALID_ARG, "rank %d: %s: output "
+                          "pointer is NULL", parent->rank, fn);
+    *out = NULL;
+    int n = parent->nranks;
+    wish_t mine = {call, color, key};
+    if (color < 0 && color != TNT_UNDEFINED)
+        mine.call = CALL_BAD;
+    wish_t *w = calloc((size_t)n, sizeof(*w));
+    if (!w)
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+    tnt_result_t rc = exchange(parent, fn, &mine, w, sizeof(mine));
+    if (rc == TNT_SUCCESS)
+        rc = check_wishes(parent, fn, w);
+    int rank = 0, size = 0;
+    if (rc == TNT_SUCCESS)
+        place(w, n, parent->rank, &rank, &size);
+    free(w);
+    if (rc != TNT_SUCCESS)
+        return rc;
+    /* Counted alike on every rank of the parent, whatever its color. */
+    uint32_t nth = ++parent->derived;
+    derive_t d = {parent, fn, color, 0};
+    tnt_comm_t comm = NULL;
+    if (size > 0) {
+        tnt_config_t cfg = TNT_CONFIG_INIT;
+        cfg.rank = rank;
+        cfg.nranks = size;
+        cfg.timeout_s = parent->params.timeout_s;
+        cfg.reproducible = parent->params.reproducible ? 1 : -1;
+        tnt_comm_origin_t o = {derive_boot, &d, parent,
+                               derived_id(parent, nth, color)};
+        rc = tnt__comm_create(&cfg, &o, &comm);
+    }
+    /* A rank in no communicator, alone in one (no table to exchange), or
+     * failed before its exchange still takes part in it, so that no rank
+     * waits for it and a failure reaches every rank. */
+    if (!d.exchanged) {
+        char why[512];
+        snprintf(why, sizeof(why), "%s", tnt_last_error());
+        landing_t l;
+        memset(&l, 0, sizeof(l));
+        l.new_rank = rc != TNT_SUCCESS ? LANDED_FAILED : LANDED_NONE;
+        l.color = color;
+        landing_t *all = calloc((size_t)n, sizeof(*all));
+        tnt_result_t lrc = all ? land(&d, &l, all)
+                               : tnt__error(TNT_ERR_NO_MEMORY, "out of "
+                                            "memory");
+        free(all);
+        if (rc != TNT_SUCCESS)
+            return tnt__error_str(rc, why);
+        if (lrc != TNT_SUCCESS) {
+            if (comm)
+                tnt_comm_free(comm);
+            return lrc;
+        }
+    }
+    if (rc != TNT_SUCCESS)
+        return rc;
+    *out = comm;
+    return TNT_SUCCESS;
+}
+
+TNT_API tnt_result_t tnt_comm_split(tnt_comm_t comm, int color, int key,
+                                    tnt_comm_t *newcomm)
+{
+    return derive(comm, CALL_SPLIT, color, key, newcomm);
+}
+
+TNT_API tnt_result_t tnt_comm_dup(tnt_comm_t comm, tnt_comm_t *newcomm)
+{
+    if (tnt__comm_check(comm, "tnt_comm_dup") != TNT_SUCCESS)
+        return TNT_ERR_INVALID_COMM;
+    return derive(comm, CALL_DUP, 0, comm->rank, newcomm);
+}

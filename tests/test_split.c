@@ -1,0 +1,325 @@
+/*
+ * tnt_comm_split and tnt_comm_dup with real processes, at p = 3, 5, 7,
+ * over the transport of TNT_TRANSPORT (meson runs it over tcp and shm):
+ * splits by parity (key ascending and descending), by blocks, with a
+ * rank left out (TNT_UNDEFINED), a split of a split and a dup; on each
+ * new communicator the rank and size the rule gives, the order of its
+ * members (an allgather of their parent ranks), and an allreduce whose
+ * every element is checked against a reference made from the member
+ * list. Then collectives in flight on four communicators at once
+ * (nonblocking, sizes that take the eager path and the flow-controlled
+ * one), waited for in reverse order, every element checked. Bad input:
+ * split against dup on different ranks and a bad color on one rank (the
+ * same error on every rank, the parent usable after), a split against
+ * an allgather (TNT_ERR_MISMATCH on every rank), a NULL output, a
+ * communicator freed twice.
+ */
+#include <CUnit/CUnit.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+/* The value parent rank r puts at element i. */
+static int64_t in_v(int r, size_t i)
+{
+    return (int64_t)((size_t)r * 1000003u + i * 7u) % 100003 - 50000;
+}
+
+/* Members of color `color` in new-rank order by the rule (key, then
+ * parent rank); returns their number. */
+static int members(int n, const int *color, const int *key, int want,
+                   int *out)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (color[i] == want)
+            out[m++] = i;
+    for (int a = 1; a < m; a++)
+        for (int b = a; b > 0; b--) {
+            int x = out[b - 1], y = out[b];
+            if (key[x] < key[y] || (key[x] == key[y] && x < y))
+                break;
+            out[b - 1] = y;
+            out[b] = x;
+        }
+    return m;
+}
+
+/* On `sub` (this rank's part of a split of the parent by color/key):
+ * rank, size, member order and an allreduce of `count` elements. */
+static void check_sub(th_report_t *rep, const char *name, tnt_comm_t sub,
+                      int rank, int n, const int *color, const int *key,
+                      size_t count)
+{
+    int mem[16];
+    int m = members(n, color, key, color[rank], mem);
+    int want_rank = 0;
+    while (mem[want_rank] != rank)
+        want_rank++;
+    int r = -1, s = -1;
+    tnt_comm_rank(sub, &r);
+    tnt_comm_size(sub, &s);
+    char c[TH_NAME_MAX];
+    snprintf(c, sizeof(c), "%s_place", name);
+    th_report_expect(rep, c, r == want_rank && s == m, 0, "rank %d/%d, "
+                     "expected %d/%d", r, s, want_rank, m);
+    int32_t me = rank, got[16] = {0};
+    tnt_result_t rc = tnt_allgather(sub, &me, got, 1, TNT_I32);
+    size_t wrong = 0, first = 0;
+    for (int i = 0; rc == TNT_SUCCESS && i < m; i++)
+        if (got[i] != mem[i] && !wrong++)
+            first = (size_t)i;
+    snprintf(c, sizeof(c), "%s_order", name);
+    th_report_check(rep, c, rc, wrong, first, NULL, 0);
+    int64_t *x = th_xmalloc(count * sizeof(*x));
+    for (size_t i = 0; i < count; i++)
+        x[i] = in_v(rank, i);
+    rc = tnt_allreduce(sub, TNT_IN_PLACE, x, count, TNT_I64, TNT_SUM);
+    wrong = first = 0;
+    for (size_t i = 0; rc == TNT_SUCCESS && i < count; i++) {
+        int64_t want = 0;
+        for (int k = 0; k < m; k++)
+            want += in_v(mem[k], i);
+        if (x[i] != want && !wrong++)
+            first = i;
+    }
+    snprintf(c, sizeof(c), "%s_allreduce", name);
+    th_report_check(rep, c, rc, wrong, first, NULL, 0);
+    free(x);
+}
+
+/* Split by color/key, check, free. */
+static void split_case(tnt_comm_t comm, th_report_t *rep, const char *name,
+                       int rank, int n, const int *color, const int *key,
+                       size_t count)
+{
+    tnt_comm_t sub = NULL;
+    tnt_result_t rc = tnt_comm_split(comm, color[rank], key[rank], &sub);
+    char c[TH_NAME_MAX];
+    snprintf(c, sizeof(c), "%s_split", name);
+    int none = color[rank] == TNT_UNDEFINED;
+    th_report_expect(rep, c, rc == TNT_SUCCESS && (none ? !sub : !!sub), rc,
+                     "%s", rc ? tnt_last_error() : "");
+    if (rc != TNT_SUCCESS)
+        return;
+    if (!sub) {
+        /* Every rank reports every case (the harness asks it). */
+        static const char *const parts[] = {"place", "order", "allreduce",
+                                            "free"};
+        for (int i = 0; i < 4; i++) {
+            snprintf(c, sizeof(c), "%s_%s", name, parts[i]);
+            th_report_expect(rep, c, 1, 0, "in no new communicator");
+        }
+        return;
+    }
+    check_sub(rep, name, sub, rank, n, color, key, count);
+    snprintf(c, sizeof(c), "%s_free", name);
+    rc = tnt_comm_free(sub);
+    th_report_check(rep, c, rc, 0, 0, NULL, 0);
+}
+
+/* Four communicators with nonblocking allreduces in flight at once,
+ * waited for in reverse order of posting. */
+static void inflight_case(tnt_comm_t comm, th_report_t *rep, int rank,
+                          int n)
+{
+    int color[16], key[16], ident[16];
+    for (int i = 0; i < n; i++) {
+        color[i] = i % 2;
+        key[i] = -i;
+        ident[i] = 0;
+    }
+    tnt_comm_t sub = NULL, dup = NULL, sub2 = NULL;
+    tnt_result_t rc = tnt_comm_split(comm, color[rank], key[rank], &sub);
+    if (rc == TNT_SUCCESS)
+        rc = tnt_comm_dup(comm, &dup);
+    if (rc == TNT_SUCCESS)
+        rc = tnt_comm_split(dup, 0, 0, &sub2);
+    th_report_expect(rep, "inflight_make", rc == TNT_SUCCESS, rc, "%s",
+                     rc ? tnt_last_error() : "");
+    if (rc != TNT_SUCCESS)
+        return;
+    static const size_t counts[] = {300007, 1, 65537, 1009};
+    tnt_comm_t comms[4] = {comm, sub, dup, sub2};
+    const int *colors[4] = {ident, color, ident, ident};
+    const int *keys[4] = {ident, key, ident, ident};
+    int64_t *x[4];
+    tnt_request_t req[4] = {NULL};
+    for (int round = 0; round < 3; round++) {
+        for (int k = 0; k < 4; k++) {
+            x[k] = th_xmalloc(counts[k] * sizeof(int64_t));
+            for (size_t i = 0; i < counts[k]; i++)
+                x[k][i] = in_v(rank, i + (size_t)round);
+            rc = tnt_iallreduce(comms[k], TNT_IN_PLACE, x[k], counts[k],
+                                TNT_I64, TNT_SUM, &req[k]);
+            if (rc != TNT_SUCCESS)
+                req[k] = NULL;
+        }
+        for (int k = 3; k >= 0; k--) {
+            char c[TH_NAME_MAX];
+            snprintf(c, sizeof(c), "inflight_r%d_comm%d", round, k);
+            rc = req[k] ? tnt_wait(req[k]) : TNT_ERR_INTERNAL;
+            if (req[k])
+                tnt_request_free(req[k]);
+            int mem[16];
+            int m = members(n, colors[k], keys[k], colors[k][rank], mem);
+            size_t wrong = 0, first = 0;
+            for (size_t i = 0; rc == TNT_SUCCESS && i < counts[k]; i++) {
+                int64_t want = 0;
+                for (int q = 0; q < m; q++)
+                    want += in_v(mem[q], i + (size_t)round);
+                if (x[k][i] != want && !wrong++)
+                    first = i;
+            }
+            th_report_check(rep, c, rc, wrong, first, NULL, 0);
+            free(x[k]);
+        }
+    }
+    tnt_comm_free(sub2);
+    tnt_comm_free(sub);
+    tnt_comm_free(dup);
+}
+
+/* The parent still works: an allreduce over all of it. */
+static void parent_ok(tnt_comm_t comm, th_report_t *rep, const char *name,
+                      int rank, int n)
+{
+    int64_t x[3] = {rank, 1, -rank};
+    tnt_result_t rc = tnt_allreduce(comm, TNT_IN_PLACE, x, 3, TNT_I64,
+                                    TNT_SUM);
+    int64_t s = (int64_t)n * (n - 1) / 2;
+    th_report_expect(rep, name, rc == TNT_SUCCESS && x[0] == s &&
+                     x[1] == n && x[2] == -s, rc, "%s",
+                     rc ? tnt_last_error() : "");
+}
+
+static int rank_main(tnt_comm_t comm, int rank, int n, void *arg,
+                     th_report_t *rep)
+{
+    (void)arg;
+    int color[16] = {0}, key[16] = {0};
+    for (int i = 0; i < n; i++) {
+        color[i] = i % 2;
+        key[i] = i;
+    }
+    split_case(comm, rep, "parity", rank, n, color, key, 1009);
+    for (int i = 0; i < n; i++)
+        key[i] = -i; /* reversed order within each color */
+    split_case(comm, rep, "parity_rev", rank, n, color, key, 65537);
+    for (int i = 0; i < n; i++) {
+        color[i] = i / 2;
+        key[i] = 0;   /* ties: parent order */
+    }
+    split_case(comm, rep, "blocks", rank, n, color, key, 4099);
+    for (int i = 0; i < n; i++) {
+        color[i] = i == 1 ? TNT_UNDEFINED : 7;
+        key[i] = 0;
+    }
+    split_case(comm, rep, "undefined", rank, n, color, key, 1);
+    split_case(comm, rep, "zero", rank, n, color, key, 0);
+
+    /* A split of a split: thirds of the odd/even halves. */
+    tnt_comm_t half = NULL;
+    tnt_result_t rc = tnt_comm_split(comm, rank % 2, rank, &half);
+    th_report_check(rep, "nested_half", rc, 0, 0, NULL, 0);
+    if (rc == TNT_SUCCESS) {
+        int hr = 0, hn = 0;
+        tnt_comm_rank(half, &hr);
+        tnt_comm_size(half, &hn);
+        int hc[16], hk[16];
+        for (int i = 0; i < hn; i++) {
+            hc[i] = i % 3 == 0 ? TNT_UNDEFINED : i % 3;
+            hk[i] = i;
+        }
+        split_case(half, rep, "nested", hr, hn, hc, hk, 257);
+        tnt_comm_free(half);
+    }
+
+    tnt_comm_t dup = NULL;
+    rc = tnt_comm_dup(comm, &dup);
+    th_report_check(rep, "dup", rc, 0, 0, NULL, 0);
+    if (rc == TNT_SUCCESS) {
+        int ident[16] = {0};
+        check_sub(rep, "dup", dup, rank, n, ident, ident, 12345);
+        rc = tnt_comm_free(dup);
+        th_report_check(rep, "dup_free", rc, 0, 0, NULL, 0);
+        rc = tnt_comm_free(dup);
+        th_report_expect(rep, "dup_free_twice", rc == TNT_ERR_INVALID_COMM &&
+                         strstr(tnt_last_error(), "freed twice"), rc, "%s",
+                         tnt_last_error());
+    }
+
+    inflight_case(comm, rep, rank, n);
+
+    /* Bad input. */
+    rc = tnt_comm_split(comm, 0, 0, NULL);
+    th_report_expect(rep, "null_out", rc == TNT_ERR_INVALID_ARG, rc, "%s",
+                     tnt_last_error());
+    tnt_comm_t got = (tnt_comm_t)1;
+    rc = rank == 1 ? tnt_comm_dup(comm, &got)
+                   : tnt_comm_split(comm, 0, rank, &got);
+    th_report_expect(rep, "split_vs_dup", rc == TNT_ERR_MISMATCH && !got &&
+                     strstr(tnt_last_error(), "tnt_comm_dup"), rc, "%s",
+                     tnt_last_error());
+    parent_ok(comm, rep, "after_split_vs_dup", rank, n);
+    got = (tnt_comm_t)1;
+    rc = tnt_comm_split(comm, rank == n - 1 ? -5 : 0, 0, &got);
+    th_report_expect(rep, "bad_color", rc == TNT_ERR_INVALID_ARG && !got &&
+                     strstr(tnt_last_error(), "color -5"), rc, "%s",
+                     tnt_last_error());
+    parent_ok(comm, rep, "after_bad_color", rank, n);
+    /* A split against a collective fails the communicator everywhere,
+     * collectives still in flight on it included: a dup of the parent
+     * takes it, so that the parent's last allreduce is not cut short. */
+    tnt_comm_t victim = NULL;
+    rc = tnt_comm_dup(comm, &victim);
+    th_report_check(rep, "victim_dup", rc, 0, 0, NULL, 0);
+    if (rc != TNT_SUCCESS)
+        return 0;
+    if (rank == 0) {
+        rc = tnt_comm_split(victim, 0, 0, &got);
+    } else {
+        unsigned char mine[24] = {0}, all[24 * 16];
+        rc = tnt_allgather(victim, mine, all, 24, TNT_U8);
+    }
+    th_report_expect(rep, "split_vs_allgather", rc == TNT_ERR_MISMATCH, rc,
+                     "%s", tnt_last_error());
+    rc = tnt_comm_free(victim);
+    th_report_check(rep, "victim_free", rc, 0, 0, NULL, 0);
+    return 0;
+}
+
+static void run_p(int n)
+{
+    th_run(n, NULL, rank_main, NULL, 240, NULL);
+}
+
+static void test_p3(void)
+{
+    run_p(3);
+}
+
+static void test_p5(void)
+{
+    run_p(5);
+}
+
+static void test_p7(void)
+{
+    run_p(7);
+}
+
+static const th_test_def_t k_tests[] = {
+    {"split", "p3", test_p3},
+    {"split", "p5", test_p5},
+    {"split", "p7", test_p7},
+    {NULL, NULL, NULL},
+};
+
+int main(int argc, char **argv)
+{
+    return th_main(argc, argv, k_tests);
+}
