@@ -178,7 +178,8 @@ def passthrough(args):
 
 
 def run_one(args, model, mode, p, tmp, timeline=None):
-    out = os.path.join(tmp, "%s_%s_%d.json" % (model, mode, p))
+    out = os.path.join(tmp, "%s_%s%s_%d.json" % (
+        model, mode, "_timeline" if timeline else "", p))
     me = [os.path.abspath(__file__), "--worker", "--mode", mode, "--model",
           model, "--out", out] + passthrough(args)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
@@ -213,6 +214,7 @@ def run_one(args, model, mode, p, tmp, timeline=None):
         return None, wall
     with open(out) as f:
         times = json.load(f)
+    print("    epochs: %s s" % ", ".join("%.2f" % t for t in times))
     return statistics.median(times[1:]) if len(times) > 1 else times[0], wall
 
 
