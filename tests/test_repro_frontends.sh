@@ -96,8 +96,11 @@ DATA=${DIGITS_DATA:-/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.
 [ -r "$DATA" ] || DATA=$("$PY" -c "import os, sklearn.datasets as d; \
 print(os.path.join(os.path.dirname(d.__file__), 'data', 'digits.csv.gz'))" \
     2>/dev/null)
-if ! "$PY" -c "import torch, numpy" 2>/dev/null || [ ! -r "$DATA" ]; then
-    echo "skip [torch] $PY cannot import torch and numpy, or no digits data"
+# tntcomm.torch needs torch 2.x (the backend API of c10d::Backend).
+if ! "$PY" -c "import sys, torch, numpy; \
+sys.exit(int(torch.__version__.split('.')[0]) < 2)" 2>/dev/null ||
+        [ ! -r "$DATA" ]; then
+    echo "skip [torch] $PY cannot import torch 2.x and numpy, or no digits data"
 else
     ran=1
     for mode in 1 0; do
