@@ -135,6 +135,53 @@ static tnt_result_t agree(shrink_t *s)
                       "decision after %d rounds", c->rank, n + 1);
 }
 
+/* One exchange among the members: this rank's msg to every other member,
+ * then one message of msg's type from each, handed to take (if any) with
+ * the member's index. A member that sends nothing by the deadline or dies
+ * fails the call on this rank: "rank Q <late> within the deadline" or
+ * "rank Q died <lost>". */
+typedef tnt_result_t (*take_fn)(shrink_t *s, int i, const tnt_rec_msg_t *m,
+                                void *arg);
+
+static tnt_result_t exchange(shrink_t *s, tnt_rec_msg_t *msg, take_fn take,
+                             void *arg, const char *late, const char *lost)
+{
+    struct tnt_comm *c = s->comm;
+    unsigned type = msg->type;
+    for (int i = 0; i < s->nmembers; i++)
+        if (s->old_of[i] != c->rank)
+            tnt__rec_send(s->mesh, s->old_of[i], msg);
+    for (int i = 0; i < s->nmembers; i++) {
+        int q = s->old_of[i];
+        if (q == c->rank)
+            continue;
+        tnt_result_t rc = tnt__rec_next(s->mesh, q, 1u << type, msg);
+        if (rc == TNT_ERR_TIMEOUT)
+            return tnt__error(TNT_ERR_TIMEOUT, "rank %d: tnt_comm_shrink: "
+                              "rank %d %s within the deadline "
+                              "(TNT_TIMEOUT)", c->rank, q, late);
+        if (rc != TNT_SUCCESS)
+            return tnt__error(TNT_ERR_PEER_LOST, "rank %d: tnt_comm_shrink: "
+                              "rank %d died %s", c->rank, q, lost);
+        if (take)
+            TNT_CHECK(take(s, i, msg, arg));
+    }
+    return TNT_SUCCESS;
+}
+
+/* A member's entry for the new communicator's boot table. */
+static tnt_result_t take_entry(shrink_t *s, int i, const tnt_rec_msg_t *m,
+                               void *arg)
+{
+    tnt_boot_entry_t *table = arg;
+    if (m->entry.rank != i || m->entry.addr_len > sizeof(m->entry.addr))
+        return tnt__error(TNT_ERR_PROTOCOL, "rank %d: tnt_comm_shrink: "
+                          "rank %d sent entry of rank %d, expected %d",
+                          s->comm->rank, s->old_of[i], m->entry.rank, i);
+    table[i] = m->entry;
+    return TNT_SUCCESS;
+}
+
 /* The boot function of the new communicator (core/comm.h): this rank's
  * entry to every member over the mesh, theirs from it. */
 static tnt_result_t mesh_boot(void *ctx, const tnt_boot_args_t *a,
@@ -149,33 +196,10 @@ static tnt_result_t mesh_boot(void *ctx, const tnt_boot_args_t *a,
     snprintf(msg.entry.host, sizeof(msg.entry.host), "%s", a->host);
     TNT_CHECK(a->listen(a->listen_arg, c->net.bind_ip, &msg.entry));
     table[a->rank] = msg.entry;
-    for (int i = 0; i < s->nmembers; i++)
-        if (i != a->rank)
-            tnt__rec_send(s->mesh, s->old_of[i], &msg);
-    for (int i = 0; i < s->nmembers; i++) {
-        if (i == a->rank)
-            continue;
-        int q = s->old_of[i];
-        tnt_result_t rc = tnt__rec_next(s->mesh, q, 1u << TNT_REC_ENTRY,
-                                        &msg);
-        if (rc == TNT_ERR_TIMEOUT)
-            return tnt__error(TNT_ERR_TIMEOUT, "rank %d: tnt_comm_shrink: "
-                              "rank %d sent no address for the new "
-                              "communicator within the deadline "
-                              "(TNT_TIMEOUT)", c->rank, q);
-        if (rc != TNT_SUCCESS)
-            return tnt__error(TNT_ERR_PEER_LOST, "rank %d: tnt_comm_shrink: "
-                              "rank %d died after the survivors agreed, "
-                              "before the new communicator was made",
-                              c->rank, q);
-        if (msg.entry.rank != i ||
-            msg.entry.addr_len > sizeof(msg.entry.addr))
-            return tnt__error(TNT_ERR_PROTOCOL, "rank %d: tnt_comm_shrink: "
-                              "rank %d sent entry of rank %d, expected %d",
-                              c->rank, q, msg.entry.rank, i);
-        table[i] = msg.entry;
-    }
-    return TNT_SUCCESS;
+    return exchange(s, &msg, take_entry, table,
+                    "sent no address for the new communicator",
+                    "after the survivors agreed, before the new "
+                    "communicator was made");
 }
 
 static void store_agreed(struct tnt_comm *c, const uint64_t *dead)
@@ -241,30 +265,12 @@ static tnt_result_t make_new(shrink_t *s, tnt_comm_t *out)
  * communicator, as any other. */
 static tnt_result_t all_ready(shrink_t *s)
 {
-    struct tnt_comm *c = s->comm;
     tnt_rec_msg_t msg;
     memset(&msg, 0, sizeof(msg));
     msg.type = TNT_REC_READY;
-    for (int i = 0; i < s->nmembers; i++)
-        if (s->old_of[i] != c->rank)
-            tnt__rec_send(s->mesh, s->old_of[i], &msg);
-    for (int i = 0; i < s->nmembers; i++) {
-        int q = s->old_of[i];
-        if (q == c->rank)
-            continue;
-        tnt_result_t rc = tnt__rec_next(s->mesh, q, 1u << TNT_REC_READY,
-                                        &msg);
-        if (rc == TNT_ERR_TIMEOUT)
-            return tnt__error(TNT_ERR_TIMEOUT, "rank %d: tnt_comm_shrink: "
-                              "rank %d did not finish making the new "
-                              "communicator within the deadline "
-                              "(TNT_TIMEOUT)", c->rank, q);
-        if (rc != TNT_SUCCESS)
-            return tnt__error(TNT_ERR_PEER_LOST, "rank %d: tnt_comm_shrink: "
-                              "rank %d died while the new communicator was "
-                              "being made", c->rank, q);
-    }
-    return TNT_SUCCESS;
+    return exchange(s, &msg, NULL, NULL,
+                    "did not finish making the new communicator",
+                    "while the new communicator was being made");
 }
 
 TNT_API tnt_result_t tnt_comm_shrink(tnt_comm_t comm, tnt_comm_t *newcomm)
