@@ -58,14 +58,19 @@ def broadcast_weights(model):
     model.set_weights(weights)
 
 
+def _forward(model, x, training):
+    """The model's output, passing training= only to a call that takes it
+    (as keras.Model's own train/test/predict steps do)."""
+    if model._call_has_training_arg:
+        return model(x, training=training)
+    return model(x)
+
+
 def _train_step(model, data):
     data, weight = data
     x, y, sample_weight = _unpack(data)
     with tf.GradientTape() as tape:
-        if model._call_has_training_arg:
-            y_pred = model(x, training=True)
-        else:
-            y_pred = model(x)
+        y_pred = _forward(model, x, training=True)
         loss = model._compute_loss(x=x, y=y, y_pred=y_pred,
                                    sample_weight=sample_weight, training=True)
         n = _batch_len(x)
@@ -86,10 +91,7 @@ def _train_step(model, data):
 def _test_step(model, data):
     data, _ = data
     x, y, sample_weight = _unpack(data)
-    if model._call_has_training_arg:
-        y_pred = model(x, training=False)
-    else:
-        y_pred = model(x)
+    y_pred = _forward(model, x, training=False)
     loss = model._compute_loss(x=x, y=y, y_pred=y_pred,
                                sample_weight=sample_weight, training=False)
     n = _batch_len(x)
@@ -101,10 +103,7 @@ def _test_step(model, data):
 def _predict_step(model, data):
     data, _ = data
     x, _, _ = _unpack(data)
-    if model._call_has_training_arg:
-        y_pred = model(x, training=False)
-    else:
-        y_pred = model(x)
+    y_pred = _forward(model, x, training=False)
     # the micro-batch's length, to put the ranks' outputs back in order
     return y_pred, tf.reshape(_batch_len(x), [1])
 
