@@ -217,29 +217,41 @@ def _target(array, inplace, what):
     return np.array(array, copy=True, order="C")
 
 
-def allreduce(array, op=SUM, inplace=False):
-    """Reduce `array` element-wise over all ranks with op (sum, avg, prod,
-    min, max). Returns a new array, or `array` itself with inplace=True."""
+def _allreduce_on(handle, array, op, inplace):
+    """allreduce on the communicator handle() returns (called once the
+    arguments are checked: a bad argument starts nothing)."""
     code = _op_of(op)
     out = _target(array, inplace, "allreduce")
     dtype = _dtype_of(out)
     _check("tnt_allreduce",
-           lib.tnt_allreduce(init(), _lib.IN_PLACE, out.ctypes.data,
+           lib.tnt_allreduce(handle(), _lib.IN_PLACE, out.ctypes.data,
                              out.size, dtype, code))
     return out
 
 
-def broadcast(array, root=0, inplace=False):
-    """Copy root's `array` to every rank. Returns a new array, or `array`
-    itself with inplace=True."""
+def _broadcast_on(handle, array, root, inplace):
+    """broadcast on the communicator handle() returns (as _allreduce_on)."""
     out = _target(array, inplace, "broadcast")
     dtype = _dtype_of(out)
     if not isinstance(root, int):
         raise TypeError("tntcomm: root must be an int, not %s"
                         % type(root).__name__)
     _check("tnt_broadcast",
-           lib.tnt_broadcast(init(), out.ctypes.data, out.size, dtype, root))
+           lib.tnt_broadcast(handle(), out.ctypes.data, out.size, dtype,
+                             root))
     return out
+
+
+def allreduce(array, op=SUM, inplace=False):
+    """Reduce `array` element-wise over all ranks with op (sum, avg, prod,
+    min, max). Returns a new array, or `array` itself with inplace=True."""
+    return _allreduce_on(init, array, op, inplace)
+
+
+def broadcast(array, root=0, inplace=False):
+    """Copy root's `array` to every rank. Returns a new array, or `array`
+    itself with inplace=True."""
+    return _broadcast_on(init, array, root, inplace)
 
 
 def barrier():

@@ -21,7 +21,6 @@ import weakref
 
 import numpy as np
 
-from . import _lib
 from ._lib import lib
 
 UNDEFINED = -1  # TNT_UNDEFINED (include/tnt/tnt.h)
@@ -116,27 +115,13 @@ class Comm:
 
     def allreduce(self, array, op="sum", inplace=False):
         """As tntcomm.allreduce, on this communicator."""
-        from . import _check, _dtype_of, _op_of, _target
-        code = _op_of(op)
-        out = _target(array, inplace, "allreduce")
-        dtype = _dtype_of(out)
-        _check("tnt_allreduce",
-               lib.tnt_allreduce(self._h(), _lib.IN_PLACE, out.ctypes.data,
-                                 out.size, dtype, code))
-        return out
+        from . import _allreduce_on
+        return _allreduce_on(self._h, array, op, inplace)
 
     def broadcast(self, array, root=0, inplace=False):
         """As tntcomm.broadcast, on this communicator."""
-        from . import _check, _dtype_of, _target
-        out = _target(array, inplace, "broadcast")
-        dtype = _dtype_of(out)
-        if not isinstance(root, int):
-            raise TypeError("tntcomm: root must be an int, not %s"
-                            % type(root).__name__)
-        _check("tnt_broadcast",
-               lib.tnt_broadcast(self._h(), out.ctypes.data, out.size, dtype,
-                                 root))
-        return out
+        from . import _broadcast_on
+        return _broadcast_on(self._h, array, root, inplace)
 
     def barrier(self):
         from . import _check
