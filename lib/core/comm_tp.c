@@ -199,6 +199,11 @@ tnt_result_t tnt__comm_tp_listen(struct tnt_comm *comm, void *blob,
 static void spin_list(struct tnt_comm *comm)
 {
     int n = 0;
+    comm->net.spin_polls_all = 1;
+    for (int i = 0; i < TNT_TP_COUNT; i++)
+        if (comm->net.tp[i] && comm->net.tp_serves[i] &&
+            !comm->net.tp[i]->poll)
+            comm->net.spin_polls_all = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < TNT_TP_COUNT; i++) {
             const tnt_transport_t *t = comm->net.tp[i];

@@ -315,6 +315,10 @@ struct tnt_comm_net {
         uint32_t caps;
     } spin_tp[TNT_TP_MAX];
     int nspin_tp, nspin_cheap;
+    /* Every transport that serves a peer has a poll entry: a spin needs
+     * epoll only for the fds no transport polls (the wake and signal
+     * fds, the listening socket), so it may look there less often. */
+    int spin_polls_all;
     /* Why a transport serves no peer, for the INFO line
      * (comm_tp_log.c): off[i] why position i was not started here,
      * refused[i] the first reason it gave for not reaching a peer. Set

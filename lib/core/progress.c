@@ -329,12 +329,20 @@ void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
 }
 
 /* While spinning, one epoll_wait (transports without a poll entry,
- * closed sockets, deadlines) per this many rounds of polls. */
+ * closed sockets, deadlines) per this many rounds of polls; where every
+ * transport has a poll entry, at most one per SPIN_EPOLL_GAP_S (a round
+ * may take tens of nanoseconds: the TCP poll leaves a socket that had
+ * nothing alone for a while, tcp_io.c). */
 #define SPIN_EPOLL_EVERY 32
+#define SPIN_EPOLL_GAP_S 32e-6
 /* Rounds of the spin between two looks at the clock. */
 #define SPIN_CLOCK_EVERY 8
-/* How long a spin polls before it yields the CPU between rounds. */
+/* How long a spin polls before it yields the CPU, and then how often it
+ * does (where ranks have CPUs of their own): by time, not by rounds, since
+ * a round costs from tens of nanoseconds (rings, or sockets the TCP poll
+ * leaves alone for a while) to microseconds (a recv per socket). */
 #define SPIN_NO_YIELD_S 10e-6
+#define SPIN_YIELD_GAP_S 8e-6
 /* A yield that took longer than this ran another thread: this CPU is
  * wanted (a yield with nothing else to run returns within a
  * microsecond; one that ran a thread, after its time slice). */
@@ -353,15 +361,17 @@ void tnt__progress_spin(struct tnt_comm *comm,
      * rank's CPU (after a wake-up, say): after a short while, yield
      * anyway: it bounds what a rank can take from a peer that shares
      * its CPU. */
-    double yield_from = start + SPIN_NO_YIELD_S;
+    double yield_at = start + SPIN_NO_YIELD_S;
     /* The role is held for the whole spin: transports polled unarmed stay
      * so until the end, and nobody may sleep in epoll on them
      * meanwhile. */
     comm->progress.polling = 1;
     comm->progress.thread_polling = 0;
+    double epoll_gap = comm->net.spin_polls_all ? SPIN_EPOLL_GAP_S : 0.0;
+    double seen = start, epoll_at = start + epoll_gap; /* clock read last */
     for (unsigned n = 0; !done(comm, arg) && !comm->progress.stop; n++) {
         int looked = 0;
-        if ((n + 1) % SPIN_EPOLL_EVERY != 0) {
+        if ((n + 1) % SPIN_EPOLL_EVERY != 0 || seen < epoll_at) {
             /* A poll that returns negative did not look (too many
              * connections): epoll looks at them instead. */
             for (int i = 0; i < nspin; i++)
@@ -370,8 +380,10 @@ void tnt__progress_spin(struct tnt_comm *comm,
             if (looked)
                 comm->progress.hooks->after_look(comm);
         }
-        if (!looked)
+        if (!looked) {
             dispatch(comm, 0);
+            epoll_at = seen + epoll_gap;
+        }
         if (done(comm, arg))
             break;
         /* A round over the rings and slots takes tens of nanoseconds:
@@ -382,14 +394,16 @@ void tnt__progress_spin(struct tnt_comm *comm,
             !__atomic_load_n(&comm->lock_wanted, __ATOMIC_RELAXED))
             continue;
         double now = tnt__now();
+        seen = now;
         if (now >= end)
             break;
         /* Let threads that wait to post in; and with more ranks than
          * CPUs, the ranks this one waits for. */
         pthread_mutex_unlock(&comm->lock);
         int ran_other = 0;
-        if (yield || now >= yield_from) {
+        if (yield || now >= yield_at) {
             sched_yield();
+            yield_at = now + SPIN_YIELD_GAP_S;
             /* Past own_until the spin is a guess that the call ends
              * soon (a blocking call's budget, wait_budget.h): it
              * gives way to any other thread that needs this CPU, and

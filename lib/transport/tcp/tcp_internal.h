@@ -95,6 +95,11 @@ typedef struct tcp_conn {
      * too and goes straight to its destination, not through rbuf
      * (tnt__tcp_read, recv_direct). */
     size_t next_hdr;
+    /* A spinning thread's looks at this socket (tnt__tcp_poll): recvs
+     * that returned bytes; the first look since then that moved nothing
+     * (0: the last one moved bytes); no look before look_at. */
+    unsigned long reads;
+    double quiet_since, look_at;
     tcp_hello_t hello;   /* the handshake's, either side */
     unsigned char nonce[TCP_NONCE_BYTES]; /* the acceptor's */
     double born;         /* accepted at (tnt__now), for the time limit */

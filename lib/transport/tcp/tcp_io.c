@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "util/clock.h"
 #include "util/error.h"
 #include "transport/tcp/tcp_internal.h"
 
@@ -281,8 +282,10 @@ static ssize_t recv_some(tcp_conn_t *c, struct iovec *iov, size_t niov)
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = niov};
     for (;;) {
         ssize_t r = recvmsg(c->fd, &msg, MSG_DONTWAIT);
-        if (r > 0)
+        if (r > 0) {
+            c->reads++;
             return r;
+        }
         if (r == 0) {
             if (c->in_payload || c->rend != c->rstart)
                 tnt__tcp_fail(c, TNT_ERR_PEER_LOST, "connection closed in "
@@ -434,6 +437,39 @@ void tnt__tcp_read(tcp_conn_t *c)
  * nothing is time the awaited rank does not get). Figures:
  * docs/performance.md, "Reading sockets while spinning". */
 #define TCP_POLL_MAX_CONNS 4
+/* A socket that carries large messages and had nothing for the spin is
+ * looked at again after a gap that grows with how long it has had
+ * nothing, 1/TCP_LOOK_FRACTION of that time, at most TCP_LOOK_GAP_MAX_S:
+ * a spin that read it every round found it empty in 4 recvs of 5 at
+ * p = 2 and 256 KiB - 8 MiB, each a system call that takes the socket's
+ * lock from the peer that is filling it (docs/performance.md, "2026-11-27:
+ * the spin's empty reads (issue 40)"). A wait is at most that fraction
+ * longer; sockets of small messages, where microseconds count, are read
+ * every round as before. */
+#define TCP_LOOK_FRACTION 4.0
+#define TCP_LOOK_GAP_MAX_S 16e-6
+
+/* c carries large messages: it is in one, the last one was (next_hdr),
+ * or a send waits for room in it (the peer drains a full buffer). */
+static int streams_large(const tcp_conn_t *c)
+{
+    return (c->in_payload && c->left >= TCP_DIRECT_MIN) || c->next_hdr ||
+           c->sq_head;
+}
+
+/* After a look at c at `now`: when the next may be (see
+ * TCP_LOOK_FRACTION). */
+static void pace_looks(tcp_conn_t *c, double now, int moved)
+{
+    if (moved || !streams_large(c)) {
+        c->quiet_since = c->look_at = 0.0;
+        return;
+    }
+    if (c->quiet_since == 0.0)
+        c->quiet_since = now;
+    double gap = (now - c->quiet_since) / TCP_LOOK_FRACTION;
+    c->look_at = now + (gap < TCP_LOOK_GAP_MAX_S ? gap : TCP_LOOK_GAP_MAX_S);
+}
 
 int tnt__tcp_poll(void *vctx, unsigned flags)
 {
@@ -450,17 +486,21 @@ int tnt__tcp_poll(void *vctx, unsigned flags)
     /* A failure closes connections and relinks the lists: stop there and
      * let the event loop take over. */
     unsigned closes = ctx->closes;
+    double now = tnt__now();
     for (tcp_ep_t *ep = ctx->eps; ep; ep = ep->next)
         for (int i = 0; i < ep->nconn; i++) {
             tcp_conn_t *c = ep->conns[i];
-            if (!c || c->closed || c->state != TCP_READY)
+            if (!c || c->closed || c->state != TCP_READY || now < c->look_at)
                 continue;
+            unsigned long reads = c->reads;
+            size_t queued = c->queued;
             if (c->sq_head)
                 tnt__tcp_flush(c);
             if (ctx->closes == closes)
                 tnt__tcp_read(c);
             if (ctx->closes != closes)
                 return n;
+            pace_looks(c, now, c->reads != reads || c->queued != queued);
         }
     return n;
 }
