@@ -330,9 +330,9 @@ void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
 
 /* While spinning, one epoll_wait (transports without a poll entry,
  * closed sockets, deadlines) per this many rounds of polls; where every
- * transport has a poll entry, at most one per SPIN_EPOLL_GAP_S (a round
- * may take tens of nanoseconds: the TCP poll leaves a socket that had
- * nothing alone for a while, tcp_io.c). */
+ * transport has a poll entry and looks, at most one per SPIN_EPOLL_GAP_S
+ * (a round may take tens of nanoseconds: the TCP poll leaves a socket
+ * that had nothing alone for a while, tcp_io.c). */
 #define SPIN_EPOLL_EVERY 32
 #define SPIN_EPOLL_GAP_S 32e-6
 /* Rounds of the spin between two looks at the clock. */
@@ -369,14 +369,21 @@ void tnt__progress_spin(struct tnt_comm *comm,
     comm->progress.thread_polling = 0;
     double epoll_gap = comm->net.spin_polls_all ? SPIN_EPOLL_GAP_S : 0.0;
     double seen = start, epoll_at = start + epoll_gap; /* clock read last */
+    int declined = 0; /* a poll of the last round did not look */
     for (unsigned n = 0; !done(comm, arg) && !comm->progress.stop; n++) {
         int looked = 0;
-        if ((n + 1) % SPIN_EPOLL_EVERY != 0 || seen < epoll_at) {
+        if ((n + 1) % SPIN_EPOLL_EVERY != 0 ||
+            (seen < epoll_at && !declined)) {
             /* A poll that returns negative did not look (too many
-             * connections): epoll looks at them instead. */
-            for (int i = 0; i < nspin; i++)
+             * connections): epoll looks at them instead, every
+             * SPIN_EPOLL_EVERY rounds. */
+            declined = 0;
+            for (int i = 0; i < nspin; i++) {
                 if (spin[i].poll(spin[i].ctx, 0) >= 0)
                     looked = 1;
+                else
+                    declined = 1;
+            }
             if (looked)
                 comm->progress.hooks->after_look(comm);
         }
