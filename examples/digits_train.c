@@ -54,6 +54,7 @@ struct trainer {
     tnt_comm_t comm;
     tnt_fusion_t fusion;
     int rank, size, world_rank;
+    int *world_of; /* rank in comm -> rank at the start (comm shrinks) */
     mlp_data_t train, test;
     mlp_t model;
     size_t *perm;  /* the epoch's sample order, the same on every rank */
@@ -460,8 +461,27 @@ static void recover(struct trainer *tr)
         if (rc != TNT_SUCCESS)
             fail(tr, "tnt_comm_shrink (elastic runs: tnt-run --elastic)",
                  rc);
-        int dead[64], ndead = 0;
-        CHECK(tr, tnt_comm_failed_ranks(tr->comm, dead, 64, &ndead));
+        int *dead = malloc((size_t)tr->size * sizeof(*dead)), ndead = 0;
+        if (!dead)
+            out_of_memory(tr->rank);
+        CHECK(tr, tnt_comm_failed_ranks(tr->comm, dead, tr->size, &ndead));
+        /* The dead as ranks at the start, for the message; the map
+         * follows the shrink (failed_ranks is ascending). */
+        char died[256] = "";
+        size_t len = 0;
+        int keep = 0, old_size = tr->size;
+        for (int q = 0, k = 0; q < old_size; q++) {
+            if (k < ndead && dead[k] == q) {
+                if (len < sizeof(died))
+                    len += (size_t)snprintf(died + len, sizeof(died) - len,
+                                            "%s %d", k ? "," : "",
+                                            tr->world_of[q]);
+                k++;
+            } else {
+                tr->world_of[keep++] = tr->world_of[q];
+            }
+        }
+        free(dead);
         tnt_comm_free(tr->comm);
         tr->comm = nc;
         CHECK(tr, tnt_comm_rank(nc, &tr->rank));
@@ -488,10 +508,8 @@ static void recover(struct trainer *tr)
         tr->done = (long)v[0];
         tr->evaluated = (long)-v[1];
         if (tr->rank == TNT_MASTER_RANK) {
-            printf("digits_train: world rank%s", ndead > 1 ? "s" : "");
-            for (int i = 0; i < ndead && i < 64; i++)
-                printf("%s %d", i ? "," : "", dead[i]);
-            printf(" died; going on with %d rank%s from step %ld\n",
+            printf("digits_train: world rank%s%s died; going on with %d "
+                   "rank%s from step %ld\n", ndead > 1 ? "s" : "", died,
                    tr->size, tr->size == 1 ? "" : "s", tr->done);
             fflush(stdout);
         }
@@ -554,6 +572,11 @@ int main(int argc, char **argv)
     CHECK(&tr, tnt_comm_rank(tr.comm, &tr.rank));
     CHECK(&tr, tnt_comm_size(tr.comm, &tr.size));
     tr.world_rank = tr.rank;
+    tr.world_of = malloc((size_t)tr.size * sizeof(*tr.world_of));
+    if (!tr.world_of)
+        out_of_memory(tr.rank);
+    for (int r = 0; r < tr.size; r++)
+        tr.world_of[r] = r;
     setup_data(&tr);
     tr.steps_per_epoch = (tr.train.n + tr.opt.global_batch - 1) /
                          tr.opt.global_batch;
@@ -604,5 +627,6 @@ int main(int argc, char **argv)
     mlp_data_free(&tr.test);
     free(tr.perm);
     free(tr.ident);
+    free(tr.world_of);
     return ok ? 0 : 1;
 }

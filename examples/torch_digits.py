@@ -143,6 +143,8 @@ def parse_args(argv=None):
     args = ap.parse_args(argv)
     if args.global_batch < 1 or args.epochs < 1 or args.steps < 0:
         ap.error("--global-batch and --epochs must be positive")
+    if args.kill_step < 0:
+        ap.error("--kill-step must be 0 or more")
     return args
 
 

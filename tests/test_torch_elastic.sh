@@ -95,6 +95,10 @@ for n in ref.files:
         ok = False
 sys.exit(0 if ok else 1)
 PYEOF
+"$PY" "$SRC/examples/torch_digits.py" --kill-step -1 >"$TMP/bad" 2>&1 &&
+    fail "--kill-step -1 accepted"
+grep -qF -- "--kill-step must be 0 or more" "$TMP/bad" ||
+    fail "--kill-step -1: $(cat "$TMP/bad")"
 if [ "$fails" = 0 ]; then
     echo "ok   [p=3, rank 1 killed at step 40: the 2 survivors finish like an undisturbed run]"
 fi
