@@ -92,12 +92,14 @@ static int kernel_index(tnt_dtype_t t)
     }
 }
 
+#ifdef TNT_HAVE_GPU_PTX
 static int setup_fail(gdev_t *g, const char *what, int err)
 {
     snprintf(g->why, sizeof g->why, "%s failed: %s", what,
              tnt__cuda_drv_strerror(err));
     return -1;
 }
+#endif
 
 /* Context, module, functions and stream of device dev; once per device
  * and process (a failure is kept: every later call stages at once). */

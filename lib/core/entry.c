@@ -146,6 +146,15 @@ tnt_result_t tnt__entry_post(const tnt_entry_op_t *op, tnt_entry_call_t *c,
     int dev = tnt__devmem_check(op, c);
     if (dev < 0)
         return dev;
+    /* An allreduce of device memory on the GPU when it can
+     * (devmem_ipc.c): done now; the request is an empty allreduce's,
+     * which every rank posts alike. */
+    tnt_result_t ipc_rc;
+    if (dev > 0 && op->kind == TNT_COLL_ALLREDUCE &&
+        tnt__devmem_ipc_try(c, dev - 1, &ipc_rc))
+        return ipc_rc < 0 ? ipc_rc
+                          : tnt_iallreduce(c->comm, TNT_IN_PLACE, NULL, 0,
+                                           c->dtype, c->op, req);
     /* Device memory: copied in whole now, back when the request is seen
      * finished (request_api.c). */
     tnt_staged_t *st = NULL;
