@@ -12,8 +12,9 @@
  * peer buffer opened once over repeated calls, a buffer allocated anew
  * reopened); the fallbacks to staging with their reasons (below the
  * size, switched off, another dtype, a handle refused on one rank, peer
- * GPUs without peer access) with right results; a kernel that fails on
- * one rank is an error on every rank and the communicator still works.
+ * GPUs without peer access, ranks on two hosts) with right results; a
+ * kernel that fails on one rank is an error on every rank and the
+ * communicator still works.
  *
  * TNT_TEST_DEVMEM_CUDA=1 (tests/gpu/run.sh, on a GPU): the same on the
  * real CUDA (every rank on device 0; p = 2 and 4), less the faults that
@@ -479,11 +480,42 @@ static void test_mixed(void)
     th_run(3, env, rank_mixed, NULL, 60, NULL);
 }
 
+/* ---- ranks on two hosts -------------------------------------------------- */
+
+/* Ranks 0, 1 on one (fake) host and 2, 3 on another: the call is staged,
+ * for that reason, decided without a message. */
+static int rank_hosts(tnt_comm_t comm, int rank, int p, void *arg,
+                      th_report_t *rep)
+{
+    (void)comm, (void)arg;
+    char id[32];
+    snprintf(id, sizeof id, "fakehost%d", rank / 2);
+    setenv("TNT_HOST_ID", id, 1);
+    tnt_comm_t c;
+    tnt_result_t rc = tnt_comm_init_from_env(&c);
+    th_report_expect(rep, "init", rc == TNT_SUCCESS, rc, "%s",
+                     tnt_last_error());
+    if (rc < 0)
+        return 1;
+    tnt__devmem_use(NULL, 0);
+    staged_case(c, rank, p, rep, 4099, "two hosts", "not all on one host");
+    tnt_comm_free(c);
+    return 0;
+}
+
+static void test_hosts(void)
+{
+    const char *env[] = {"TNT_GPU_IPC_MIN_BYTES=0", NULL};
+    th_job_t job = {"two hosts", 4, env, rank_hosts, NULL, 120, 1, 0};
+    th_run_job(&job, NULL);
+}
+
 static const th_test_def_t k_tests[] = {
     {"devmem_ipc", "every dtype and op", test_all},
     {"devmem_ipc", "handle cache", test_cache},
     {"devmem_ipc", "fallbacks", test_fallback},
     {"devmem_ipc", "host and device mixed", test_mixed},
+    {"devmem_ipc", "ranks on two hosts", test_hosts},
     {NULL, NULL, NULL}};
 
 int main(int argc, char **argv)
