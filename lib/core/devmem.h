@@ -65,13 +65,20 @@ tnt_result_t tnt__devmem_stage(const tnt_entry_op_t *op,
 
 /* ---- the GPU-side allreduce of ranks on one host (devmem_ipc.c) ------- */
 
-/** The blocking allreduce c (checked, device memory on device dev) on
- *  the GPU through CUDA IPC if every rank can take that path: returns 1
- *  with *rc the call's result; or 0 (nothing changed in the buffers,
- *  every rank returns 0 alike) and the call is to be staged, the reason
- *  kept for tnt__devmem_gpu_stats and logged at INFO when it changes. */
-int tnt__devmem_ipc_try(const tnt_entry_call_t *c, int dev,
-                        tnt_result_t *rc);
+/** How the GPU path posts the ranks' host messages: tnt__entry_run,
+ *  passed down by the caller so that devmem_ipc.c calls nothing above
+ *  it (the messages are allreduces of op, the call's own operation). */
+typedef tnt_result_t (*tnt_entry_runner_t)(const tnt_entry_op_t *op,
+                                           tnt_entry_call_t *c);
+
+/** The allreduce c (op; checked; device memory on device dev) on the
+ *  GPU through CUDA IPC if every rank can take that path: returns 1
+ *  with *rc the call's result (done: blocking or not); or 0 (nothing
+ *  changed in the buffers, every rank returns 0 alike) and the call is
+ *  to be staged, the reason kept for tnt__devmem_gpu_stats and logged at
+ *  INFO when it changes. */
+int tnt__devmem_ipc_try(const tnt_entry_op_t *op, const tnt_entry_call_t *c,
+                        int dev, tnt_entry_runner_t run, tnt_result_t *rc);
 
 /** A communicator's device allreduces so far: on the GPU path, staged,
  *  and why the last staged one was (why[n]; "" if none). */

@@ -5,7 +5,7 @@
  * per byte); ranks on one host can instead read each other's device
  * buffers through CUDA IPC and reduce on the GPU:
  *
- *   1. every rank sends the others (one allgather of host messages) its
+ *   1. every rank sends the others (one exchange of host messages) its
  *      buffers' IPC handles (cuIpcGetMemHandle of the allocation base,
  *      cuMemGetAddressRange, and the offset in it) and its GPU's PCI id;
  *      a rank that cannot (no kernel, IPC refused) says why, and then
@@ -13,13 +13,13 @@
  *   2. every rank opens the peers' handles (a cache, devmem_ipc_cache.c:
  *      reused buffers are opened once), waits for the work queued before
  *      the call on the legacy default stream (the input is complete),
- *      and says whether all went well (a second allgather): all ready,
+ *      and says whether all went well (a second exchange): all ready,
  *      or all stage the call (nothing was written yet);
  *   3. every rank reduces its 1/p chunk with a kernel (devmem_kernel.cu)
  *      that reads the chunk from every rank's send buffer and stores the
  *      result into every rank's receive buffer (the gather done by the
  *      kernel's stores, not by p - 1 copies after a fourth round), waits
- *      for it, and says so (a third allgather): after it every rank's
+ *      for it, and says so (a third exchange): after it every rank's
  *      buffer holds the result and no peer touches it any more.
  *
  * The steps are ordered by the library's own host messages (over shared
@@ -27,8 +27,10 @@
  * rank's failure reaches the others, so a refused handle or a failed
  * launch is an agreed fallback or an error on every rank, never a hang
  * on an event that is never recorded. The cost is three small
- * allgathers per call, which is why calls below TNT_GPU_IPC_MIN_BYTES
- * stay staged.
+ * exchanges per call (each an allreduce of p slots of bytes, posted
+ * through the runner the caller passes down: this file calls nothing
+ * above it), which is why calls below TNT_GPU_IPC_MIN_BYTES stay
+ * staged.
  *
  * Anything else is staged (devmem_stage.c) with the reason kept for
  * tnt__devmem_gpu_stats and logged at INFO: ranks on other hosts, more
@@ -284,6 +286,8 @@ static int eligible(const tnt_entry_call_t *c, char *why, size_t n,
 /* ---- the call ------------------------------------------------------------ */
 
 typedef struct call {
+    const tnt_entry_op_t *op;
+    tnt_entry_runner_t run;
     const tnt_entry_call_t *c;
     const tnt_cuda_drv_t *d;
     gdev_t *g;
@@ -440,19 +444,28 @@ static void finish(call_t *k)
     }
 }
 
-/* An allgather of host messages; its error is the call's. */
-static tnt_result_t exchange(const tnt_entry_call_t *c, const void *mine,
-                             void *all, size_t bytes)
+/* Every rank's `bytes` of mine into all[p * bytes], rank r's at r *
+ * bytes: an allgather of host messages, made as an allreduce (the call's
+ * own operation, run by the caller's runner) of u8 sums over slots that
+ * one rank each fills, which is exact. Its error is the call's. */
+static tnt_result_t exchange(const call_t *k, const void *mine, void *all,
+                             size_t bytes)
 {
-    tnt_result_t rc = tnt_allgather(c->comm, mine, all, bytes, TNT_U8);
+    memset(all, 0, bytes * (size_t)k->p);
+    memcpy((unsigned char *)all + bytes * (size_t)k->rank, mine, bytes);
+    tnt_entry_call_t s = {.comm = k->c->comm, .send = TNT_IN_PLACE,
+                          .recv = all, .count = bytes * (size_t)k->p,
+                          .dtype = TNT_U8, .op = TNT_SUM};
+    tnt_result_t rc = k->run(k->op, &s);
     if (rc < 0)
         rc = tnt__error(rc, "rank %d: %s on device memory: the exchange "
-                        "between the ranks failed: %s", c->comm->rank,
-                        c->fn, tnt_last_error());
+                        "between the ranks failed: %s", k->rank, k->c->fn,
+                        tnt_last_error());
     return rc;
 }
 
-int tnt__devmem_ipc_try(const tnt_entry_call_t *c, int dev, tnt_result_t *rc)
+int tnt__devmem_ipc_try(const tnt_entry_op_t *op, const tnt_entry_call_t *c,
+                        int dev, tnt_entry_runner_t run, tnt_result_t *rc)
 {
     char why[240];
     if (!eligible(c, why, sizeof why, rc)) {
@@ -461,11 +474,12 @@ int tnt__devmem_ipc_try(const tnt_entry_call_t *c, int dev, tnt_result_t *rc)
         note(c->comm, 0, why);
         return 0;
     }
-    call_t k = {.c = c, .p = c->comm->nranks, .rank = c->comm->rank};
+    call_t k = {.op = op, .run = run, .c = c, .p = c->comm->nranks,
+                .rank = c->comm->rank};
     desc_t me = {0};
     describe(&k, dev, &me);
     /* 1: the handles. */
-    if ((*rc = exchange(c, &me, k.all, sizeof me)) < 0) {
+    if ((*rc = exchange(&k, &me, k.all, sizeof me)) < 0) {
         finish(&k);
         return 1;
     }
@@ -478,7 +492,7 @@ int tnt__devmem_ipc_try(const tnt_entry_call_t *c, int dev, tnt_result_t *rc)
     verdict_t v = {.ok = 1}, vs[TNT_GPU_IPC_MAX];
     if (prepare(&k, v.why, sizeof v.why) < 0)
         v.ok = 0;
-    if ((*rc = exchange(c, &v, vs, sizeof v)) < 0)
+    if ((*rc = exchange(&k, &v, vs, sizeof v)) < 0)
         goto out;
     if (first_no(vs, sizeof(verdict_t), k.p, why, sizeof why)) {
         finish(&k);
@@ -487,7 +501,7 @@ int tnt__devmem_ipc_try(const tnt_entry_call_t *c, int dev, tnt_result_t *rc)
     }
     /* 3: reduced, and every rank's result stored. */
     v.ok = reduce(&k, v.why, sizeof v.why) == 0;
-    if ((*rc = exchange(c, &v, vs, sizeof v)) < 0)
+    if ((*rc = exchange(&k, &v, vs, sizeof v)) < 0)
         goto out;
     if (first_no(vs, sizeof(verdict_t), k.p, why, sizeof why))
         *rc = tnt__error(TNT_ERR_SYSTEM, "rank %d: %s on the GPU failed "

@@ -173,7 +173,8 @@ tnt_result_t tnt__devmem_stage(const tnt_entry_op_t *op,
                                const tnt_entry_call_t *c, int dev)
 {
     tnt_result_t rc;
-    if (op->kind == TNT_COLL_ALLREDUCE && tnt__devmem_ipc_try(c, dev, &rc))
+    if (op->kind == TNT_COLL_ALLREDUCE &&
+        tnt__devmem_ipc_try(op, c, dev, tnt__entry_run, &rc))
         return rc; /* on the GPU (devmem_ipc.c) */
     plan_t p = {.op = op, .c = c, .rank = c->comm->rank,
                 .nranks = c->comm->nranks, .es = tnt_dtype_size(c->dtype),
