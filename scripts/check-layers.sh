@@ -211,6 +211,9 @@ unit_of_object() {
         transport_tcp_*) echo transport/tcp ;;
         transport_shm_*) echo transport/shm ;;
         transport_verbs_*) echo transport/verbs ;;
+        # Generated: the GPU kernel's PTX as a string (lib/meson.build),
+        # core's like the kernel's source.
+        meson-generated_*devmem_kernel_ptx*) echo core ;;
         *) echo "${1%%_*}" ;;
     esac
 }
