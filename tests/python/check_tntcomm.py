@@ -386,6 +386,9 @@ def check_stats(rank, size):
               after["transports"])
     check(after["wait_s"] >= 0 and after["unexpected_hwm"] >= 0,
           "stats: wait and high-water mark")
+    check(after["comm"] == {"name": "world", "how": "", "rank": rank,
+                            "world_rank": rank},
+          "stats: the world communicator named: %r" % after["comm"])
 
 
 def check_reproducible(rank, size):

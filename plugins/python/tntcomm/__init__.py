@@ -169,7 +169,9 @@ def stats():
                             "strangers_refused", "strangers_evicted",
                             "reports"}, ...} (those running),
      "wait_s": seconds blocking calls waited,
-     "unexpected_hwm": most bytes early messages held at once}."""
+     "unexpected_hwm": most bytes early messages held at once,
+     "comm": {"name": "world", "how": "", "rank", "world_rank"} (a derived
+             communicator's name and how it was made: docs/design.md)}."""
     rc, d = _stats.query(init())
     _check("tnt_comm_stats", rc)
     return d
