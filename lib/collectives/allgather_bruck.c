@@ -30,7 +30,8 @@ tnt_result_t tnt__allgather_bruck(const tnt_coll_args_t *a, tnt_sched_t *s)
      * blocks are what it sends); the receives write disjoint blocks. */
     uint32_t got[32];
     int rounds = 0;
-    for (int dist = 1; dist < p; dist *= 2, rounds++) {
+    for (int dist = 1; dist < p; dist = dist > p / 2 ? p : 2 * dist,
+                                 rounds++) {
         size_t n = (size_t)(dist < p - dist ? dist : p - dist) * bytes;
         uint32_t snd = tnt__sched_send(s, tnt__mod(r - dist, p),
                                        (uint32_t)rounds,
