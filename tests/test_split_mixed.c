@@ -14,12 +14,17 @@
  * communicator's name, how it was made and this rank's world rank; a
  * split of a split is named after its parent; tnt_comm_report of a
  * derived one begins with "comm NAME (HOW) rank R = world rank W".
+ * With TNT_TIMELINE (p = 5): every process writes one file per
+ * communicator, named by its world rank (PATH.W.json, PATH.W.N.json), no
+ * two processes the same file (a derived rank R once wrote PATH.R.N,
+ * another process's name), each naming its communicator and world rank.
  */
 #include <CUnit/CUnit.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -252,10 +257,66 @@ static void test_p7(void)
     th_run(7, NULL, rank_main, NULL, 240, NULL);
 }
 
+/* The file's text (NULL: none); the caller frees it. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *b = th_xmalloc(cap + 1);
+    size_t got;
+    while ((got = fread(b + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap)
+            b = realloc(b, (cap *= 2) + 1);
+    }
+    fclose(f);
+    b[n] = '\0';
+    return b;
+}
+
+static void test_p5_timeline(void)
+{
+    char dir[] = "/tmp/tnt-split-tl-XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    char env0[128];
+    snprintf(env0, sizeof(env0), "TNT_TIMELINE=%s/trace", dir);
+    const char *env[] = {env0, NULL};
+    th_run(5, env, rank_main, NULL, 240, NULL);
+    /* Per process: the world's file, then the split, the dup and the
+     * nested split in their order of creation. */
+    static const char *const how[4] = {"\"comm\":\"world\",\"comm_how\":\"\"",
+                                       "\"comm_how\":\"split of world, color",
+                                       "\"comm_how\":\"dup of world\"",
+                                       "\"comm_how\":\"split of world/"};
+    for (int w = 0; w < 5; w++)
+        for (int k = 0; k < 4; k++) {
+            char path[256], want[64];
+            if (k == 0)
+                snprintf(path, sizeof(path), "%s/trace.%d.json", dir, w);
+            else
+                snprintf(path, sizeof(path), "%s/trace.%d.%d.json", dir, w,
+                         k);
+            snprintf(want, sizeof(want), "\"world_rank\":%d,", w);
+            char *t = slurp(path);
+            int ok = t && strstr(t, how[k]) && strstr(t, want);
+            if (!ok)
+                fprintf(stderr, "\n%s: %s\n", path,
+                        t ? "names another communicator or rank"
+                          : "missing");
+            CU_ASSERT(ok);
+            free(t);
+            unlink(path);
+        }
+    CU_ASSERT_EQUAL(rmdir(dir), 0); /* no other file was written */
+}
+
 static const th_test_def_t k_tests[] = {
     {"split_mixed", "p3", test_p3},
     {"split_mixed", "p5", test_p5},
     {"split_mixed", "p7", test_p7},
+    {"split_mixed", "p5_timeline", test_p5_timeline},
     {NULL, NULL, NULL},
 };
 
