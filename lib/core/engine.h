@@ -235,7 +235,7 @@ struct tnt_request {
     tnt_reduce_fn_t reduce;
     tnt_msg_hdr_t sig;
     tnt_result_t result;       /* TNT_INPROGRESS until done */
-    /* Its deadline (tnt__engine_check_deadlines, engine.c). */
+    /* Its deadline (tnt__report_check_deadlines, report.c). */
     struct tnt_req_timeout {
         double deadline;
         int probed;            /* its deadline passed once: progress was

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "core/comm.h"
+#include "core/comm_live.h"
 #include "core/devmem.h"
 #include "core/entry.h"
 #include "core/progress.h"
