@@ -213,8 +213,18 @@ def case_collectives(rank, size, path):
     """Every operation of the backend, sizes 0, 1 and primes, every root,
     contiguous and not, each element against its reference; all-to-all
     with even and uneven splits; send/recv with two tags received in the
-    opposite order."""
+    opposite order. A blocking call (asyncOp false, as async_op=False
+    passes) comes back complete, the result in place, also on a
+    non-contiguous tensor (its copy-back done)."""
     init(rank, size, path)
+    pg = dist.distributed_c10d._get_default_group()
+    for t in (block(rank, 0, 7), noncontig(block(rank, 0, 7))):
+        opts = dist.AllreduceOptions()
+        opts.asyncOp = False
+        work = pg.allreduce([t], opts)
+        assert work.is_completed(), "blocking all_reduce came back unfinished"
+        assert torch.equal(t, sum(block(r, 0, 7) for r in range(size))), \
+            ("blocking all_reduce", t)
     for n in (0, 1, 7, 1031):
         for root in range(size):
             t = block(rank, 0, n)
