@@ -62,18 +62,17 @@ timeline_cost.c.o core_timeline_write.c.o
 # The circles of calls inside lib/core, one per line (object names
 # without core_ and .c.o). The engine: its executor (engine.c) starts a
 # schedule's steps, and their completions (flow control, the wire
-# upcalls, the reductions run without the lock, the on-host algorithms,
-# a receive from any source) start the next step at once by calling it
-# back; the latency of a small collective rides on that call. The
-# pairs: the staged call of device memory runs the host call through the
-# entry and is chosen by it; the whole-buffer staging shares devmem.c's
-# pools, which asks it for the bytes a call stages; the recovery
-# listener's gate and the mesh check each other's messages.
+# upcalls, the reductions run without the lock, a receive from any
+# source) start the next step at once by calling it back; the latency of
+# a small collective rides on that call. (The on-host algorithms reach
+# the engine through a table of its services, onhost_state.h, and stand
+# below it.) The pairs: the staged call of device memory runs the host
+# call through the entry and is chosen by it; the whole-buffer staging
+# shares devmem.c's pools, which asks it for the bytes a call stages.
 KNOWN_CORE_CIRCLES="
-engine engine_compute engine_flow engine_vsize engine_wire onhost_mapped_allreduce onhost_queue onhost_slots onhost_stage_rounds onhost_staged_allreduce onhost_staged_bcast p2p
+engine engine_compute engine_flow engine_vsize engine_wire p2p
 devmem devmem_whole
 devmem_stage entry
-recovery recovery_gate
 "
 # The internal headers bench/ and tools/ may include (below lib/), and
 # the objects behind them they may call.
@@ -212,6 +211,9 @@ unit_of_object() {
         transport_tcp_*) echo transport/tcp ;;
         transport_shm_*) echo transport/shm ;;
         transport_verbs_*) echo transport/verbs ;;
+        # Generated: the GPU kernel's PTX as a string (lib/meson.build),
+        # core's like the kernel's source.
+        meson-generated_*devmem_kernel_ptx*) echo core ;;
         *) echo "${1%%_*}" ;;
     esac
 }

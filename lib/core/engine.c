@@ -82,8 +82,27 @@ static void put_scratch(struct tnt_comm *comm, struct tnt_request *req)
  * bound by the number it prepares for. */
 #define MAX_FREE_REQUESTS 256
 
+/* The on-host algorithms' way to the engine (onhost_state.h). */
+static void onhost_fail(struct tnt_comm *comm, tnt_result_t rc,
+                        const char *msg)
+{
+    tnt__engine_fail(comm, rc, "%s", msg);
+}
+
+static const tnt_onhost_engine_t onhost_engine = {
+    .fail = onhost_fail,
+    .run_ready = tnt__run_ready,
+    .alloc_unexp = tnt__alloc_unexp,
+    .free_unexp = tnt__free_unexp,
+    .ensure_connect = tnt__ensure_connect,
+    .fail_peer_lost = tnt__fail_peer_lost,
+    .report_mismatch = tnt__report_mismatch,
+    .mismatch_past = tnt__mismatch_past,
+};
+
 void tnt__engine_init_requests(struct tnt_comm *comm)
 {
+    comm->onhost.engine = &onhost_engine;
     tnt__list_init(&comm->reqs.active);
     tnt__list_init(&comm->reqs.all);
     tnt__list_init(&comm->reqs.deferred);
