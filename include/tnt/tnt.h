@@ -512,7 +512,7 @@ typedef struct tnt_stats {
     /** 0.5: tnt_send, tnt_recv and their i-variants (bytes: count x
      *  element size of each). */
     tnt_stats_count_t p2p;
-    /** 0.6: which communicator these are of. comm_name: "world" for
+    /** 0.7: which communicator these are of. comm_name: "world" for
      *  tnt_comm_init's, a derived one's parent's name, a slash and its
      *  number among the parent's derivations ("world/2"); comm_how: how
      *  it was made ("split of world, color 1", "dup of world", "shrink

@@ -1,7 +1,7 @@
 """tntcomm.stats(): tnt_comm_stats (include/tnt/tnt.h) as a dict.
 
 The ctypes mirror of tnt_stats_t (0.5: with the alltoall and p2p fields;
-0.6: which communicator, and this rank's world rank).
+0.7: which communicator, and this rank's world rank).
 The struct is versioned by its size: this mirror passes its own size, and
 the library fills what both know, so a newer library still answers it.
 """
