@@ -84,8 +84,16 @@ tnt_result_t tnt__allreduce_canon(const tnt_coll_args_t *a, tnt_sched_t *s)
                           "canonical reduction for %d ranks", k);
     size_t stride = align64(rlen * es);
     size_t base = tnt__sched_scratch(s, stride * (size_t)k);
-    /* Large chunks wait for the receiver's "ready" (allreduce_direct.c). */
-    int handshake = len0 * es >= tnt__ready_min(a);
+    /* Large chunks wait for the receiver's "ready" (allreduce_direct.c)
+     * only where every rank is on this host over shared memory, whose
+     * single-copy rendezvous the handshake serves (core/comm.c,
+     * choose_copies). Elsewhere, as the ring there, none: over TCP an
+     * early message waits for its receive by the transport's flow
+     * control anyway, and the extra round trip cost each call a peer's
+     * wake-up before any data moved, milliseconds on a loaded host
+     * (docs/performance.md, "issue 38: the canonical schedule
+     * pipelined"). Every rank has the same intra_host: one schedule. */
+    int handshake = a->intra_host && len0 * es >= tnt__ready_min(a);
     tnt__direct_rs_sends(a, s, segelems, ag_base, handshake, rs_send);
     /* Per segment of the own chunk: receive it from everyone, reduce the
      * k inputs canonically, and (allreduce) send the result to everyone. */
