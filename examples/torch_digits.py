@@ -14,11 +14,18 @@ gradients during backward. The master prints the loss per epoch and the
 test accuracy; the program fails unless all ranks end with bitwise the
 same parameters and the accuracy reaches --min-accuracy.
 
+Under tnt-run --elastic it survives the death of ranks: the step that
+fails raises tntcomm's TntError (PEER_LOST); the survivors call
+tntcomm.shrink(), take the state of the one that got furthest, split the
+same global batch over themselves and go on (recover()). --kill-rank R
+--kill-step S makes rank R kill itself at step S, to show it.
+
 The functions above main() are shared with tests/python/check_torch.py,
 which trains the same model serially and with DistributedDataParallel.
 """
 import argparse
 import os
+import signal
 import sys
 
 import numpy as np
@@ -85,6 +92,35 @@ def dump(model, path):
                       for n, p in model.named_parameters()})
 
 
+def recover(tnt, tnt_torch, model, opt, sums, done):
+    """A rank died: the survivors shrink the world to themselves and take
+    the parameters, optimizer state and epoch sums of the one that went
+    furthest (they may be a step apart: a rank can finish a step's last
+    reduction where another still waits for it). Returns the step to go
+    on from. A rank dying meanwhile is shrunk away in turn."""
+    while True:
+        try:
+            dead = tnt.shrink()
+            furthest = int(tnt.allreduce(np.array([done]), "max")[0])
+            have = tnt.get_rank() if done == furthest else tnt.get_size()
+            root = int(tnt.allreduce(np.array([have]), "min")[0])
+            tnt_torch.broadcast_parameters(model, root=root)
+            tnt_torch.broadcast_optimizer_state(opt, root=root)
+            tnt.broadcast(sums, root=root, inplace=True)
+        except tnt.TntError as e:
+            if e.code != tnt.PEER_LOST:
+                raise
+            continue
+        if tnt.is_master_rank():
+            print("torch_digits: rank%s %s died; going on with %d rank%s "
+                  "from step %d" % ("s" if len(dead) > 1 else "",
+                                    ", ".join(map(str, dead)),
+                                    tnt.get_size(),
+                                    "" if tnt.get_size() == 1 else "s",
+                                    furthest), flush=True)
+        return furthest
+
+
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=DEFAULT_DATA)
@@ -100,9 +136,15 @@ def parse_args(argv=None):
     ap.add_argument("--min-accuracy", type=float, default=0.9)
     ap.add_argument("--save", help="torch.save the state_dict (master)")
     ap.add_argument("--dump-params", help="np.savez the parameters (master)")
+    ap.add_argument("--kill-rank", type=int, default=-1,
+                    help="this rank kills itself (SIGKILL) at --kill-step, "
+                    "to show a job going on without it (tnt-run --elastic)")
+    ap.add_argument("--kill-step", type=int, default=0)
     args = ap.parse_args(argv)
     if args.global_batch < 1 or args.epochs < 1 or args.steps < 0:
         ap.error("--global-batch and --epochs must be positive")
+    if args.kill_step < 0:
+        ap.error("--kill-step must be 0 or more")
     return args
 
 
@@ -140,25 +182,43 @@ def main():
                  args.global_batch, opt.num_buckets(),
                  "" if opt.num_buckets() == 1 else "s"), flush=True)
 
+    batches = list(global_batches(len(x), args.global_batch, args.epochs,
+                                  args.seed, args.steps))
+    world_rank = rank
+    # sums: the epoch's loss sum and step count; it travels with the
+    # parameters when survivors resume (recover()).
     sums = np.zeros(2)
-    last = 0
-    for epoch, idx in global_batches(len(x), args.global_batch, args.epochs,
-                                     args.seed, args.steps):
-        if epoch != last and master:
-            print("epoch %3d  loss %.6f" % (last + 1, sums[0] / sums[1]),
-                  flush=True)
-        if epoch != last:
+    done = 0  # steps whose update this rank applied
+    while done < len(batches):
+        epoch, idx = batches[done]
+        if world_rank == args.kill_rank and done == args.kill_step:
+            os.kill(os.getpid(), signal.SIGKILL)  # a crash, for the tests
+        try:
+            opt.zero_grad()
+            loss = micro_loss(model, x, y, idx, lo, hi, size,
+                              args.global_batch)
+            # Each rank's loss is size x its share, so the ranks' average
+            # is the global batch's mean loss. Every collective of a step
+            # comes before its update: a rank that failed anywhere in the
+            # step still holds the parameters from before it.
+            mean = tnt.allreduce(np.array([loss.item()]), "avg")[0]
+            loss.backward()
+            opt.step()
+        except tnt.TntError as e:
+            if e.code != tnt.PEER_LOST:
+                raise
+            done = recover(tnt, tnt_torch, model, opt, sums, done)
+            rank, size = tnt.get_rank(), tnt.get_size()
+            master = tnt.is_master_rank()
+            lo, hi = tnt_torch.micro_batch_range(args.global_batch)
+            continue
+        done += 1
+        sums += [mean, 1.0]
+        if done == len(batches) or batches[done][0] != epoch:
+            if master:
+                print("epoch %3d  loss %.6f" % (epoch + 1, sums[0] / sums[1]),
+                      flush=True)
             sums[:] = 0
-            last = epoch
-        opt.zero_grad()
-        loss = micro_loss(model, x, y, idx, lo, hi, size, args.global_batch)
-        loss.backward()
-        opt.step()
-        # Each rank's loss is size x its share, so the ranks' average is
-        # the global batch's mean loss.
-        sums += [tnt.allreduce(np.array([loss.item()]), "avg")[0], 1.0]
-    if master and sums[1]:
-        print("epoch %3d  loss %.6f" % (last + 1, sums[0] / sums[1]))
 
     with torch.no_grad():
         correct = (model(xt).argmax(1) == yt).sum().item()

@@ -27,7 +27,12 @@
 #   - with a build directory given, calls: every symbol an object file of
 #     lib/, bench/ or tools/ takes from another (nm -u), mapped to the
 #     object of lib/ that defines it (nm --defined-only) and so to its
-#     layer.
+#     layer;
+#   - inside lib/core, circles of calls: files that call each other in a
+#     loop (a strongly connected set of the call graph between the
+#     core's objects). The ones that exist today are listed in
+#     KNOWN_CORE_CIRCLES with their reasons; a new circle, or a file
+#     that joins one, fails.
 #
 # KNOWN_* list the exceptions that exist today, each with its reason; a
 # new one fails.
@@ -53,6 +58,21 @@ KNOWN_CALLS="
 util_param.c.o collectives_select.c.o
 timeline_cost.c.o core_timeline.c.o
 timeline_cost.c.o core_timeline_write.c.o
+"
+# The circles of calls inside lib/core, one per line (object names
+# without core_ and .c.o). The engine: its executor (engine.c) starts a
+# schedule's steps, and their completions (flow control, the wire
+# upcalls, the reductions run without the lock, a receive from any
+# source) start the next step at once by calling it back; the latency of
+# a small collective rides on that call. (The on-host algorithms reach
+# the engine through a table of its services, onhost_state.h, and stand
+# below it.) The pairs: the staged call of device memory runs the host
+# call through the entry and is chosen by it; the whole-buffer staging
+# shares devmem.c's pools, which asks it for the bytes a call stages.
+KNOWN_CORE_CIRCLES="
+engine engine_compute engine_flow engine_vsize engine_wire p2p
+devmem devmem_whole
+devmem_stage entry
 "
 # The internal headers bench/ and tools/ may include (below lib/), and
 # the objects behind them they may call.
@@ -191,6 +211,9 @@ unit_of_object() {
         transport_tcp_*) echo transport/tcp ;;
         transport_shm_*) echo transport/shm ;;
         transport_verbs_*) echo transport/verbs ;;
+        # Generated: the GPU kernel's PTX as a string (lib/meson.build),
+        # core's like the kernel's source.
+        meson-generated_*devmem_kernel_ptx*) echo core ;;
         *) echo "${1%%_*}" ;;
     esac
 }
@@ -219,6 +242,55 @@ if [ -n "$build" ]; then
             fi
         done < <(uses "$o")
     done
+    # Circles inside lib/core: the strongly connected sets of the calls
+    # between its objects (Tarjan's algorithm), each compared with the
+    # known ones.
+    circles=$(for o in "$objdir"/core_*.o; do
+                  name=$(basename "$o")
+                  while read -r sym def; do
+                      [ "$def" = "$name" ] || [[ $def != core_* ]] ||
+                          echo "$name $def"
+                  done < <(uses "$o")
+              done | python3 -c '
+import sys
+edges = {}
+for line in sys.stdin:
+    a, b = line.split()
+    edges.setdefault(a, set()).add(b)
+    edges.setdefault(b, set())
+index, low, stack, on, out = {}, {}, [], set(), []
+def visit(v):
+    index[v] = low[v] = len(index)
+    stack.append(v)
+    on.add(v)
+    for w in sorted(edges[v]):
+        if w not in index:
+            visit(w)
+            low[v] = min(low[v], low[w])
+        elif w in on:
+            low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+        scc = []
+        while True:
+            w = stack.pop()
+            on.discard(w)
+            scc.append(w[len("core_"):-len(".c.o")])
+            if w == v:
+                break
+        if len(scc) > 1:
+            out.append(" ".join(sorted(scc)))
+sys.setrecursionlimit(10000)
+for v in sorted(edges):
+    if v not in index:
+        visit(v)
+print("\n".join(sorted(out)))
+')
+    while read -r circle; do
+        [ -n "$circle" ] || continue
+        if ! grep -qxF "$circle" <<<"$KNOWN_CORE_CIRCLES"; then
+            fail "lib/core: these files call each other in a circle: $circle (a circle not in KNOWN_CORE_CIRCLES: make one of the calls run one way, e.g. through a hook or a function passed down)"
+        fi
+    done <<<"$circles"
     for o in "$build"/bench/*.p/*.o "$build"/tools/*.p/*.o; do
         [ -e "$o" ] || continue
         name=$(basename "$o")

@@ -114,6 +114,10 @@ for n in 1 3; do
     result "allreduce of tensors and metrics, $n rank(s)" $? "$TMP/log"
 done
 
+bounded "$RUN" -n 3 "$PY" "$CHECK" optstate >"$TMP/log" 2>&1
+result "broadcast_optimizer_state, same and differing structure" $? \
+    "$TMP/log"
+
 mkdir "$TMP/save"
 bounded "$RUN" -n 2 "$PY" "$CHECK" save "$TMP/save" >"$TMP/log" 2>&1
 result "save on the master only" $? "$TMP/log"

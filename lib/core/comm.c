@@ -17,6 +17,7 @@
 #include "util/auth.h"
 #include "boot/bootstrap.h"
 #include "core/comm.h"
+#include "core/comm_live.h"
 #include "boot/boot_pmix.h"
 #include "core/comm_tp.h"
 #include "util/error.h"
@@ -28,22 +29,6 @@
 #include "core/recovery.h"
 #include "core/timeline.h"
 #include "transport/transport.h"
-
-/* The live communicators (util/handles.h): a call on a handle not in it
- * is refused before anything of it is read. A thread remembers the last
- * handle it found live, which spares a small blocking allreduce the
- * set's lock. */
-static tnt_handles_t live_comms = TNT_HANDLES_INIT;
-static _Thread_local tnt_handle_seen_t seen_comm;
-
-tnt_result_t tnt__comm_check(tnt_comm_t comm, const char *fn)
-{
-    if (!tnt__handles_live(&live_comms, comm, &seen_comm))
-        return tnt__error(TNT_ERR_INVALID_COMM, "%s: communicator %p is not "
-                          "live (NULL, freed, or never created)", fn,
-                          (void *)comm);
-    return TNT_SUCCESS;
-}
 
 static tnt_result_t boot_listen(void *arg, const char *local_ip,
                                 tnt_boot_entry_t *entry)
@@ -286,7 +271,7 @@ tnt_result_t tnt__comm_create(const tnt_config_t *config,
     if (rc == TNT_SUCCESS)
         rc = tnt__progress_start(comm);
     if (rc == TNT_SUCCESS)
-        rc = tnt__comm_tp_init(comm);
+        rc = tnt__comm_tp_init(comm, tnt__engine_fill_env);
     if (rc == TNT_SUCCESS)
         rc = tnt__tl_open(comm);
     if (rc == TNT_SUCCESS && comm->nranks > 1) {
@@ -345,7 +330,7 @@ tnt_result_t tnt__comm_create(const tnt_config_t *config,
         tnt__engine_connect_all(comm);
     if (rc == TNT_SUCCESS)
         rc = tnt__tl_start(comm);
-    if (rc == TNT_SUCCESS && tnt__handles_add(&live_comms, comm) != 0)
+    if (rc == TNT_SUCCESS && tnt__comm_live_add(comm) != 0)
         rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
     if (rc != TNT_SUCCESS) {
         char msg[512];
@@ -408,7 +393,7 @@ TNT_API tnt_result_t tnt_comm_init_from_env(tnt_comm_t *out)
 
 TNT_API tnt_result_t tnt_comm_free(tnt_comm_t comm)
 {
-    if (!tnt__handles_remove(&live_comms, comm))
+    if (!tnt__comm_live_remove(comm))
         return tnt__error(TNT_ERR_INVALID_COMM, "tnt_comm_free: "
                           "communicator %p is not live (NULL, freed twice, "
                           "or never created)", (void *)comm);

@@ -1,6 +1,5 @@
 /*
- * The registry of live communicators, as the public calls check a handle,
- * and the creation of a communicator from a rendezvous of any kind (the
+ * The creation of a communicator from a rendezvous of any kind (the
  * TCP one at rank 0, PMIx, or a parent communicator's collectives:
  * comm_split.c).
  */
@@ -8,11 +7,9 @@
 #define TNT_CORE_COMM_H
 
 #include "boot/bootstrap.h"
+#include "core/comm_live.h"
 #include "core/engine.h"
 
-/** TNT_SUCCESS if comm is a live communicator, else TNT_ERR_INVALID_COMM
- *  with a message naming `fn`. Never dereferences comm. */
-tnt_result_t tnt__comm_check(tnt_comm_t comm, const char *fn);
 
 /** Where a new communicator's table of peers comes from: boot(ctx, ...)
  *  fills it as tnt__bootstrap does (calling args->listen for this rank's

@@ -101,7 +101,8 @@ static int offers_areas(const struct tnt_comm *comm, int i)
     return 1;
 }
 
-tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
+tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm,
+                               void (*fill_env)(struct tnt_comm *, int))
 {
     static size_t (*const addr_fn[TNT_TP_MAX])(void *, int, void *,
                                                size_t) = {
@@ -116,7 +117,7 @@ tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm)
         if (!(mask & (1u << i)) || !tnt__transport_get(i))
             continue;
         comm->net.tp[i] = tnt__transport_get(i);
-        tnt__engine_fill_env(comm, i);
+        fill_env(comm, i);
         comm->net.tp_env[i].peer_addr = addr_fn[i];
         comm->net.tp_env[i].bind_ip = comm->net.bind_ip;
         tnt_result_t rc =

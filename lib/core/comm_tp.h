@@ -9,8 +9,12 @@
 
 #include "core/engine.h"
 
-/** Start the transports TNT_TRANSPORT asks for (progress already set up). */
-tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm);
+/** Start the transports TNT_TRANSPORT asks for (progress already set
+ *  up). fill_env(comm, i) fills transport i's environment before its
+ *  init: the engine's upcalls (engine_wire.c), passed down by the
+ *  communicator's creation so that this layer does not reach up. */
+tnt_result_t tnt__comm_tp_init(struct tnt_comm *comm,
+                               void (*fill_env)(struct tnt_comm *, int));
 /** Listen on every transport; pack their addresses into one blob. */
 tnt_result_t tnt__comm_tp_listen(struct tnt_comm *comm, void *blob,
                                  size_t *len);

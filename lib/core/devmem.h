@@ -12,6 +12,7 @@
 #define TNT_CORE_DEVMEM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/entry.h"
 
@@ -61,6 +62,36 @@ int tnt__devmem_pipelined(int kind);
  *  Each segment is a collective of its own (tnt__entry_run). */
 tnt_result_t tnt__devmem_stage(const tnt_entry_op_t *op,
                                const tnt_entry_call_t *c, int dev);
+
+/* ---- the GPU-side allreduce of ranks on one host (devmem_ipc.c) ------- */
+
+/** How the GPU path posts the ranks' host messages: tnt__entry_run,
+ *  passed down by the caller so that devmem_ipc.c calls nothing above
+ *  it (the messages are allreduces of op, the call's own operation). */
+typedef tnt_result_t (*tnt_entry_runner_t)(const tnt_entry_op_t *op,
+                                           tnt_entry_call_t *c);
+
+/** The allreduce c (op; checked; device memory on device dev) on the
+ *  GPU through CUDA IPC if every rank can take that path: returns 1
+ *  with *rc the call's result (done: blocking or not); or 0 (nothing
+ *  changed in the buffers, every rank returns 0 alike) and the call is
+ *  to be staged, the reason kept for tnt__devmem_gpu_stats and logged at
+ *  INFO when it changes. */
+int tnt__devmem_ipc_try(const tnt_entry_op_t *op, const tnt_entry_call_t *c,
+                        int dev, tnt_entry_runner_t run, tnt_result_t *rc);
+
+/** A communicator's device allreduces so far: on the GPU path, staged,
+ *  and why the last staged one was (why[n]; "" if none). */
+void tnt__devmem_gpu_stats(tnt_comm_t comm, uint64_t *ipc, uint64_t *staged,
+                           char *why, size_t n);
+
+/** The opened IPC handles (devmem_ipc_cache.c), process-wide: handles
+ *  opened, lookups answered from the cache, handles closed (a stale one
+ *  replaced, or evicted), open now. */
+typedef struct tnt_ipc_cache_stats {
+    uint64_t opens, hits, closes, live;
+} tnt_ipc_cache_stats_t;
+void tnt__ipc_cache_stats(tnt_ipc_cache_stats_t *out);
 
 /* ---- staged whole (devmem_whole.c) ------------------------------------ */
 

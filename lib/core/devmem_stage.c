@@ -172,13 +172,17 @@ tnt_result_t tnt__devmem_fail_comm(tnt_comm_t comm, tnt_result_t rc)
 tnt_result_t tnt__devmem_stage(const tnt_entry_op_t *op,
                                const tnt_entry_call_t *c, int dev)
 {
+    tnt_result_t rc;
+    if (op->kind == TNT_COLL_ALLREDUCE &&
+        tnt__devmem_ipc_try(op, c, dev, tnt__entry_run, &rc))
+        return rc; /* on the GPU (devmem_ipc.c) */
     plan_t p = {.op = op, .c = c, .rank = c->comm->rank,
                 .nranks = c->comm->nranks, .es = tnt_dtype_size(c->dtype),
                 .count = c->count, .src = c->post_send,
                 .dst = c->post_recv};
     if (op->kind == TNT_COLL_ALLGATHER && c->args->in_place)
         p.src = p.dst + (size_t)p.rank * p.count * p.es;
-    tnt_result_t rc = tnt__stager_take(dev, &p.s);
+    rc = tnt__stager_take(dev, &p.s);
     if (rc < 0)
         return tnt__devmem_fail_comm(c->comm, rc);
     rc = pipeline(&p);

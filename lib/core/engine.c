@@ -25,60 +25,6 @@
 #include "core/engine_flow.h"
 #include "core/p2p.h"
 #include "core/progress.h"
-#include "core/report.h"
-
-const char *tnt__coll_kind_name(int kind)
-{
-    switch (kind) {
-    case TNT_COLL_ALLREDUCE: return "allreduce";
-    case TNT_COLL_BROADCAST: return "broadcast";
-    case TNT_COLL_BARRIER: return "barrier";
-    case TNT_COLL_ALLGATHER: return "allgather";
-    case TNT_COLL_REDUCE_SCATTER: return "reduce_scatter";
-    case TNT_COLL_REDUCE: return "reduce";
-    case TNT_COLL_GATHER: return "gather";
-    case TNT_COLL_SCATTER: return "scatter";
-    case TNT_COLL_ALLTOALL: return "alltoall";
-    case TNT_COLL_ALLTOALLV: return "alltoallv";
-    case TNT_COLL_P2P: return "send/recv";
-    default: return "unknown";
-    }
-}
-
-/* Only the fields the collective has: a barrier has no count, dtype or
- * op; only reduce and the reductions have an op; only the rooted ones
- * (broadcast, reduce, gather, scatter) a root; an alltoallv's sizes are
- * per peer (a wrong one is reported where it arrives). */
-void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len)
-{
-    const char *kind = tnt__coll_kind_name(h->kind);
-    const char *algo = tnt__algo_name(h->algo);
-    const char *dt = tnt_dtype_name((tnt_dtype_t)h->dtype);
-    if (h->kind == TNT_COLL_BARRIER)
-        snprintf(buf, len, "%s(algo=%s)", kind, algo);
-    else if (h->kind == TNT_COLL_BROADCAST || h->kind == TNT_COLL_GATHER ||
-             h->kind == TNT_COLL_SCATTER)
-        snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, root=%d, "
-                 "algo=%s)", kind, h->count, dt, h->root, algo);
-    else if (h->kind == TNT_COLL_REDUCE)
-        snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, op=%s, "
-                 "root=%d, algo=%s)", kind, h->count, dt,
-                 tnt_op_name((tnt_op_t)h->op), h->root, algo);
-    else if (h->kind == TNT_COLL_ALLTOALLV)
-        snprintf(buf, len, "%s(dtype=%s, algo=%s)", kind, dt, algo);
-    else if (h->kind == TNT_COLL_P2P)
-        snprintf(buf, len, "%s(dtype=%s)", kind, dt);
-    else if (h->kind == TNT_COLL_ALLGATHER && h->op == TNT_OP_DERIVE)
-        snprintf(buf, len, "tnt_comm_split/dup(an exchange of %" PRIu64
-                 " bytes, algo=%s)", h->count, algo);
-    else if (h->kind == TNT_COLL_ALLGATHER || h->kind == TNT_COLL_ALLTOALL)
-        snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, algo=%s)", kind,
-                 h->count, dt, algo);
-    else
-        snprintf(buf, len, "%s(count=%" PRIu64 ", dtype=%s, op=%s, "
-                 "algo=%s)", kind, h->count, dt,
-                 tnt_op_name((tnt_op_t)h->op), algo);
-}
 
 /* ---- request lifetime --------------------------------------------- */
 
@@ -136,8 +82,27 @@ static void put_scratch(struct tnt_comm *comm, struct tnt_request *req)
  * bound by the number it prepares for. */
 #define MAX_FREE_REQUESTS 256
 
+/* The on-host algorithms' way to the engine (onhost_state.h). */
+static void onhost_fail(struct tnt_comm *comm, tnt_result_t rc,
+                        const char *msg)
+{
+    tnt__engine_fail(comm, rc, "%s", msg);
+}
+
+static const tnt_onhost_engine_t onhost_engine = {
+    .fail = onhost_fail,
+    .run_ready = tnt__run_ready,
+    .alloc_unexp = tnt__alloc_unexp,
+    .free_unexp = tnt__free_unexp,
+    .ensure_connect = tnt__ensure_connect,
+    .fail_peer_lost = tnt__fail_peer_lost,
+    .report_mismatch = tnt__report_mismatch,
+    .mismatch_past = tnt__mismatch_past,
+};
+
 void tnt__engine_init_requests(struct tnt_comm *comm)
 {
+    comm->onhost.engine = &onhost_engine;
     tnt__list_init(&comm->reqs.active);
     tnt__list_init(&comm->reqs.all);
     tnt__list_init(&comm->reqs.deferred);
@@ -860,16 +825,6 @@ void tnt__run_ready(struct tnt_comm *comm, struct tnt_request *req)
 }
 
 /* ---- posting -------------------------------------------------------- */
-
-/* An alltoallv's headers carry each message's own count, not a common
- * one (engine_vsize.c compares it with the receive). */
-int tnt__sig_equal(const tnt_msg_hdr_t *a, const tnt_msg_hdr_t *b)
-{
-    int vsize = a->kind == TNT_COLL_ALLTOALLV || a->kind == TNT_COLL_P2P;
-    return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op &&
-           a->algo == b->algo && (vsize || a->count == b->count) &&
-           a->root == b->root && a->nranks == b->nranks;
-}
 
 void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
                             const tnt_msg_hdr_t *theirs, int peer)
@@ -1638,70 +1593,5 @@ void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
         tnt__list_unlink(&r->all_link);
         put_scratch(comm, r);
         r->comm = NULL;
-    }
-}
-
-/* ---- deadlines -------------------------------------------------------- */
-
-/* The rank a timed-out collective waits for is often not the one behind:
- * in a ring every rank waits for its left neighbour. So a deadline first
- * asks the peers for their progress and grants them a grace to answer
- * (TNT_PROBE_GRACE_S, at most a quarter of TNT_TIMEOUT); the timeout that
- * follows names the rank the chain of waits ends at (report.c). */
-#define TNT_PROBE_GRACE_S 1.0
-
-void tnt__engine_check_deadlines(struct tnt_comm *comm, double now)
-{
-    /* A receive from any source whose deadline passed with no sender
-     * (or one behind it): no peer is behind in a chain of waits to ask
-     * about. */
-    tnt_list_node_t *it, *nx;
-    TNT_LIST_FOREACH_SAFE(&comm->reqs.any, it, nx) {
-        struct tnt_request *r =
-            TNT_LIST_ENTRY(it, struct tnt_request, any_link);
-        if (now < r->timeout.deadline)
-            continue;
-        if (r->args.root == TNT_ANY_SOURCE)
-            tnt__engine_fail(comm, TNT_ERR_TIMEOUT, "rank %d: receive from "
-                             "any source of %zu %s with tag %u timed out "
-                             "after %.1f s (TNT_TIMEOUT): no rank sent a "
-                             "message with that tag", comm->rank,
-                             r->args.count, tnt_dtype_name(r->args.dtype),
-                             r->args.tag, comm->params.timeout_s);
-        else
-            tnt__engine_fail(comm, TNT_ERR_TIMEOUT, "rank %d: receive from "
-                             "rank %d of %zu %s with tag %u timed out after "
-                             "%.1f s (TNT_TIMEOUT) behind a receive from any "
-                             "source with that tag that no rank sent",
-                             comm->rank, r->args.root, r->args.count,
-                             tnt_dtype_name(r->args.dtype), r->args.tag,
-                             comm->params.timeout_s);
-        return;
-    }
-    for (struct tnt_request *r = tnt__active_first(comm); r;
-         r = tnt__active_next(comm, r)) {
-        if (now < r->timeout.deadline)
-            continue;
-        if (!r->timeout.probed) {
-            double grace = comm->params.timeout_s / 4 < TNT_PROBE_GRACE_S
-                               ? comm->params.timeout_s / 4
-                               : TNT_PROBE_GRACE_S;
-            r->timeout.probed = 1;
-            r->timeout.deadline = now + grace;
-            comm->fault.probe_at = now;
-            tnt__progress_send(comm);
-            return;
-        }
-        char what[400], sig[160], behind[400];
-        tnt__report_waits(r, what, sizeof(what));
-        tnt__describe_sig(&r->sig, sig, sizeof(sig));
-        tnt__report_behind(comm, r, behind, sizeof(behind));
-        tnt__engine_fail(comm, TNT_ERR_TIMEOUT, "rank %d: %s #%" PRIu64
-                         " timed out after %.1f s (TNT_TIMEOUT)%s%s, %u of %u "
-                         "operations left; waiting for: %s", comm->rank, sig,
-                         r->seq & ~TNT_P2P_SEQ_BIT, comm->params.timeout_s,
-                         *behind ? ": " : "",
-                         behind, r->ops_left, tnt__request_nops(r), what);
-        return;
     }
 }

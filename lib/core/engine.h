@@ -235,7 +235,7 @@ struct tnt_request {
     tnt_reduce_fn_t reduce;
     tnt_msg_hdr_t sig;
     tnt_result_t result;       /* TNT_INPROGRESS until done */
-    /* Its deadline (tnt__engine_check_deadlines, engine.c). */
+    /* Its deadline (tnt__report_check_deadlines, report.c). */
     struct tnt_req_timeout {
         double deadline;
         int probed;            /* its deadline passed once: progress was
@@ -451,6 +451,10 @@ struct tnt_comm {
     size_t unexp_bytes;        /* early messages held, TNT_UNEXP_COST */
     struct tnt_comm_flow flow;
     tnt_comm_counters_t stats; /* tnt_comm_stats (core/stats.h) */
+    /* Device-buffer allreduces (core/devmem_ipc.c): how many took the
+     * GPU-side path, how many were staged through host memory, and why
+     * the last staged one was. */
+    struct { uint64_t ipc_calls, staged_calls; char why[240]; } gpu;
     /* The timeline trace (core/timeline.h): NULL unless TNT_TIMELINE is
      * set, and then set once, before the communicator is handed out
      * (tl_pending holds it from its opening until the clocks are

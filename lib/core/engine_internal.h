@@ -6,6 +6,7 @@
 #ifndef TNT_CORE_ENGINE_INTERNAL_H
 #define TNT_CORE_ENGINE_INTERNAL_H
 
+#include "core/describe.h"
 #include "core/engine.h"
 
 /* The requests in flight, in posting order:
@@ -24,9 +25,6 @@ tnt__active_next(const struct tnt_comm *comm, const struct tnt_request *r)
     return n ? TNT_LIST_ENTRY(n, struct tnt_request, active_link) : NULL;
 }
 
-const char *tnt__coll_kind_name(int kind);
-/** "allreduce(count=.., dtype=.., op=.., root=.., algo=..)" */
-void tnt__describe_sig(const tnt_msg_hdr_t *h, char *buf, size_t len);
 /** Where buffer reference r of req points. */
 static inline unsigned char *tnt__ref_ptr(struct tnt_request *req,
                                           tnt_bufref_t r)
@@ -71,7 +69,6 @@ void tnt__unqueue_heavy(struct tnt_comm *comm, struct tnt_request *req);
 void tnt__run_compute(const struct tnt_request *req, uint32_t op);
 /** Finish req with rc now that no computation runs on it any more. */
 void tnt__finish_late(struct tnt_request *req);
-int tnt__sig_equal(const tnt_msg_hdr_t *a, const tnt_msg_hdr_t *b);
 /** An alltoallv's message (or its RTS) from `peer` for receive `sop` of
  *  req: its header's count is the elements the sender sends (the
  *  signature has no count, the blocks differ by peer). If that is not

@@ -16,7 +16,7 @@
 #include "util/log.h"
 #include "core/msg_hdr.h"
 #include "core/progress.h"
-#include "core/report.h"
+#include "core/progress_notes.h"
 #include "core/p2p.h"
 
 /* ---- transport upcalls ------------------------------------------------ */

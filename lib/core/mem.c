@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/comm.h"
+#include "core/comm_live.h"
 #include "core/comm_tp.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -36,59 +36,6 @@ typedef struct mem_desc {
 } mem_desc_t;
 
 #define DESC_WORDS (sizeof(mem_desc_t) / sizeof(uint64_t))
-
-static size_t map_len(size_t bytes)
-{
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    return bytes == 0 ? page : (bytes + page - 1) / page * page;
-}
-
-void tnt__mem_table_init(tnt_mem_table_t *t)
-{
-    memset(t, 0, sizeof(*t));
-    pthread_mutex_init(&t->lock, NULL);
-}
-
-static void region_free(tnt_mem_region_t *r, int nranks)
-{
-    for (int q = 0; r->peer_base && q < nranks; q++)
-        if (r->peer_base[q])
-            munmap(r->peer_base[q], map_len(r->peer_bytes[q]));
-    if (r->base)
-        munmap(r->base, r->map_bytes);
-    free(r->peer_base);
-    free(r->peer_bytes);
-    free(r->tp_reg);
-    free(r);
-}
-
-/* A transport's registration of r must end before r is unmapped. */
-static void region_dereg(struct tnt_comm *comm, tnt_mem_region_t *r)
-{
-    if (!r->tp_reg)
-        return;
-    pthread_mutex_lock(&comm->lock);
-    tnt__comm_tp_dereg_mem(comm, r->tp_reg);
-    pthread_mutex_unlock(&comm->lock);
-}
-
-void tnt__mem_table_dereg(struct tnt_comm *comm)
-{
-    tnt_mem_table_t *t = &comm->mem;
-    pthread_mutex_lock(&t->lock);
-    int n = t->n;
-    pthread_mutex_unlock(&t->lock);
-    for (int i = 0; i < n; i++)
-        region_dereg(comm, t->regions[i]);
-}
-
-void tnt__mem_table_destroy(tnt_mem_table_t *t, int nranks)
-{
-    for (int i = 0; i < t->n; i++)
-        region_free(t->regions[i], nranks);
-    free(t->regions);
-    pthread_mutex_destroy(&t->lock);
-}
 
 /* Map peer allocation d, after checking that the descriptor found is
  * the file the peer described (not another process's in another PID
@@ -111,9 +58,9 @@ static unsigned char *map_peer(const mem_desc_t *d, int q)
     int seals = fcntl(fd, F_GET_SEALS);
     if (fstat(fd, &st) == 0 && (uint64_t)st.st_dev == d->dev &&
         (uint64_t)st.st_ino == d->ino && d->bytes <= SIZE_MAX / 2 &&
-        (uint64_t)st.st_size >= map_len((size_t)d->bytes) && seals >= 0 &&
+        (uint64_t)st.st_size >= tnt__mem_map_len((size_t)d->bytes) && seals >= 0 &&
         (seals & F_SEAL_SHRINK))
-        p = mmap(NULL, map_len((size_t)d->bytes), PROT_READ | PROT_WRITE,
+        p = mmap(NULL, tnt__mem_map_len((size_t)d->bytes), PROT_READ | PROT_WRITE,
                  MAP_SHARED, fd, 0);
     else
         TNT_LOG_INFO("tnt_mem_alloc: %s is not rank %d's allocation "
@@ -190,7 +137,7 @@ static tnt_result_t exchange(tnt_comm_t comm, tnt_mem_region_t *r, int fd,
                      "docs/shm.md)", r->id);
         for (int q = 0; q < k; q++)
             if (r->peer_base[q]) {
-                munmap(r->peer_base[q], map_len(r->peer_bytes[q]));
+                munmap(r->peer_base[q], tnt__mem_map_len(r->peer_bytes[q]));
                 r->peer_base[q] = NULL;
             }
     }
@@ -216,7 +163,7 @@ TNT_API tnt_result_t tnt_mem_alloc(tnt_comm_t comm, size_t bytes, void **ptr)
     if (r) {
         r->id = id;
         r->bytes = bytes;
-        r->map_bytes = map_len(bytes);
+        r->map_bytes = tnt__mem_map_len(bytes);
         r->peer_base = calloc((size_t)comm->nranks, sizeof(*r->peer_base));
         r->peer_bytes = calloc((size_t)comm->nranks,
                                sizeof(*r->peer_bytes));
@@ -224,7 +171,7 @@ TNT_API tnt_result_t tnt_mem_alloc(tnt_comm_t comm, size_t bytes, void **ptr)
     }
     if (!r || !r->peer_base || !r->peer_bytes || !r->tp_reg) {
         if (r)
-            region_free(r, comm->nranks);
+            tnt__mem_region_free(r, comm->nranks);
         return tnt__error(TNT_ERR_NO_MEMORY, "rank %d: tnt_mem_alloc: out "
                           "of memory", comm->rank);
     }
@@ -264,8 +211,8 @@ TNT_API tnt_result_t tnt_mem_alloc(tnt_comm_t comm, size_t bytes, void **ptr)
     }
     pthread_mutex_unlock(&t->lock);
     if (rc != TNT_SUCCESS) {
-        region_dereg(comm, r);
-        region_free(r, comm->nranks);
+        tnt__mem_region_dereg(comm, r);
+        tnt__mem_region_free(r, comm->nranks);
         return rc;
     }
     *ptr = r->base;
@@ -293,47 +240,7 @@ TNT_API tnt_result_t tnt_mem_free(tnt_comm_t comm, void *ptr)
                           "is not an allocation of tnt_mem_alloc on this "
                           "communicator (or was freed already)", comm->rank,
                           ptr);
-    region_dereg(comm, r);
-    region_free(r, comm->nranks);
+    tnt__mem_region_dereg(comm, r);
+    tnt__mem_region_free(r, comm->nranks);
     return TNT_SUCCESS;
-}
-
-int tnt__mem_find(struct tnt_comm *comm, const void *p, size_t bytes,
-                  tnt_mem_ref_t *ref)
-{
-    tnt_mem_table_t *t = &comm->mem;
-    const unsigned char *c = p;
-    int found = 0;
-    pthread_mutex_lock(&t->lock);
-    for (int i = 0; i < t->n && !found; i++) {
-        const tnt_mem_region_t *r = t->regions[i];
-        if (r->shared && c >= r->base && (size_t)(c - r->base) <= r->bytes &&
-            bytes <= r->bytes - (size_t)(c - r->base)) {
-            ref->id = r->id;
-            ref->off = (uint64_t)(c - r->base);
-            found = 1;
-        }
-    }
-    pthread_mutex_unlock(&t->lock);
-    return found;
-}
-
-unsigned char *tnt__mem_peer(struct tnt_comm *comm, int q,
-                             const tnt_mem_ref_t *ref, size_t bytes)
-{
-    tnt_mem_table_t *t = &comm->mem;
-    unsigned char *p = NULL;
-    pthread_mutex_lock(&t->lock);
-    for (int i = 0; i < t->n; i++) {
-        const tnt_mem_region_t *r = t->regions[i];
-        if (r->id != ref->id)
-            continue;
-        size_t have = r->peer_bytes[q];
-        if (r->shared && r->peer_base[q] && ref->off <= have &&
-            bytes <= have - ref->off)
-            p = r->peer_base[q] + ref->off;
-        break;
-    }
-    pthread_mutex_unlock(&t->lock);
-    return p;
 }

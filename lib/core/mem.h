@@ -46,6 +46,14 @@ void tnt__mem_table_destroy(tnt_mem_table_t *t, int nranks);
  *  before the transports are finalized (tnt_comm_free). */
 void tnt__mem_table_dereg(struct tnt_comm *comm);
 
+/** The bytes an allocation of `bytes` maps: whole pages, one at least. */
+size_t tnt__mem_map_len(size_t bytes);
+/** Unmap r, this rank's and the peers' mappings, and free it. */
+void tnt__mem_region_free(tnt_mem_region_t *r, int nranks);
+/** End the transports' registration of r (before it is unmapped);
+ *  takes comm->lock. */
+void tnt__mem_region_dereg(struct tnt_comm *comm, tnt_mem_region_t *r);
+
 /** A buffer in a shared allocation: which one, and where in it. */
 typedef struct tnt_mem_ref {
     uint32_t id;

@@ -63,7 +63,6 @@ void tnt__progress_fill_services(struct tnt_comm *comm,
 
 /* Provided by engine.c, run in the progress loop through its hooks. */
 void tnt__engine_reap(struct tnt_comm *comm);
-void tnt__engine_check_deadlines(struct tnt_comm *comm, double now);
 
 /** Poll without sleeping until done(comm, arg) or `end` (tnt__now()
  *  time; the spin started at `start`), holding the poller role: through

@@ -75,7 +75,7 @@ static void serve_report_request(struct tnt_comm *comm)
 static void after_batch(struct tnt_comm *comm)
 {
     after_look(comm);
-    tnt__engine_check_deadlines(comm, tnt__now());
+    tnt__report_check_deadlines(comm, tnt__now());
     serve_report_request(comm);
 }
 

@@ -19,7 +19,6 @@
 #include "util/error.h"
 #include "util/sockaddr.h"
 
-#define REC_MAGIC 0x52434f56u /* "RCOV" */
 #define ADDR_CAP 20
 
 static struct tnt_recovery *rec_get(struct tnt_comm *comm)
@@ -215,15 +214,6 @@ static void seal(const struct tnt_comm *comm, tnt_rec_msg_t *msg)
 {
     tnt__auth_mac(&comm->auth_key, msg, offsetof(tnt_rec_msg_t, mac),
                   msg->mac);
-}
-
-int tnt__rec_sound(const struct tnt_comm *c, const tnt_rec_msg_t *msg)
-{
-    return msg->magic == REC_MAGIC && msg->comm_id == c->comm_id &&
-           msg->job_id == c->job_id && msg->to == c->rank &&
-           msg->from >= 0 && msg->from < c->nranks && msg->from != c->rank &&
-           tnt__auth_verify(&c->auth_key, msg, offsetof(tnt_rec_msg_t, mac),
-                            msg->mac);
 }
 
 /* Connect to `to`'s listener within the deadline; -1 when refused. */

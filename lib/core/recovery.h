@@ -31,6 +31,8 @@ enum tnt_rec_type {
     TNT_REC_READY = 4          /* the new communicator is made here */
 };
 
+#define REC_MAGIC 0x52434f56u /* "RCOV": a recovery message */
+
 typedef struct tnt_rec_msg {
     uint32_t magic;
     uint32_t comm_id;          /* of the communicator being shrunk */
@@ -90,7 +92,8 @@ void tnt__rec_note_peer(struct tnt_comm *comm, int rank,
 /** Close the listener, forget the addresses (communicator teardown). */
 void tnt__rec_close(struct tnt_comm *comm);
 
-/** 1 if msg is a message of comm's shrink to this rank, its MAC good. */
+/** 1 if msg is a message of comm's shrink to this rank, its MAC good
+ *  (recovery_gate.c). */
 int tnt__rec_sound(const struct tnt_comm *comm, const tnt_rec_msg_t *msg);
 
 /* The mesh of one shrink. */

@@ -11,6 +11,7 @@
  * shrink takes the listener and what was kept (recovery.c).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -19,6 +20,7 @@
 
 #include "core/progress.h"
 #include "core/recovery.h"
+#include "util/auth.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -190,4 +192,15 @@ void tnt__rec_gate_close(struct tnt_comm *comm)
         if (!r->pend[i]->sound)
             env.unwatch_fd(comm, r->pend[i]->fd);
     r->gated = 0;
+}
+
+/* The soundness of a message, which the gate and the shrink's mesh
+ * (recovery.c) both judge before they read anything of it. */
+int tnt__rec_sound(const struct tnt_comm *c, const tnt_rec_msg_t *msg)
+{
+    return msg->magic == REC_MAGIC && msg->comm_id == c->comm_id &&
+           msg->job_id == c->job_id && msg->to == c->rank &&
+           msg->from >= 0 && msg->from < c->nranks && msg->from != c->rank &&
+           tnt__auth_verify(&c->auth_key, msg, offsetof(tnt_rec_msg_t, mac),
+                            msg->mac);
 }

@@ -21,10 +21,12 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "core/comm.h"
+#include "core/comm_live.h"
 #include "core/engine.h"
 #include "core/engine_internal.h"
+#include "core/p2p.h"
 #include "util/error.h"
+#include "core/progress_notes.h"
 #include "core/report.h"
 #include "util/param_table.h"
 
@@ -164,102 +166,7 @@ void tnt__report_waits(const struct tnt_request *req, char *buf, size_t len)
         append(buf, len, 0, "no operation posted");
 }
 
-/* ---- progress notes: who is actually behind --------------------------- */
-
-/* This rank's oldest collective in flight and what it waits for there:
- * the earliest step with a receive not yet done or a send the transport
- * holds (*sending: the wait is that send; it wins a tie, since a rank
- * blocked sending to a peer waits for that peer to read, whatever it
- * receives), or the next collective when none is in flight. */
-static void my_progress(struct tnt_comm *comm, uint64_t *seq,
-                        uint32_t *step, int32_t *waits, int *sending)
-{
-    const struct tnt_request *old = NULL;
-    for (const struct tnt_request *r = tnt__active_first(comm); r;
-         r = tnt__active_next(comm, r))
-        if (r->args.kind != TNT_COLL_P2P && (!old || r->seq < old->seq))
-            old = r; /* a p2p's seq is not the collectives' (p2p.h) */
-    *seq = old ? old->seq : comm->next_seq;
-    *step = old ? 0 : TNT_PROGRESS_IDLE;
-    *waits = -1;
-    *sending = 0;
-    if (!old || old->onhost.algo)
-        return;
-    for (uint32_t i = 0; i < old->sched->nops; i++) {
-        const tnt_sop_t *s = &old->sched->ops[i];
-        const tnt_opstate_t *os = &old->ops[i];
-        int blocked = s->kind == TNT_SOP_SEND && os->in_tp;
-        if (os->done || os->deps_left != 0 ||
-            (s->kind != TNT_SOP_RECV && !blocked))
-            continue;
-        if (*waits < 0 || s->step < *step ||
-            (s->step == *step && blocked && !*sending)) {
-            *step = s->step;
-            *waits = s->peer;
-            *sending = blocked;
-        }
-    }
-}
-
-void tnt__progress_send(struct tnt_comm *comm)
-{
-    uint64_t seq;
-    uint32_t step;
-    int32_t waits;
-    int sending;
-    my_progress(comm, &seq, &step, &waits, &sending);
-    comm->fault.progress_sent = seq + 1;
-    for (int i = 0; i < comm->nranks; i++) {
-        tnt_peer_t *p = &comm->peers[i];
-        tnt_progress_tx_t *t = &p->progress_tx;
-        /* Only in frame, and one note per peer at a time. */
-        if (!p->ep || p->sends_inflight || t->busy)
-            continue;
-        memset(t, 0, sizeof(*t));
-        t->type = TNT_COOKIE_PROGRESS;
-        t->peer = i;
-        t->hdr.magic = TNT_MSG_MAGIC;
-        t->hdr.comm_id = comm->comm_id;
-        t->hdr.kind = TNT_MSG_NOTICE;
-        t->hdr.count = 0; /* result 0: progress, not a failure */
-        t->hdr.seq = seq;
-        t->hdr.step = step;
-        t->hdr.root = waits;
-        t->hdr.op = sending ? TNT_PROGRESS_SENDING : 0;
-        t->hdr.nranks = comm->nranks;
-        tnt_result_t rc = p->tp->send(p->tp_ctx, p->ep, &t->hdr,
-                                      sizeof(t->hdr), NULL, 0, t);
-        if (rc == TNT_INPROGRESS) {
-            t->busy = 1;
-            p->sends_inflight++;
-        }
-    }
-}
-
-void tnt__progress_sent(struct tnt_comm *comm, tnt_progress_tx_t *t)
-{
-    t->busy = 0;
-    comm->peers[t->peer].sends_inflight--;
-}
-
-void tnt__progress_arrived(struct tnt_comm *comm, int peer,
-                           const tnt_notice_rx_t *n)
-{
-    tnt_progress_rx_t *g = &comm->peers[peer].progress;
-    g->at = tnt__now();
-    g->seq = n->seq;
-    g->step = n->step;
-    g->waits = n->waits >= 0 && n->waits < comm->nranks ? n->waits : -1;
-    g->sending = g->waits >= 0 && n->sending;
-    /* Answer once per collective, so that the asker hears every rank. */
-    uint64_t seq;
-    uint32_t step;
-    int32_t waits;
-    int sending;
-    my_progress(comm, &seq, &step, &waits, &sending);
-    if (comm->fault.progress_sent != seq + 1)
-        tnt__progress_send(comm);
-}
+/* ---- who is actually behind, from the progress notes -------------- */
 
 /* Has a message of req from `peer` begun arriving here (its header came,
  * its payload has not, all of it)? Then that peer is inside the library,
@@ -295,7 +202,7 @@ void tnt__report_behind(struct tnt_comm *comm, const struct tnt_request *req,
     uint32_t step;
     int32_t w;
     int sending;
-    my_progress(comm, &seq, &step, &w, &sending);
+    tnt__progress_mine(comm, &seq, &step, &w, &sending);
     buf[0] = '\0';
     if (w < 0 || seq != req->seq)
         return;
@@ -404,4 +311,69 @@ TNT_API tnt_result_t tnt_comm_report(tnt_comm_t comm, char *buf, size_t len)
     describe(comm, buf, len);
     pthread_mutex_unlock(&comm->lock);
     return TNT_SUCCESS;
+}
+
+/* ---- deadlines: the timeout names who is behind -------------------------------------------------------- */
+
+/* The rank a timed-out collective waits for is often not the one behind:
+ * in a ring every rank waits for its left neighbour. So a deadline first
+ * asks the peers for their progress and grants them a grace to answer
+ * (TNT_PROBE_GRACE_S, at most a quarter of TNT_TIMEOUT); the timeout that
+ * follows names the rank the chain of waits ends at (report.c). */
+#define TNT_PROBE_GRACE_S 1.0
+
+void tnt__report_check_deadlines(struct tnt_comm *comm, double now)
+{
+    /* A receive from any source whose deadline passed with no sender
+     * (or one behind it): no peer is behind in a chain of waits to ask
+     * about. */
+    tnt_list_node_t *it, *nx;
+    TNT_LIST_FOREACH_SAFE(&comm->reqs.any, it, nx) {
+        struct tnt_request *r =
+            TNT_LIST_ENTRY(it, struct tnt_request, any_link);
+        if (now < r->timeout.deadline)
+            continue;
+        if (r->args.root == TNT_ANY_SOURCE)
+            tnt__engine_fail(comm, TNT_ERR_TIMEOUT, "rank %d: receive from "
+                             "any source of %zu %s with tag %u timed out "
+                             "after %.1f s (TNT_TIMEOUT): no rank sent a "
+                             "message with that tag", comm->rank,
+                             r->args.count, tnt_dtype_name(r->args.dtype),
+                             r->args.tag, comm->params.timeout_s);
+        else
+            tnt__engine_fail(comm, TNT_ERR_TIMEOUT, "rank %d: receive from "
+                             "rank %d of %zu %s with tag %u timed out after "
+                             "%.1f s (TNT_TIMEOUT) behind a receive from any "
+                             "source with that tag that no rank sent",
+                             comm->rank, r->args.root, r->args.count,
+                             tnt_dtype_name(r->args.dtype), r->args.tag,
+                             comm->params.timeout_s);
+        return;
+    }
+    for (struct tnt_request *r = tnt__active_first(comm); r;
+         r = tnt__active_next(comm, r)) {
+        if (now < r->timeout.deadline)
+            continue;
+        if (!r->timeout.probed) {
+            double grace = comm->params.timeout_s / 4 < TNT_PROBE_GRACE_S
+                               ? comm->params.timeout_s / 4
+                               : TNT_PROBE_GRACE_S;
+            r->timeout.probed = 1;
+            r->timeout.deadline = now + grace;
+            comm->fault.probe_at = now;
+            tnt__progress_send(comm);
+            return;
+        }
+        char what[400], sig[160], behind[400];
+        tnt__report_waits(r, what, sizeof(what));
+        tnt__describe_sig(&r->sig, sig, sizeof(sig));
+        tnt__report_behind(comm, r, behind, sizeof(behind));
+        tnt__engine_fail(comm, TNT_ERR_TIMEOUT, "rank %d: %s #%" PRIu64
+                         " timed out after %.1f s (TNT_TIMEOUT)%s%s, %u of %u "
+                         "operations left; waiting for: %s", comm->rank, sig,
+                         r->seq & ~TNT_P2P_SEQ_BIT, comm->params.timeout_s,
+                         *behind ? ": " : "",
+                         behind, r->ops_left, tnt__request_nops(r), what);
+        return;
+    }
 }

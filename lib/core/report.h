@@ -19,18 +19,15 @@ unsigned tnt__report_generation(void);
 /** What req waits for: up to four sends/receives. */
 void tnt__report_waits(const struct tnt_request *req, char *buf,
                        size_t len);
-/** Progress notes (engine.h): send this rank's to every peer it can;
- *  one finished sending; one arrived (answered once per collective).
- *  Lock held. */
-void tnt__progress_send(struct tnt_comm *comm);
-void tnt__progress_sent(struct tnt_comm *comm,
-                        struct tnt_progress_tx *t);
-void tnt__progress_arrived(struct tnt_comm *comm, int peer,
-                           const struct tnt_notice_rx *n);
 /** Who is actually behind req, from the progress notes: "" if unknown. */
 void tnt__report_behind(struct tnt_comm *comm,
                         const struct tnt_request *req, char *buf,
                         size_t len);
+/** Fail the communicator if a request's deadline passed: first a probe
+ *  of the peers' progress and a grace to answer, then TNT_ERR_TIMEOUT
+ *  naming the rank behind (run in the progress loop through its hooks).
+ *  Lock held. */
+void tnt__report_check_deadlines(struct tnt_comm *comm, double now);
 /** Print the communicator's report on stderr. Lock held. */
 void tnt__report_log(struct tnt_comm *comm);
 

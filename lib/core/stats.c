@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/comm.h"
+#include "core/comm_live.h"
 #include "core/engine.h"
 #include "util/error.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/engine.h"
-#include "core/engine_internal.h"
+#include "core/describe.h"
 #include "core/timeline_internal.h"
 
 size_t tnt__tl_json_str(char *p, const char *s)

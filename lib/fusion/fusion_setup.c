@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/comm.h"
+#include "core/comm_live.h"
+#include "core/engine.h"
 #include "util/error.h"
 #include "util/param_table.h"
 #include "core/timeline.h"

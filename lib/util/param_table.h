@@ -182,7 +182,13 @@ typedef enum tnt_env_type {
     X(IB_EAGER_BYTES, "TNT_IB_EAGER_BYTES", SIZE, "8k", 0, 0, NULL, 1,      \
       "transport/verbs",                                                    \
       "messages this large are copied through registered buffers (4k-1M, "  \
-      "whole KiB, the same on every rank)")
+      "whole KiB, the same on every rank)")                                 \
+    X(GPU_IPC, "TNT_GPU_IPC", LONG, "1", 0, 1, NULL, 1, "core/devmem_ipc.c", \
+      "1: allreduce of device buffers on one host reduced on the GPU "      \
+      "through CUDA IPC; 0: always staged through host memory")             \
+    X(GPU_IPC_MIN_BYTES, "TNT_GPU_IPC_MIN_BYTES", SIZE, "64k", 0, 0, NULL,  \
+      1, "core/devmem_ipc.c",                                               \
+      "device allreduces this large take the GPU path (same on every rank)")
 
 typedef enum tnt_env_id {
 #define TNT_ENV_ID_(id, ...) TNT_VAR_##id,

@@ -30,7 +30,9 @@ library stages through pinned host memory after the work queued on their
 current stream (the fusion engine takes host memory: CUDA gradients go to
 it as pinned host copies, copied back once reduced).
 """
+import io
 import warnings
+import zlib
 
 import torch
 
@@ -148,16 +150,46 @@ def broadcast_parameters(model_or_tensors, root=0):
                               else t, root, "'%s'" % name)
 
 
+def _state_layout(optimizer):
+    """Which state tensors the optimizer holds, with their shapes and
+    dtypes, as a number that ranks compare (CRC-32 of its text)."""
+    layout = [(gi, pi, key, tuple(v.shape), str(v.dtype))
+              for gi, group in enumerate(optimizer.param_groups)
+              for pi, p in enumerate(group["params"])
+              for key, v in sorted(optimizer.state.get(p, {}).items())
+              if torch.is_tensor(v)]
+    return zlib.crc32(repr(layout).encode())
+
+
 @torch.no_grad()
 def broadcast_optimizer_state(optimizer, root=0):
-    """Copy the root rank's optimizer state tensors (momentum buffers,
-    ...) to every rank; ranks must hold state of the same structure."""
-    for gi, group in enumerate(optimizer.param_groups):
-        for pi, p in enumerate(group["params"]):
-            for key, v in sorted(optimizer.state.get(p, {}).items()):
-                if torch.is_tensor(v):
-                    _broadcast_tensor(v, root, "optimizer state %d.%d.%s"
-                                      % (gi, pi, key))
+    """Copy the root rank's optimizer state (momentum buffers, ...) to
+    every rank. Where the ranks' state has the same structure its tensors
+    are broadcast in place; where it differs (a rank with none yet, before
+    its first step, as after a failure that left ranks a step apart) every
+    rank takes the root's whole state_dict."""
+    import numpy as np
+    mine = _state_layout(optimizer)
+    seen = _tnt.allreduce(np.array([mine, -mine], dtype=np.int64), "max")
+    if seen[0] == -seen[1]:
+        for gi, group in enumerate(optimizer.param_groups):
+            for pi, p in enumerate(group["params"]):
+                for key, v in sorted(optimizer.state.get(p, {}).items()):
+                    if torch.is_tensor(v):
+                        _broadcast_tensor(v, root, "optimizer state %d.%d.%s"
+                                          % (gi, pi, key))
+        return
+    data = np.zeros(0, dtype=np.uint8)
+    if _tnt.get_rank() == root:
+        buf = io.BytesIO()
+        torch.save(optimizer.state_dict(), buf)
+        data = np.frombuffer(buf.getvalue(), dtype=np.uint8).copy()
+    size = _tnt.broadcast(np.array([data.size], dtype=np.int64), root)[0]
+    if _tnt.get_rank() != root:
+        data = np.zeros(size, dtype=np.uint8)
+    _tnt.broadcast(data, root, inplace=True)
+    if _tnt.get_rank() != root:
+        optimizer.load_state_dict(torch.load(io.BytesIO(data.tobytes())))
 
 
 def micro_batch(global_batch):
@@ -207,6 +239,12 @@ class DistributedOptimizer:
     micro_batch_size: if given, check_batchnorm(model, it) is applied.
     Everything else (param_groups, state_dict, ...) is the wrapped
     optimizer's.
+
+    After a rank died, step() raises the TntError (code
+    tntcomm.PEER_LOST); once the survivors called tntcomm.shrink(), the
+    next step reduces over them (a new fusion context and bucket plan on
+    their communicator), and micro_batch_range() splits the global batch
+    over them. examples/torch_digits.py shows the loop.
     """
 
     def __init__(self, optimizer, model=None, op="avg", threshold=None,
@@ -227,10 +265,11 @@ class DistributedOptimizer:
         self._params = list(reversed(params))
         for i, p in enumerate(self._params):
             _tnt_dtype(p, "parameter '%s'" % names.get(id(p), i))
-        self._fusion = _tnt.Fusion(
-            [(p.numel(), _np_dtype(p.dtype), names.get(id(p), "param%d" % i))
-             for i, p in enumerate(self._params)], op=op,
-            threshold=threshold)
+        self._tensors = [(p.numel(), _np_dtype(p.dtype),
+                          names.get(id(p), "param%d" % i))
+                         for i, p in enumerate(self._params)]
+        self._op, self._threshold = op, threshold
+        self._fusion = self._make_fusion()
         # CUDA parameters: the fusion engine copies gradients into its
         # host buckets with memcpy, so a CUDA gradient is handed over as a
         # pinned host copy (one per parameter, made once) and copied back
@@ -240,6 +279,7 @@ class DistributedOptimizer:
                       for i, p in enumerate(self._params)
                       if p.device.type == "cuda"}
         self._pending = {}  # index -> gradient handed over this iteration
+        self._error = None  # the first failure of this step's hand-overs
         self._synced = False
         self._hooks = []
         for i, p in enumerate(self._params):
@@ -259,7 +299,27 @@ class DistributedOptimizer:
             self._ready(index, p)
         return hook
 
+    def _make_fusion(self):
+        return _tnt.Fusion(self._tensors, op=self._op,
+                           threshold=self._threshold)
+
+    def _follow_world(self):
+        """After tntcomm.shrink(): a fusion context on the survivors'
+        communicator, with the bucket plan made anew (collective: every
+        rank gets here at its next step's first gradient)."""
+        if self._fusion.generation == _tnt.generation():
+            return
+        if self._pending:
+            self._pending.clear()
+            self._error = None
+            raise RuntimeError(
+                "tntcomm.torch: tntcomm.shrink() replaced the communicator "
+                "between this step's backward and step(); zero_grad() and "
+                "compute the step again")
+        self._fusion = self._make_fusion()
+
     def _ready(self, index, p):
+        self._follow_world()
         if index in self._pending:
             raise RuntimeError(
                 "tntcomm.torch: the gradient of parameter %d came twice in "
@@ -269,17 +329,28 @@ class DistributedOptimizer:
         if not grad.is_contiguous():
             p.grad = grad = grad.contiguous()
         self._pending[index] = grad
+        if self._error is not None:
+            return  # the step failed already: synchronize() raises it
         host = self._host.get(index)
-        if host is not None:
-            host.copy_(grad)  # to pinned memory: waits for the stream
-            self._fusion.ready(index, host.data_ptr())
-        else:
-            self._fusion.ready(index, grad.data_ptr())
+        try:
+            if host is not None:
+                host.copy_(grad)  # to pinned memory: waits for the stream
+                self._fusion.ready(index, host.data_ptr())
+            else:
+                self._fusion.ready(index, grad.data_ptr())
+        except _tnt.TntError as e:
+            # Raised from step(), not through autograd's engine: backward
+            # ends normally and the caller sees the library's error (a
+            # lost peer: tntcomm.shrink(), then the step again).
+            self._error = e
 
     def synchronize(self):
         """Wait until every gradient is averaged over the ranks. Parameters
         that got no gradient this step contribute zeros (every rank must
-        take part in every bucket)."""
+        take part in every bucket). A failure of the step (a lost peer:
+        TntError) is raised here, after the library let go of the
+        gradients."""
+        self._follow_world()
         with torch.no_grad():
             for i, p in enumerate(self._params):
                 if i not in self._pending:
@@ -287,13 +358,22 @@ class DistributedOptimizer:
                         p.grad = torch.zeros_like(p)
                     self._ready(i, p)
         try:
-            self._fusion.wait_all()
+            try:
+                # Also after a failed hand-over: it returns once no bucket
+                # is in flight on the gradients.
+                self._fusion.wait_all()
+            except _tnt.TntError as e:
+                if self._error is None:
+                    self._error = e
+            if self._error is not None:
+                raise self._error
             with torch.no_grad():
                 for i, grad in self._pending.items():
                     if i in self._host:
                         grad.copy_(self._host[i])
         finally:
             self._pending.clear()
+            self._error = None
         self._synced = True
 
     def step(self, closure=None):

@@ -1,6 +1,7 @@
 """The benchmark of issue 41 (not a test; tests/gpu/run.sh runs it under
 tnt-run -n 2, both ranks on the one GPU): dist.all_reduce of CUDA float32
-tensors from 8 B to 256 MiB, "tnt" against "gloo" (its CUDA path), and
+tensors from 8 B to 256 MiB, "tnt" (from 64 KiB on the GPU path of ranks
+on one host, lib/core/devmem_ipc.c) against "gloo" (its CUDA path), and
 "tnt" on CPU tensors of the same size (the host collective alone), and a
 DDP step of a CUDA model with each; the pinned host-to-device and
 device-to-host copy bandwidth of this GPU in the same run. Rank 0 prints
@@ -78,10 +79,14 @@ def main():
     if rank == 0:
         out("# pinned copies of 256 MiB (rank 0 alone): H2D %.2f GB/s, "
             "D2H %.2f GB/s" % (h2d, d2h))
-    out("# dist.all_reduce of CUDA float32 (median us; tnt/gloo: time ratio)")
-    out("%10s %12s %12s %9s %10s %12s" % ("bytes", "tnt us", "gloo us",
-                                          "tnt/gloo", "tnt GB/s",
-                                          "tnt cpu us"))
+    out("# dist.all_reduce of CUDA float32 (median us; tnt/gloo: time "
+        "ratio; tnt xH2D: its bandwidth over the H2D copy's); TNT_GPU_IPC=%s "
+        "TNT_GPU_IPC_MIN_BYTES=%s (unset: 1, 64k)" % (
+            os.environ.get("TNT_GPU_IPC", ""),
+            os.environ.get("TNT_GPU_IPC_MIN_BYTES", "")))
+    out("%10s %12s %12s %9s %10s %9s %12s" % ("bytes", "tnt us", "gloo us",
+                                              "tnt/gloo", "tnt GB/s",
+                                              "tnt xH2D", "tnt cpu us"))
     for nbytes in (8, 128, 2 << 10, 32 << 10, 256 << 10, 1 << 20, 4 << 20,
                    16 << 20, 64 << 20, 256 << 20):
         t = torch.ones(nbytes // 4, device=dev)
@@ -91,9 +96,10 @@ def main():
         # the same call on a CPU tensor: the host collective alone
         h = torch.ones(nbytes // 4)
         res["cpu"] = timed(lambda: dist.all_reduce(h), cpu)
-        out("%10d %12.1f %12.1f %9.3f %10.2f %12.1f" % (
+        bw = nbytes / res["tnt"] / 1e9
+        out("%10d %12.1f %12.1f %9.3f %10.2f %9.3f %12.1f" % (
             nbytes, res["tnt"] * 1e6, res["gloo"] * 1e6,
-            res["tnt"] / res["gloo"], nbytes / res["tnt"] / 1e9,
+            res["tnt"] / res["gloo"], bw, bw / h2d if rank == 0 else 0,
             res["cpu"] * 1e6))
     # A DDP step (forward, backward with the buckets' all-reduces, SGD)
     # of an MLP with 25.2 M float32 parameters (101 MB of gradients).

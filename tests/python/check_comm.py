@@ -3,7 +3,9 @@ ranks): tntcomm.Comm. split by parity and dup, an allreduce on each
 with every element against the members' inputs, a communicator freed
 twice (TntError); then rank 2 kills itself, the survivors get a TntError
 from the world's allreduce, shrink, agree that rank 2 failed, and
-allreduce over the three of them. Prints "N checks passed", exits 0, or
+allreduce over the three of them; then tntcomm.shrink() makes the
+survivors the world (get_size, allreduce, Comm.world(), an older Fusion
+refused). Prints "N checks passed", exits 0, or
 names the first failing check and exits 1.
 """
 import os
@@ -61,6 +63,7 @@ if none is not None:
 
 if size == 4:
     victim = 2
+    fusion = tnt.Fusion([(8, np.float32, "t")])  # on the world of 4
     if me == victim:
         os.kill(os.getpid(), signal.SIGKILL)
     try:
@@ -77,4 +80,24 @@ if size == 4:
           "shrink: rank %d of %d" % (survivors.rank, survivors.size))
     check_allreduce(survivors, alive, "after shrink")
     survivors.free()
+    # The module's shrink: the world becomes the survivors' (a second
+    # agreement on the same failed communicator), the Fusion made before
+    # the death is freed with a message that says why, Comm.world()
+    # follows.
+    check(tnt.shrink() == [victim], "tnt.shrink() did not name rank %d"
+          % victim)
+    check(tnt.get_size() == 3 and tnt.get_rank() == alive.index(me)
+          and tnt.generation() == 1,
+          "after tnt.shrink(): rank %d of %d, generation %d"
+          % (tnt.get_rank(), tnt.get_size(), tnt.generation()))
+    check(world.size == 3, "Comm.world() did not follow tnt.shrink()")
+    check_allreduce(world, alive, "on the world after tnt.shrink()")
+    got = tnt.allreduce(np.arange(5.0) + me)
+    check(np.array_equal(got, sum(np.arange(5.0) + r for r in alive)),
+          "tnt.allreduce after tnt.shrink(): %s" % got)
+    try:
+        fusion.wait_all()
+        check(False, "a Fusion of the old world still worked")
+    except ValueError as e:
+        check("tntcomm.shrink()" in str(e), "Fusion after shrink: %s" % e)
 print("%d checks passed" % checks)

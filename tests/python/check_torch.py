@@ -14,6 +14,9 @@ compared with, and the comparisons.
                                        parameters and bad dtypes;
                                        zero_grad's set_to_none default
   check_torch.py save DIR              save() writes on the master only
+  check_torch.py optstate              (under tnt-run) broadcast_optimizer_
+                                       state in place and, where ranks'
+                                       state differs, whole
 
 ARGS are torch_digits.py's (--steps, --global-batch, --seed, ...), so all
 runs use the same data, model, initial weights and sample order.
@@ -240,6 +243,46 @@ def allreduce():
               % (len(dtypes), size))
 
 
+def optstate():
+    """broadcast_optimizer_state from rank 1: in place where every rank
+    holds state of the same structure (SGD with momentum, each rank
+    stepped on its own data), whole where it differs (Adam, only the
+    root stepped: the others hold none). Afterwards every rank's state
+    equals the root's, made again here from the root's seed."""
+    import tntcomm as tnt
+    import tntcomm.torch as tt
+    rank, size = tnt.get_rank(), tnt.get_size()
+    root = 1 if size > 1 else 0
+
+    def stepped(kind, r, steps):
+        torch.manual_seed(100 + r)
+        model = torch.nn.Linear(4, 3)
+        opt = (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+               if kind == "sgd" else
+               torch.optim.Adam(model.parameters(), lr=0.01))
+        for _ in range(steps):
+            opt.zero_grad()
+            model(torch.randn(5, 4)).square().sum().backward()
+            opt.step()
+        return opt
+
+    for kind, steps in (("sgd", 2), ("adam", 2 if rank == root else 0)):
+        opt = stepped(kind, rank, steps)
+        tt.broadcast_optimizer_state(opt, root=root)
+        got = opt.state_dict()["state"]
+        want = stepped(kind, root, 2).state_dict()["state"]
+        if sorted(got) != sorted(want):
+            sys.exit("rank %d, %s: state of parameters %s, root's %s"
+                     % (rank, kind, sorted(got), sorted(want)))
+        for i in want:
+            for key, v in want[i].items():
+                g = got[i].get(key)
+                if not (torch.is_tensor(g) and torch.equal(g, v)):
+                    sys.exit("rank %d, %s: state %d.%s is %s, root's %s"
+                             % (rank, kind, i, key, g, v))
+    print("rank %d: optimizer state equals rank %d's" % (rank, root))
+
+
 def save(directory):
     import tntcomm as tnt
     import tntcomm.torch as tt
@@ -261,5 +304,5 @@ if __name__ == "__main__":
     mode, rest = sys.argv[1], sys.argv[2:]
     {"serial": lambda: serial(rest), "ddp": lambda: ddp(rest),
      "compare": lambda: compare(*rest), "batchnorm": batchnorm,
-     "hooks": hooks, "allreduce": allreduce,
+     "hooks": hooks, "allreduce": allreduce, "optstate": optstate,
      "save": lambda: save(*rest)}[mode]()

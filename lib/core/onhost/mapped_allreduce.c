@@ -21,6 +21,7 @@
  * come back without sleeping).
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,12 +53,13 @@ static int map_peer_bufs(struct tnt_comm *comm, struct tnt_request *req,
     os->mapped.dst = tnt__mem_peer(comm, q, &r, bytes);
     if (os->mapped.src && os->mapped.dst)
         return 1;
-    tnt__engine_fail(comm, TNT_ERR_MISMATCH, "collective #%" PRIu64
-                     " (mapped allreduce of %zu bytes): rank %d names "
-                     "buffers in its allocations #%" PRIu32 " and #%" PRIu32
-                     " that rank %d does not have mapped that large (were "
-                     "tnt_mem_alloc and tnt_mem_free called alike on every "
-                     "rank?)", req->seq, bytes, q, s.id, r.id, comm->rank);
+    char msg[400];
+    snprintf(msg, sizeof(msg), "collective #%" PRIu64 " (mapped allreduce "
+             "of %zu bytes): rank %d names buffers in its allocations #%"
+             PRIu32 " and #%" PRIu32 " that rank %d does not have mapped "
+             "that large (were tnt_mem_alloc and tnt_mem_free called alike "
+             "on every rank?)", req->seq, bytes, q, s.id, r.id, comm->rank);
+    comm->onhost.engine->fail(comm, TNT_ERR_MISMATCH, msg);
     return 0;
 }
 
@@ -91,8 +93,10 @@ static int reduce_mapped(struct tnt_comm *comm, struct tnt_request *req)
     }
     if (!comm->onhost.map_acc &&
         !(comm->onhost.map_acc = aligned_alloc(64, TNT_MAP_BLOCK))) {
-        tnt__engine_fail(comm, TNT_ERR_NO_MEMORY, "rank %d: out of memory "
-                         "for the mapped allreduce's block", me);
+        char msg[120];
+        snprintf(msg, sizeof(msg), "rank %d: out of memory for the mapped "
+                 "allreduce's block", me);
+        comm->onhost.engine->fail(comm, TNT_ERR_NO_MEMORY, msg);
         return 0;
     }
     size_t es = req->args.esize, off, n, blk = TNT_MAP_BLOCK / es;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "core/mem.h"
+#include "tnt/tnt.h"
 
 struct tnt_request;
 struct tnt_unexp;
@@ -88,6 +89,9 @@ typedef struct tnt_onhost_req {
      * this rank's shared allocations (set at the post); zero for every
      * other request. */
     tnt_mem_ref_t map_ref[2];
+    /* The staging rounds stalled long enough: the queue searches for a
+     * mismatch once the step returns (tnt__stage_after_step sets it). */
+    int check_due;
 } tnt_onhost_req_t;
 
 /* The on-host algorithms' state with one peer (comm->peers[q].onhost). */
@@ -105,7 +109,39 @@ typedef struct tnt_onhost_pair {
 } tnt_onhost_pair_t;
 
 /* The on-host algorithms' state in a communicator (comm->onhost). */
+/* What the on-host algorithms ask of the engine (engine.c fills it at
+ * the communicator's creation: tnt__engine_init_requests). They reach the
+ * engine only through it, as a transport reaches the core only through
+ * its env: so the algorithms sit below the engine, which calls them
+ * through their tables (onhost.h), and nothing of theirs calls back up
+ * by name. Lock held for every call. */
+struct tnt_msg_hdr;
+struct tnt_peer;
+struct tnt_unexp;
+typedef struct tnt_onhost_engine {
+    /* Fail the communicator with rc and this message (tnt__engine_fail). */
+    void (*fail)(struct tnt_comm *comm, tnt_result_t rc, const char *msg);
+    /* Run what is ready of req; with nothing left, finish it. */
+    void (*run_ready)(struct tnt_comm *comm, struct tnt_request *req);
+    /* A descriptor for an early message; give one back. */
+    struct tnt_unexp *(*alloc_unexp)(struct tnt_comm *comm);
+    void (*free_unexp)(struct tnt_comm *comm, struct tnt_unexp *u);
+    /* Connect to peer p if not connected nor connecting. */
+    void (*ensure_connect)(struct tnt_comm *comm, struct tnt_peer *p);
+    /* Peer q is lost (its connection closed: `what`). */
+    void (*fail_peer_lost)(struct tnt_comm *comm, int q, const char *what);
+    /* Fail with the mismatch of req and the header q published. */
+    void (*report_mismatch)(struct tnt_comm *comm, struct tnt_request *req,
+                            const struct tnt_msg_hdr *theirs, int q);
+    /* q published h for a collective this rank posted already: if this
+     * rank called something else there, fail with the mismatch; 1 then. */
+    int (*mismatch_past)(struct tnt_comm *comm, const struct tnt_msg_hdr *h,
+                         int q);
+} tnt_onhost_engine_t;
+
 typedef struct tnt_onhost_comm {
+    /* The engine's services (above). */
+    const tnt_onhost_engine_t *engine;
     /* On-host collectives of every algorithm (queue.c): numbered in
      * posting order, finished in that order; the unfinished ones, oldest
      * first. */

@@ -39,7 +39,8 @@ void tnt__onhost_finish(struct tnt_comm *comm, struct tnt_request *req)
     tnt__onhost_notify(comm);
     tnt__onhost_unqueue(comm, req);
     req->ops_left = 0;
-    tnt__run_ready(comm, req); /* nothing ready, nothing left: finishes */
+    /* nothing ready, nothing left: finishes */
+    comm->onhost.engine->run_ready(comm, req);
 }
 
 /* Strays in every peer's staging areas and slots. */
@@ -79,6 +80,12 @@ void tnt__onhost_progress(struct tnt_comm *comm)
             stage_seen = 1;
         }
         int ready = a->step(comm, r);
+        if (r->onhost.check_due) { /* its staging rounds stalled */
+            r->onhost.check_due = 0;
+            tnt__onhost_check_mismatch(comm, r);
+            if (comm->state != TNT_COMM_OK)
+                return;
+        }
         if (ready && head) {
             if (a->stage_rounds)
                 stage_seen = 0;

@@ -81,7 +81,7 @@ static int got(struct tnt_comm *comm, struct tnt_request *req, int q)
         return 0;
     tnt_msg_hdr_t h = slot_sig(comm, s);
     if (h.seq != req->seq || !tnt__sig_equal(&h, &req->sig)) {
-        tnt__report_mismatch(comm, req, &h, q);
+        comm->onhost.engine->report_mismatch(comm, req, &h, q);
         return 0;
     }
     tnt_peer_t *p = &comm->peers[q];
@@ -129,7 +129,7 @@ static int save(struct tnt_comm *comm, struct tnt_request *req, int i,
                 const unsigned char *src)
 {
     size_t bytes = req->args.count * req->args.esize;
-    tnt_unexp_t *u = tnt__alloc_unexp(comm);
+    tnt_unexp_t *u = comm->onhost.engine->alloc_unexp(comm);
     if (!u)
         return 0;
     u->data = tnt__bufpool_get(&comm->pool, bytes, &u->cap);
@@ -137,7 +137,7 @@ static int save(struct tnt_comm *comm, struct tnt_request *req, int i,
     comm->unexp_bytes += TNT_UNEXP_COST(bytes);
     tnt__count_unexp(&comm->stats, comm->unexp_bytes);
     if (!u->data) {
-        tnt__free_unexp(comm, u);
+        comm->onhost.engine->free_unexp(comm, u);
         return 0;
     }
     memcpy(u->data, src, bytes);
@@ -184,9 +184,10 @@ static int step(struct tnt_comm *comm, struct tnt_request *req)
         tnt_peer_t *p = &comm->peers[q];
         if (!p->ep) {
             if (p->dead)
-                tnt__fail_peer_lost(comm, q, "closed its connection");
+                comm->onhost.engine->fail_peer_lost(comm, q,
+                                                     "closed its connection");
             else
-                tnt__ensure_connect(comm, p);
+                comm->onhost.engine->ensure_connect(comm, p);
             all = 0;
             continue;
         }
@@ -217,7 +218,7 @@ void tnt__slots_check_strays(struct tnt_comm *comm, int q)
         if (no <= comm->onhost.next || s->seq >= comm->next_seq)
             continue;
         tnt_msg_hdr_t h = slot_sig(comm, s);
-        if (tnt__mismatch_past(comm, &h, q))
+        if (comm->onhost.engine->mismatch_past(comm, &h, q))
             return;
     }
 }
@@ -274,7 +275,8 @@ static void drop_saved(struct tnt_comm *comm, struct tnt_request *req)
 {
     for (int i = 0; i < comm->nranks; i++)
         if (req->ops[i].onhost.slots.saved) {
-            tnt__free_unexp(comm, req->ops[i].onhost.slots.saved);
+            comm->onhost.engine->free_unexp(comm,
+                                            req->ops[i].onhost.slots.saved);
             req->ops[i].onhost.slots.saved = NULL;
         }
 }

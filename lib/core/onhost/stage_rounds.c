@@ -23,7 +23,8 @@
  * while, every header a peer published for this sequence number is
  * compared with this rank's call (tnt__stage_same_seq_check) and the
  * peers' slots and areas are searched for strays
- * (tnt__onhost_check_mismatch), and so again before this rank sleeps.
+ * (tnt__onhost_check_mismatch, run by the queue once the step returns:
+ * req->onhost.check_due), and so again before this rank sleeps.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -144,7 +145,7 @@ int tnt__stage_round_there(struct tnt_comm *comm, struct tnt_request *req,
         return 0;
     tnt_msg_hdr_t sig = hdr_sig(comm, h);
     if (sig.seq != req->seq || !tnt__sig_equal(&sig, &req->sig)) {
-        tnt__report_mismatch(comm, req, &sig, q);
+        comm->onhost.engine->report_mismatch(comm, req, &sig, q);
         return 0;
     }
     return 1;
@@ -160,7 +161,8 @@ int tnt__stage_inputs_there(struct tnt_comm *comm, struct tnt_request *req,
         if (q == comm->rank)
             continue;
         if (!comm->peers[q].ep) {
-            tnt__fail_peer_lost(comm, q, "closed its connection");
+            comm->onhost.engine->fail_peer_lost(comm, q,
+                                                 "closed its connection");
             return 0;
         }
         if (!tnt__stage_round_there(comm, req, q,
@@ -216,9 +218,10 @@ int tnt__stage_peers_there(struct tnt_comm *comm, struct tnt_request *req,
         if (q == comm->rank || p->ep || !needs(req, q))
             continue;
         if (p->dead)
-            tnt__fail_peer_lost(comm, q, "closed its connection");
+            comm->onhost.engine->fail_peer_lost(comm, q,
+                                                 "closed its connection");
         else
-            tnt__ensure_connect(comm, p);
+            comm->onhost.engine->ensure_connect(comm, p);
         return 0;
     }
     return 1;
@@ -235,7 +238,7 @@ void tnt__stage_after_step(struct tnt_comm *comm, struct tnt_request *req,
         req->onhost.stage.stalls = 0;
     } else if (++req->onhost.stage.stalls %
                    TNT_STAGE_STALLS_BEFORE_CHECK == 0) {
-        tnt__onhost_check_mismatch(comm, req);
+        req->onhost.check_due = 1; /* the queue looks, after this step */
     }
 }
 
@@ -263,7 +266,7 @@ void tnt__stage_same_seq_check(struct tnt_comm *comm,
                 continue;
             tnt_msg_hdr_t sig = hdr_sig(comm, h);
             if (!tnt__sig_equal(&sig, &req->sig)) {
-                tnt__report_mismatch(comm, req, &sig, q);
+                comm->onhost.engine->report_mismatch(comm, req, &sig, q);
                 return;
             }
         }
@@ -280,7 +283,7 @@ void tnt__stage_check_strays(struct tnt_comm *comm, int q)
         if (no <= comm->onhost.stage_next || h->seq >= comm->next_seq)
             continue;
         tnt_msg_hdr_t sig = hdr_sig(comm, h);
-        if (tnt__mismatch_past(comm, &sig, q))
+        if (comm->onhost.engine->mismatch_past(comm, &sig, q))
             return;
     }
 }

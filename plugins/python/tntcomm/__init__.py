@@ -9,6 +9,7 @@
     mine = tnt.reduce_scatter(y)      # this rank's block of the sum
     req = tnt.iallreduce(grads, inplace=True); ...; req.wait()
     half = tnt.Comm.world().split(color=rank % 2)  # split, dup, shrink
+    dead = tnt.shrink()   # after a rank died: the world becomes the survivors
     tnt.send(x, peer=1, tag=0); tnt.recv(y, peer=0, tag=0)  # y in place
 
 The world communicator is created from the launcher's environment
@@ -35,6 +36,7 @@ __all__ = ["TntError", "init", "is_reproducible", "finalize", "get_rank", "get_s
            "reduce", "gather", "scatter", "alltoall", "alltoallv",
            "ialltoallv", "send", "recv", "isend", "irecv", "TAG_MAX",
            "Request", "micro_batch", "Fusion", "Comm", "UNDEFINED",
+           "shrink", "generation", "PEER_LOST",
            "version", "__version__",
            "stats",
            "SUM", "AVG", "PROD", "MIN", "MAX"]
@@ -71,6 +73,12 @@ def _check(call, rc):
 
 _comm = None
 _reproducible = False
+# How many times shrink() replaced the world communicator: objects bound
+# to it (Fusion, tntcomm.torch.DistributedOptimizer) compare theirs.
+_generation = 0
+# tnt_result_t of a lost peer (TNT_ERR_PEER_LOST): TntError.code after a
+# rank died, the case shrink() is for.
+PEER_LOST = -6
 # Fusion contexts alive on the communicator: finalize() frees them first,
 # since a context must not outlive the communicator it reduces on.
 _fusions = weakref.WeakSet()
@@ -115,17 +123,26 @@ def is_reproducible():
     return _reproducible
 
 
-def finalize():
-    """Free the world communicator; a later call creates a new one."""
-    global _comm
-    # Requests still running use the communicator and their arrays.
+def _end_work_on_world():
+    """Wait for the requests still running (they use the communicator and
+    their arrays) and free the Fusion contexts, which must not outlive
+    the communicator they reduce on."""
     for request in list(_request.pending):
         try:
             request.wait()
         except TntError:
             pass
     for fusion in list(_fusions):
-        fusion.free()
+        try:
+            fusion.free()
+        except TntError:  # a context of a failed communicator
+            pass
+
+
+def finalize():
+    """Free the world communicator; a later call creates a new one."""
+    global _comm
+    _end_work_on_world()
     _communicator.free_all()
     if _comm is not None:
         comm, _comm = _comm, None
@@ -133,6 +150,35 @@ def finalize():
 
 
 atexit.register(finalize)
+
+
+def shrink():
+    """After a rank died (a TntError whose code is PEER_LOST): every
+    surviving rank calls it; they agree on the dead ranks
+    (tnt_comm_shrink; TNT_RECOVERY=1 on every rank, which tnt-run
+    --elastic sets) and the world communicator becomes theirs, ranked in
+    their old order: get_rank, get_size, micro_batch, every collective
+    and tntcomm.torch work on the survivors from then on. Requests still running on the old one are
+    waited for (they fail) and its Fusion contexts freed (a
+    DistributedOptimizer makes a new one at its next step). Returns the
+    ranks that died, as ranks of the communicator before. The survivors
+    may have failed in different calls: agree on where to resume (an
+    allreduce of the step, say) before going on."""
+    global _comm, _generation
+    old = init()
+    new = ctypes.c_void_p()
+    _check("tnt_comm_shrink", lib.tnt_comm_shrink(old, ctypes.byref(new)))
+    dead = _communicator.failed_ranks(old)
+    _end_work_on_world()
+    _comm = new
+    _generation += 1
+    _check("tnt_comm_free", lib.tnt_comm_free(old))
+    return dead
+
+
+def generation():
+    """How many times shrink() replaced the world communicator."""
+    return _generation
 
 
 def _int_query(name):

@@ -13,8 +13,9 @@ survivors' communicator after a rank died (tnt_comm_shrink).
     half.free(); survivors.free()
 
 A Comm made by split, dup or shrink is freed by free() (or when the
-process exits); world() wraps the module's communicator, which
-finalize() frees, and its free() does nothing.
+process exits); world() stands for the module's communicator, which
+finalize() frees (its free() does nothing) and tntcomm.shrink()
+replaces with the survivors' (a world() Comm then works on theirs).
 """
 import ctypes
 import weakref
@@ -43,9 +44,13 @@ class Comm:
     def world(cls):
         """The module's world communicator (created if needed)."""
         from . import init
-        return cls(init(), False)
+        init()
+        return cls(None, False)
 
     def _h(self):
+        if not self._owned:  # the world: whichever the module holds now
+            from . import init
+            return init()
         if self._handle is None:
             raise ValueError("tntcomm.Comm: the communicator was freed")
         return self._handle
@@ -102,16 +107,7 @@ class Comm:
     def failed_ranks(self):
         """The ranks here that failed: after shrink() the agreed set, else
         the peers this rank saw lost."""
-        from . import _check
-        n = ctypes.c_int()
-        _check("tnt_comm_failed_ranks",
-               lib.tnt_comm_failed_ranks(self._h(), None, 0,
-                                         ctypes.byref(n)))
-        buf = (ctypes.c_int * max(n.value, 1))()
-        _check("tnt_comm_failed_ranks",
-               lib.tnt_comm_failed_ranks(self._h(), buf, n.value,
-                                         ctypes.byref(n)))
-        return list(buf[:n.value])
+        return failed_ranks(self._h())
 
     def allreduce(self, array, op="sum", inplace=False):
         """As tntcomm.allreduce, on this communicator."""
@@ -138,6 +134,18 @@ class Comm:
         handle, self._handle = self._handle, None
         _alive.discard(self)
         _check("tnt_comm_free", lib.tnt_comm_free(handle))
+
+
+def failed_ranks(handle):
+    """tnt_comm_failed_ranks of a communicator handle, as a list."""
+    from . import _check
+    n = ctypes.c_int()
+    _check("tnt_comm_failed_ranks",
+           lib.tnt_comm_failed_ranks(handle, None, 0, ctypes.byref(n)))
+    buf = (ctypes.c_int * max(n.value, 1))()
+    _check("tnt_comm_failed_ranks",
+           lib.tnt_comm_failed_ranks(handle, buf, n.value, ctypes.byref(n)))
+    return list(buf[:n.value])
 
 
 def free_all():

@@ -6,6 +6,8 @@ address) hands tensor i's buffer to the library, which allreduces a bucket
 as soon as all its tensors are in, and wait_all() ends the iteration with
 every buffer reduced in place. The caller keeps the buffers alive until
 wait_all() returns. tntcomm.torch builds its DistributedOptimizer on it.
+A Fusion reduces on the world communicator of its creation:
+tntcomm.shrink() frees it (make a new one on the survivors').
 """
 import ctypes
 
@@ -20,7 +22,7 @@ class Fusion:
         """tensors: a list of (count, dtype, name) with dtype a numpy dtype
         (or anything np.dtype accepts) and name a str or None. threshold:
         the minimum bucket size in bytes (None: the library's default)."""
-        from . import _check, _dtype_of, _fusions, _op_of, init
+        from . import _check, _dtype_of, _fusions, _op_of, generation, init
         self._check = _check
         self._names = [None if n is None else n.encode()
                        for _, _, n in tensors]
@@ -41,6 +43,7 @@ class Fusion:
         cfg.max_bucket_bytes = _lib.FUSION_DEFAULT
         cfg.first_bucket_bytes = _lib.FUSION_DEFAULT
         self.ntensors = len(tensors)
+        self.generation = generation()  # of the world communicator
         self._handle = ctypes.c_void_p()
         _check("tnt_fusion_create",
                lib.tnt_fusion_create(init(), descs, len(tensors),
@@ -50,6 +53,11 @@ class Fusion:
 
     def _h(self):
         if not self._handle:
+            from . import generation
+            if generation() != self.generation:
+                raise ValueError("tntcomm: the Fusion context was freed by "
+                                 "tntcomm.shrink(); make a new one on the "
+                                 "survivors' communicator")
             raise ValueError("tntcomm: the Fusion context is freed")
         return self._handle
 
