@@ -105,7 +105,8 @@ typedef struct tnt_coll_args {
     const tnt_topo_t *topo;
     /* Every rank of the communicator is on this host and every pair talks
      * through shared memory (the same answer on every rank: it comes from
-     * the bootstrap table). Only selection reads it. */
+     * the bootstrap table). Selection reads it, and the canonical
+     * schedule's "ready" handshake (allreduce_canon.c). */
     int intra_host;
     /* Online CPUs of this host (0: unknown); with intra_host, tells
      * whether every rank can have a core of its own. */
