@@ -8,10 +8,15 @@
  * of five); then the last rank kills itself (SIGKILL, its time written
  * to $COMM_DERIVE_FILE first) while the others loop on 8-byte
  * allreduces, and each survivor times the death's detection (the error
- * returned, from the kill) and tnt_comm_shrink. Rank 0 prints one line.
- * Not installed; a measurement tool, not a test.
+ * returned, from the kill) and tnt_comm_shrink. Also the messages one
+ * split sends over the parent, the most of any rank (tnt_comm_stats of
+ * the parent, every transport, before and after the call): the
+ * exchanges that make it, not the new communicator's own connections.
+ * Rank 0 prints one line. Not installed; a measurement tool, not a
+ * test.
  */
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -38,6 +43,34 @@ static int fail(const char *what)
 {
     fprintf(stderr, "comm-derive: %s: %s\n", what, tnt_last_error());
     return 1;
+}
+
+/* Messages this rank has sent on `comm`, over every transport. */
+static uint64_t sent(tnt_comm_t comm)
+{
+    tnt_stats_t s = TNT_STATS_INIT;
+    uint64_t n = 0;
+    if (tnt_comm_stats(comm, &s) == TNT_SUCCESS)
+        for (int i = 0; i < TNT_STATS_TRANSPORTS; i++)
+            n += s.transport[i].msgs_sent;
+    return n;
+}
+
+/* The most messages a rank sent on `comm` for one split by parity. */
+static int split_msgs(tnt_comm_t comm, int rank, double *out)
+{
+    tnt_comm_t nc;
+    if (tnt_barrier(comm) != TNT_SUCCESS)
+        return fail("barrier");
+    uint64_t before = sent(comm);
+    if (tnt_comm_split(comm, rank % 2, rank, &nc) != TNT_SUCCESS)
+        return fail("split");
+    *out = (double)(sent(comm) - before);
+    tnt_comm_free(nc);
+    if (tnt_allreduce(comm, TNT_IN_PLACE, out, 1, TNT_F64, TNT_MAX) !=
+        TNT_SUCCESS)
+        return fail("allreduce");
+    return 0;
 }
 
 /* The median over REPS of the slowest rank's time to derive and barrier. */
@@ -82,9 +115,10 @@ int main(void)
     if (tnt_allreduce(comm, TNT_IN_PLACE, &init_s, 1, TNT_F64, TNT_MAX) !=
         TNT_SUCCESS)
         return fail("allreduce");
-    double dup_s, split_s;
+    double dup_s, split_s, msgs;
     if (derive_time(comm, rank, 0, &dup_s) ||
-        derive_time(comm, rank, 1, &split_s))
+        derive_time(comm, rank, 1, &split_s) ||
+        split_msgs(comm, rank, &msgs))
         return 1;
     if (tnt_barrier(comm) != TNT_SUCCESS)
         return fail("barrier");
@@ -119,8 +153,8 @@ int main(void)
         return fail("allreduce after the shrink");
     if (rank == 0)
         printf("ranks=%d init_s=%.6f dup_s=%.6f split_s=%.6f "
-               "detect_s=%.6f shrink_s=%.6f\n", size, init_s, dup_s,
-               split_s, v[0], v[1]);
+               "split_msgs=%.0f detect_s=%.6f shrink_s=%.6f\n", size,
+               init_s, dup_s, split_s, msgs, v[0], v[1]);
     tnt_comm_free(nc);
     tnt_comm_free(comm);
     return 0;

@@ -78,7 +78,11 @@ def resnet_style():
 
 
 def timed(fn, calls, reps):
-    fn()
+    # Warm-up: the first calls of a process (and of a size) pay for lazy
+    # set-up that later calls do not (fake's first row showed 10x its
+    # floor with one warm-up call).
+    for _ in range(min(10, calls)):
+        fn()
     times = []
     for _ in range(reps):
         dist.barrier()

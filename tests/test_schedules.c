@@ -682,11 +682,46 @@ static void test_allgather_reduce_scatter(void)
                                          TNT_I32, TNT_SUM, 8);
                 a.in_place = ip;
                 check(a, algo, "allgather");
+                check(a, p == 1 ? TNT_ALGO_LOCAL : TNT_ALGO_BRUCK,
+                      "allgather bruck");
             }
             check(args(TNT_COLL_REDUCE_SCATTER, p, counts[ci], TNT_F64,
                        (p % 2) ? TNT_SUM : TNT_AVG, 8),
                   algo, "reduce_scatter");
         }
+}
+
+/* Bruck's allgather sends one message a round, ceil(log2 p) rounds: the
+ * O(log p) messages a rank of a derived communicator's creation costs. */
+static void test_bruck_messages(void)
+{
+    for (int p = 2; p <= 70; p++) {
+        int rounds = 0;
+        while ((1 << rounds) < p)
+            rounds++;
+        for (int r = 0; r < p; r += p / 3 + 1) {
+            tnt_coll_args_t a = args(TNT_COLL_ALLGATHER, p, 24, TNT_U8,
+                                     TNT_SUM, 64);
+            a.rank = r;
+            tnt_sched_t s;
+            CU_ASSERT_EQUAL_FATAL(tnt__build_schedule(&a, TNT_ALGO_BRUCK, &s),
+                                  TNT_SUCCESS);
+            int sends = 0, recvs = 0;
+            for (uint32_t i = 0; i < s.nops; i++) {
+                sends += s.ops[i].kind == TNT_SOP_SEND;
+                recvs += s.ops[i].kind == TNT_SOP_RECV;
+            }
+            CU_ASSERT_EQUAL(sends, rounds);
+            CU_ASSERT_EQUAL(recvs, rounds);
+            tnt__sched_destroy(&s);
+        }
+    }
+    tnt_coll_args_t a = args(TNT_COLL_ALLGATHER, 5, 3, TNT_U8, TNT_SUM, 64);
+    int algo;
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_BRUCK, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_BRUCK);
+    a.kind = TNT_COLL_ALLREDUCE;
+    CU_ASSERT(tnt__algo_select(&a, TNT_ALGO_BRUCK, &algo) < 0);
 }
 
 static void test_barrier(void)
@@ -1055,6 +1090,7 @@ static const scale_case_t scale_cases[] = {
     {"pipeline", TNT_COLL_BROADCAST, TNT_ALGO_PIPELINE, 0},
     {"flat", TNT_COLL_BROADCAST, TNT_ALGO_FLAT, 0},
     {"allgather ring", TNT_COLL_ALLGATHER, TNT_ALGO_RING, 0},
+    {"allgather bruck", TNT_COLL_ALLGATHER, TNT_ALGO_BRUCK, 0},
     {"reduce_scatter ring", TNT_COLL_REDUCE_SCATTER, TNT_ALGO_RING, 0},
     {"barrier", TNT_COLL_BARRIER, TNT_ALGO_DISSEMINATION, 0},
 };
@@ -1172,6 +1208,8 @@ int main(void)
     CU_add_test(s, "broadcast binomial/pipeline, every root", test_broadcast);
     CU_add_test(s, "allgather and reduce_scatter", test_allgather_reduce_scatter);
     CU_add_test(s, "reduce, gather, scatter, alltoall", test_rooted_alltoall);
+    CU_add_test(s, "bruck allgather: log2 p messages",
+                test_bruck_messages);
     CU_add_test(s, "barrier p=1..40", test_barrier);
     CU_add_test(s, "counts above 2^32 (build only)", test_huge_counts_build);
     CU_add_test(s, "algorithm selection", test_select);

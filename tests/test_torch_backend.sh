@@ -2,7 +2,9 @@
 # Tests of the torch.distributed backend "tnt" (plugins/torch/c10d):
 # every dtype and reduce op exact against a reference, bad input (wrong
 # dtype, sparse tensor, unsupported op, bad root, shapes that differ
-# across ranks, a rank that dies, groups destroyed and made again),
+# across ranks, a rank that dies, groups destroyed and made again, a
+# group timeout shorter than the library's ending a blocking and an
+# async call),
 # a group destroyed while a receive whose tensor Python let go of is still
 # pending (it deadlocked on the GIL before), subgroups, and
 # DistributedDataParallel training of a small CNN with
@@ -69,6 +71,10 @@ one "bad input, 3 ranks" "$PY" "$CHECK" bad_input 3
 one "shapes differ across ranks, 3 ranks" "$PY" "$CHECK" mismatch 3
 one "a rank dies, 3 ranks" "$PY" "$CHECK" dead_rank 3
 one "destroy and make again, 2 ranks" "$PY" "$CHECK" reinit 2
+one "group timeout ends a blocking all_reduce, 2 ranks" \
+    "$PY" "$CHECK" timeout 2
+one "group timeout ends an async all_reduce's wait, 2 ranks" \
+    "$PY" "$CHECK" timeout_async 2
 one "destroyed with a receive pending, 2 ranks" \
     "$PY" "$CHECK" destroy_pending 2
 one "subgroups, 3 ranks" "$PY" "$CHECK" subgroups 3

@@ -512,12 +512,23 @@ typedef struct tnt_stats {
     /** 0.5: tnt_send, tnt_recv and their i-variants (bytes: count x
      *  element size of each). */
     tnt_stats_count_t p2p;
+    /** 0.7: which communicator these are of. comm_name: "world" for
+     *  tnt_comm_init's, a derived one's parent's name, a slash and its
+     *  number among the parent's derivations ("world/2"); comm_how: how
+     *  it was made ("split of world, color 1", "dup of world", "shrink
+     *  of world"; "" for the first); world_rank: this rank's rank in the
+     *  first communicator. The same names as the timeline and the hang
+     *  report. */
+    char comm_name[48];
+    char comm_how[96];
+    int32_t rank;
+    int32_t world_rank;
 } tnt_stats_t;
 
 #define TNT_STATS_VERSION 1
 #define TNT_STATS_INIT { sizeof(tnt_stats_t), TNT_STATS_VERSION, 0, {{0, 0}}, \
                          {{0, 0}}, {{{0}, 0, 0, 0, 0, 0, 0, 0, 0, 0}}, 0, 0, \
-                         {0, 0}, {0, 0} }
+                         {0, 0}, {0, 0}, {0}, {0}, 0, 0 }
 /** The smallest size tnt_comm_stats accepts: up to and with kind[]. */
 #define TNT_STATS_SIZE_MIN                                                  \
     (offsetof(tnt_stats_t, kind) + sizeof(((tnt_stats_t *)0)->kind))

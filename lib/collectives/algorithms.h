@@ -52,6 +52,8 @@ enum tnt_algo {
                               allreduce, reduced canonically */
     TNT_ALGO_CANON_MAPPED, /* reproducible mode, one host, shared
                               allocations: the mapped one, canonically */
+    TNT_ALGO_BRUCK,     /* allgather, small: log2 p rounds (forced by the
+                           exchanges of tnt_comm_split/dup) */
     TNT_ALGO_END
 };
 
@@ -103,7 +105,8 @@ typedef struct tnt_coll_args {
     const tnt_topo_t *topo;
     /* Every rank of the communicator is on this host and every pair talks
      * through shared memory (the same answer on every rank: it comes from
-     * the bootstrap table). Only selection reads it. */
+     * the bootstrap table). Selection reads it, and the canonical
+     * schedule's "ready" handshake (allreduce_canon.c). */
     int intra_host;
     /* Online CPUs of this host (0: unknown); with intra_host, tells
      * whether every rank can have a core of its own. */
@@ -242,6 +245,7 @@ tnt_result_t tnt__bcast_pipeline(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__barrier_dissemination(const tnt_coll_args_t *a,
                                         tnt_sched_t *s);
 tnt_result_t tnt__allgather_ring(const tnt_coll_args_t *a, tnt_sched_t *s);
+tnt_result_t tnt__allgather_bruck(const tnt_coll_args_t *a, tnt_sched_t *s);
 tnt_result_t tnt__reduce_scatter_ring(const tnt_coll_args_t *a,
                                       tnt_sched_t *s);
 tnt_result_t tnt__local_copy(const tnt_coll_args_t *a, tnt_sched_t *s);

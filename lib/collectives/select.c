@@ -79,6 +79,7 @@ static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_CANON_SLOTS] = "canonical-slots",
     [TNT_ALGO_CANON_STAGED] = "canonical-staged",
     [TNT_ALGO_CANON_MAPPED] = "canonical-mapped",
+    [TNT_ALGO_BRUCK] = "bruck",
 };
 
 const char *tnt__algo_name(int algo)
@@ -118,6 +119,8 @@ static int applies(int kind, int algo)
     case TNT_COLL_BROADCAST:
         return algo == TNT_ALGO_BINOMIAL || algo == TNT_ALGO_PIPELINE ||
                algo == TNT_ALGO_FLAT || algo == TNT_ALGO_STAGED;
+    case TNT_COLL_ALLGATHER:
+        return algo == TNT_ALGO_RING || algo == TNT_ALGO_BRUCK;
     default:
         return 0;
     }
@@ -527,6 +530,7 @@ tnt_result_t tnt__build_schedule(const tnt_coll_args_t *a, int algo,
              : a->kind == TNT_COLL_ALLGATHER ? tnt__allgather_ring(a, s)
                                              : tnt__reduce_scatter_ring(a, s);
         break;
+    case TNT_ALGO_BRUCK: rc = tnt__allgather_bruck(a, s); break;
     case TNT_ALGO_RD: rc = tnt__allreduce_rd(a, s); break;
     case TNT_ALGO_RABENSEIFNER: rc = tnt__allreduce_rab(a, s); break;
     case TNT_ALGO_HIER: rc = tnt__allreduce_hier(a, s); break;

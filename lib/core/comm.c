@@ -178,6 +178,7 @@ static void comm_destroy(struct tnt_comm *comm)
     free(comm->onhost.map_acc);
     free(comm->peers);
     tnt__topo_fini(&comm->topo);
+    tnt__comm_name_fini(comm);
     tnt__auth_key_wipe(&comm->auth_key);
     pthread_cond_destroy(&comm->progress.cond);
     pthread_cond_destroy(&comm->progress.park);
@@ -200,7 +201,7 @@ static tnt_result_t boot_plain(void *ctx, const tnt_boot_args_t *a,
 static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
                                 tnt_comm_t *out)
 {
-    tnt_comm_origin_t o = {boot_plain, (void *)boot, NULL, 1};
+    tnt_comm_origin_t o = {boot_plain, (void *)boot, NULL, 1, NULL};
     return tnt__comm_create(config, &o, out);
 }
 
@@ -215,6 +216,7 @@ tnt_result_t tnt__comm_create(const tnt_config_t *config,
     comm->rank = config->rank;
     comm->nranks = config->nranks;
     comm->comm_id = origin->comm_id;
+    tnt__comm_name_init(comm, parent, origin->lineage);
     /* A derived communicator is of its parent's job: same id, same key
      * (the key's text is not kept, only what was derived from it). */
     comm->job_id = parent ? parent->job_id
@@ -314,6 +316,9 @@ tnt_result_t tnt__comm_create(const tnt_config_t *config,
                                    table[i].addr_len);
         }
         free(table);
+        if (rc == TNT_SUCCESS &&
+            tnt__comm_name_ranks(comm, parent, origin->lineage) != 0)
+            rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
         if (rc == TNT_SUCCESS)
             rc = build_topo(comm);
         if (rc == TNT_SUCCESS)
@@ -340,11 +345,14 @@ tnt_result_t tnt__comm_create(const tnt_config_t *config,
     }
     char tps[128];
     tnt__comm_tp_describe(comm, tps, sizeof(tps));
-    if (parent)
-        TNT_LOG_INFO("communicator ready: %d rank%s, %s; derived (id %#x) "
-                     "from a communicator of %d ranks, where this rank is "
-                     "%d", comm->nranks, comm->nranks == 1 ? "" : "s", tps,
+    if (parent) {
+        char who[256];
+        tnt__comm_who(comm, who, sizeof(who));
+        TNT_LOG_INFO("communicator ready: %d rank%s, %s; %s (id %#x, from "
+                     "a communicator of %d ranks, where this rank is %d)",
+                     comm->nranks, comm->nranks == 1 ? "" : "s", tps, who,
                      comm->comm_id, parent->nranks, parent->rank);
+    }
     else
         TNT_LOG_INFO("communicator ready: %d rank%s, %s", comm->nranks,
                      comm->nranks == 1 ? "" : "s", tps);

@@ -8,6 +8,7 @@
 
 #include "boot/bootstrap.h"
 #include "core/comm_live.h"
+#include "core/comm_name.h"
 #include "core/engine.h"
 
 
@@ -15,13 +16,15 @@
  *  fills it as tnt__bootstrap does (calling args->listen for this rank's
  *  entry first). parent: the communicator it is derived from (its job id
  *  and key are taken), or NULL for tnt_comm_init. comm_id: the context
- *  id every message and connection of the new one carries. */
+ *  id every message and connection of the new one carries. lineage:
+ *  how a derived one was made, for its name (core/comm_name.h). */
 typedef struct tnt_comm_origin {
     tnt_result_t (*boot)(void *ctx, const tnt_boot_args_t *args,
                          tnt_boot_entry_t *table);
     void *ctx;
     const struct tnt_comm *parent;
     uint32_t comm_id;
+    const tnt_comm_lineage_t *lineage;
 } tnt_comm_origin_t;
 
 /** Create a communicator of config->rank/nranks (timeout_s and

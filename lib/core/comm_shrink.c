@@ -253,7 +253,9 @@ static tnt_result_t make_new(shrink_t *s, tnt_comm_t *out)
     cfg.nranks = s->nmembers;
     cfg.timeout_s = c->params.timeout_s;
     cfg.reproducible = c->params.reproducible ? 1 : -1;
-    tnt_comm_origin_t o = {mesh_boot, s, c, shrunk_id(c)};
+    uint32_t id = shrunk_id(c);
+    tnt_comm_lineage_t lin = {"shrink", 0, c->derived, s->old_of};
+    tnt_comm_origin_t o = {mesh_boot, s, c, id, &lin};
     return tnt__comm_create(&cfg, &o, out);
 }
 

@@ -90,6 +90,7 @@ typedef struct derive {
     const char *fn;
     int color;
     int exchanged;             /* the second exchange was made */
+    int *parent_of;            /* new rank -> parent rank (comm_name.h) */
 } derive_t;
 
 /* Any rank that failed before the second exchange fails it for all. */
@@ -149,6 +150,7 @@ static tnt_result_t derive_boot(void *ctx, const tnt_boot_args_t *a,
             break;
         }
         table[all[i].new_rank] = all[i].entry;
+        d->parent_of[all[i].new_rank] = i;
         found++;
     }
     if (rc == TNT_SUCCESS && found != a->nranks)
@@ -223,18 +225,25 @@ static tnt_result_t derive(tnt_comm_t parent, int64_t call, int color,
         return rc;
     /* Counted alike on every rank of the parent, whatever its color. */
     uint32_t nth = ++parent->derived;
-    derive_t d = {parent, fn, color, 0};
+    derive_t d = {parent, fn, color, 0, NULL};
     tnt_comm_t comm = NULL;
-    if (size > 0) {
+    if (size > 0 && !(d.parent_of = calloc((size_t)size, sizeof(int))))
+        rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+    if (d.parent_of) /* alone in its color: no boot fills it */
+        d.parent_of[rank] = parent->rank;
+    if (rc == TNT_SUCCESS && size > 0) {
         tnt_config_t cfg = TNT_CONFIG_INIT;
         cfg.rank = rank;
         cfg.nranks = size;
         cfg.timeout_s = parent->params.timeout_s;
         cfg.reproducible = parent->params.reproducible ? 1 : -1;
+        tnt_comm_lineage_t lin = {call == CALL_SPLIT ? "split" : "dup",
+                                  color, nth, d.parent_of};
         tnt_comm_origin_t o = {derive_boot, &d, parent,
-                               derived_id(parent, nth, color)};
+                               derived_id(parent, nth, color), &lin};
         rc = tnt__comm_create(&cfg, &o, &comm);
     }
+    free(d.parent_of);
     /* A rank in no communicator, alone in one (no table to exchange), or
      * failed before its exchange still takes part in it, so that no rank
      * waits for it and a failure reaches every rank. */

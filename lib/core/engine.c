@@ -849,8 +849,14 @@ void tnt__report_mismatch(struct tnt_comm *comm, struct tnt_request *req,
                                    "ranks only)" : "");
 }
 
-static int forced_algo(struct tnt_comm *comm, int kind)
+static int forced_algo(struct tnt_comm *comm, const tnt_coll_args_t *a)
 {
+    int kind = a->kind;
+    /* The exchanges that make a derived communicator (core/comm_split.c):
+     * small blocks, so log2 p rounds of Bruck's allgather, not the
+     * ring's p - 1. */
+    if (kind == TNT_COLL_ALLGATHER && a->op == TNT_OP_DERIVE)
+        return TNT_ALGO_BRUCK;
     /* A reduce runs the allreduce's schedule (collectives/reduce_root.c). */
     if (kind == TNT_COLL_ALLREDUCE || kind == TNT_COLL_REDUCE)
         return comm->params.allreduce_algo;
@@ -872,7 +878,7 @@ tnt_result_t tnt__engine_prepare(struct tnt_comm *comm,
                           : tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
     for (size_t i = 0; rc == TNT_SUCCESS && i < n; i++) {
         int algo;
-        rc = tnt__algo_select(&args[i], forced_algo(comm, args[i].kind),
+        rc = tnt__algo_select(&args[i], forced_algo(comm, &args[i]),
                               &algo);
         if (rc == TNT_SUCCESS)
             rc = get_sched(comm, &args[i], algo, &sched[i]);
@@ -1235,7 +1241,7 @@ static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
                         void (*prepare)(void *), void *prepare_arg,
                         struct tnt_request **out)
 {
-    int forced = forced_algo(comm, args->kind);
+    int forced = forced_algo(comm, args);
     int algo;
     tnt_sched_t *sched = NULL;
     /* Buffers in shared allocations (core/mem.h): where they lie, for

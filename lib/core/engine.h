@@ -427,6 +427,12 @@ struct tnt_comm {
     uint32_t derived;          /* communicators derived from this one so
                                   far (comm_split.c); counted alike on
                                   every rank, by the calling thread */
+    /* Its name and this rank's world rank (core/comm_name.h): set at
+     * creation. how is "" for the first communicator (tnt_comm_init's). */
+    char name[48];
+    char how[96];
+    int world_rank;
+    int *world_of;             /* rank -> world rank; NULL: not known */
     uint64_t job_id;
     tnt_auth_key_t auth_key;   /* from the job key; never leaves the core */
     tnt_params_t params;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/comm_live.h"
+#include "core/comm_name.h"
 #include "core/engine.h"
 #include "core/engine_internal.h"
 #include "core/p2p.h"
@@ -114,9 +115,14 @@ static size_t describe_op(const struct tnt_comm *comm,
     const tnt_sop_t *s = &req->sched->ops[i];
     const tnt_opstate_t *os = &req->ops[i];
     int send = s->kind == TNT_SOP_SEND;
-    n = append(buf, len, n, "%s step %u %s rank %d (%zu bytes)",
+    /* On a derived communicator the peer's world rank too. */
+    char world[40] = "";
+    int w = comm ? tnt__comm_world_rank(comm, s->peer) : -1;
+    if (comm && comm->how[0] && w >= 0)
+        snprintf(world, sizeof(world), " = world rank %d", w);
+    n = append(buf, len, n, "%s step %u %s rank %d%s (%zu bytes)",
                send ? "send" : "recv", s->step, send ? "to" : "from",
-               s->peer, s->bytes);
+               s->peer, world, s->bytes);
     if (send && os->in_tp)
         n = append(buf, len, n, ", blocked sending to rank %d for %.1f s "
                    "(%s: rank %d is not reading, or the connection is "
@@ -269,8 +275,9 @@ static void describe(struct tnt_comm *comm, char *buf, size_t len)
     for (struct tnt_request *r = tnt__active_first(comm); r;
          r = tnt__active_next(comm, r))
         inflight++;
-    size_t n = append(buf, len, 0, "rank %d (host %s): ", comm->rank,
-                      comm->host);
+    char who[256];
+    tnt__comm_who(comm, who, sizeof(who));
+    size_t n = append(buf, len, 0, "%s (host %s): ", who, comm->host);
     if (comm->state != TNT_COMM_OK)
         n = append(buf, len, n, "failed: %s; ", comm->fail_msg);
     if (!inflight)
@@ -298,7 +305,8 @@ void tnt__report_log(struct tnt_comm *comm)
      * (one write, so that ranks' reports do not interleave mid-line). */
     char buf[4096];
     describe(comm, buf, sizeof(buf));
-    fprintf(stderr, "tnt[%d] REPORT: %s\n", comm->rank, buf);
+    /* Tagged as the log is: by the world rank (util/log.h). */
+    fprintf(stderr, "tnt[%d] REPORT: %s\n", comm->world_rank, buf);
 }
 
 TNT_API tnt_result_t tnt_comm_report(tnt_comm_t comm, char *buf, size_t len)
@@ -364,13 +372,14 @@ void tnt__report_check_deadlines(struct tnt_comm *comm, double now)
             tnt__progress_send(comm);
             return;
         }
-        char what[400], sig[160], behind[400];
+        char what[400], sig[160], behind[400], who[256];
         tnt__report_waits(r, what, sizeof(what));
         tnt__describe_sig(&r->sig, sig, sizeof(sig));
         tnt__report_behind(comm, r, behind, sizeof(behind));
-        tnt__engine_fail(comm, TNT_ERR_TIMEOUT, "rank %d: %s #%" PRIu64
+        tnt__comm_who(comm, who, sizeof(who));
+        tnt__engine_fail(comm, TNT_ERR_TIMEOUT, "%s: %s #%" PRIu64
                          " timed out after %.1f s (TNT_TIMEOUT)%s%s, %u of %u "
-                         "operations left; waiting for: %s", comm->rank, sig,
+                         "operations left; waiting for: %s", who, sig,
                          r->seq & ~TNT_P2P_SEQ_BIT, comm->params.timeout_s,
                          *behind ? ": " : "",
                          behind, r->ops_left, tnt__request_nops(r), what);

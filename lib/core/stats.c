@@ -110,6 +110,10 @@ TNT_API tnt_result_t tnt_comm_stats(tnt_comm_t comm, tnt_stats_t *out)
     }
     for (int i = 0; i < TNT_TP_MAX; i++)
         fill_transport(comm, i, &s.transport[i]);
+    snprintf(s.comm_name, sizeof(s.comm_name), "%s", comm->name);
+    snprintf(s.comm_how, sizeof(s.comm_how), "%s", comm->how);
+    s.rank = comm->rank;
+    s.world_rank = comm->world_rank;
     s.wait_ns = c->wait_ns;
     s.unexpected_hwm = c->unexp_hwm;
     pthread_mutex_unlock(&comm->lock);

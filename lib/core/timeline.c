@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/comm_name.h"
 #include "core/engine.h"
 #include "core/engine_internal.h"
 #include "core/timeline.h"
@@ -63,12 +64,15 @@ tnt_result_t tnt__tl_open(struct tnt_comm *comm)
     tl->cap = TNT_TL_RING_EVENTS;
     tl->notes_tail = &tl->notes;
     tl->ring = calloc(tl->cap, sizeof(*tl->ring));
+    /* Named by the world rank: a derived communicator's rank R is
+     * another process's world rank R, whose files these must not be. */
     unsigned nth = atomic_fetch_add(&next_file, 1);
     if (nth == 0)
-        snprintf(tl->path, sizeof(tl->path), "%s.%d.json", path, comm->rank);
+        snprintf(tl->path, sizeof(tl->path), "%s.%d.json", path,
+                 comm->world_rank);
     else
         snprintf(tl->path, sizeof(tl->path), "%s.%d.%u.json", path,
-                 comm->rank, nth);
+                 comm->world_rank, nth);
     if (!tl->ring) {
         free(tl);
         return tnt__error(TNT_ERR_NO_MEMORY, "TNT_TIMELINE: out of memory "
@@ -89,6 +93,10 @@ tnt_result_t tnt__tl_open(struct tnt_comm *comm)
     pthread_mutex_init(&tl->wlock, NULL);
     tl->rank = comm->rank;
     tl->nranks = comm->nranks;
+    tl->world_rank = comm->world_rank;
+    snprintf(tl->comm_name, sizeof(tl->comm_name), "%s", comm->name);
+    snprintf(tl->comm_how, sizeof(tl->comm_how), "%s", comm->how);
+    tnt__comm_who(comm, tl->who, sizeof(tl->who));
     fputs("{\"traceEvents\":[\n", tl->f);
     comm->tl_pending = tl;
     return TNT_SUCCESS;

@@ -45,6 +45,10 @@ struct tnt_timeline {
     uint64_t lanes[2];         /* lanes 1..127 seen: thread_name events */
     uint32_t max_bucket_lane;  /* 1 + the highest bucket lane seen */
     int rank, nranks;
+    /* The communicator's name and this rank's world rank (comm_name.h):
+     * the process's name in the trace, and in its metadata. */
+    char comm_name[48], comm_how[96], who[256];
+    int world_rank;
     char tp_names[TNT_STATS_TP_MAX][16]; /* transport names by position */
 
     /* Clock alignment (timeline_sync.c): a local time t is written as

@@ -207,10 +207,10 @@ void tnt__tl_write_footer(struct tnt_timeline *tl)
     pthread_mutex_lock(&tl->wlock);
     begin_event(tl);
     fprintf(tl->f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
-            "\"args\":{\"name\":\"rank %d\"}},\n"
+            "\"args\":{\"name\":\"%s\"}},\n"
             "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,"
             "\"args\":{\"sort_index\":%d}}",
-            tl->rank, tl->rank, tl->rank, tl->rank);
+            tl->rank, tl->who, tl->rank, tl->rank);
     char name[32];
     for (uint32_t tid = 1; tid < 128; tid++)
         if (tl->lanes[tid / 64] & (1ull << (tid % 64))) {
@@ -227,12 +227,14 @@ void tnt__tl_write_footer(struct tnt_timeline *tl)
     fprintf(tl->f,
             "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{"
             "\"format\":\"libtntcomm timeline 1\",\"rank\":%d,\"nranks\":%d,"
+            "\"comm\":\"%s\",\"comm_how\":\"%s\",\"world_rank\":%d,"
             "\"time_base\":\"rank 0 CLOCK_MONOTONIC, microseconds from the "
             "end of the clock alignment\",\"clock_offset_us\":%.3f,"
             "\"clock_error_us\":%.3f,\"clock_rtt_min_us\":%.3f,"
             "\"clock_rounds\":%d,\"events\":%" PRIu64 ",\"dropped\":%" PRIu64
             ",\"ring_events\":%u}}\n",
-            tl->rank, tl->nranks, tl->offset_s * 1e6, tl->err_s * 1e6,
+            tl->rank, tl->nranks, tl->comm_name, tl->comm_how,
+            tl->world_rank, tl->offset_s * 1e6, tl->err_s * 1e6,
             tl->rtt_min_s * 1e6, tl->rounds, tl->recorded, tl->dropped,
             tl->cap);
     pthread_mutex_unlock(&tl->wlock);

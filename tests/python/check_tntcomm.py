@@ -386,6 +386,9 @@ def check_stats(rank, size):
               after["transports"])
     check(after["wait_s"] >= 0 and after["unexpected_hwm"] >= 0,
           "stats: wait and high-water mark")
+    check(after["comm"] == {"name": "world", "how": "", "rank": rank,
+                            "world_rank": rank},
+          "stats: the world communicator named: %r" % after["comm"])
 
 
 def check_reproducible(rank, size):
@@ -569,6 +572,69 @@ def check_p2p(rank, size):
     tnt.barrier()
 
 
+def check_p2p_any(rank, size):
+    """Receives from any source (ANY_SOURCE): every rank but 0 sends two
+    messages to rank 0 (isend, so large ones cannot block), which takes
+    them with irecv from any rank; each sender must be reported
+    (Request.source) exactly twice, its first message in the earlier
+    receive (one sender's messages keep their order), and every element
+    equal the sender's reference data. Then blocking recv from any source
+    (no sender reported: the arrays must be the senders' data, each
+    once), a named irecv's source is its peer, and a send's is None."""
+    if size == 1:
+        return
+    cases = [(np.float64, 1), (np.int32, 7), (np.float64, 65537)]
+    for i, (dtype, n) in enumerate(cases):
+        # Tags of their own per case: a sender may run ahead into the
+        # next case before rank 0 took this one's messages.
+        tag = 20 + 2 * i
+        what = "recv from any source %s n=%d" % (np.dtype(dtype), n)
+        if rank == 0:
+            reqs = [tnt.irecv(np.full(n, 99, dtype), tnt.ANY_SOURCE, tag=tag)
+                    for _ in range(2 * (size - 1))]
+            check(all(r.source is None for r in reqs),
+                  what + ": no source before completion")
+            got = [(r.wait(), r.source) for r in reqs]
+            srcs = [s for _, s in got]
+            check(sorted(srcs) == sorted(list(range(1, size)) * 2),
+                  what + ": sources %r, want each of 1..%d twice"
+                  % (srcs, size - 1))
+            seen = {}
+            for arr, src in got:
+                k = seen.get(src, 0)
+                seen[src] = k + 1
+                same(arr, data(2 * src + k, n, dtype, "sum"),
+                     "%s: message %d of rank %d" % (what, k, src))
+            outs = [tnt.recv(np.full(n, 99, dtype), tnt.ANY_SOURCE,
+                             tag=tag + 1) for _ in range(size - 1)]
+            want = {src: data(2 * size + src, n, dtype, "sum")
+                    for src in range(1, size)}
+            for arr in outs:
+                match = [src for src, w in want.items()
+                         if np.array_equal(arr, w)]
+                check(len(match) == 1, what + ": blocking recv got %r, no "
+                      "sender's data (or several)" % arr[:4])
+                del want[match[0]]
+        else:
+            sends = [tnt.isend(data(2 * rank + k, n, dtype, "sum"), 0,
+                               tag=tag) for k in range(2)]
+            sends.append(tnt.isend(data(2 * size + rank, n, dtype, "sum"), 0,
+                                   tag=tag + 1))
+            for r in sends:
+                check(r.wait() is None and r.source is None,
+                      what + ": a send's request has no source")
+    peer = size - 1 if rank == 0 else 0
+    if rank in (0, size - 1):
+        if rank == 0:
+            r = tnt.irecv(np.empty(3), peer, tag=11)
+            same(r.wait(), np.arange(3.0) + peer, "named irecv")
+            check(r.source == peer, "named irecv: source %r, want %d"
+                  % (r.source, peer))
+        else:
+            tnt.send(np.arange(3.0) + rank, peer, tag=11)
+    tnt.barrier()
+
+
 def main():
     rank, size = tnt.get_rank(), tnt.get_size()
     check_rank_api(rank, size)
@@ -581,6 +647,7 @@ def main():
     check_rooted(rank, size)
     check_alltoallv(rank, size)
     check_p2p(rank, size)
+    check_p2p_any(rank, size)
     check_nonblocking(rank, size)
     check_errors(rank, size)
     check_micro_batch(rank, size)

@@ -2,7 +2,8 @@
 (tests/torch_dist) does not make: every dtype and reduce op against a
 reference computed here, and bad input: a wrong dtype or device, shapes
 that differ across ranks, a rank that dies, a group destroyed and made
-again. Each case spawns its ranks, which meet through a temporary file.
+again, a group timeout that passes (blocking and async_op=True). Each
+case spawns its ranks, which meet through a temporary file.
 
     python3 check_torch_backend.py CASE [RANKS]    (CASE: see CASES)
 """
@@ -212,8 +213,18 @@ def case_collectives(rank, size, path):
     """Every operation of the backend, sizes 0, 1 and primes, every root,
     contiguous and not, each element against its reference; all-to-all
     with even and uneven splits; send/recv with two tags received in the
-    opposite order."""
+    opposite order. A blocking call (asyncOp false, as async_op=False
+    passes) comes back complete, the result in place, also on a
+    non-contiguous tensor (its copy-back done)."""
     init(rank, size, path)
+    pg = dist.distributed_c10d._get_default_group()
+    for t in (block(rank, 0, 7), noncontig(block(rank, 0, 7))):
+        opts = dist.AllreduceOptions()
+        opts.asyncOp = False
+        work = pg.allreduce([t], opts)
+        assert work.is_completed(), "blocking all_reduce came back unfinished"
+        assert torch.equal(t, sum(block(r, 0, 7) for r in range(size))), \
+            ("blocking all_reduce", t)
     for n in (0, 1, 7, 1031):
         for root in range(size):
             t = block(rank, 0, n)
@@ -356,9 +367,47 @@ def case_destroy_pending(rank, size, path):
     print("rank %d: destroyed with a receive pending" % rank)
 
 
+def timeout_case(rank, size, path, async_op):
+    """A group timeout shorter than the library's deadline (the group's
+    set_timeout, which reaches the backend's setTimeout) ends an
+    all_reduce that rank 1 never joins: the error names the timeout,
+    within seconds, blocking (finished on the calling thread) and with
+    async_op=True then wait() (finished by the completion thread)."""
+    import datetime
+    init(rank, size, path)  # the library's deadline: 60 s
+    dist.barrier()
+    if rank != 0:
+        time.sleep(8.0)  # never joins; rank 0 is done by then
+        os._exit(0)
+    dist.distributed_c10d._get_default_group().set_timeout(
+        datetime.timedelta(seconds=1))
+    t0 = time.time()
+    if async_op:
+        work = dist.all_reduce(torch.ones(100), async_op=True)
+        msg = expect_error(work.wait, "all_reduce timed out after 1000 ms")
+    else:
+        msg = expect_error(lambda: dist.all_reduce(torch.ones(100)),
+                           "all_reduce timed out after 1000 ms")
+    took = time.time() - t0
+    if not 0.9 < took < 6.0:
+        raise AssertionError("the timeout of 1 s took %.1f s" % took)
+    print("rank %d: %s raised in %.2f s: %s"
+          % (rank, "async_op=True" if async_op else "blocking", took, msg))
+    os._exit(0)  # the group is aborted; skip destroy's goodbyes
+
+
+def case_timeout(rank, size, path):
+    timeout_case(rank, size, path, False)
+
+
+def case_timeout_async(rank, size, path):
+    timeout_case(rank, size, path, True)
+
+
 CASES = {"dtypes": case_dtypes, "destroy_pending": case_destroy_pending, "collectives": case_collectives, "bad_input": case_bad_input,
          "mismatch": case_mismatch, "dead_rank": case_dead_rank,
-         "reinit": case_reinit, "subgroups": case_subgroups}
+         "reinit": case_reinit, "subgroups": case_subgroups,
+         "timeout": case_timeout, "timeout_async": case_timeout_async}
 
 
 def main():

@@ -35,6 +35,7 @@ __all__ = ["TntError", "init", "is_reproducible", "finalize", "get_rank", "get_s
            "ibroadcast", "ibarrier", "iallgather", "ireduce_scatter",
            "reduce", "gather", "scatter", "alltoall", "alltoallv",
            "ialltoallv", "send", "recv", "isend", "irecv", "TAG_MAX",
+           "ANY_SOURCE",
            "Request", "micro_batch", "Fusion", "Comm", "UNDEFINED",
            "shrink", "generation", "PEER_LOST",
            "version", "__version__",
@@ -215,7 +216,9 @@ def stats():
                             "strangers_refused", "strangers_evicted",
                             "reports"}, ...} (those running),
      "wait_s": seconds blocking calls waited,
-     "unexpected_hwm": most bytes early messages held at once}."""
+     "unexpected_hwm": most bytes early messages held at once,
+     "comm": {"name": "world", "how": "", "rank", "world_rank"} (a derived
+             communicator's name and how it was made: docs/design.md)}."""
     rc, d = _stats.query(init())
     _check("tnt_comm_stats", rc)
     return d
@@ -323,5 +326,5 @@ from ._gather import (allgather, reduce_scatter, iallreduce,  # noqa: E402
                       ibroadcast, ibarrier, iallgather, ireduce_scatter)
 from ._rooted import reduce, gather, scatter, alltoall  # noqa: E402
 from ._alltoallv import alltoallv, ialltoallv  # noqa: E402
-from ._p2p import send, recv, isend, irecv, TAG_MAX  # noqa: E402
+from ._p2p import send, recv, isend, irecv, TAG_MAX, ANY_SOURCE  # noqa: E402
 from ._request import Request  # noqa: E402

@@ -120,6 +120,7 @@ _SIGNATURES = {
     "tnt_test": (c_int, [c_void_p]),
     "tnt_wait": (c_int, [c_void_p]),
     "tnt_request_free": (c_int, [c_void_p]),
+    "tnt_request_source": (c_int, [c_void_p, P(c_int)]),
     "tnt_micro_batch": (c_int, [c_size_t, c_int, c_int, P(c_size_t),
                                 P(c_size_t)]),
     "tnt_fusion_create": (c_int, [c_void_p, P(TensorDesc), c_size_t,

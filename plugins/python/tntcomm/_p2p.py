@@ -16,6 +16,14 @@ the order they were sent; other tags (0 to TAG_MAX) are independent. A
 large send (above TNT_EAGER_BYTES) returns only once the peer has posted
 its receive: two ranks that both send first wait for each other; use
 isend.
+
+A receive from any source, peer=ANY_SOURCE, takes the next message with
+its tag from whichever rank sends one (the library's TNT_ANY_SOURCE:
+each sender's messages still arrive in its order, no sender is starved).
+The sender is known once the receive completed: irecv's Request says it
+(`source`); a blocking recv does not, as in the C API.
+
+    req = tnt.irecv(y, tnt.ANY_SOURCE, tag=3); req.wait(); req.source
 """
 import numpy as np
 
@@ -23,6 +31,8 @@ from ._lib import lib
 
 # TNT_TAG_MAX (include/tnt/tnt.h): the largest tag.
 TAG_MAX = 0x3fffffff
+# TNT_ANY_SOURCE: a receive's peer that takes a message from any rank.
+ANY_SOURCE = -1
 _C_INT_MIN, _C_INT_MAX = -2 ** 31, 2 ** 31 - 1
 
 
@@ -69,7 +79,8 @@ def send(array, peer, tag=0):
 def recv(array, peer, tag=0):
     """Receive rank `peer`'s message with `tag` into `array` (a writeable
     C-contiguous numpy array of the send's size and dtype); returns
-    `array`."""
+    `array`. peer ANY_SOURCE: the next message from any rank (irecv
+    tells which)."""
     from . import _check
     args, out = _recv_args(array, peer, tag, "recv")
     _check("tnt_recv", lib.tnt_recv(*args))
@@ -86,7 +97,10 @@ def isend(array, peer, tag=0):
 
 
 def irecv(array, peer, tag=0):
-    """recv, started; returns a Request whose wait() gives `array`."""
+    """recv, started; returns a Request whose wait() gives `array` and
+    whose `source` is then the rank the message came from (peer, or the
+    sender that a receive from ANY_SOURCE took)."""
     from . import _request
     args, out = _recv_args(array, peer, tag, "irecv")
-    return _request.start("tnt_irecv", lib.tnt_irecv, args, out, (out,))
+    return _request.start("tnt_irecv", lib.tnt_irecv, args, out, (out,),
+                          receive=True)

@@ -29,17 +29,24 @@ class Request:
     completed, False while it runs. Both raise TntError if it failed, and
     so does every later call."""
 
-    def __init__(self, call, handle, result, keep):
+    def __init__(self, call, handle, result, keep, receive=False):
         self._call = call
         self._handle = handle
         self._result = result
         self._keep = keep  # the buffers the operation uses
         self._error = None
+        self._receive = receive
+        self._source = None
         pending.add(self)
 
     def _finish(self, rc):
         from . import TntError
         handle, self._handle = self._handle, None
+        if self._receive and rc == _lib.SUCCESS:
+            source = ctypes.c_int(-1)
+            if lib.tnt_request_source(handle, ctypes.byref(source)) == \
+                    _lib.SUCCESS:
+                self._source = source.value
         lib.tnt_request_free(handle)
         self._keep = None
         pending.discard(self)
@@ -49,6 +56,13 @@ class Request:
     def _raise(self):
         if self._error is not None:
             raise self._error
+
+    @property
+    def source(self):
+        """A receive's sender (irecv; its peer, or the rank a receive from
+        ANY_SOURCE took) once wait() or test() saw it complete; None
+        before, and for other operations."""
+        return self._source
 
     @property
     def done(self):
@@ -78,9 +92,11 @@ class Request:
                 pass
 
 
-def start(call, fn, args, result, keep):
-    """Calls the C function fn(*args, &request); a Request on success."""
+def start(call, fn, args, result, keep, receive=False):
+    """Calls the C function fn(*args, &request); a Request on success
+    (receive: one of a receive, whose sender it reads when it
+    completes)."""
     from . import _check
     handle = ctypes.c_void_p()
     _check(call, fn(*args, ctypes.byref(handle)))
-    return Request(call, handle, result, keep)
+    return Request(call, handle, result, keep, receive)

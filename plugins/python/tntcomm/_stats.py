@@ -1,6 +1,7 @@
 """tntcomm.stats(): tnt_comm_stats (include/tnt/tnt.h) as a dict.
 
-The ctypes mirror of tnt_stats_t (0.5: with the alltoall and p2p fields).
+The ctypes mirror of tnt_stats_t (0.5: with the alltoall and p2p fields;
+0.7: which communicator, and this rank's world rank).
 The struct is versioned by its size: this mirror passes its own size, and
 the library fills what both know, so a newer library still answers it.
 """
@@ -35,7 +36,10 @@ class Stats(ctypes.Structure):
                 ("reserved", ctypes.c_uint32), ("kind", Count * _NKINDS),
                 ("algo", Count * _NALGOS), ("transport", Transport * _NTPS),
                 ("wait_ns", _u64), ("unexpected_hwm", _u64),
-                ("alltoall", Count), ("p2p", Count)]
+                ("alltoall", Count), ("p2p", Count),
+                ("comm_name", ctypes.c_char * 48),
+                ("comm_how", ctypes.c_char * 96),
+                ("rank", ctypes.c_int32), ("world_rank", ctypes.c_int32)]
 
 
 lib.tnt_comm_stats.restype = ctypes.c_int
@@ -78,4 +82,6 @@ def query(comm):
         "transports": transports,
         "wait_s": s.wait_ns * 1e-9,
         "unexpected_hwm": s.unexpected_hwm,
+        "comm": {"name": s.comm_name.decode(), "how": s.comm_how.decode(),
+                 "rank": s.rank, "world_rank": s.world_rank},
     }

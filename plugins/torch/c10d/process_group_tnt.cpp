@@ -124,7 +124,8 @@ ProcessGroupTnt::~ProcessGroupTnt()
 
 c10::intrusive_ptr<WorkTnt> ProcessGroupTnt::make_work(
     c10d::OpType type, const char* name, std::vector<at::Tensor> outputs,
-    const std::vector<at::Tensor>& inputs, std::chrono::milliseconds timeout)
+    const std::vector<at::Tensor>& inputs, std::chrono::milliseconds timeout,
+    bool async_op)
 {
     std::string title = std::string("tnt:") + name;
     // The call's device: the first CUDA tensor's, else the CPU. The
@@ -143,6 +144,7 @@ c10::intrusive_ptr<WorkTnt> ProcessGroupTnt::make_work(
         c10::optional<std::vector<at::Tensor>>(inputs), device);
     w->name = name;
     w->timeout_ms = deadline_of(timeout).count();
+    w->blocking = !async_op;
     return w;
 }
 
@@ -174,9 +176,10 @@ c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupTnt::getBackendOptions()
 
 c10::intrusive_ptr<WorkTnt> ProcessGroupTnt::single_work(
     c10d::OpType type, const char* name, std::vector<at::Tensor>& tensors,
-    const Buf& b, bool writes, std::chrono::milliseconds timeout)
+    const Buf& b, bool writes, std::chrono::milliseconds timeout,
+    bool async_op)
 {
-    auto w = make_work(type, name, tensors, tensors, timeout);
+    auto w = make_work(type, name, tensors, tensors, timeout, async_op);
     w->keep.push_back(b.t);
     if (writes)
         w->after = copy_back(tensors[0], b.t);
@@ -188,7 +191,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::post(
     c10::intrusive_ptr<WorkTnt> work, tnt_result_t rc)
 {
     TORCH_CHECK(rc == TNT_SUCCESS, error_text(work->name.c_str(), rc));
-    completer_->push(work);
+    if (work->blocking)
+        work->wait_here(comm_, getRank());
+    else
+        completer_->push(work);
+    return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::ran(
+    c10::intrusive_ptr<WorkTnt> work, tnt_result_t rc)
+{
+    TORCH_CHECK(rc == TNT_SUCCESS, error_text(work->name.c_str(), rc));
+    work->requests.clear();  // the slot single_work made, unused
+    finish_work(*work);
     return work;
 }
 
@@ -233,7 +248,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::broadcast(
     Buf b = bytes_of(contiguous_of(the_tensor(tensors, name)));
     int root = root_of(opts.rootRank, opts.rootTensor, getSize(), name);
     auto w = single_work(c10d::OpType::BROADCAST, name, tensors, b, true,
-                         opts.timeout);
+                         opts.timeout, opts.asyncOp);
+    if (direct(*w))
+        return ran(w, tnt_broadcast(comm_, b.ptr, b.count, b.dtype, root));
     return post(w, tnt_ibroadcast(comm_, b.ptr, b.count, b.dtype, root,
                                   &w->requests.back()));
 }
@@ -247,7 +264,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allreduce(
                                    name),
                       opts.reduceOp, name, &op);
     auto w = single_work(c10d::OpType::ALLREDUCE, name, tensors, b, true,
-                         opts.timeout);
+                         opts.timeout, opts.asyncOp);
+    if (direct(*w))
+        return ran(w, tnt_allreduce(comm_, TNT_IN_PLACE, b.ptr, b.count,
+                                    b.dtype, op));
     return post(w, tnt_iallreduce(comm_, TNT_IN_PLACE, b.ptr, b.count,
                                   b.dtype, op, &w->requests.back()));
 }
@@ -268,7 +288,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allreduce_coalesced(
         ops.push_back(op);
     }
     auto w = make_work(c10d::OpType::ALLREDUCE_COALESCED, name, tensors,
-                       tensors, opts.timeout);
+                       tensors, opts.timeout, opts.asyncOp);
     for (const Buf& b : bufs)
         w->keep.push_back(b.t);
     w->after = copy_backs(tensors, w->keep);
@@ -294,7 +314,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::reduce(
     int root = root_of(opts.rootRank, opts.rootTensor, getSize(), name);
     const bool at_root = getRank() == root;
     auto w = single_work(c10d::OpType::REDUCE, name, tensors, b, at_root,
-                         opts.timeout);
+                         opts.timeout, opts.asyncOp);
     return post(w, tnt_ireduce(comm_, at_root ? TNT_IN_PLACE : b.ptr,
                                at_root ? b.ptr : nullptr, b.count, b.dtype,
                                op, root, &w->requests.back()));
@@ -317,7 +337,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allgather(
     at::Tensor flat = at::empty({static_cast<int64_t>(in.count) * getSize()},
                                 at::TensorOptions().dtype(at::kByte));
     auto w = make_work(c10d::OpType::ALLGATHER, name, outputs[0], inputs,
-                       opts.timeout);
+                       opts.timeout, opts.asyncOp);
     w->keep = {in.t, flat};
     w->after = copy_blocks_out(outputs[0], flat,
                                static_cast<int64_t>(in.count));
@@ -341,7 +361,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::_allgather_base(
     Buf in = bytes_of(contiguous_of(input));
     Buf out = bytes_of(contiguous_of(output));
     auto w = make_work(c10d::OpType::_ALLGATHER_BASE, name, {output}, {input},
-                       opts.timeout);
+                       opts.timeout, opts.asyncOp);
     w->keep = {in.t, out.t};
     w->after = copy_back(output, out.t);
     w->requests.push_back(nullptr);
@@ -375,7 +395,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allgather_into_tensor_coalesced(
         outs.push_back(bytes_of(contiguous_of(outputs[i])));
     }
     auto w = make_work(c10d::OpType::ALLGATHER_COALESCED, name, outputs,
-                       inputs, opts.timeout);
+                       inputs, opts.timeout, opts.asyncOp);
     std::vector<at::Tensor> staged;
     for (size_t i = 0; i < ins.size(); i++) {
         w->keep.push_back(ins[i].t);
@@ -418,7 +438,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allgather_coalesced(
     for (auto& list : outputs)
         all.insert(all.end(), list.begin(), list.end());
     auto w = make_work(c10d::OpType::ALLGATHER_COALESCED, name, all, inputs,
-                       opts.timeout);
+                       opts.timeout, opts.asyncOp);
     w->keep = {packed, flat};
     std::vector<std::vector<at::Tensor>> outs = outputs;
     w->after = [outs, flat, n]() mutable {
@@ -464,7 +484,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::gather(
     const int64_t n = static_cast<int64_t>(in.count);
     at::Tensor flat = at::empty({at_root ? n * getSize() : 0}, at::kByte);
     auto w = make_work(c10d::OpType::GATHER, name, outs, inputs,
-                       opts.timeout);
+                       opts.timeout, opts.asyncOp);
     w->keep = {in.t, flat};
     w->after = copy_blocks_out(outs, flat, n);
     w->requests.push_back(nullptr);
@@ -503,7 +523,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::scatter(
     }
     Buf out = bytes_of(contiguous_of(outputs[0]));
     auto w = make_work(c10d::OpType::SCATTER, name, outputs, ins,
-                       opts.timeout);
+                       opts.timeout, opts.asyncOp);
     w->keep = {out.t};
     if (flat.defined())
         w->keep.push_back(flat);
@@ -535,7 +555,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::reduce_scatter(
                        opts.reduceOp, name, &op);
     Buf out = reduce_of(contiguous_of(outputs[0]), opts.reduceOp, name, &op);
     auto w = make_work(c10d::OpType::REDUCE_SCATTER, name, outputs,
-                       inputs[0], opts.timeout);
+                       inputs[0], opts.timeout, opts.asyncOp);
     w->keep = {in.t, out.t};
     w->after = copy_back(outputs[0], out.t);
     w->requests.push_back(nullptr);
@@ -561,7 +581,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::_reduce_scatter_base(
                        opts.reduceOp, name, &op);
     Buf out = reduce_of(contiguous_of(output), opts.reduceOp, name, &op);
     auto w = make_work(c10d::OpType::_REDUCE_SCATTER_BASE, name, {output},
-                       {input}, opts.timeout);
+                       {input}, opts.timeout, opts.asyncOp);
     w->keep = {in.t, out.t};
     w->after = copy_back(output, out.t);
     w->requests.push_back(nullptr);
@@ -604,7 +624,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::reduce_scatter_tensor_coalesced(
 #else
     const c10d::OpType type = c10d::OpType::COALESCED;  // torch 2.11
 #endif
-    auto w = make_work(type, name, outputs, inputs, opts.timeout);
+    auto w = make_work(type, name, outputs, inputs, opts.timeout,
+                       opts.asyncOp);
     std::vector<at::Tensor> staged;
     for (size_t i = 0; i < ins.size(); i++) {
         w->keep.push_back(ins[i].t);
@@ -667,7 +688,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::alltoall_base(
     Buf in = bytes_of(contiguous_of(input));
     Buf out = bytes_of(contiguous_of(output));
     auto w = make_work(c10d::OpType::ALLTOALL_BASE, name, {output}, {input},
-                       opts.timeout);
+                       opts.timeout, opts.asyncOp);
     w->keep = {in.t, out.t};
     w->after = copy_back(output, out.t);
     w->requests.push_back(nullptr);
@@ -716,7 +737,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::alltoall(
     at::Tensor packed = at::cat(bytes);
     at::Tensor flat = at::empty({static_cast<int64_t>(roff)}, at::kByte);
     auto w = make_work(c10d::OpType::ALLTOALL, name, outputs, inputs,
-                       opts.timeout);
+                       opts.timeout, opts.asyncOp);
     w->keep = {packed, flat};
     std::vector<at::Tensor> outs = outputs;
     w->after = [outs, flat, rc, rd]() mutable {
@@ -738,7 +759,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::send(
     const char* name = "send";
     Buf b = bytes_of(contiguous_of(the_tensor(tensors, name)));
     auto w = single_work(c10d::OpType::SEND, name, tensors, b, false,
-                         std::chrono::milliseconds(0));
+                         std::chrono::milliseconds(0), true);
     return post(w, tnt_isend(comm_, b.ptr, b.count, b.dtype, dst, tag,
                              &w->requests.back()));
 }
@@ -749,7 +770,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::recv(
     const char* name = "recv";
     Buf b = bytes_of(contiguous_of(the_tensor(tensors, name)));
     auto w = single_work(c10d::OpType::RECV, name, tensors, b, true,
-                         std::chrono::milliseconds(0));
+                         std::chrono::milliseconds(0), true);
     w->source = src;
     return post(w, tnt_irecv(comm_, b.ptr, b.count, b.dtype, src, tag,
                              &w->requests.back()));
@@ -764,7 +785,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::recvAnysource(
     const char* name = "recvAnySource";
     Buf b = bytes_of(contiguous_of(the_tensor(tensors, name)));
     auto w = single_work(c10d::OpType::RECVANYSOURCE, name, tensors, b, true,
-                         std::chrono::milliseconds(0));
+                         std::chrono::milliseconds(0), true);
     w->any_source = true;
     return post(w, tnt_irecv(comm_, b.ptr, b.count, b.dtype, TNT_ANY_SOURCE,
                              tag, &w->requests.back()));
@@ -774,7 +795,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::barrier(
     const c10d::BarrierOptions& opts)
 {
     const char* name = "barrier";
-    auto w = make_work(c10d::OpType::BARRIER, name, {}, {}, opts.timeout);
+    auto w = make_work(c10d::OpType::BARRIER, name, {}, {}, opts.timeout,
+                       opts.asyncOp);
+    if (direct(*w))
+        return ran(w, tnt_barrier(comm_));
     w->requests.push_back(nullptr);
     return post(w, tnt_ibarrier(comm_, &w->requests.back()));
 }

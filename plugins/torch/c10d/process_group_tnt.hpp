@@ -4,10 +4,10 @@
 // so group names, subgroups, DeviceMesh, DTensor, FSDP2 and functional
 // collectives work, and "cpu:tnt,cuda:nccl" pairs it with another).
 // Every operation is posted with the library's nonblocking call on the
-// calling thread and finished by the group's completion thread
-// (tnt_work.hpp). CPU and CUDA tensors (the library stages device memory
-// through pinned host memory); one tensor per process and call, as Gloo
-// and MPI take.
+// calling thread and finished by the group's completion thread, or, if
+// blocking (async_op=False), on the calling thread (tnt_work.hpp). CPU
+// and CUDA tensors (the library stages device memory through pinned host
+// memory); one tensor per process and call, as Gloo and MPI take.
 #pragma once
 
 #include <atomic>
@@ -101,23 +101,39 @@ class ProcessGroupTnt : public c10d::Backend {
       const c10d::BarrierOptions& opts) override;
 
  private:
+  // async_op: the options' asyncOp; false: a blocking call, finished on
+  // the calling thread before it returns (tnt_work.hpp).
   c10::intrusive_ptr<WorkTnt> make_work(
       c10d::OpType type, const char* name, std::vector<at::Tensor> outputs,
       const std::vector<at::Tensor>& inputs,
-      std::chrono::milliseconds timeout);
+      std::chrono::milliseconds timeout, bool async_op);
   // The work of a call on one tensor: b (its staging tensor or itself)
   // kept alive, copied back into tensors[0] afterwards if the call
   // `writes` it, and one request slot.
   c10::intrusive_ptr<WorkTnt> single_work(
       c10d::OpType type, const char* name, std::vector<at::Tensor>& tensors,
-      const Buf& b, bool writes, std::chrono::milliseconds timeout);
+      const Buf& b, bool writes, std::chrono::milliseconds timeout,
+      bool async_op);
   // Posts n library calls (one(i, &request)) into one work; if one is
   // refused, those in flight are finished by the completion thread and
   // the refusal is thrown.
   c10::intrusive_ptr<c10d::Work> post_each(
       c10::intrusive_ptr<WorkTnt> work, size_t n,
       const std::function<tnt_result_t(size_t, tnt_request_t*)>& one);
-  // Throws the library's message if rc is an error; else queues the work.
+  // A blocking call whose deadline is the library's own (no shorter one
+  // of the call or the group): the op may use the library's blocking
+  // call, which leaves the library's progress thread asleep (a
+  // nonblocking post wakes it), and hand its result to ran().
+  static bool direct(const WorkTnt& work)
+  {
+    return work.blocking && work.timeout_ms == 0;
+  }
+  // The library's blocking call gave rc: throws its message if an error,
+  // else completes the work here (copy-backs included).
+  c10::intrusive_ptr<c10d::Work> ran(c10::intrusive_ptr<WorkTnt> work,
+                                     tnt_result_t rc);
+  // Throws the library's message if rc is an error; else queues the work
+  // for the completion thread, or finishes a blocking one here.
   c10::intrusive_ptr<c10d::Work> post(c10::intrusive_ptr<WorkTnt> work,
                                       tnt_result_t rc);
 

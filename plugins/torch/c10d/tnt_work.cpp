@@ -111,6 +111,17 @@ static int64_t now_ms()
         .count();
 }
 
+void WorkTnt::settle(tnt_request_t& r, tnt_result_t rc)
+{
+    if (rc < 0 && !error)
+        error = std::make_exception_ptr(
+            std::runtime_error(error_text(name.c_str(), rc)));
+    if (rc == TNT_SUCCESS && any_source)
+        (void)tnt_request_source(r, &source);
+    tnt_request_free(r);
+    r = nullptr;
+}
+
 bool WorkTnt::poll()
 {
     bool all = true;
@@ -122,15 +133,36 @@ bool WorkTnt::poll()
             all = false;
             continue;
         }
-        if (rc < 0 && !error)
-            error = std::make_exception_ptr(
-                std::runtime_error(error_text(name.c_str(), rc)));
-        if (rc == TNT_SUCCESS && any_source)
-            (void)tnt_request_source(r, &source);
-        tnt_request_free(r);
-        r = nullptr;
+        settle(r, rc);
     }
     return all;
+}
+
+void WorkTnt::wait_here(tnt_comm_t comm, int rank)
+{
+    int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+    for (tnt_request_t& r : requests) {
+        if (!r)
+            continue;
+        tnt_result_t rc;
+        for (;;) {
+            if (!deadline) {  // the library's own deadline bounds it
+                rc = tnt_wait(r);
+                break;
+            }
+            int64_t left = deadline - now_ms();
+            if (left <= 0) {  // its requests now fail ABORTED
+                expire(comm, rank);
+                deadline = 0;
+                continue;
+            }
+            rc = tnt_wait_timeout(r, static_cast<double>(left) / 1000.0);
+            if (rc != TNT_TIMEOUT)
+                break;
+        }
+        settle(r, rc);
+    }
+    finish_work(*this);
 }
 
 tnt_request_t WorkTnt::unfinished() const
@@ -171,11 +203,11 @@ void Completer::run()
         for (size_t i = 0; i < pending.size();) {
             WorkTnt& w = *pending[i];
             if (w.poll()) {
-                finish(w);
+                finish_work(w);
                 pending.erase(pending.begin() + static_cast<long>(i));
             } else {
                 if (w.deadline_ms && now > w.deadline_ms)
-                    expire(w);  // aborts; its requests finish next round
+                    w.expire(comm_, rank_);  // its requests fail next round
                 i++;
             }
         }
@@ -186,18 +218,18 @@ void Completer::run()
 // communicator is aborted (an operation cannot be withdrawn on one rank
 // alone), as NCCL does on a timeout; its requests then fail ABORTED, and
 // the work reports the timeout.
-void Completer::expire(WorkTnt& work)
+void WorkTnt::expire(tnt_comm_t comm, int rank)
 {
-    if (!work.error)
-        work.error = std::make_exception_ptr(std::runtime_error(
-            "tnt: rank " + std::to_string(rank_) + ": " + work.name +
-            " timed out after " + std::to_string(work.timeout_ms) +
+    if (!error)
+        error = std::make_exception_ptr(std::runtime_error(
+            "tnt: rank " + std::to_string(rank) + ": " + name +
+            " timed out after " + std::to_string(timeout_ms) +
             " ms; the process group is aborted"));
-    work.deadline_ms = 0;
-    tnt_comm_abort(comm_);
+    deadline_ms = 0;
+    tnt_comm_abort(comm);
 }
 
-void Completer::finish(WorkTnt& work)
+void finish_work(WorkTnt& work)
 {
     std::exception_ptr error = work.error;
     if (!error && work.after) {

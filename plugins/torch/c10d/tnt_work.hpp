@@ -20,6 +20,14 @@
 // not depend on the user waiting. Works complete in whatever order their
 // requests do: a receive posted early must not hold back a collective
 // posted after it (the sender may need that collective's result first).
+//
+// A blocking call (the options' asyncOp false: dist.all_reduce(t) with
+// async_op=False, which waits right after) is finished on the calling
+// thread instead: it waits in the library for its own requests and
+// completes the Work before returning it, as torch lets a backend that
+// "syncs at the C++ level" do. The completion thread never sees such a
+// work (one thread per request), and the call costs no hand-over to that
+// thread and no wake-up of the caller by it.
 #pragma once
 
 #include <condition_variable>
@@ -56,6 +64,8 @@ class WorkTnt : public c10d::Work {
   std::vector<at::Tensor> keep;
   // The op's own deadline (ms, <= 0: the process group's).
   int64_t timeout_ms = 0;
+  // A blocking call (asyncOp false): finished by wait_here when posted.
+  bool blocking = false;
   // For recv: the rank that sent; from any source: set by poll() once
   // the receive completed (the user reads it after wait()).
   int source = -1;
@@ -72,15 +82,28 @@ class WorkTnt : public c10d::Work {
   // Completion thread only: true once every request has finished (each
   // is freed as it does; the first error is kept).
   bool poll();
+  // A blocking call, on the calling thread, in place of the completion
+  // thread: waits in the library for every request (the op's deadline
+  // as the completion thread keeps it: past it, comm is aborted), then
+  // completes the work as finish_work does. Never throws; the work holds
+  // the error.
+  void wait_here(tnt_comm_t comm, int rank);
   // The first unfinished request (nullptr if none).
   tnt_request_t unfinished() const;
   // When the op's own deadline passes (steady clock, ms; 0: none).
   int64_t deadline_ms = 0;
   std::exception_ptr error;
-  // Called once, by the completion thread.
+  // Called once, by the completion thread or wait_here.
   void complete(std::exception_ptr error);
+  // The op's deadline passed: the error, and comm aborted (an operation
+  // cannot be withdrawn on one rank alone); its requests then fail.
+  void expire(tnt_comm_t comm, int rank);
 
  private:
+  // A request finished with rc: the first error kept, the sender of a
+  // receive from any source read, the request freed.
+  void settle(tnt_request_t& r, tnt_result_t rc);
+
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<at::ivalue::Future> future_;
 };
@@ -94,8 +117,6 @@ class Completer {
 
  private:
   void run();
-  void finish(WorkTnt& work);
-  void expire(WorkTnt& work);
 
   tnt_comm_t comm_;
   int rank_;
@@ -105,6 +126,11 @@ class Completer {
   bool stop_ = false;
   std::thread thread_;
 };
+
+// After every request finished: the copy-backs (work.after; waited for
+// on a CUDA device), then the Work and its Future completed, with the
+// first error if any.
+void finish_work(WorkTnt& work);
 
 // Wait on the host for the work queued so far on the current stream of
 // device (nothing for the CPU).
