@@ -47,7 +47,7 @@ if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
             sed -n 's/^libtntcomm:[^ ]* \/ //p' |
             grep -vx -e schedules -e collectives_shm -e collectives_plugin \
                 -e python -e torch -e torch_backend -e torch_dist \
-                -e keras -e keras_examples -e repro_frontends \
+                -e torch_elastic -e keras -e keras_examples -e repro_frontends \
                 -e pip_install)
     # TNT_TEST_QUICK=2 trims the collective suite (tests/harness.h; the
     # normal build above ran all of it).

@@ -14,7 +14,8 @@
 # the printed losses agree to their 6 digits, the same accuracy).
 #
 # Usage: test_torch_elastic.sh PYTHON TNT-RUN BUILD-DIR SOURCE-DIR. Exits
-# 77 (skipped) when PYTHON lacks torch or numpy or the digits are missing.
+# 77 (skipped) when PYTHON lacks torch (2.x) or numpy or the digits are
+# missing.
 set -u
 usage="usage: test_torch_elastic.sh PYTHON TNT-RUN BUILD-DIR SOURCE-DIR"
 PY=${1:?$usage}
@@ -28,6 +29,13 @@ print(os.path.join(os.path.dirname(d.__file__), 'data', 'digits.csv.gz'))" \
 if ! "$PY" -c "import torch, numpy" 2>/dev/null; then
     echo "test_torch_elastic.sh: SKIP: $PY cannot import torch and numpy" \
          "(bash scripts/venv.sh makes .venv with both)"
+    exit 77
+fi
+if ! "$PY" -c "import sys, torch; \
+sys.exit(int(torch.__version__.split('.')[0]) < 2)" 2>/dev/null; then
+    echo "test_torch_elastic.sh: SKIP: $PY has a torch before 2.x (the" \
+         "backend and tntcomm.torch here are for torch 2; scripts/venv.sh" \
+         "makes .venv with torch 2.13)"
     exit 77
 fi
 if [ ! -r "$DATA" ]; then
