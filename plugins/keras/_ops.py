@@ -11,7 +11,7 @@ rest of backprop runs; eagerly, all are handed over before the first wait.
 The op is AVG: every rank gets the same bits, the mean over the ranks.
 
 A failing op raises a TensorFlow error (tf.errors.AbortedError) whose
-message ends with "[tnt_result_t CODE]"; tnt_error() turns it back into
+message ends with "[tnt_result_t CODE in OP]"; tnt_error() turns it back into
 tntcomm's TntError with that code, so that a lost peer is seen as
 TntError(code=tntcomm.PEER_LOST), as everywhere else in tntcomm.
 """
@@ -40,7 +40,9 @@ def ops():
     return _ops
 
 
-_CODE = re.compile(r"^tntcomm: (.*) \[tnt_result_t (-?[0-9]+)\]$", re.S)
+_CODE = re.compile(
+    r"^tntcomm: (.*) \[tnt_result_t (-?[0-9]+) in (TntFusion[A-Za-z]+)\]$",
+    re.S)
 
 
 def tnt_error(error):
@@ -52,7 +54,7 @@ def tnt_error(error):
     for line in (error.message or "").split("\n"):
         m = _CODE.match(line.strip())
         if m:
-            return tntcomm.TntError("TntFusionWait", int(m.group(2)),
+            return tntcomm.TntError(m.group(3), int(m.group(2)),
                                     detail=m.group(1))
     return None
 
