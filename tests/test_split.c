@@ -246,8 +246,10 @@ static void fds_case(tnt_comm_t comm, th_report_t *rep, int rank, int n)
                 "descriptors, a split by parity %d; %d left open after "
                 "freeing both\n", n, with_dup - before,
                 with_both - with_dup, after - before);
+    /* At most as many as before: one of the parent's that closed
+     * meanwhile is no leak. */
     th_report_expect(rep, "fds_closed", rc == TNT_SUCCESS && before > 0 &&
-                     after == before, rc, "descriptors: %d before, %d with "
+                     after <= before, rc, "descriptors: %d before, %d with "
                      "the dup (+%d), %d with the split too (+%d), %d after "
                      "freeing both", before, with_dup, with_dup - before,
                      with_both, with_both - with_dup, after);
