@@ -14,8 +14,8 @@
  * an allgather (TNT_ERR_MISMATCH on every rank), a NULL output, a
  * communicator freed twice. And the descriptors a dup and a split open
  * on each rank: every one of them closed again when they are freed
- * (what they open is said in the case's message; docs/design.md,
- * "Derived communicators", says why it is not none yet).
+ * (rank 0 prints what they opened; docs/design.md, "Derived
+ * communicators", says why it is not none yet).
  */
 #include <CUnit/CUnit.h>
 #include <dirent.h>
@@ -202,10 +202,11 @@ static int open_fds(void)
     return n;
 }
 
-/* Every pair of `comm` has exchanged a message both ways (an alltoall),
- * so every connection it makes is up on both of its sides: a count of
- * descriptors after it does not race a connection still being
- * accepted. */
+/* Every pair of `comm` exchanges a message both ways (an alltoall), so
+ * that a count of descriptors after it includes its connections. (The
+ * printed counts have once come out one short, a descriptor elsewhere
+ * in the process closing or opening meanwhile; the check below, no
+ * more after the frees than before, does not depend on them.) */
 static tnt_result_t settle(tnt_comm_t comm, int n)
 {
     int64_t out[16], in[16];
