@@ -32,23 +32,17 @@ PY=${1:?$usage}
 RUN=${2:?$usage}
 BUILD=${3:?$usage}
 SRC=${4:?$usage}
-if ! "$PY" -c "import tensorflow, keras, sklearn" 2>/dev/null; then
-    echo "test_keras_elastic.sh: SKIP: $PY cannot import tensorflow, keras" \
-         "and sklearn (bash scripts/venv.sh; meson setup -Dpython=.venv/bin/python)"
-    exit 77
-fi
-if [ ! -e "$BUILD/plugins/python/tntcomm/keras/_tf_ops.so" ]; then
-    echo "test_keras_elastic.sh: SKIP: the TensorFlow op library was not built"
-    exit 77
-fi
+. "$(dirname "$0")/lib_frontend.sh"
+need_python "$PY" tensorflow keras sklearn
+[ -e "$BUILD/plugins/python/tntcomm/keras/_tf_ops.so" ] ||
+    skip "the TensorFlow op library was not built (meson setup" \
+        "-Dpython=.venv/bin/python)"
 LIMIT=$((600 * ${TNT_TEST_TIMEOUT_MULT:-1}))
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_keras_elastic.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 export PYTHONPATH=$BUILD/plugins/python
 export TF_CPP_MIN_LOG_LEVEL=2
 EX=$SRC/examples/keras_elastic.py
-fails=0
-fail() { echo "FAIL [$1]: $2" >&2; fails=$((fails + 1)); }
 
 # run NAME TNT-RUN-OPTIONS... -- EXAMPLE-OPTIONS... (in the background)
 run() {
@@ -71,24 +65,27 @@ run plain -n 3 --elastic -- --kill-rank 2 --kill-step 10 --plain &
 wait
 
 rc() { cat "$TMP/$1.rc"; }
-[ "$(rc ref)" = 0 ] || fail ref "exit $(rc ref): $(tail -5 "$TMP/ref.err")"
+begin "undisturbed p=3"
+[ "$(rc ref)" = 0 ] || fail "exit $(rc ref): $(tail -5 "$TMP/ref.err")"
+end
 
 # elastic NAME P RANK: the checks of one elastic run
 elastic() {
     local name=$1 p=$2 rank=$3 left=$(($2 - 1))
+    begin "$name: p=$p, rank $rank killed"
     [ "$(rc "$name")" = 0 ] ||
-        fail "$name" "exit $(rc "$name"): $(tail -5 "$TMP/$name.err")"
+        fail "exit $(rc "$name"): $(tail -5 "$TMP/$name.err")"
     grep -qF "rank $rank (pid " "$TMP/$name.err" &&
         grep -qF "killed by signal 9" "$TMP/$name.err" ||
-        fail "$name" "no death of rank $rank reported: $(tail -5 "$TMP/$name.err")"
+        fail "no death of rank $rank reported: $(tail -5 "$TMP/$name.err")"
     grep -qF -- "--elastic: 1 of $p ranks died, the other $left finished" \
-        "$TMP/$name.err" || fail "$name" "tnt-run's summary missing"
+        "$TMP/$name.err" || fail "tnt-run's summary missing"
     grep -qE "tnt.elastic: rank $rank died; going on with $left ranks at epoch 2$" \
         "$TMP/$name.err" ||
-        fail "$name" "no recovery line: $(grep -v '^\[.\] *$' "$TMP/$name.err" | tail -5)"
+        fail "no recovery line: $(grep -v '^\[.\] *$' "$TMP/$name.err" | tail -5)"
     grep -qF "weights identical on all $left ranks" "$TMP/$name.out" ||
-        fail "$name" "survivors' weights differ: $(tail -3 "$TMP/$name.out")"
-    "$PY" - "$TMP" "$name" <<'PYEOF' || fail "$name" "differs from the undisturbed run (above)"
+        fail "survivors' weights differ: $(tail -3 "$TMP/$name.out")"
+    "$PY" - "$TMP" "$name" <<'PYEOF' || fail "differs from the undisturbed run (above)"
 import re, sys
 import numpy as np
 tmp, name = sys.argv[1:]
@@ -115,22 +112,24 @@ print("     %s: loss max rel. diff %.2g, weights %.2g; test accuracy "
 sys.exit(0 if worst <= 1e-5 and wworst <= 1e-5 and abs(ak - ar) <= 0.0056
          else 1)
 PYEOF
+    end
 }
 elastic kill3 3 1
 elastic kill4 4 0
 
 # plain: every survivor saw the death as TntError(PEER_LOST)
+begin "plain fit, p=3, rank 2 killed: TntError(PEER_LOST) on the survivors"
 [ "$(rc plain)" = 0 ] ||
-    fail plain "exit $(rc plain): $(tail -5 "$TMP/plain.err")"
+    fail "exit $(rc plain): $(tail -5 "$TMP/plain.err")"
 n=$(grep -cE "keras_elastic: rank [01]: fit raised TntError with code PEER_LOST" \
     "$TMP/plain.out")
-[ "$n" = 2 ] || fail plain "expected 2 survivors' TntError lines, got $n: $(tail -5 "$TMP/plain.out")"
+[ "$n" = 2 ] || fail "expected 2 survivors' TntError lines, got $n: $(tail -5 "$TMP/plain.out")"
 echo "     plain: $(grep -oE 'raised in [A-Za-z_]+' "$TMP/plain.out" | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
+end
 
-"$PY" "$EX" --kill-step -1 >"$TMP/bad" 2>&1 && fail args "--kill-step -1 accepted"
+begin "bad arguments"
+"$PY" "$EX" --kill-step -1 >"$TMP/bad" 2>&1 && fail "--kill-step -1 accepted"
 grep -qF -- "--kill-step must be 0 or more" "$TMP/bad" ||
-    fail args "--kill-step -1: $(tail -2 "$TMP/bad")"
-if [ "$fails" = 0 ]; then
-    echo "ok   [p=3 rank 1 and p=4 rank 0 killed: the survivors finish like an undisturbed run; plain fit raises TntError(PEER_LOST)]"
-fi
-[ "$fails" = 0 ]
+    fail "--kill-step -1: $(tail -2 "$TMP/bad")"
+end
+finish
