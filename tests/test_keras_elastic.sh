@@ -20,8 +20,8 @@
 # shuffle has reshuffle_each_iteration=False), split over fewer ranks, so
 # the gradients are the same means summed in another order: test_keras.sh's
 # 1e-5 across rank counts (measured: weights 3.5e-7 and 4.7e-7 apart, the
-# printed losses and the accuracy the same; about 250 s of wall time at
-# load 20-25 on 2 cores, mostly 13 processes importing TensorFlow).
+# printed losses and the accuracy the same; 121 s of wall time at load 5,
+# 250 s at load 20-25 on 2 cores: mostly 13 processes importing TensorFlow).
 #
 # Usage: test_keras_elastic.sh PYTHON TNT-RUN BUILD-DIR SOURCE-DIR. Exits 77
 # (skipped) when PYTHON lacks tensorflow, keras or scikit-learn, or the op
