@@ -298,6 +298,8 @@ void Completer::run()
         {
             std::unique_lock<std::mutex> lock(mutex_);
             auto ready = [this] { return poked_ || !queue_.empty(); };
+            if (pending.empty() && stop_ && queue_.empty())
+                return;  // (stop_ may have come during the last round)
             if (next != kAwake) {
                 sleep_ = next;
                 if (next == kTimed)
