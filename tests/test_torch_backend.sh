@@ -4,7 +4,8 @@
 # dtype, sparse tensor, unsupported op, bad root, shapes that differ
 # across ranks, a rank that dies, groups destroyed and made again, a
 # group timeout shorter than the library's ending a blocking and an
-# async call),
+# async call), async works waited by the caller while the completion
+# thread runs (tests/python/check_torch_wait.py, against gloo),
 # a group destroyed while a receive whose tensor Python let go of is still
 # pending (it deadlocked on the GIL before), subgroups, and
 # DistributedDataParallel training of a small CNN with
@@ -71,6 +72,8 @@ one "group timeout ends a blocking all_reduce, 2 ranks" \
     "$PY" "$CHECK" timeout 2
 one "group timeout ends an async all_reduce's wait, 2 ranks" \
     "$PY" "$CHECK" timeout_async 2
+one "async works waited while the completion thread runs, equal gloo's, 3 ranks" \
+    "$PY" "$SRC/tests/python/check_torch_wait.py" 3 400
 one "destroyed with a receive pending, 2 ranks" \
     "$PY" "$CHECK" destroy_pending 2
 one "subgroups, 3 ranks" "$PY" "$CHECK" subgroups 3

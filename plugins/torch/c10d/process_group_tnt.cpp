@@ -144,6 +144,8 @@ c10::intrusive_ptr<WorkTnt> ProcessGroupTnt::make_work(
         c10::optional<std::vector<at::Tensor>>(inputs), device);
     w->name = name;
     w->timeout_ms = deadline_of(timeout).count();
+    if (w->timeout_ms > 0)
+        w->deadline_ms = now_ms() + w->timeout_ms;
     w->blocking = !async_op;
     return w;
 }
@@ -194,8 +196,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::post(
     if (work->blocking)
         work->wait_here(comm_, getRank());
     else
-        completer_->push(work);
+        queue(work);
     return work;
+}
+
+void ProcessGroupTnt::queue(const c10::intrusive_ptr<WorkTnt>& work)
+{
+    work->comm = comm_;
+    work->completer = completer_.get();
+    completer_->push(work);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::ran(
@@ -203,6 +212,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::ran(
 {
     TORCH_CHECK(rc == TNT_SUCCESS, error_text(work->name.c_str(), rc));
     work->requests.clear();  // the slot single_work made, unused
+    work->owner.store(WorkTnt::kDone);
     finish_work(*work);
     return work;
 }
@@ -220,7 +230,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::post_each(
                 return post(work, rc);
             // Some are in flight: they must finish before the buffers go.
             std::string msg = error_text(work->name.c_str(), rc);
-            completer_->push(work);
+            work->eager.store(true);  // nobody else will wait for it
+            queue(work);
             TORCH_CHECK(false, msg);
         }
     }

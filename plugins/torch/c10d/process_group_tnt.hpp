@@ -4,8 +4,9 @@
 // so group names, subgroups, DeviceMesh, DTensor, FSDP2 and functional
 // collectives work, and "cpu:tnt,cuda:nccl" pairs it with another).
 // Every operation is posted with the library's nonblocking call on the
-// calling thread and finished by the group's completion thread, or, if
-// blocking (async_op=False), on the calling thread (tnt_work.hpp). CPU
+// calling thread and finished by the group's completion thread or by a
+// Work::wait() that gets there first, or, if blocking (async_op=False),
+// on the calling thread before the call returns (tnt_work.hpp). CPU
 // and CUDA tensors (the library stages device memory through pinned host
 // memory); one tensor per process and call, as Gloo and MPI take.
 #pragma once
@@ -132,6 +133,9 @@ class ProcessGroupTnt : public c10d::Backend {
   // else completes the work here (copy-backs included).
   c10::intrusive_ptr<c10d::Work> ran(c10::intrusive_ptr<WorkTnt> work,
                                      tnt_result_t rc);
+  // An async work to the completion thread (and to be finished by
+  // wait() if the caller gets there first: tnt_work.hpp).
+  void queue(const c10::intrusive_ptr<WorkTnt>& work);
   // Throws the library's message if rc is an error; else queues the work
   // for the completion thread, or finishes a blocking one here.
   c10::intrusive_ptr<c10d::Work> post(c10::intrusive_ptr<WorkTnt> work,

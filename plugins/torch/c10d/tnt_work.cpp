@@ -4,6 +4,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include <c10/util/Exception.h>
+
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/Event.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
@@ -63,8 +65,13 @@ WorkTnt::~WorkTnt()
 
 std::vector<at::Tensor> WorkTnt::result() { return outputs_; }
 
+// Whoever holds the Future may never call wait() (DDP's reducer, comm
+// hooks): from now on the completion thread waits on the work in the
+// library, so that it completes as soon as its requests do.
 c10::intrusive_ptr<c10::ivalue::Future> WorkTnt::getFuture()
 {
+    if (!eager.exchange(true) && completer && owner.load() != kDone)
+        completer->poke();
     return future_;
 }
 
@@ -90,21 +97,50 @@ Completer::~Completer()
     {
         std::lock_guard<std::mutex> lock(mutex_);
         stop_ = true;
+        poked_ = true;
     }
     cv_.notify_all();
     thread_.join();
 }
 
+// A thread sleeping 1 ms between tests of works nobody asked the Future
+// of finds this one at its next look: waking it now would cost the
+// wake-up that a wait() on the calling thread saves (tnt_work.hpp).
 void Completer::push(c10::intrusive_ptr<WorkTnt> work)
+{
+    bool wake;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        wake = sleep_ == kUntimed || work->eager.load();
+        queue_.push_back(std::move(work));
+    }
+    if (wake)
+        cv_.notify_one();
+}
+
+void Completer::poke()
 {
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        queue_.push_back(std::move(work));
+        poked_ = true;
     }
     cv_.notify_one();
 }
 
-static int64_t now_ms()
+// Under the lock: once the work is done, a group being destroyed may
+// free this object as soon as its thread sees it, so the notice must be
+// the last thing the caller does here.
+void Completer::finished_by_caller(WorkTnt& work)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    work.owner.store(WorkTnt::kDone);
+    if (stop_) {
+        poked_ = true;
+        cv_.notify_one();
+    }
+}
+
+int64_t now_ms()
 {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                std::chrono::steady_clock::now().time_since_epoch())
@@ -138,31 +174,103 @@ bool WorkTnt::poll()
     return all;
 }
 
-void WorkTnt::wait_here(tnt_comm_t comm, int rank)
+bool WorkTnt::drive(tnt_comm_t comm, int rank, int64_t until_ms)
 {
-    int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
     for (tnt_request_t& r : requests) {
         if (!r)
             continue;
         tnt_result_t rc;
         for (;;) {
-            if (!deadline) {  // the library's own deadline bounds it
+            int64_t now = now_ms();
+            if (deadline_ms && now >= deadline_ms) {
+                expire(comm, rank);  // its requests now fail ABORTED
+                continue;
+            }
+            if (until_ms && now >= until_ms)
+                return false;
+            int64_t stop = deadline_ms;
+            if (until_ms && (!stop || until_ms < stop))
+                stop = until_ms;
+            if (!stop) {  // the library's own deadline bounds it
                 rc = tnt_wait(r);
                 break;
             }
-            int64_t left = deadline - now_ms();
-            if (left <= 0) {  // its requests now fail ABORTED
-                expire(comm, rank);
-                deadline = 0;
-                continue;
-            }
-            rc = tnt_wait_timeout(r, static_cast<double>(left) / 1000.0);
+            rc = tnt_wait_timeout(r, static_cast<double>(stop - now) / 1000.0);
             if (rc != TNT_TIMEOUT)
                 break;
         }
         settle(r, rc);
     }
+    return true;
+}
+
+void WorkTnt::wait_here(tnt_comm_t comm, int rank)
+{
+    (void)drive(comm, rank, 0);
+    owner.store(kDone);
     finish_work(*this);
+}
+
+bool WorkTnt::hold()
+{
+    int expect = kFree;
+    return owner.compare_exchange_strong(expect, kCompleter);
+}
+
+void WorkTnt::release()
+{
+    owner.store(kFree);
+    if (wanted.exchange(false)) {
+        std::lock_guard<std::mutex> lock(mutex_);  // c10d::Work's
+        cv_.notify_all();
+    }
+}
+
+bool WorkTnt::wait(std::chrono::milliseconds timeout)
+{
+    const bool bounded = timeout != ::kNoTimeout;
+    const int64_t until = bounded ? now_ms() + timeout.count() : 0;
+    for (;;) {
+        int o = kFree;
+        if (owner.compare_exchange_strong(o, kCaller)) {
+            if (drive(comm, rank_, until)) {
+                finish_work(*this);
+                completer->finished_by_caller(*this);
+                break;
+            }
+            owner.store(kFree);  // the completion thread carries on
+            completer->poke();
+            TORCH_CHECK(false, "tnt: rank ", rank_, ": ", name,
+                        ": wait() timed out after ", timeout.count(),
+                        " ms; the operation goes on");
+        }
+        if (o != kCompleter)
+            break;  // done, or another thread's wait() finishes it
+        // The completion thread is inside a library call on it (one
+        // slice at most): sleep until it lets go or completes the work.
+        wanted.store(true);
+        std::unique_lock<std::mutex> lock(mutex_);  // c10d::Work's
+        auto moved = [this] {
+            return completed_ || owner.load() != kCompleter;
+        };
+        if (!bounded) {
+            cv_.wait(lock, moved);
+        } else if (!cv_.wait_until(
+                       lock,
+                       std::chrono::steady_clock::time_point(
+                           std::chrono::milliseconds(until)),
+                       moved)) {
+            TORCH_CHECK(false, "tnt: rank ", rank_, ": ", name,
+                        ": wait() timed out after ", timeout.count(),
+                        " ms; the operation goes on");
+        }
+    }
+    // Completed, or about to be by its owner: c10d::Work's wait rethrows
+    // the error.
+    if (!bounded)
+        return c10d::Work::wait(::kNoTimeout);
+    int64_t left = until - now_ms();
+    return c10d::Work::wait(std::chrono::milliseconds(left > 1 ? left : 1));
 }
 
 tnt_request_t WorkTnt::unfinished() const
@@ -173,44 +281,79 @@ tnt_request_t WorkTnt::unfinished() const
     return nullptr;
 }
 
-// The loop: take what was posted, block briefly in the library on the
-// oldest unfinished request (it returns as soon as that one finishes),
-// then finish every work whose requests have all finished, in any order.
-// The slice bounds how late a work that finishes before an older one is
-// noticed: 1 ms while several are in flight, 5 ms for a lone one (which
-// only matters for a work posted meanwhile).
+// The loop: take what was posted; spend one slice in the library on the
+// oldest work whose Future is out (it returns as soon as that one
+// finishes); then test every work nobody else owns and finish those whose
+// requests all finished, in any order. The slice bounds how late a work
+// that finishes before an older one is noticed: 1 ms while several are in
+// flight, 5 ms for a lone one. Works whose Future nobody asked for are
+// tested every 1 ms (tnt_work.hpp says why); works a wait() owns are left
+// to it.
 void Completer::run()
 {
     std::vector<c10::intrusive_ptr<WorkTnt>> pending;
+    Sleep next = kUntimed;
     for (;;) {
+        bool stopping;
         {
             std::unique_lock<std::mutex> lock(mutex_);
-            if (pending.empty())
-                cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-            while (!queue_.empty()) {
-                c10::intrusive_ptr<WorkTnt> w = std::move(queue_.front());
-                queue_.pop_front();
-                if (w->timeout_ms > 0)
-                    w->deadline_ms = now_ms() + w->timeout_ms;
-                pending.push_back(std::move(w));
+            auto ready = [this] { return poked_ || !queue_.empty(); };
+            if (pending.empty() && stop_ && queue_.empty())
+                return;  // (stop_ may have come during the last round)
+            if (next != kAwake) {
+                sleep_ = next;
+                if (next == kTimed)
+                    cv_.wait_for(lock, std::chrono::milliseconds(1), ready);
+                else
+                    cv_.wait(lock, ready);
+                sleep_ = kAwake;
             }
+            poked_ = false;
+            while (!queue_.empty()) {
+                pending.push_back(std::move(queue_.front()));
+                queue_.pop_front();
+            }
+            stopping = stop_;
             if (pending.empty() && stop_)
                 return;
         }
-        if (tnt_request_t r = pending.front()->unfinished())
-            (void)tnt_wait_timeout(r, pending.size() > 1 ? 0.001 : 0.005);
+        for (auto& p : pending) {
+            WorkTnt& w = *p;
+            if (!(stopping || w.eager.load()) || !w.hold())
+                continue;
+            if (tnt_request_t r = w.unfinished())
+                (void)tnt_wait_timeout(r, pending.size() > 1 ? 0.001 : 0.005);
+            w.release();
+            break;
+        }
+        bool eager_left = false, lazy_left = false;
         int64_t now = now_ms();
         for (size_t i = 0; i < pending.size();) {
             WorkTnt& w = *pending[i];
+            if (w.owner.load() == WorkTnt::kDone) {  // a wait() finished it
+                pending.erase(pending.begin() + static_cast<long>(i));
+                continue;
+            }
+            if (!w.hold()) {  // a wait() owns it
+                i++;
+                continue;
+            }
             if (w.poll()) {
+                w.owner.store(WorkTnt::kDone);
                 finish_work(w);
                 pending.erase(pending.begin() + static_cast<long>(i));
-            } else {
-                if (w.deadline_ms && now > w.deadline_ms)
-                    w.expire(comm_, rank_);  // its requests fail next round
-                i++;
+                continue;
             }
+            if (w.deadline_ms && now > w.deadline_ms)
+                w.expire(comm_, rank_);  // its requests fail next round
+            if (stopping || w.eager.load())
+                eager_left = true;
+            else
+                lazy_left = true;
+            w.release();
+            i++;
         }
+        next = eager_left ? kAwake : lazy_left ? kTimed : kUntimed;
     }
 }
 
