@@ -5,7 +5,10 @@
  * call). A memcpy of the same size in the same run, and optionally the
  * membw figures of the peers' measurements (--membw), are printed beside:
  * a kernel at the memcpy rate is limited by memory, not by arithmetic.
- * The kernels are internal, hence the link to the internal library.
+ * `--canon K` times the reproducible mode's canonical reduction of K
+ * inputs instead (collectives/canon.h: dst from K inputs, GB/s counting
+ * the K inputs and dst). The kernels are internal, hence the link to the
+ * internal library.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,6 +19,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "collectives/canon.h"
 #include "collectives/reduce.h"
 #include "util/param.h"
 
@@ -29,6 +33,8 @@ typedef struct kopts {
     int levels[TNT__SIMD_COUNT], nlevels;
     const char *membw;              /* --membw FILE, or NULL */
     int inplace;                    /* --inplace: dst is a */
+    int canon;                      /* --canon K: the canonical kernel of K
+                                       inputs; 0: the kernels */
 } kopts_t;
 
 /* One `membw kernel="sum3 c=a+b" bytes=N threads=1 ...` line of the
@@ -58,6 +64,9 @@ static void usage(FILE *f)
 "      --ms MS        time per measurement in ms (default 20)\n"
 "      --inplace      a = a op b, as the collectives call the kernels (the\n"
 "                     compiler's aliasing checks may take another path)\n"
+"      --canon K      the reproducible mode's canonical reduction of K inputs\n"
+"                     (2 to 64; float dtypes; GB/s counts K inputs and dst;\n"
+"                     --inplace: dst is the first input)\n"
 "      --membw FILE   also print the 1-thread sum3 (c = a + b) traffic of\n"
 "                     a membw log (the peers' results/limits.log)\n"
 "  -h, --help         this text\n");
@@ -133,7 +142,7 @@ static const char *level_at(int i) { return tnt__simd_name(i); }
 
 static void parse_kernel_args(int argc, char **argv, kopts_t *o)
 {
-    enum { OPT_SIMD = 256, OPT_MS, OPT_MEMBW, OPT_INPLACE };
+    enum { OPT_SIMD = 256, OPT_MS, OPT_MEMBW, OPT_INPLACE, OPT_CANON };
     static const struct option longopts[] = {
         {"minbytes", required_argument, NULL, 'b'},
         {"maxbytes", required_argument, NULL, 'e'},
@@ -144,10 +153,11 @@ static void parse_kernel_args(int argc, char **argv, kopts_t *o)
         {"ms", required_argument, NULL, OPT_MS},
         {"membw", required_argument, NULL, OPT_MEMBW},
         {"inplace", no_argument, NULL, OPT_INPLACE},
+        {"canon", required_argument, NULL, OPT_CANON},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int c;
+    int c, given_d = 0, given_o = 0;
 
     *o = (kopts_t){.min_bytes = 4096, .max_bytes = 64u << 20, .factor = 4,
                    .ms = 20, .dtypes = {TNT_F32, TNT_F64, TNT_F16, TNT_BF16,
@@ -167,10 +177,12 @@ static void parse_kernel_args(int argc, char **argv, kopts_t *o)
             o->factor = (size_t)parse_number("-f", optarg, 2, 1 << 20);
             break;
         case 'd':
+            given_d = 1;
             o->ndtypes = parse_list("-d", optarg, dtype_at, TNT_DTYPE_COUNT,
                                     o->dtypes);
             break;
         case 'o':
+            given_o = 1;
             o->nops = parse_list("-o", optarg, op_at, TNT_OP_COUNT, o->ops);
             break;
         case OPT_SIMD:
@@ -184,6 +196,9 @@ static void parse_kernel_args(int argc, char **argv, kopts_t *o)
         case OPT_MS: o->ms = parse_number("--ms", optarg, 0.01, 10000); break;
         case OPT_MEMBW: o->membw = optarg; break;
         case OPT_INPLACE: o->inplace = 1; break;
+        case OPT_CANON:
+            o->canon = (int)parse_number("--canon", optarg, 2, 64);
+            break;
         case 'h': usage(stdout); exit(BENCH_EXIT_OK);
         case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
             break;
@@ -200,6 +215,21 @@ static void parse_kernel_args(int argc, char **argv, kopts_t *o)
         usage_error("%s", "-b must be at least 1 byte");
     if (o->min_bytes > o->max_bytes)
         usage_error("%s", "the smallest size (-b) is above the largest (-e)");
+    /* --canon without -d / -o: the float dtypes, SUM and AVG. */
+    if (o->canon && !given_d) {
+        static const int floats[] = {TNT_F32, TNT_F64, TNT_F16, TNT_BF16};
+        memcpy(o->dtypes, floats, sizeof floats);
+        o->ndtypes = 4;
+    }
+    if (o->canon && !given_o) {
+        o->ops[0] = TNT_SUM;
+        o->ops[1] = TNT_AVG;
+        o->nops = 2;
+    }
+    for (int d = 0; o->canon && d < o->ndtypes; d++)
+        if (!tnt__canon_dtype((tnt_dtype_t)o->dtypes[d]))
+            usage_error("--canon: %s is not a float dtype (f32, f64, f16, "
+                        "bf16)", bench_dtype_name(o->dtypes[d]));
 }
 
 /* The sum3 lines of a membw log; 0 if there are none, -1 on error. */
@@ -238,15 +268,24 @@ static double now_s(void)
 
 /* What one measurement calls: a kernel or memcpy over `bytes`. */
 typedef struct job {
-    tnt_reduce_fn_t fn; /* NULL: memcpy(dst, a, bytes) */
+    tnt_reduce_fn_t fn; /* NULL: memcpy(dst, a, bytes), or canon */
     void *dst;
     const void *a, *b;
     size_t bytes, count;
+    int canon;          /* > 0: the canonical kernel of canon inputs, the
+                           first at a, input q at b + q * stride */
+    size_t stride;
+    tnt_dtype_t dt;
+    tnt_op_t op;
+    int level;
 } job_t;
 
 static void run_job(const job_t *j)
 {
-    if (j->fn)
+    if (j->canon)
+        tnt__canon_reduce_at(j->level, j->dst, j->a, 0, j->b, j->stride,
+                             j->canon, j->count, j->dt, j->op);
+    else if (j->fn)
         j->fn(j->dst, j->a, j->b, j->count);
     else
         memcpy(j->dst, j->a, j->bytes);
@@ -311,11 +350,19 @@ static void print_header(const kopts_t *o, int npeers)
 {
     const char *env = getenv("TNT_SIMD");
 
-    printf("# tnt-bench kernels: %s on one thread, best ~1 ms "
-           "batch of %.3g ms\n", o->inplace ? "a = a op b (in place)"
-                                            : "dst = a op b", o->ms);
-    printf("# GB/s = (a + b + dst bytes) / time; memcpy: (src + dst) / "
-           "time, same run\n");
+    if (o->canon) {
+        printf("# tnt-bench kernels: the canonical reduction of %d inputs%s "
+               "on one thread, best ~1 ms batch of %.3g ms\n", o->canon,
+               o->inplace ? " (in place)" : "", o->ms);
+        printf("# GB/s = (%d inputs + dst bytes) / time; memcpy: (src + "
+               "dst) / time, same run\n", o->canon);
+    } else {
+        printf("# tnt-bench kernels: %s on one thread, best ~1 ms "
+               "batch of %.3g ms\n", o->inplace ? "a = a op b (in place)"
+                                                : "dst = a op b", o->ms);
+        printf("# GB/s = (a + b + dst bytes) / time; memcpy: (src + dst) / "
+               "time, same run\n");
+    }
     printf("# active level: %s (TNT_SIMD%s%s)\n",
            tnt__simd_name(tnt__simd_active()), env ? "=" : " unset",
            env ? env : "");
@@ -351,7 +398,8 @@ int bench_kernels_main(int argc, char **argv)
     }
     cap = (o.max_bytes + 63) / 64 * 64;
     a = aligned_alloc(64, cap);
-    b = aligned_alloc(64, cap);
+    /* --canon: the K inputs at a stride of cap, the first also at a. */
+    b = aligned_alloc(64, cap * (size_t)(o.canon ? o.canon : 1));
     dst = aligned_alloc(64, cap);
     if (!a || !b || !dst) {
         fprintf(stderr, "tnt-bench kernels: cannot allocate 3 x %zu bytes\n",
@@ -368,11 +416,14 @@ int bench_kernels_main(int argc, char **argv)
         size_t es = dtype_size(dt);
         fill(a, o.max_bytes / es, dt, 1);
         fill(b, o.max_bytes / es, dt, 2);
+        for (int q = 0; q < o.canon; q++)
+            fill(b + (size_t)q * cap, o.max_bytes / es, dt, (unsigned)q + 1);
         for (int k = 0; k < o.nops; k++) {
             tnt_op_t op = (tnt_op_t)o.ops[k];
             for (size_t sz = o.min_bytes; sz <= o.max_bytes; sz *= o.factor) {
                 job_t j = {.dst = o.inplace ? a : dst, .a = a, .b = b,
-                           .count = sz / es};
+                           .count = sz / es, .stride = cap, .dt = dt,
+                           .op = op};
                 j.bytes = j.count * es;
                 if (j.count == 0)
                     continue;
@@ -380,11 +431,17 @@ int bench_kernels_main(int argc, char **argv)
                        bench_op_name(op), j.bytes);
                 for (int l = 0; l < o.nlevels; l++) {
                     j.fn = tnt__reduce_fn_at(dt, op, o.levels[l]);
-                    printf(" %8.2f", 3.0 * (double)j.bytes /
+                    j.canon = o.canon;
+                    j.level = o.levels[l];
+                    if (o.canon && o.inplace)
+                        memcpy(a, b, j.bytes); /* input 0 in place */
+                    printf(" %8.2f", (o.canon ? o.canon + 1.0 : 3.0) *
+                           (double)j.bytes /
                            time_job(&j, o.ms * 1e-3) * 1e-9);
                     fflush(stdout);
                 }
                 j.fn = NULL;
+                j.canon = 0;
                 j.dst = dst; /* memcpy: a to another buffer */
                 printf(" %8.2f",
                        2.0 * (double)j.bytes / time_job(&j, o.ms * 1e-3) *

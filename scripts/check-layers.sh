@@ -77,11 +77,12 @@ devmem_stage entry
 # The internal headers bench/ and tools/ may include (below lib/), and
 # the objects behind them they may call.
 TOOL_HEADERS="util/*.h collectives/algorithms.h collectives/topo.h
-collectives/reduce.h collectives/model.h boot/bootstrap.h boot/boot_tree.h
-boot/boot_wire.h"
+collectives/reduce.h collectives/canon.h collectives/model.h
+boot/bootstrap.h boot/boot_tree.h boot/boot_wire.h"
 TOOL_OBJECTS="util_*.c.o collectives_select.c.o collectives_topo.c.o
-collectives_reduce.c.o collectives_reduce_x86.c.o collectives_model.c.o
-boot_bootstrap.c.o boot_boot_tree.c.o boot_boot_wire.c.o"
+collectives_reduce.c.o collectives_reduce_x86.c.o collectives_canon.c.o
+collectives_model.c.o boot_bootstrap.c.o boot_boot_tree.c.o
+boot_boot_wire.c.o"
 
 bad=0
 fail() {

@@ -1136,6 +1136,81 @@ static void test_canon_sum2(void)
         }
 }
 
+/* f32 and bf16 SUM and AVG of 2 to 4 inputs take a shortcut on full
+ * blocks whose sums are exact in double (canon.c, exact_sum_block): the
+ * whole buffer at once against the same in calls of 255 elements (block
+ * tails: the general path), bitwise, at every level, in place too. Per
+ * block of 256 elements the inputs' exponents span 0 to 30 binades
+ * (around the shortcut's limit of 26), with zeros of both signs, and in
+ * some blocks one element with a subnormal, infinity or NaN input. */
+static void test_canon_exact(void)
+{
+    enum { N = 256 * 16 + 7, K = 4, PIECE = 255 };
+    static unsigned char in[K][N * 4], whole[N * 4], pieces[N * 4];
+    const tnt_dtype_t dts[] = {TNT_F32, TNT_BF16};
+    const tnt_op_t ops[] = {TNT_SUM, TNT_AVG};
+    static const uint32_t odd[] = {0x00000001u, 0x807fffffu, 0x7f800000u,
+                                   0xff800000u, 0x7fc00000u, 0x00400000u};
+    for (int rep = 0; rep < 8; rep++)
+        for (int di = 0; di < 2; di++)
+            for (int oi = 0; oi < 2; oi++)
+                for (int k = 2; k <= K; k++) {
+                    tnt_dtype_t dt = dts[di];
+                    size_t es = esize[dt], stride = N * 4;
+                    for (size_t i = 0; i < N; i++) {
+                        size_t blk = i / 256;
+                        int span = (int)((blk * 7 + (size_t)rep) % 31);
+                        int base = (int)(rnd() % 40) - 20;
+                        for (int q = 0; q < k; q++) {
+                            uint64_t r = rnd();
+                            int e = base + (span ? (int)(r % (uint64_t)(span + 1))
+                                                 : 0);
+                            float f = ldexpf((float)((r >> 8) & 0xffffff) *
+                                                 0x1p-24f + 1.0f, e);
+                            f = (r >> 40) & 1 ? -f : f;
+                            if ((r >> 41) % 16 == 0)
+                                f = (r >> 45) & 1 ? -0.0f : 0.0f;
+                            uint32_t u;
+                            memcpy(&u, &f, 4);
+                            /* One element with an odd input in some blocks. */
+                            if (blk % 3 == 2 && i % 256 == (size_t)(17 * q + rep))
+                                u = odd[(blk + (size_t)q) % 6];
+                            /* In others one whose double sum rounds:
+                             * 1 + 2^-24 + 2^-60 is above the f32 midpoint
+                             * 1 + 2^-24, which the chain of doubles
+                             * returns (a shortcut that took it would
+                             * round to 1). */
+                            if (blk % 3 == 1 && i % 256 == 5) {
+                                static const uint32_t mid[] = {
+                                    0x3f800000u, 0x33800000u, 0x21800000u, 0};
+                                u = mid[q];
+                            }
+                            store_bits(dt, in[q] + i * es,
+                                       dt == TNT_F32 ? u : u >> 16);
+                        }
+                    }
+                    int self = (rep + k) % k;
+                    for (int lvl = 0; lvl < TNT__SIMD_COUNT; lvl++) {
+                        if (!tnt__simd_supported(lvl))
+                            continue;
+                        tnt__canon_reduce_at(lvl, whole, in[self], self, in,
+                                             stride, k, N, dt, ops[oi]);
+                        for (size_t f = 0; f < N; f += PIECE) {
+                            size_t m = N - f < PIECE ? N - f : PIECE;
+                            tnt__canon_reduce_at(
+                                lvl, pieces + f * es, in[self] + f * es,
+                                self, (unsigned char *)in + f * es, stride,
+                                k, m, dt, ops[oi]);
+                        }
+                        CU_ASSERT(memcmp(whole, pieces, N * es) == 0);
+                    }
+                    memcpy(pieces, in[self], N * es);
+                    tnt__canon_reduce(pieces, pieces, self, in, stride, k, N,
+                                      dt, ops[oi]);
+                    CU_ASSERT(memcmp(whole, pieces, N * es) == 0);
+                }
+}
+
 /* The canonical reduction's own f16/bf16 conversions (canon.c, without
  * branches): one input gives every non-NaN pattern back, a NaN the
  * canonical quiet one; two inputs whose sum is exact in double give the
@@ -1216,6 +1291,8 @@ int main(int argc, char **argv)
         {"TNT_SIMD and level lookup", test_simd_env},
         {"canonical reduction: every level, cut, in place", test_canon_levels},
         {"canonical reduction: two f32/f64 inputs' shortcut", test_canon_sum2},
+        {"canonical reduction: f32/bf16 exact blocks' shortcut",
+         test_canon_exact},
         {"canonical reduction: f16/bf16 patterns and exact pairs",
          test_canon_half_exact},
         {NULL, NULL}};

@@ -809,6 +809,153 @@ static void test_bad(void)
     th_run_job(&j4, NULL);
 }
 
+/* ---- the bits pinned across builds ----------------------------------- */
+
+/* The jobs above compare settings within one run; these digests pin the
+ * mode's bits across builds, so that a change to a schedule or to the
+ * kernel's speed (docs/performance.md, issue 38) cannot change a bit
+ * unnoticed. Per rank count one digest of every result: allreduce out of
+ * place and in place and reduce-scatter (its blocks allgathered, an
+ * exact copy) of f32, f64, f16, bf16 x SUM, AVG over the adversarial
+ * inputs above at the counts below, the same over TCP and shm (the
+ * canonical schedules; canonical-slots, -staged, -mapped), with
+ * TNT_SEGMENT_BYTES default and 4096. TNT_REPRO_FULL=1 adds 1,048,573
+ * and 4,194,301 elements (k_digest_full). A change that means to change
+ * the bits must say so and record the new digests here. */
+static const size_t k_digest_counts[] = {1,    2,    3,    7,     64,
+                                         255,  257,  1000, 2047,  2053,
+                                         4099, 16381, 65537, 262147};
+#define NDIGEST_COUNTS (sizeof k_digest_counts / sizeof k_digest_counts[0])
+static const size_t k_digest_big[] = {1048573, 4194301};
+
+typedef struct digest_arg {
+    int shared; /* buffers from tnt_mem_alloc: the mapped allreduce */
+    int full;   /* the counts of k_digest_big too */
+} digest_arg_t;
+
+static uint64_t digest_add(uint64_t d, uint64_t h)
+{
+    return mix(d ^ h);
+}
+
+static int digest_rank(tnt_comm_t comm, int rank, int p, void *argp,
+                       th_report_t *rep)
+{
+    const digest_arg_t *arg = argp;
+    size_t maxn = arg->full ? k_digest_big[1] : k_digest_counts[NDIGEST_COUNTS - 1];
+    size_t maxrs = (maxn + (size_t)p - 1) / (size_t)p * (size_t)p;
+    size_t bytes = (maxrs > maxn ? maxrs : maxn) * 8;
+    unsigned char *x, *y, *z;
+    if (arg->shared) {
+        x = th_xmem_alloc(comm, bytes);
+        y = th_xmem_alloc(comm, bytes);
+        z = th_xmem_alloc(comm, bytes);
+    } else {
+        x = th_xmalloc(bytes);
+        y = th_xmalloc(bytes);
+        z = th_xmalloc(bytes);
+    }
+    size_t ncounts = NDIGEST_COUNTS + (arg->full ? 2 : 0);
+    uint64_t d = 0;
+    tnt_result_t rc = TNT_SUCCESS;
+    char name[64];
+    for (int di = 0; di < NDT && rc == TNT_SUCCESS; di++)
+        for (int oi = 0; oi < NOP && rc == TNT_SUCCESS; oi++)
+            for (size_t ci = 0; ci < ncounts && rc == TNT_SUCCESS; ci++) {
+                tnt_dtype_t dt = k_dts[di];
+                tnt_op_t op = k_ops[oi];
+                size_t es = tnt_dtype_size(dt);
+                size_t n = ci < NDIGEST_COUNTS
+                               ? k_digest_counts[ci]
+                               : k_digest_big[ci - NDIGEST_COUNTS];
+                snprintf(name, sizeof name, "digest_%s_%s_n%zu",
+                         tnt_dtype_name(dt), tnt_op_name(op), n);
+                fill(x, dt, rank, p, n);
+                rc = tnt_allreduce(comm, x, y, n, dt, op);
+                fill(z, dt, rank, p, n);
+                if (rc == TNT_SUCCESS)
+                    rc = tnt_allreduce(comm, TNT_IN_PLACE, z, n, dt, op);
+                size_t first = 0, wrong = rc == TNT_SUCCESS
+                                              ? count_diff(y, z, n, es, &first)
+                                              : 0;
+                d = digest_add(d, tnt_gen_hash(y, n * es));
+                /* Reduce-scatter of blocks of ceil(n / p), all blocks
+                 * gathered on every rank. */
+                size_t b = (n + (size_t)p - 1) / (size_t)p;
+                fill(x, dt, rank, p, b * (size_t)p);
+                if (rc == TNT_SUCCESS)
+                    rc = tnt_reduce_scatter(comm, x, z, b, dt, op);
+                if (rc == TNT_SUCCESS)
+                    rc = tnt_allgather(comm, z, y, b, dt);
+                d = digest_add(d, tnt_gen_hash(y, b * (size_t)p * es));
+                if (rc != TNT_SUCCESS || wrong)
+                    th_report_check(rep, name, rc, wrong, first, NULL, 0);
+            }
+    th_report_check(rep, "digest", rc, 0, 0, &d, sizeof d);
+    th_report_expect(rep, "digest_value", rc == TNT_SUCCESS, rc, "%016llx",
+                     (unsigned long long)d);
+    if (arg->shared) {
+        tnt_mem_free(comm, x);
+        tnt_mem_free(comm, y);
+        tnt_mem_free(comm, z);
+    } else {
+        free(x);
+        free(y);
+        free(z);
+    }
+    return 0;
+}
+
+/* The digests of the build before issue 38's schedule and kernel
+ * changes of 2026-12-07 (main at ad2fb14), per p = 2..5: the same in
+ * every setting. [0] the default counts, [1] with k_digest_big. */
+static const uint64_t k_digests[2][4] = {
+    {0x1c453e63c119a527ull, 0x6cc95f2d775b135full, 0x0a3f9f195f6cd3afull,
+     0x1bbc1c4dd59d9f1dull},
+    {0x1f6bde223a57ec9eull, 0xa22fd8af5f17ff72ull, 0x1988cb3948b9933full,
+     0x92dc16d87695a1c2ull},
+};
+
+static void test_digests(void)
+{
+    static const char *const transports[] = {"tcp", "shm"};
+    static const char *const segments[] = {NULL, "4096"};
+    int fl = full();
+    for (int p = 2; p <= 5; p++) {
+        if (th_quick() && p % 2 == 0)
+            continue; /* the sanitizer passes: p = 3 and 5 */
+        for (int t = 0; t < 2; t++)
+            for (int s = 0; s < 2 + (t == 1); s++) {
+                /* shm a third time with tnt_mem_alloc buffers (mapped). */
+                digest_arg_t arg = {.shared = s == 2, .full = fl};
+                char e_tp[32], e_seg[48];
+                snprintf(e_tp, sizeof e_tp, "TNT_TRANSPORT=%s", transports[t]);
+                snprintf(e_seg, sizeof e_seg, "TNT_SEGMENT_BYTES%s%s",
+                         s == 1 ? "=" : "", s == 1 ? segments[1] : "");
+                const char *env[] = {"TNT_REPRODUCIBLE=1", e_tp, e_seg,
+                                     "TNT_ALLREDUCE_ALGO", NULL};
+                char name[96];
+                snprintf(name, sizeof name, "digest p=%d %s seg=%s%s", p,
+                         transports[t], s == 1 ? "4096" : "default",
+                         arg.shared ? " tnt_mem_alloc" : "");
+                th_job_t job = {name, p, env, digest_rank, &arg, 600, 0, 0};
+                th_result_t r;
+                if (th_run_job(&job, &r)) {
+                    th_result_free(&r);
+                    continue;
+                }
+                const th_case_t *c = th_find_case(&r, 0, "digest_value");
+                uint64_t want = k_digests[fl][p - 2];
+                unsigned long long got = c ? strtoull(c->msg, NULL, 16) : 0;
+                printf("\n  %s: %016llx ", name, got);
+                TH_CHECK(c && got == want, "%s: digest %016llx, want %016llx "
+                         "(the mode's bits changed)", name, got,
+                         (unsigned long long)want);
+                th_result_free(&r);
+            }
+    }
+}
+
 static void cleanup(void)
 {
     for (int i = 0; i < 3; i++)
@@ -834,6 +981,7 @@ static void test_sampled_then_default(void)
 static const th_test_def_t k_tests[] = {
     {"repro", "settings", test_sampled_then_default},
     {"repro", "bad", test_bad},
+    {"repro", "digests", test_digests},
     {NULL, NULL, NULL},
 };
 

@@ -346,6 +346,114 @@ CANON_INLINE void wide_block(unsigned char *dst, const canon_src_t *src,
     store(dst + first * es, s, m, dtype);
 }
 
+/* SUM and AVG of K f32 or bf16 inputs (K a constant, 2 to
+ * CANON_EXACT_MAX_K) over a full block whose partial sums are all exact
+ * in double: then every TwoSum error of sum_inputs is exactly 0 (t - s
+ * is exactly x, t - bp exactly s), so c is 0, add_round_odd returns s
+ * unchanged, and the result is store(s [/ K]) with s = ((x0 + x1) + x2)
+ * + ... in double, the chain's own additions: the same bits without the
+ * TwoSums and the rounding to odd (docs/performance.md, "the canonical
+ * kernel's exact blocks").
+ *
+ * When the sums are exact: every input finite and normal or zero, and
+ * the largest and smallest binary exponents of the nonzero inputs at
+ * most CANON_EXACT_SPAN apart (over the whole block: exact_block). Each
+ * input (24 significant bits at most) is then a multiple of
+ * u = 2^(emin - 23), and every partial sum a multiple of u below
+ * K 2^(emax + 1) <= 2^53 u in magnitude (emax - emin <= 29 - log2 K; 26
+ * holds up to K = 8): exact in double. A block with one input outside
+ * that range takes the general path. */
+#define CANON_EXACT_SPAN 26
+#define CANON_EXACT_MAX_K 4
+
+static inline uint32_t load_bits32(const unsigned char *in, size_t j,
+                                   int bf16)
+{
+    if (bf16) {
+        uint16_t h;
+        memcpy(&h, in + 2 * j, 2);
+        return (uint32_t)h << 16;
+    }
+    uint32_t u;
+    memcpy(&u, in + 4 * j, 4);
+    return u;
+}
+
+/* 1 if the whole block meets the condition above, taken over all its
+ * elements at once (stronger than per element, and a pair of min/max
+ * reductions per input that vectorises): biased exponents, a zero
+ * counting as neither the largest nor the smallest, a subnormal (0) or
+ * infinity/NaN (255) failing. */
+CANON_INLINE int exact_block(const unsigned char *const *x, const int K,
+                             const int bf16)
+{
+    int32_t hi = 1, lo = 254;
+    for (int q = 0; q < K; q++) {
+        const unsigned char *xq = x[q];
+        for (size_t j = 0; j < CANON_BLOCK; j++) {
+            uint32_t u = load_bits32(xq, j, bf16);
+            int32_t e = (int32_t)((u >> 23) & 0xffu);
+            int zero = (u << 1) == 0;
+            int32_t eh = zero ? 1 : e, el = zero ? 254 : e;
+            hi = eh > hi ? eh : hi;
+            lo = el < lo ? el : lo;
+        }
+    }
+    return lo >= 1 && hi <= 254 && hi - lo <= CANON_EXACT_SPAN;
+}
+
+#define CANON_EXACT_LOOP(LOAD)                                              \
+    for (size_t j = 0; j < CANON_BLOCK; j++) {                              \
+        double s = LOAD(x[0], j) + LOAD(x[1], j);                           \
+        for (int q = 2; q < K; q++)                                         \
+            s = s + LOAD(x[q], j);                                          \
+        if (avg)                                                            \
+            s = s / (double)K;                                              \
+        t[j] = s;                                                           \
+    }
+
+/* 1 if the block was exact and is done; 0: the caller runs wide_block. */
+CANON_INLINE int exact_sum_block(unsigned char *dst, const canon_src_t *src,
+                                 const int K, size_t first,
+                                 tnt_dtype_t dtype, const int avg)
+{
+    size_t es = tnt_dtype_size(dtype);
+    int bf16 = dtype == TNT_BF16;
+    const unsigned char *x[CANON_EXACT_MAX_K];
+    for (int q = 0; q < K; q++)
+        x[q] = input(src, q, first, es);
+    if (!exact_block(x, K, bf16))
+        return 0;
+    double t[CANON_BLOCK];
+    if (bf16) {
+        CANON_EXACT_LOOP(load_bf16)
+    } else {
+        CANON_EXACT_LOOP(load_f32)
+    }
+    store(dst + first * es, t, CANON_BLOCK, dtype);
+    return 1;
+}
+
+/* exact_sum_block with K, the dtype and AVG as constants. */
+#define CANON_EXACT_DT(K, AVG)                                              \
+    (dtype == TNT_F32 ? exact_sum_block(dst, src, K, first, TNT_F32, AVG)   \
+                      : exact_sum_block(dst, src, K, first, TNT_BF16, AVG))
+
+CANON_INLINE int exact_run(unsigned char *dst, const canon_src_t *src,
+                           int k, size_t first, tnt_dtype_t dtype,
+                           tnt_op_t op)
+{
+    int avg = op == TNT_AVG;
+    switch (k * 2 + avg) {
+    case 4: return CANON_EXACT_DT(2, 0);
+    case 5: return CANON_EXACT_DT(2, 1);
+    case 6: return CANON_EXACT_DT(3, 0);
+    case 7: return CANON_EXACT_DT(3, 1);
+    case 8: return CANON_EXACT_DT(4, 0);
+    default: return CANON_EXACT_DT(4, 1);
+    }
+}
+
 /* SUM of two f32 or two f64 inputs: TwoSum holds a + b exactly in
  * s + c, and rounding that to odd in double and then to nearest in the
  * type (f32: 53 >= 24 + 2 bits) is rounding the exact sum once to
@@ -410,10 +518,18 @@ CANON_INLINE void canon_run(void *dst, const canon_src_t *src, int k,
         return;
     int sum2 = k == 2 && op == TNT_SUM &&
                (dtype == TNT_F32 || dtype == TNT_F64);
+    /* Full blocks of f32 or bf16 SUM or AVG of 2 to CANON_EXACT_MAX_K
+     * inputs whose sums are exact in double: exact_sum_block. */
+    int exact = (op == TNT_SUM || op == TNT_AVG) &&
+                (dtype == TNT_F32 || dtype == TNT_BF16) && k >= 2 &&
+                k <= CANON_EXACT_MAX_K;
     for (size_t first = 0; first < n; first += CANON_BLOCK) {
         size_t m = n - first < CANON_BLOCK ? n - first : CANON_BLOCK;
         if (sum2 && m == CANON_BLOCK)
             sum2_block(dst, src, first, CANON_BLOCK, dtype);
+        else if (exact && m == CANON_BLOCK &&
+                 exact_run(dst, src, k, first, dtype, op))
+            continue;
         else if (sum2)
             sum2_block(dst, src, first, m, dtype);
         else if (wide && m == CANON_BLOCK)
@@ -453,10 +569,12 @@ canon_avx512(CANON_ARGS)
 }
 #endif
 
+/* The kernel of a level this CPU has: the active one (tnt__simd_active
+ * chose it) or one tnt__canon_reduce_at checked. Not asked again per
+ * call: tnt__simd_supported runs CPUID for AVX2 (F16C), a trap to the
+ * hypervisor in a virtual machine, microseconds per call. */
 static void canon_at(int level, CANON_ARGS)
 {
-    if (!tnt__simd_supported(level))
-        return;
 #if TNT_SIMD_X86
     if (level == TNT__SIMD_AVX512) {
         canon_avx512(CANON_PASS);
@@ -474,6 +592,8 @@ void tnt__canon_reduce_at(int level, void *dst, const void *own, int self,
                           const void *base, size_t stride, int k, size_t n,
                           tnt_dtype_t dtype, tnt_op_t op)
 {
+    if (!tnt__simd_supported(level))
+        return;
     canon_src_t src = {NULL, own, self, base, stride};
     canon_at(level, dst, &src, k, n, dtype, op);
 }
