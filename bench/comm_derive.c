@@ -15,6 +15,7 @@
  * Rank 0 prints one line. Not installed; a measurement tool, not a
  * test.
  */
+#include <dirent.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,6 +74,65 @@ static int split_msgs(tnt_comm_t comm, int rank, double *out)
     return 0;
 }
 
+/* Descriptors this process holds open. */
+static double open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* Every pair of `comm` exchanges a message (all its connections are up
+ * on both sides), then this rank's descriptors. */
+static int settled_fds(tnt_comm_t comm, int size, double *out)
+{
+    double *a = malloc(2 * (size_t)size * sizeof(double));
+    if (!a)
+        return fail("out of memory");
+    for (int i = 0; i < size; i++)
+        a[i] = i;
+    tnt_result_t rc = tnt_alltoall(comm, a, a + size, 1, TNT_F64);
+    free(a);
+    if (rc != TNT_SUCCESS || tnt_barrier(comm) != TNT_SUCCESS)
+        return fail("alltoall");
+    *out = open_fds();
+    return 0;
+}
+
+/* fds[0]: descriptors after creation; [1]: what a dup adds; [2]: what a
+ * split by parity adds to that; the most of any rank each. */
+static int fds_cost(tnt_comm_t comm, int rank, int size, double fds[3])
+{
+    tnt_comm_t dup, sub;
+    double with_dup, with_both;
+    if (settled_fds(comm, size, &fds[0]))
+        return 1;
+    if (tnt_comm_dup(comm, &dup) != TNT_SUCCESS)
+        return fail("dup");
+    if (settled_fds(dup, size, &with_dup))
+        return 1;
+    if (tnt_comm_split(comm, rank % 2, rank, &sub) != TNT_SUCCESS)
+        return fail("split");
+    int sub_size;
+    tnt_comm_size(sub, &sub_size);
+    if (settled_fds(sub, sub_size, &with_both))
+        return 1;
+    fds[1] = with_dup - fds[0];
+    fds[2] = with_both - with_dup;
+    tnt_comm_free(sub);
+    tnt_comm_free(dup);
+    if (tnt_allreduce(comm, TNT_IN_PLACE, fds, 3, TNT_F64, TNT_MAX) !=
+        TNT_SUCCESS)
+        return fail("allreduce");
+    return 0;
+}
+
 /* The median over REPS of the slowest rank's time to derive and barrier. */
 static int derive_time(tnt_comm_t comm, int rank, int split, double *out)
 {
@@ -115,8 +175,9 @@ int main(void)
     if (tnt_allreduce(comm, TNT_IN_PLACE, &init_s, 1, TNT_F64, TNT_MAX) !=
         TNT_SUCCESS)
         return fail("allreduce");
-    double dup_s, split_s, msgs;
-    if (derive_time(comm, rank, 0, &dup_s) ||
+    double dup_s, split_s, msgs, fds[3];
+    if (fds_cost(comm, rank, size, fds) ||
+        derive_time(comm, rank, 0, &dup_s) ||
         derive_time(comm, rank, 1, &split_s) ||
         split_msgs(comm, rank, &msgs))
         return 1;
@@ -153,8 +214,9 @@ int main(void)
         return fail("allreduce after the shrink");
     if (rank == 0)
         printf("ranks=%d init_s=%.6f dup_s=%.6f split_s=%.6f "
-               "split_msgs=%.0f detect_s=%.6f shrink_s=%.6f\n", size,
-               init_s, dup_s, split_s, msgs, v[0], v[1]);
+               "split_msgs=%.0f detect_s=%.6f shrink_s=%.6f fds=%.0f "
+               "dup_fds=+%.0f split_fds=+%.0f\n", size, init_s, dup_s,
+               split_s, msgs, v[0], v[1], fds[0], fds[1], fds[2]);
     tnt_comm_free(nc);
     tnt_comm_free(comm);
     return 0;

@@ -35,10 +35,11 @@
 #include <tnt/tnt.h>
 
 #include "digits_data.h"
+#include "example_args.h"
 #include "mlp_model.h"
 
 #define HIDDEN 64
-#define EXIT_USAGE 2
+#define EXIT_USAGE EX_EXIT_USAGE
 
 struct options {
     const char *data;
@@ -99,44 +100,6 @@ static void usage(FILE *f)
           f);
 }
 
-static _Noreturn void bad_option(const char *opt, const char *arg,
-                                 const char *expected)
-{
-    fprintf(stderr, "digits_train: invalid %s '%s'; expected %s\n"
-            "Try 'digits_train --help' for more information.\n", opt, arg,
-            expected);
-    exit(EXIT_USAGE);
-}
-
-static long parse_long(const char *opt, const char *s, long min, long max)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < min || v > max) {
-        char expected[80];
-        snprintf(expected, sizeof(expected), "an integer in [%ld, %ld]", min,
-                 max);
-        bad_option(opt, s, expected);
-    }
-    return v;
-}
-
-static double parse_double(const char *opt, const char *s, double min,
-                           double max)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= min && v <= max)) {
-        char expected[80];
-        snprintf(expected, sizeof(expected), "a number in [%g, %g]", min,
-                 max);
-        bad_option(opt, s, expected);
-    }
-    return v;
-}
-
 static void parse_args(int argc, char **argv, struct options *o)
 {
     enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_MOMENTUM, O_TEST,
@@ -160,6 +123,7 @@ static void parse_args(int argc, char **argv, struct options *o)
         .lr = 0.05, .momentum = 0.9, .test_fraction = 0.2,
         .min_accuracy = 0.9, .seed = 1, .kill_rank = -1, .kill_step = 0,
     };
+    ex_args_program("digits_train");
     int c;
     opterr = 0; /* our own messages below */
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -168,51 +132,43 @@ static void parse_args(int argc, char **argv, struct options *o)
             o->data = optarg;
             break;
         case O_EPOCHS:
-            o->epochs = parse_long("--epochs", optarg, 1, 100000);
+            o->epochs = ex_parse_long("--epochs", optarg, 1, 100000);
             break;
         case O_BATCH:
             o->global_batch =
-                (size_t)parse_long("--global-batch", optarg, 1, 1 << 20);
+                (size_t)ex_parse_long("--global-batch", optarg, 1, 1 << 20);
             break;
         case O_LR:
-            o->lr = parse_double("--lr", optarg, 0.0, 100.0);
+            o->lr = ex_parse_double("--lr", optarg, 0.0, 100.0, 0);
             break;
         case O_MOMENTUM:
-            o->momentum = parse_double("--momentum", optarg, 0.0, 0.999);
+            o->momentum = ex_parse_double("--momentum", optarg, 0.0, 0.999, 0);
             break;
         case O_TEST:
             o->test_fraction =
-                parse_double("--test-fraction", optarg, 0.01, 0.9);
+                ex_parse_double("--test-fraction", optarg, 0.01, 0.9, 0);
             break;
         case O_MINACC:
-            o->min_accuracy = parse_double("--min-accuracy", optarg, 0.0, 1.0);
+            o->min_accuracy = ex_parse_double("--min-accuracy", optarg, 0.0, 1.0, 0);
             break;
         case O_SEED:
-            o->seed = (uint64_t)parse_long("--seed", optarg, 0, LONG_MAX);
+            o->seed = (uint64_t)ex_parse_long("--seed", optarg, 0, LONG_MAX);
             break;
         case O_KILL_RANK:
-            o->kill_rank = parse_long("--kill-rank", optarg, 0, INT_MAX);
+            o->kill_rank = ex_parse_long("--kill-rank", optarg, 0, INT_MAX);
             break;
         case O_KILL_STEP:
-            o->kill_step = parse_long("--kill-step", optarg, 0, LONG_MAX);
+            o->kill_step = ex_parse_long("--kill-step", optarg, 0, LONG_MAX);
             break;
         case 'h':
             usage(stdout);
             exit(0);
-        case ':':
-            fprintf(stderr, "digits_train: option '%s' needs a value\n"
-                    "Try 'digits_train --help' for more information.\n",
-                    argv[optind - 1]);
-            exit(EXIT_USAGE);
         default:
-            fprintf(stderr, "digits_train: unknown option '%s'\n"
-                    "Try 'digits_train --help' for more information.\n",
-                    argv[optind - 1]);
-            exit(EXIT_USAGE);
+            ex_getopt_error(c, argv, optind);
         }
     }
     if (optind < argc)
-        bad_option("argument", argv[optind], "options only");
+        ex_bad_option("argument", argv[optind], "options only");
 }
 
 /* ---- errors ------------------------------------------------------------ */

@@ -1,6 +1,7 @@
 /*
  * Command-line parsing of the mlp_train example (see mlp_options.h).
  */
+#include "example_args.h"
 #include "mlp_options.h"
 
 #include <errno.h>
@@ -38,68 +39,6 @@ static void usage(FILE *f)
           f);
 }
 
-static _Noreturn void bad_option(const char *opt, const char *arg,
-                                 const char *expected)
-{
-    fprintf(stderr, "mlp_train: invalid %s '%s'; expected %s\n"
-            "Try 'mlp_train --help' for more information.\n", opt, arg,
-            expected);
-    exit(MLP_EXIT_USAGE);
-}
-
-static long parse_long(const char *opt, const char *s, long min, long max)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < min || v > max) {
-        char expected[80];
-        snprintf(expected, sizeof(expected), "an integer in [%ld, %ld]", min,
-                 max);
-        bad_option(opt, s, expected);
-    }
-    return v;
-}
-
-static double parse_double(const char *opt, const char *s, double min,
-                           double max)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= min && v < max)) {
-        char expected[80];
-        snprintf(expected, sizeof(expected), "a number in [%g, %g)", min,
-                 max);
-        bad_option(opt, s, expected);
-    }
-    return v;
-}
-
-/* Bytes with an optional k, M or G (powers of 1024), as the library's
- * TNT_FUSION_THRESHOLD takes them. */
-static size_t parse_bytes(const char *opt, const char *s)
-{
-    const char *expected = "bytes, e.g. 4096, 32k or 1M";
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *s == '-' || *s == '+')
-        bad_option(opt, s, expected);
-    unsigned shift = 0;
-    if (*end == 'k' || *end == 'K')
-        shift = 10;
-    else if (*end == 'm' || *end == 'M')
-        shift = 20;
-    else if (*end == 'g' || *end == 'G')
-        shift = 30;
-    if (shift)
-        end++;
-    if (*end || v > (SIZE_MAX >> shift) - 1)
-        bad_option(opt, s, expected);
-    return (size_t)v << shift;
-}
-
 void mlp_parse_args(int argc, char **argv, struct mlp_options *o)
 {
     enum { O_EPOCHS = 256, O_SAMPLES, O_BATCH, O_LR, O_MOMENTUM,
@@ -122,61 +61,54 @@ void mlp_parse_args(int argc, char **argv, struct mlp_options *o)
         .threshold = TNT_FUSION_DEFAULT, .lr = 0.05, .momentum = 0.9,
         .seed = 1, .diverge_rank = -1,
     };
+    ex_args_program("mlp_train");
     int c;
     opterr = 0; /* our own messages below */
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case O_EPOCHS:
-            o->epochs = parse_long("--epochs", optarg, 1, 1000000);
+            o->epochs = ex_parse_long("--epochs", optarg, 1, 1000000);
             break;
         case O_SAMPLES:
-            o->samples = (size_t)parse_long("--samples", optarg, 1, 1 << 24);
+            o->samples = (size_t)ex_parse_long("--samples", optarg, 1, 1 << 24);
             break;
         case O_BATCH:
             o->global_batch =
-                (size_t)parse_long("--global-batch", optarg, 1, 1 << 24);
+                (size_t)ex_parse_long("--global-batch", optarg, 1, 1 << 24);
             break;
         case O_LR:
-            o->lr = parse_double("--lr", optarg, 0.0, 100.0);
+            o->lr = ex_parse_double("--lr", optarg, 0.0, 100.0, 1);
             break;
         case O_MOMENTUM:
-            o->momentum = parse_double("--momentum", optarg, 0.0, 1.0);
+            o->momentum = ex_parse_double("--momentum", optarg, 0.0, 1.0, 1);
             break;
         case O_THRESHOLD:
-            o->threshold = parse_bytes("--threshold", optarg);
+            o->threshold = ex_parse_bytes("--threshold", optarg);
             break;
         case O_SEED:
-            o->seed = (uint64_t)parse_long("--seed", optarg, 0, LONG_MAX);
+            o->seed = (uint64_t)ex_parse_long("--seed", optarg, 0, LONG_MAX);
             break;
         case O_PLAN:
             o->show_plan = 1;
             break;
         case O_DIVERGE:
-            o->diverge_rank = parse_long("--diverge-rank", optarg, 0, 65535);
+            o->diverge_rank = ex_parse_long("--diverge-rank", optarg, 0, 65535);
             break;
         case 'h':
             usage(stdout);
             exit(0);
-        case ':':
-            fprintf(stderr, "mlp_train: option '%s' needs a value\n",
-                    argv[optind - 1]);
-            fputs("Try 'mlp_train --help' for more information.\n", stderr);
-            exit(MLP_EXIT_USAGE);
         default:
-            fprintf(stderr, "mlp_train: unknown option '%s'\n",
-                    argv[optind - 1]);
-            fputs("Try 'mlp_train --help' for more information.\n", stderr);
-            exit(MLP_EXIT_USAGE);
+            ex_getopt_error(c, argv, optind);
         }
     }
     if (optind < argc)
-        bad_option("argument", argv[optind], "options only");
+        ex_bad_option("argument", argv[optind], "options only");
     if (o->global_batch > o->samples) {
         char n[32], expected[64];
         snprintf(n, sizeof(n), "%zu", o->global_batch);
         snprintf(expected, sizeof(expected), "at most --samples (%zu)",
                  o->samples);
-        bad_option("--global-batch", n, expected);
+        ex_bad_option("--global-batch", n, expected);
     }
 }
 

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MLP_EXIT_USAGE 2
+#define MLP_EXIT_USAGE 2 /* example_args.h's EX_EXIT_USAGE */
 
 struct mlp_options {
     long epochs;

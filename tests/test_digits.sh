@@ -23,13 +23,9 @@ set -u
 usage="usage: test_digits.sh PATH-TO-TNT-RUN PATH-TO-DIGITS_TRAIN"
 RUN=${1:?$usage}
 PROG=${2:?$usage}
-SKLEARN_DATA=/usr/lib/python3/dist-packages/sklearn/datasets/data
-DATA=${DIGITS_DATA:-$SKLEARN_DATA/digits.csv.gz}
-if [ ! -r "$DATA" ]; then
-    echo "test_digits.sh: SKIP: $DATA is missing (apt-get install" \
-         "python3-sklearn, or set DIGITS_DATA)"
-    exit 77
-fi
+. "$(dirname "$0")/lib_frontend.sh"
+digits_data
+need_digits
 
 LIMIT=$((60 * ${TNT_TEST_TIMEOUT_MULT:-1}))
 TOL=2e-5
@@ -37,22 +33,6 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_digits.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 OUT=$TMP/out
 ERR=$TMP/err
-passed=0
-failed=0
-current=""
-case_ok=1
-
-begin() { current=$1; case_ok=1; }
-fail() { echo "FAIL [$current]: $*" >&2; case_ok=0; }
-end() {
-    if [ "$case_ok" = 1 ]; then
-        echo "ok   [$current]"
-        passed=$((passed + 1))
-    else
-        failed=$((failed + 1))
-    fi
-}
-
 run() {
     local n=$1
     shift
@@ -167,5 +147,4 @@ expect_rc 1
 expect_err "is below --min-accuracy 0.5"
 end
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish

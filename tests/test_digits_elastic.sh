@@ -25,30 +25,14 @@ set -u
 usage="usage: test_digits_elastic.sh PATH-TO-TNT-RUN PATH-TO-DIGITS_TRAIN"
 RUN=${1:?$usage}
 PROG=${2:?$usage}
-DATA=${DIGITS_DATA:-/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz}
-if [ ! -r "$DATA" ]; then
-    echo "test_digits_elastic.sh: SKIP: $DATA is missing (apt-get install" \
-         "python3-sklearn, or set DIGITS_DATA)"
-    exit 77
-fi
+. "$(dirname "$0")/lib_frontend.sh"
+digits_data
+need_digits
 LIMIT=$((60 * ${TNT_TEST_TIMEOUT_MULT:-1}))
 TOL=2e-5
 ACC_TOL=0.0056
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_digits_elastic.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
-passed=0
-failed=0
-current=""
-case_ok=1
-begin() { current=$1; case_ok=1; }
-fail() { echo "FAIL [$current]: $*" >&2; case_ok=0; }
-end() {
-    if [ "$case_ok" = 1 ]; then
-        echo "ok   [$current]"; passed=$((passed + 1))
-    else
-        failed=$((failed + 1))
-    fi
-}
 
 # run NAME TNT-RUN-OPTIONS... -- DIGITS_TRAIN-OPTIONS... (all ranks' output:
 # after the master died another rank prints)
@@ -136,5 +120,4 @@ expect_rc 2 bad
 grep -qF "invalid --kill-rank '-1'" "$TMP/bad.err" || fail "$(cat "$TMP/bad.err")"
 end
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish

@@ -28,6 +28,7 @@ export PYTHONPATH=$BUILD/plugins/python
 export TF_CPP_MIN_LOG_LEVEL=2
 LIMIT=$((300 * ${TNT_TEST_TIMEOUT_MULT:-1}))
 N=3
+. "$(dirname "$0")/lib_frontend.sh" # its digits_data; the cases here count alone
 passed=0
 failed=0
 ran=0
@@ -92,10 +93,7 @@ compare() {
 }
 
 # ---- PyTorch --------------------------------------------------------------
-DATA=${DIGITS_DATA:-/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz}
-[ -r "$DATA" ] || DATA=$("$PY" -c "import os, sklearn.datasets as d; \
-print(os.path.join(os.path.dirname(d.__file__), 'data', 'digits.csv.gz'))" \
-    2>/dev/null)
+digits_data "$PY" # lib_frontend.sh
 # tntcomm.torch needs torch 2.x (the backend API of c10d::Backend).
 if ! "$PY" -c "import sys, torch, numpy; \
 sys.exit(int(torch.__version__.split('.')[0]) < 2)" 2>/dev/null ||

@@ -15,19 +15,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_tnt_run_elastic.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 OUT=$TMP/out
 ERR=$TMP/err
-passed=0
-failed=0
-current=""
-case_ok=1
-begin() { current=$1; case_ok=1; }
-fail() { echo "FAIL [$current]: $*" >&2; case_ok=0; }
-end() {
-    if [ "$case_ok" = 1 ]; then
-        echo "ok   [$current]"; passed=$((passed + 1))
-    else
-        failed=$((failed + 1))
-    fi
-}
+. "$(dirname "$0")/lib_frontend.sh"
 run() {
     timeout -k 5 60 "$RUN" "$@" >"$OUT" 2>"$ERR"
     rc=$?
@@ -98,5 +86,4 @@ expect_rc 2
 expect_err "local jobs only"
 end
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish

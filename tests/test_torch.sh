@@ -24,22 +24,10 @@ PY=${1:?$usage}
 RUN=${2:?$usage}
 BUILD=${3:?$usage}
 SRC=${4:?$usage}
-# The digits: Debian's python3-sklearn's copy, else that of PYTHON's
-# scikit-learn (.venv's).
-DATA=${DIGITS_DATA:-/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz}
-[ -r "$DATA" ] || DATA=$("$PY" -c "import os, sklearn.datasets as d; \
-print(os.path.join(os.path.dirname(d.__file__), 'data', 'digits.csv.gz'))" \
-    2>/dev/null)
-if ! "$PY" -c "import torch, numpy" 2>/dev/null; then
-    echo "test_torch.sh: SKIP: $PY cannot import torch and numpy" \
-         "(bash scripts/venv.sh makes .venv with both)"
-    exit 77
-fi
-if [ ! -r "$DATA" ]; then
-    echo "test_torch.sh: SKIP: $DATA is missing (apt-get install" \
-         "python3-sklearn, or set DIGITS_DATA)"
-    exit 77
-fi
+. "$(dirname "$0")/lib_frontend.sh"
+digits_data "$PY"
+need_python "$PY" torch numpy
+need_digits
 LIMIT=$((180 * ${TNT_TEST_TIMEOUT_MULT:-1}))
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_torch.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
@@ -56,8 +44,6 @@ if [ "${TNT_TEST_QUICK:-0}" = 1 ]; then
     TNT_RANKS=2
     DDP_RANKS=2
 fi
-passed=0
-failed=0
 
 result() { # name, status, log
     if [ "$2" = 0 ]; then

@@ -34,12 +34,8 @@ if ! "$PY" -c "from tntcomm import _c10d" 2>/dev/null; then
          "($("$PY" -c "from tntcomm import _c10d" 2>&1 | tail -n 1))"
     exit 77
 fi
-# The digits: Debian's python3-sklearn's copy, else that of PYTHON's
-# scikit-learn (.venv's).
-DATA=${DIGITS_DATA:-/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz}
-[ -r "$DATA" ] || DATA=$("$PY" -c "import os, sklearn.datasets as d; \
-print(os.path.join(os.path.dirname(d.__file__), 'data', 'digits.csv.gz'))" \
-    2>/dev/null)
+. "$(dirname "$0")/lib_frontend.sh"
+digits_data "$PY"
 CHECK=$SRC/tests/python/check_torch_backend.py
 LIMIT=$((240 * ${TNT_TEST_TIMEOUT_MULT:-1}))
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_torch_backend.XXXXXX") || exit 1

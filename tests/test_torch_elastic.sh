@@ -22,27 +22,11 @@ PY=${1:?$usage}
 RUN=${2:?$usage}
 BUILD=${3:?$usage}
 SRC=${4:?$usage}
-DATA=${DIGITS_DATA:-/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz}
-[ -r "$DATA" ] || DATA=$("$PY" -c "import os, sklearn.datasets as d; \
-print(os.path.join(os.path.dirname(d.__file__), 'data', 'digits.csv.gz'))" \
-    2>/dev/null)
-if ! "$PY" -c "import torch, numpy" 2>/dev/null; then
-    echo "test_torch_elastic.sh: SKIP: $PY cannot import torch and numpy" \
-         "(bash scripts/venv.sh makes .venv with both)"
-    exit 77
-fi
-if ! "$PY" -c "import sys, torch; \
-sys.exit(int(torch.__version__.split('.')[0]) < 2)" 2>/dev/null; then
-    echo "test_torch_elastic.sh: SKIP: $PY has a torch before 2.x (the" \
-         "backend and tntcomm.torch here are for torch 2; scripts/venv.sh" \
-         "makes .venv with torch 2.13)"
-    exit 77
-fi
-if [ ! -r "$DATA" ]; then
-    echo "test_torch_elastic.sh: SKIP: $DATA is missing (apt-get install" \
-         "python3-sklearn, or set DIGITS_DATA)"
-    exit 77
-fi
+. "$(dirname "$0")/lib_frontend.sh"
+digits_data "$PY"
+need_python "$PY" torch numpy
+need_torch2 "$PY"
+need_digits
 LIMIT=$((120 * ${TNT_TEST_TIMEOUT_MULT:-1}))
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_torch_elastic.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "util/cuda_drv.h"
+#include "util/dl_table.h"
 #include "util/error.h"
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -25,7 +26,7 @@ static void open_drv(void)
         return;
     }
     /* The _v2 names are those cuda.h maps the plain ones to. */
-    struct { void **slot; const char *sym; } syms[] = {
+    const tnt_dl_sym_t syms[] = {
         {(void **)&g_drv.init, "cuInit"},
         {(void **)&g_drv.device_get, "cuDeviceGet"},
         {(void **)&g_drv.device_get_attribute, "cuDeviceGetAttribute"},
@@ -48,14 +49,10 @@ static void open_drv(void)
         {(void **)&g_drv.get_error_name, "cuGetErrorName"},
         {(void **)&g_drv.get_error_string, "cuGetErrorString"},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        *syms[i].slot = dlsym(h, syms[i].sym);
-        if (!*syms[i].slot) {
-            snprintf(g_why, sizeof g_why, "libcuda.so.1 has no %s",
-                     syms[i].sym);
-            return; /* h stays open: a loaded driver is never unloaded */
-        }
-    }
+    /* h stays open on failure too: a loaded driver is never unloaded */
+    if (tnt__dl_resolve(h, "libcuda.so.1", syms, sizeof syms / sizeof syms[0],
+                        g_why, sizeof g_why) != 0)
+        return;
     int err = g_drv.init(0);
     if (err) {
         const char *s = "?";

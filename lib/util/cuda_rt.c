@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "util/cuda_rt.h"
+#include "util/dl_table.h"
 #include "util/error.h"
 
 #ifdef TNT_HAVE_CUDA
@@ -38,7 +39,7 @@ static void open_rt(void)
                  "opened (libcudart.so.13, .so.12, .so: %s)", dlerror());
         return;
     }
-    struct { void **slot; const char *sym; } syms[] = {
+    const tnt_dl_sym_t syms[] = {
         {(void **)&g_rt.pointer_get_attributes, "cudaPointerGetAttributes"},
         {(void **)&g_rt.get_device, "cudaGetDevice"},
         {(void **)&g_rt.set_device, "cudaSetDevice"},
@@ -59,14 +60,10 @@ static void open_rt(void)
         {(void **)&g_rt.free_device, "cudaFree"},
         {(void **)&g_rt.memcpy_sync, "cudaMemcpy"},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        *syms[i].slot = dlsym(h, syms[i].sym);
-        if (!*syms[i].slot) {
-            snprintf(g_rt_why, sizeof g_rt_why, "%s has no %s", name,
-                     syms[i].sym);
-            return; /* h stays open: a loaded runtime is never unloaded */
-        }
-    }
+    /* h stays open on failure too: a loaded runtime is never unloaded */
+    if (tnt__dl_resolve(h, name, syms, sizeof syms / sizeof syms[0],
+                        g_rt_why, sizeof g_rt_why) != 0)
+        return;
     g_rt_ok = 1;
 }
 

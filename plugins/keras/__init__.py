@@ -8,6 +8,9 @@ Tarantella's name (docs/keras.md).
     model.fit(dataset.batch(global_batch), epochs=2)   # split over ranks
     model.evaluate(test.batch(global_batch))           # same on every rank
 
+tnt.elastic (elastic.py) goes on after a rank died, as Horovod Elastic
+does: KerasState, CommitStateCallback and the run decorator.
+
 Importing it starts communication (the world communicator of tntcomm)
 and, when the script has set no TensorFlow seed, sets one that is the same
 on every rank (TNT_DEFAULT_SEED, default 42), so that unseeded shuffles
@@ -22,11 +25,12 @@ import tntcomm as _tntcomm
 from tntcomm import (get_master_rank, get_rank, get_size,  # noqa: F401
                      is_master_rank, TntError)
 
-from . import callbacks, models  # noqa: F401
+from . import callbacks, elastic, models  # noqa: F401
 from ._data import DatasetError  # noqa: F401
 from ._model import Model, ParallelStrategy  # noqa: F401
 
-__all__ = ["Model", "ParallelStrategy", "models", "callbacks", "get_rank",
+__all__ = ["Model", "ParallelStrategy", "models", "callbacks", "elastic",
+           "get_rank",
            "get_size", "get_master_rank", "is_master_rank", "DatasetError",
            "TntError"]
 

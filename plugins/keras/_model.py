@@ -36,26 +36,35 @@ def _batch_len(x):
     return tf.shape(next(t for t in tf.nest.flatten(x) if t is not None))[0]
 
 
-def broadcast_weights(model):
-    """Every rank takes the master rank's weights (one broadcast per
-    dtype, over all the model's variables)."""
+def broadcast_arrays(arrays, root):
+    """The root rank's numpy arrays on every rank (one broadcast per
+    dtype, over all of them); every rank passes arrays of the same
+    shapes and dtypes. Returns new arrays."""
+    arrays = [np.asarray(a) for a in arrays]
     if tntcomm.get_size() == 1:
-        return
-    weights = model.get_weights()
+        return arrays
     by_dtype = {}
-    for i, w in enumerate(weights):
-        by_dtype.setdefault(np.dtype(w.dtype), []).append(i)
+    for i, a in enumerate(arrays):
+        by_dtype.setdefault(np.dtype(a.dtype), []).append(i)
     for dtype, idx in by_dtype.items():
-        flat = np.concatenate([np.ravel(weights[i]) for i in idx]) \
+        flat = np.concatenate([np.ravel(arrays[i]) for i in idx]) \
             .astype(dtype, copy=False)
         flat = np.ascontiguousarray(flat)
-        tntcomm.broadcast(flat, root=tntcomm.get_master_rank(), inplace=True)
+        tntcomm.broadcast(flat, root=root, inplace=True)
         off = 0
         for i in idx:
-            n = weights[i].size
-            weights[i] = flat[off:off + n].reshape(weights[i].shape)
+            n = arrays[i].size
+            arrays[i] = flat[off:off + n].reshape(arrays[i].shape)
             off += n
-    model.set_weights(weights)
+    return arrays
+
+
+def broadcast_weights(model, root=None):
+    """Every rank takes the root's weights (default: the master rank's)."""
+    if tntcomm.get_size() == 1:
+        return
+    root = tntcomm.get_master_rank() if root is None else root
+    model.set_weights(broadcast_arrays(model.get_weights(), root))
 
 
 def _forward(model, x, training):
@@ -305,9 +314,9 @@ class Model:
     def _reducer(self):
         model = self.model
         r = model._tnt_reducer
-        if r is None or not r.same_variables(model.trainable_weights):
+        if r is None or not r.current(model.trainable_weights):
             if r is not None:
-                r.free()
+                r.free()  # nothing to do when a shrink freed it
             model._tnt_reducer = _ops.GradientReducer(
                 model.trainable_weights)
             # the step functions hold the old reducer's ops
@@ -353,9 +362,18 @@ class Model:
         if verbose == "auto":
             verbose = 1
         kwargs["shuffle"] = False  # the dataset's own shuffle counts
-        history = self.model.fit(
-            ds, validation_data=val, callbacks=_callbacks.prepare(callbacks),
-            verbose=verbose if tntcomm.is_master_rank() else 0, **kwargs)
+        try:
+            history = self.model.fit(
+                ds, validation_data=val,
+                callbacks=_callbacks.prepare(callbacks),
+                verbose=verbose if tntcomm.is_master_rank() else 0, **kwargs)
+        except tf.errors.OpError as e:
+            # the gradient ops' failures as tntcomm's TntError (a lost
+            # peer: code tntcomm.PEER_LOST, what elastic.run waits for)
+            error = _ops.tnt_error(e)
+            if error is None:
+                raise
+            raise error from e
         if getattr(self.model, "_tnt_dirty", False):
             average_non_trainable(self.model)
         return history

@@ -9,8 +9,14 @@ through TntFusionWait. In a tf.function graph each Ready runs as soon as
 TensorFlow has computed its gradient, so buckets are allreduced while the
 rest of backprop runs; eagerly, all are handed over before the first wait.
 The op is AVG: every rank gets the same bits, the mean over the ranks.
+
+A failing op raises a TensorFlow error (tf.errors.AbortedError) whose
+message ends with "[tnt_result_t CODE in OP]"; tnt_error() turns it back into
+tntcomm's TntError with that code, so that a lost peer is seen as
+TntError(code=tntcomm.PEER_LOST), as everywhere else in tntcomm.
 """
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -34,6 +40,25 @@ def ops():
     return _ops
 
 
+_CODE = re.compile(
+    r"^tntcomm: (.*) \[tnt_result_t (-?[0-9]+) in (TntFusion[A-Za-z]+)\]$",
+    re.S)
+
+
+def tnt_error(error):
+    """The TntError a TensorFlow error of these ops stands for, or None
+    when it is not theirs."""
+    if not isinstance(error, tf.errors.OpError):
+        return None
+    # TensorFlow may append the op's context after our message
+    for line in (error.message or "").split("\n"):
+        m = _CODE.match(line.strip())
+        if m:
+            return tntcomm.TntError(m.group(3), int(m.group(2)),
+                                    detail=m.group(1))
+    return None
+
+
 class GradientReducer:
     def __init__(self, variables, threshold=None):
         """variables: the model's trainable variables (Keras variables).
@@ -52,6 +77,13 @@ class GradientReducer:
         self.fusion = tntcomm.Fusion(tensors, op="avg", threshold=threshold)
         self.handle = self.fusion._handle.value or 0
         self.ntensors = n
+
+    def current(self, variables):
+        """Whether this reducer still serves `variables`: the same
+        variables, on the world communicator it was made on (a shrink
+        frees its fusion context; tntcomm.generation() counts them)."""
+        return (self.fusion.generation == tntcomm.generation() and
+                self.same_variables(variables))
 
     def same_variables(self, variables):
         variables = list(variables)

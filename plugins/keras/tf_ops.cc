@@ -63,6 +63,18 @@ tnt_fusion_t fusion_of(int64_t handle)
     return reinterpret_cast<tnt_fusion_t>(static_cast<intptr_t>(handle));
 }
 
+// A failed call of op `op` as a TensorFlow error. The message ends with
+// the tnt_result_t and the op in a fixed form, "[tnt_result_t -6 in
+// TntFusionWait]", which tntcomm.keras (_ops.tnt_error) turns back into a
+// TntError with that code: TensorFlow's error codes cannot say "peer
+// lost", and tntcomm.keras.elastic must tell a lost peer from any other
+// failure.
+Status tnt_status(const char *op, tnt_result_t rc, const std::string &msg)
+{
+    return errors::Aborted("tntcomm: ", msg, " [tnt_result_t ",
+                           static_cast<int>(rc), " in ", op, "]");
+}
+
 class ReadyOp : public OpKernel {
   public:
     explicit ReadyOp(OpKernelConstruction *ctx) : OpKernel(ctx)
@@ -85,7 +97,7 @@ class ReadyOp : public OpKernel {
         tnt_result_t rc = tnt_fusion_ready(fusion_of(fusion_),
                                            static_cast<size_t>(index_), dst);
         OP_REQUIRES(ctx, rc == TNT_SUCCESS,
-                    errors::Aborted("tntcomm: ", tnt_last_error()));
+                    tnt_status("TntFusionReady", rc, tnt_last_error()));
     }
 
   private:
@@ -170,7 +182,7 @@ class WaitOp : public AsyncOpKernel {
             if (rc == TNT_SUCCESS)
                 ctx->set_output(0, ctx->input(0));
             else
-                ctx->SetStatus(errors::Aborted("tntcomm: ", msg));
+                ctx->SetStatus(tnt_status("TntFusionWait", rc, msg));
             done();
         };
         Waiter::get().submit(index_, std::move(job));

@@ -62,7 +62,7 @@ import importlib.util as u, os
 for name in ('tntcomm.keras', 'tarantella'):
     s = u.find_spec(name)
     assert s and s.origin.startswith('$V/'), (name, s)
-for f in ('_model.py', '_data.py', 'models.py', 'callbacks.py'):
+for f in ('_model.py', '_data.py', 'models.py', 'callbacks.py', 'elastic.py'):
     assert os.path.exists(os.path.join(os.path.dirname(
         u.find_spec('tntcomm.keras').origin), f)), f
 assert os.access('$V/bin/tarantella', os.X_OK)

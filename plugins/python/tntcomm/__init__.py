@@ -56,13 +56,16 @@ _DTYPES = {np.dtype(np.float32): _lib.F32, np.dtype(np.float64): _lib.F64,
 
 class TntError(RuntimeError):
     """A libtntcomm call failed. `code` is the tnt_result_t value, `name`
-    its text (tnt_strerror) and str(e) the library's detailed message."""
+    its text (tnt_strerror) and str(e) the library's detailed message
+    (detail: that message when it was taken elsewhere, e.g. on the thread
+    of a TensorFlow op; else this thread's tnt_last_error())."""
 
-    def __init__(self, call, code):
+    def __init__(self, call, code, detail=None):
         self.call = call
         self.code = code
         self.name = lib.tnt_strerror(code).decode(errors="replace")
-        detail = lib.tnt_last_error().decode(errors="replace")
+        if detail is None:
+            detail = lib.tnt_last_error().decode(errors="replace")
         super().__init__("%s: %s: %s" % (call, self.name, detail)
                          if detail else "%s: %s" % (call, self.name))
 
