@@ -5,6 +5,10 @@
  * expected time, which follows a faster call at once and a slower one by
  * an eighth, capped at 10 ms; calls of another kind or size do not
  * count; bad times are ignored; the host's runnable count is readable.
+ * The spin of any wait: halved by each spin that lost its CPU, in full
+ * after one that kept it 40 us, halved or doubled by short spins that
+ * ended without or with their data, none after TNT_SPIN_CUT_OFF
+ * halvings, tried in full every 20 ms; while cut, no longer spin.
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -124,6 +128,101 @@ static void test_shared_or_busy(void)
              "busy %d; expected 600 us", b, h.host_busy);
 }
 
+/* The spin of any wait, cut by what spins see where ranks have CPUs of
+ * their own. */
+static double floor_at(tnt_wait_history_t *h, double now)
+{
+    return tnt__wait_spin_floor(h, FLOOR, now);
+}
+
+static void test_cut_by_lost_cpu(void)
+{
+    tnt_wait_history_t h;
+    memset(&h, 0, sizeof(h));
+    double f = floor_at(&h, NOW);
+    TH_CHECK(near(f, FLOOR), "nothing seen: %g s, expected TNT_SPIN_US", f);
+    /* Each spin that lost its CPU for 500 us halves the next ones, down
+     * to none. */
+    double want = FLOOR;
+    for (int i = 1; i <= TNT_SPIN_CUT_OFF + 2; i++) {
+        tnt__wait_spin_outcome(&h, 600e-6, 1, 500e-6, 0, NOW);
+        want = i >= TNT_SPIN_CUT_OFF ? 0.0 : want / 2.0;
+        f = floor_at(&h, NOW + 0.001);
+        TH_CHECK(near(f, want), "after %d lost spins: %g s, expected %g s",
+                 i, f, want);
+    }
+    /* A while later one wait spins in full (a look whether the host is
+     * quiet again), the next one not. */
+    f = floor_at(&h, NOW + 1.0);
+    TH_CHECK(near(f, FLOOR), "probe: %g s, expected TNT_SPIN_US", f);
+    f = floor_at(&h, NOW + 1.0001);
+    TH_CHECK(f == 0.0, "right after the probe: %g s, expected none", f);
+    /* The probe lost its CPU too: still none. */
+    tnt__wait_spin_outcome(&h, 40e-6, 1, 35e-6, 0, NOW + 1.0002);
+    f = floor_at(&h, NOW + 1.0003);
+    TH_CHECK(f == 0.0, "probe lost its CPU: %g s, expected none", f);
+    /* A probe that kept its CPU for 60 us: spins in full again. */
+    tnt__wait_spin_outcome(&h, 70e-6, 1, 10e-6, 0, NOW + 2.0);
+    f = floor_at(&h, NOW + 2.0001);
+    TH_CHECK(near(f, FLOOR), "after a quiet probe: %g s, expected "
+             "TNT_SPIN_US", f);
+    /* Lost for less than a time slice (a yield, a lock): not cut. */
+    tnt__wait_spin_outcome(&h, 25e-6, 1, 20e-6, 1, NOW + 2.0002);
+    f = floor_at(&h, NOW + 2.0003);
+    TH_CHECK(near(f, FLOOR), "lost 20 us: %g s, expected TNT_SPIN_US", f);
+}
+
+static void test_cut_by_pay(void)
+{
+    tnt_wait_history_t h;
+    memset(&h, 0, sizeof(h));
+    /* A spin in full that ended with its data before its first yield:
+     * nothing to change. */
+    tnt__wait_spin_outcome(&h, 5e-6, 0, 0.0, 1, NOW);
+    double f = floor_at(&h, NOW);
+    TH_CHECK(near(f, FLOOR), "spin that paid: %g s, expected TNT_SPIN_US",
+             f);
+    tnt__wait_spin_outcome(&h, 100e-6, 1, 100e-6, 0, NOW);
+    tnt__wait_spin_outcome(&h, 100e-6, 1, 100e-6, 0, NOW);
+    f = floor_at(&h, NOW + 0.001);
+    TH_CHECK(near(f, FLOOR / 4), "two lost spins: %g s, expected 1/4", f);
+    /* Short spins (no yield, so nothing seen of the host): one that
+     * ended without its data halves, one that ended with it doubles. */
+    tnt__wait_spin_outcome(&h, 25e-6, 0, 0.0, 0, NOW + 0.002);
+    f = floor_at(&h, NOW + 0.003);
+    TH_CHECK(near(f, FLOOR / 8), "short spin without data: %g s, expected "
+             "1/8", f);
+    tnt__wait_spin_outcome(&h, 3e-6, 0, 0.0, 1, NOW + 0.004);
+    tnt__wait_spin_outcome(&h, 3e-6, 0, 0.0, 1, NOW + 0.005);
+    f = floor_at(&h, NOW + 0.006);
+    TH_CHECK(near(f, FLOOR / 2), "two short spins with data: %g s, "
+             "expected 1/2", f);
+    tnt__wait_spin_outcome(&h, 3e-6, 0, 0.0, 1, NOW + 0.007);
+    tnt__wait_spin_outcome(&h, 3e-6, 0, 0.0, 1, NOW + 0.008);
+    f = floor_at(&h, NOW + 0.009);
+    TH_CHECK(near(f, FLOOR), "and more: %g s, expected TNT_SPIN_US", f);
+    /* Spinning off: nothing to cut. */
+    f = tnt__wait_spin_floor(&h, 0.0, NOW);
+    TH_CHECK(f == 0.0, "TNT_SPIN_US=0: %g s, expected none", f);
+}
+
+/* While the spin is cut, a blocking call spins no longer than it. */
+static void test_cut_no_expected(void)
+{
+    tnt_wait_history_t h;
+    memset(&h, 0, sizeof(h));
+    tnt__wait_learn(&h, KIND, MIB, 400e-6);
+    tnt__wait_spin_outcome(&h, 100e-6, 1, 100e-6, 0, NOW);
+    double f = floor_at(&h, NOW + 0.001);
+    double b = tnt__wait_spin_budget(&h, KIND, MIB, f, 0, 0, NOW + 0.001);
+    TH_CHECK(near(b, FLOOR / 2), "cut spin, calls of 400 us: %g s, "
+             "expected the cut floor", b);
+    tnt__wait_spin_outcome(&h, 100e-6, 1, 0.0, 0, NOW + 0.002);
+    f = floor_at(&h, NOW + 0.003);
+    b = tnt__wait_spin_budget(&h, KIND, MIB, f, 0, 0, NOW + 0.003);
+    TH_CHECK(near(b, 600e-6), "quiet again: %g s, expected 600 us", b);
+}
+
 static void test_host_runnable(void)
 {
     int n = tnt__host_runnable();
@@ -137,6 +236,9 @@ static const th_test_def_t k_tests[] = {
     {"wait_budget", "others_apart", test_others_apart},
     {"wait_budget", "bad_times", test_bad_times},
     {"wait_budget", "shared_or_busy", test_shared_or_busy},
+    {"wait_budget", "cut_by_lost_cpu", test_cut_by_lost_cpu},
+    {"wait_budget", "cut_by_pay", test_cut_by_pay},
+    {"wait_budget", "cut_no_expected", test_cut_no_expected},
     {"wait_budget", "host_runnable", test_host_runnable},
     {NULL, NULL, NULL},
 };

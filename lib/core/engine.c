@@ -1342,16 +1342,34 @@ static int cpus_shared(const struct tnt_comm *comm)
     return comm->host_cpus > 0 && comm->host_ranks > comm->host_cpus;
 }
 
+/* Every rank has a CPU of its own and TNT_SPIN_ADAPT is on: the spins
+ * are cut by what they see (wait_budget.c). Where ranks share CPUs the
+ * spin yields to them at every round instead, as before. */
+static int spin_adapts(const struct tnt_comm *comm)
+{
+    return comm->params.spin_adapt && !cpus_shared(comm);
+}
+
+/* How long a wait spins before its first sleep (wait_budget.h). */
+static double spin_floor(struct tnt_comm *comm)
+{
+    if (!spin_adapts(comm))
+        return comm->params.spin_s;
+    return tnt__wait_spin_floor(&comm->progress.waits, comm->params.spin_s,
+                                tnt__now_coarse());
+}
+
 /* Poll without sleeping for up to spin_s before the first sleep of a
  * wait: the peers of a small collective answer within microseconds, and
  * a sleep costs a wake-up through the kernel on each side
  * (docs/performance.md, "Spinning before sleeping"); a blocking call may
  * spin for as long as calls like it took (wait_budget.h,
  * docs/performance.md, "How a blocking call waits"). Past TNT_SPIN_US
- * the spin ends as soon as another thread wants this CPU
- * (tnt__progress_spin). With more ranks on this host than CPUs, yield
- * between polls, so that the ranks being waited for get the CPU. Lock
- * held; the poller role is free on entry. */
+ * (where the spin adapts: from its start) the spin ends as soon as a
+ * yield ran another thread (tnt__progress_spin); where it adapts, what
+ * it saw sets the next spins (tnt__wait_spin_outcome). With more ranks
+ * on this host than CPUs, yield between polls, so that the ranks being
+ * waited for get the CPU. Lock held; the poller role is free on entry. */
 static void spin(struct tnt_comm *comm,
                  int (*done)(struct tnt_comm *, void *), void *arg,
                  double start, double limit, double spin_s)
@@ -1359,9 +1377,15 @@ static void spin(struct tnt_comm *comm,
     double end = start + spin_s;
     if (end > limit)
         end = limit;
-    double own_until = start + comm->params.spin_s;
+    int adapts = spin_adapts(comm);
+    double own_until = adapts ? start : start + comm->params.spin_s;
+    tnt_spin_seen_t seen;
     tnt__progress_spin(comm, done, arg, start, end, own_until,
-                       cpus_shared(comm));
+                       cpus_shared(comm), adapts ? &seen : NULL);
+    if (adapts)
+        tnt__wait_spin_outcome(&comm->progress.waits, tnt__now() - start,
+                               seen.measured, seen.lost_s,
+                               done(comm, arg), tnt__now_coarse());
 }
 
 /* Wait until done(comm, arg), driving progress on this thread whenever
@@ -1464,7 +1488,8 @@ static tnt_result_t wait_locked(struct tnt_request *req, double timeout_s,
 }
 
 /* A blocking call's wait: spin for as long as calls like it took on this
- * communicator where nobody else needs the CPU (wait_budget.h), then
+ * communicator where nobody else needs the CPU, else as any wait
+ * (wait_budget.h), then
  * sleep; learn how long this one took from the start of its wait. A
  * call finished by its post (lean slots, small messages already there)
  * reads no clock. Lock held. */
@@ -1478,7 +1503,7 @@ static tnt_result_t wait_blocking(struct tnt_comm *comm,
     size_t bytes = a->count * a->esize;
     double t0 = tnt__now();
     double spin_s = tnt__wait_spin_budget(
-        &comm->progress.waits, a->kind, bytes, comm->params.spin_s,
+        &comm->progress.waits, a->kind, bytes, spin_floor(comm),
         cpus_shared(comm), comm->host_cpus, t0);
     tnt_result_t rc = wait_locked(req, -1.0, spin_s, &finished);
     if (rc == TNT_SUCCESS)
@@ -1495,8 +1520,11 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
     if (!comm) /* communicator freed: the result was fixed then */
         return req->result;
     pthread_mutex_lock(&comm->lock);
-    tnt_result_t rc = wait_locked(req, timeout_s, comm->params.spin_s,
-                                  finished);
+    /* A test (timeout 0) does not spin; a finished request spins no
+     * probe away (wait_budget.h). */
+    double spin_s = timeout_s != 0 && req->result == TNT_INPROGRESS
+                        ? spin_floor(comm) : 0.0;
+    tnt_result_t rc = wait_locked(req, timeout_s, spin_s, finished);
     pthread_mutex_unlock(&comm->lock);
     return rc;
 }

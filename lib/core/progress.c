@@ -14,9 +14,10 @@
  * through the progress thread; the progress thread parks meanwhile and
  * polls for nonblocking work, dead peers and early messages otherwise.
  * Only a thread blocked in a collective spins, for up to TNT_SPIN_US
- * before its first sleep, a blocking call for as long as calls like it
- * took while no other thread wants its CPU (tnt__progress_spin,
- * core/wait_budget.h); the progress thread never does. While collectives are in flight the poller wakes at least
+ * before its first sleep (shorter while spins lose the CPU to other
+ * threads), a blocking call for as long as calls like it took while no
+ * other thread wants its CPU (tnt__progress_spin, core/wait_budget.h);
+ * the progress thread never does. While collectives are in flight the poller wakes at least
  * once a second to enforce deadlines, and after two idle seconds it sleeps
  * until an fd or the wake eventfd fires.
  */
@@ -33,6 +34,7 @@
 
 #include "core/engine.h"
 #include "core/engine_internal.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "core/progress.h"
@@ -351,7 +353,7 @@ void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
 void tnt__progress_spin(struct tnt_comm *comm,
                         int (*done)(struct tnt_comm *, void *), void *arg,
                         double start, double end, double own_until,
-                        int yield)
+                        int yield, tnt_spin_seen_t *off_cpu)
 {
     /* The transports' poll entries (comm->net.spin_tp): where this rank
      * shares its CPU, only those whose look is no system call. */
@@ -370,6 +372,11 @@ void tnt__progress_spin(struct tnt_comm *comm,
     double epoll_gap = comm->net.spin_polls_all ? SPIN_EPOLL_GAP_S : 0.0;
     double seen = start, epoll_at = start + epoll_gap; /* clock read last */
     int declined = 0; /* a poll of the last round did not look */
+    /* From the first yield: wall and thread CPU time (a spin that ends
+     * before, a few microseconds, pays no read of the CPU clock). */
+    double wall0 = 0.0, cpu0 = 0.0;
+    if (off_cpu)
+        off_cpu->measured = 0;
     for (unsigned n = 0; !done(comm, arg) && !comm->progress.stop; n++) {
         int looked = 0;
         if ((n + 1) % SPIN_EPOLL_EVERY != 0 ||
@@ -409,6 +416,11 @@ void tnt__progress_spin(struct tnt_comm *comm,
         pthread_mutex_unlock(&comm->lock);
         int ran_other = 0;
         if (yield || now >= yield_at) {
+            if (off_cpu && !off_cpu->measured) {
+                off_cpu->measured = 1;
+                wall0 = now;
+                cpu0 = tnt__thread_cpu_now();
+            }
             sched_yield();
             yield_at = now + SPIN_YIELD_GAP_S;
             /* Past own_until the spin is a guess that the call ends
@@ -421,6 +433,10 @@ void tnt__progress_spin(struct tnt_comm *comm,
         pthread_mutex_lock(&comm->lock);
         if (ran_other)
             break;
+    }
+    if (off_cpu && off_cpu->measured) {
+        double cpu = tnt__thread_cpu_now() - cpu0;
+        off_cpu->lost_s = tnt__now() - wall0 - cpu;
     }
     /* Polled transports stay unarmed while blocking calls follow each
      * other: arming now would make the peer's next message write the

@@ -64,6 +64,13 @@ void tnt__progress_fill_services(struct tnt_comm *comm,
 /* Provided by engine.c, run in the progress loop through its hooks. */
 void tnt__engine_reap(struct tnt_comm *comm);
 
+/* What a spin saw of its CPU (tnt__progress_spin). */
+typedef struct tnt_spin_seen {
+    int measured;  /* it reached its first yield; from there on: */
+    double lost_s; /* wall time off its CPU (other threads ran, or it
+                      waited for the lock) */
+} tnt_spin_seen_t;
+
 /** Poll without sleeping until done(comm, arg) or `end` (tnt__now()
  *  time; the spin started at `start`), holding the poller role: through
  *  the poll entries of the transports that serve peers (those that may
@@ -72,11 +79,13 @@ void tnt__engine_reap(struct tnt_comm *comm);
  *  with an epoll_wait(0) every few rounds for everything else.
  *  Releases the lock between rounds (and yields the CPU there when
  *  `yield`). After `own_until`, the spin also ends as soon as a yield
- *  shows that another thread wanted this CPU. Lock held, role free on
- *  entry. */
+ *  shows that another thread wanted this CPU. With `off_cpu` (not NULL),
+ *  says how much of the spin from its first yield the thread was off
+ *  its CPU (two reads of the thread's CPU clock). Lock held, role free
+ *  on entry. */
 void tnt__progress_spin(struct tnt_comm *comm,
                         int (*done)(struct tnt_comm *, void *), void *arg,
                         double start, double end, double own_until,
-                        int yield);
+                        int yield, tnt_spin_seen_t *off_cpu);
 
 #endif /* TNT_CORE_PROGRESS_H */

@@ -31,6 +31,7 @@
     X(flow_batch, FLOW_BATCH, SWITCH)                                       \
     X(unlocked_bytes, UNLOCKED_BYTES, SIZE)                                 \
     X(spin_s, SPIN_US, MICROS)                                              \
+    X(spin_adapt, SPIN_ADAPT, SWITCH)                                       \
     X(reproducible, REPRODUCIBLE, SWITCH)                                   \
     X(recovery, RECOVERY, SWITCH)
 
@@ -49,6 +50,7 @@ typedef struct tnt_params {
     int flow_batch;     /* TNT_FLOW_BATCH (engine_flow.h) */
     size_t unlocked_bytes;
     double spin_s;
+    int spin_adapt;     /* TNT_SPIN_ADAPT (core/wait_budget.h) */
     int reproducible;   /* TNT_REPRODUCIBLE (collectives/canon.h) */
     int recovery;       /* TNT_RECOVERY (core/recovery.h) */
 } tnt_params_t;

@@ -110,7 +110,13 @@ typedef enum tnt_env_type {
       "reductions and copies this large run with the engine lock free")     \
     X(SPIN_US, "TNT_SPIN_US", LONG, "100", 0, 1000000, NULL, 1,             \
       "util/param.c",                                                       \
-      "a wait polls at least this long, microseconds, before it sleeps")   \
+      "a wait polls this long, microseconds, before it sleeps (longer "     \
+      "or shorter: docs/environment.md)")                                   \
+    X(SPIN_ADAPT, "TNT_SPIN_ADAPT", LONG, "1", 0, 1, NULL, 1,               \
+      "util/param.c",                                                       \
+      "1: where ranks have CPUs of their own, spins that take a CPU "       \
+      "other threads want, or do not pay, are cut shorter; 0: they are "    \
+      "not, as before 2026-12-07 (for comparisons)")                        \
     X(REPRODUCIBLE, "TNT_REPRODUCIBLE", LONG, "0", 0, 1, NULL, 1,           \
       "util/param.c",                                                       \
       "1: float reductions give the same bits whatever the algorithm, "     \
