@@ -68,3 +68,12 @@ sys.exit(int(torch.__version__.split('.')[0]) < 2)" 2>/dev/null ||
             "here are for torch 2; scripts/venv.sh makes .venv with" \
             "torch 2.13)"
 }
+
+# need_keras PYTHON BUILD-DIR: skips unless PYTHON imports TensorFlow, Keras
+# and scikit-learn and BUILD-DIR holds tntcomm.keras's op library.
+need_keras() {
+    need_python "$1" tensorflow keras sklearn
+    [ -e "$2/plugins/python/tntcomm/keras/_tf_ops.so" ] ||
+        skip "the TensorFlow op library was not built (meson setup" \
+            "-Dpython=.venv/bin/python)"
+}

@@ -30,15 +30,8 @@ PY=${1:?$usage}
 RUN=${2:?$usage}
 BUILD=${3:?$usage}
 SRC=${4:?$usage}
-if ! "$PY" -c "import tensorflow, keras, sklearn" 2>/dev/null; then
-    echo "test_keras.sh: SKIP: $PY cannot import tensorflow, keras and" \
-         "sklearn (bash scripts/venv.sh; meson setup -Dpython=.venv/bin/python)"
-    exit 77
-fi
-if [ ! -e "$BUILD/plugins/python/tntcomm/keras/_tf_ops.so" ]; then
-    echo "test_keras.sh: SKIP: the TensorFlow op library was not built"
-    exit 77
-fi
+. "$(dirname "$0")/lib_frontend.sh" # its skip rule; the cases here count alone
+need_keras "$PY" "$BUILD"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_keras.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 export PYTHONPATH=$BUILD/plugins/python

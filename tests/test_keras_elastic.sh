@@ -33,10 +33,7 @@ RUN=${2:?$usage}
 BUILD=${3:?$usage}
 SRC=${4:?$usage}
 . "$(dirname "$0")/lib_frontend.sh"
-need_python "$PY" tensorflow keras sklearn
-[ -e "$BUILD/plugins/python/tntcomm/keras/_tf_ops.so" ] ||
-    skip "the TensorFlow op library was not built (meson setup" \
-        "-Dpython=.venv/bin/python)"
+need_keras "$PY" "$BUILD"
 LIMIT=$((600 * ${TNT_TEST_TIMEOUT_MULT:-1}))
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_keras_elastic.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
