@@ -114,23 +114,27 @@ static tnt_result_t validate_config(const tnt_config_t *c, int needs_root)
     return TNT_SUCCESS;
 }
 
-/* Copies between ranks of this host: no process_vm_readv rendezvous and
- * no direct-allreduce "ready" handshake where every rank has a core (two
- * copies through the ring, made by both sides at once, beat one copy
- * that pins and faults pages in the kernel); both from 4 MiB where ranks
- * share cores, since a streaming sender is then often not running
- * (docs/performance.md, "Copies between ranks of one host"). The
- * handshake changes schedules, so it is set only where every rank
- * reaches the same answer (intra_host: one kernel, one CPU count); the
- * rendezvous is the sender's choice alone. */
+/* Copies between ranks of this host. Where ranks share cores, both the
+ * process_vm_readv rendezvous and the direct allreduce's "ready"
+ * handshake from 4 MiB, since a streaming sender is then often not
+ * running. Where every rank has a core, the rendezvous from 1 MiB (the
+ * direct allreduce's segments, its one user above the slots on such a
+ * host): both ranks pull at once, one copy each, where streaming through
+ * the rings costs each rank two (its send and its receive); and no
+ * handshake, which only delayed the pulls there (docs/performance.md,
+ * "Copies between ranks of one host"). The handshake changes schedules,
+ * so it is set only where every rank reaches the same answer (intra_host:
+ * one kernel, one CPU count); the rendezvous is the sender's choice
+ * alone. */
 #define SHARED_CORES_COPY_MIN ((size_t)4 << 20)
+#define OWN_CORES_RNDV_MIN ((size_t)1 << 20)
 
 static void choose_copies(struct tnt_comm *comm)
 {
     int shared = comm->host_cpus > 0 && comm->host_ranks > comm->host_cpus;
-    size_t min = shared ? SHARED_CORES_COPY_MIN : SIZE_MAX;
+    size_t min = shared ? SHARED_CORES_COPY_MIN : OWN_CORES_RNDV_MIN;
     if (comm->intra_host)
-        comm->ready_min_bytes = min;
+        comm->ready_min_bytes = shared ? SHARED_CORES_COPY_MIN : SIZE_MAX;
     /* Every transport with a single-copy rendezvous; the others say
      * TNT_ERR_UNSUPPORTED, which is no failure. */
     for (int i = 0; i < TNT_TP_COUNT; i++)
