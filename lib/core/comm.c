@@ -231,7 +231,8 @@ tnt_result_t tnt__comm_create(const tnt_config_t *config,
     comm->fault.first_lost = -1;
     /* Keep at most this much free memory cached between collectives. */
     tnt__bufpool_init(&comm->pool, (size_t)256 << 20);
-    comm->flow.ctl_rx_cookie = TNT_COOKIE_CTL;
+    comm->flow.ctl_rx_cookie.type = TNT_COOKIE_CTL;
+    comm->flow.ctl_rx_cookie.comm = comm;
     tnt__sched_cache_init(&comm->sched_cache);
     tnt__engine_init_requests(comm);
     pthread_mutex_init(&comm->lock, NULL);

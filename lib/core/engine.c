@@ -1096,7 +1096,8 @@ static tnt_result_t start_locked(struct tnt_comm *comm,
     }
     for (uint32_t i = 0; i < nops; i++) {
         tnt_opstate_t *os = &req->ops[i];
-        os->type = TNT_COOKIE_OP;
+        os->ck.type = TNT_COOKIE_OP;
+        os->ck.comm = comm;
         os->coll = req;
         os->op = i;
         os->deps_left = req->sched->ops[i].ndeps;

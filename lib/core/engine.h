@@ -63,6 +63,24 @@ enum tnt_cookie_type {
     TNT_COOKIE_CTL = 5 /* a flow-control message (engine_flow.c) */
 };
 
+struct tnt_comm;
+/* What every cookie the core hands a transport starts with: its type and
+ * the communicator it belongs to. The rule: on_payload and on_send_done
+ * find their communicator in the cookie, never in the transport's `core`
+ * pointer, so that one transport context may serve several communicators
+ * (docs/design.md, "Sharing connections between communicators"). Set
+ * where the cookie is made, together with its type. */
+typedef struct tnt_cookie {
+    int type;                  /* enum tnt_cookie_type */
+    struct tnt_comm *comm;
+} tnt_cookie_t;
+
+/** The communicator of a cookie (tnt_cookie_t first in every one). */
+static inline struct tnt_comm *tnt__cookie_comm(const void *cookie)
+{
+    return ((const tnt_cookie_t *)cookie)->comm;
+}
+
 /* Flow control (engine_flow.c). A collective's message above the eager
  * limit, or one that would overrun the peer's eager window, leaves only
  * once the receiver has said its receive is posted: the sender sends an
@@ -89,7 +107,7 @@ enum tnt_cookie_type {
 #define TNT_NOTICE_MAX 511
 
 typedef struct tnt_notice_rx {
-    int type;                  /* TNT_COOKIE_NOTICE */
+    tnt_cookie_t ck;           /* TNT_COOKIE_NOTICE */
     size_t len;
     int64_t rc;
     uint64_t seq;              /* a progress note's fields (below) */
@@ -112,7 +130,7 @@ typedef struct tnt_notice_rx {
 #define TNT_PROGRESS_IDLE UINT32_MAX
 #define TNT_PROGRESS_SENDING 1
 typedef struct tnt_progress_tx {
-    int type;                  /* TNT_COOKIE_PROGRESS */
+    tnt_cookie_t ck;           /* TNT_COOKIE_PROGRESS */
     int peer;
     int busy;                  /* the transport still holds hdr */
     tnt_msg_hdr_t hdr;
@@ -132,7 +150,7 @@ struct tnt_unexp;
 
 /* Per-operation state of a collective in flight. */
 typedef struct tnt_opstate {
-    int type;                  /* TNT_COOKIE_OP: first, see cookies */
+    tnt_cookie_t ck;           /* TNT_COOKIE_OP: first, see cookies */
     struct tnt_opstate *next;  /* peer's posted-recv or pending-send list */
     struct tnt_request *coll;
     uint32_t op;
@@ -155,7 +173,7 @@ typedef struct tnt_opstate {
 
 /* A message that arrived before its receive was posted. */
 typedef struct tnt_unexp {
-    int type;                  /* TNT_COOKIE_UNEXP */
+    tnt_cookie_t ck;           /* TNT_COOKIE_UNEXP */
     struct tnt_unexp *next;
     tnt_msg_hdr_t hdr;
     size_t len;
@@ -397,8 +415,8 @@ struct tnt_comm_flow {
     tnt_unexp_t *free_unexp;   /* early-message descriptors for reuse */
     struct tnt_unexp_slab *unexp_slabs; /* where they all live */
     struct tnt_ctl_tx *ctl_free, *ctl_all; /* flow-control sends */
-    int ctl_rx_cookie;         /* TNT_COOKIE_CTL: payload of a control
-                                  message (none) */
+    tnt_cookie_t ctl_rx_cookie; /* TNT_COOKIE_CTL: payload of a
+                                  control message (none) */
     /* Receives posted in this run of tnt__run_ready whose CTS is owed
      * (TNT_FLOW_BATCH): sent together once it has started every ready
      * receive, before its sends and reductions, one CTS per run of

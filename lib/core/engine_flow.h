@@ -42,7 +42,7 @@
 
 /** A flow-control message this rank sends (RTS, CTS or CREDIT). */
 typedef struct tnt_ctl_tx {
-    int type;                  /* TNT_COOKIE_CTL */
+    tnt_cookie_t ck;           /* TNT_COOKIE_CTL */
     int peer;
     tnt_msg_hdr_t hdr;
     struct tnt_ctl_tx *next;   /* comm->flow.ctl_free */

@@ -73,7 +73,8 @@ static tnt_result_t notice_header(struct tnt_comm *comm, int peer,
         return tnt__error(TNT_ERR_PROTOCOL, "malformed failure notice from "
                           "rank %d", peer);
     tnt_notice_rx_t *n = &comm->peers[peer].notice;
-    n->type = TNT_COOKIE_NOTICE;
+    n->ck.type = TNT_COOKIE_NOTICE;
+    n->ck.comm = comm;
     n->len = payload_len;
     n->rc = (int64_t)h->count;
     n->seq = h->seq;
@@ -282,7 +283,8 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
                          payload_len);
         return TNT_ERR_NO_MEMORY;
     }
-    u->type = TNT_COOKIE_UNEXP;
+    u->ck.type = TNT_COOKIE_UNEXP;
+    u->ck.comm = comm;
     u->next = NULL;
     u->hdr = h;
     u->len = payload_len;
@@ -300,16 +302,20 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
     return TNT_SUCCESS;
 }
 
+/* on_payload and on_send_done: the communicator is the cookie's
+ * (tnt_cookie_t), whichever communicator's context delivered it. */
 static void up_payload(void *core, int peer, void *cookie)
 {
-    struct tnt_comm *comm = core;
-    if (*(int *)cookie == TNT_COOKIE_CTL)
+    (void)core;
+    const tnt_cookie_t *ck = cookie;
+    struct tnt_comm *comm = ck->comm;
+    if (ck->type == TNT_COOKIE_CTL)
         return; /* a control message has no payload */
-    if (*(int *)cookie == TNT_COOKIE_NOTICE) {
+    if (ck->type == TNT_COOKIE_NOTICE) {
         notice_arrived(comm, peer, cookie);
         return;
     }
-    if (*(int *)cookie == TNT_COOKIE_OP) {
+    if (ck->type == TNT_COOKIE_OP) {
         tnt_opstate_t *os = cookie;
         tnt__op_complete(os->coll, os->op);
         tnt__run_ready(comm, os->coll);
@@ -327,14 +333,16 @@ static void up_payload(void *core, int peer, void *cookie)
 
 static void up_send_done(void *core, void *cookie)
 {
-    struct tnt_comm *comm = core;
+    (void)core;
     if (!cookie)
         return; /* a failure notice */
-    if (*(int *)cookie == TNT_COOKIE_CTL) {
+    const tnt_cookie_t *ck = cookie;
+    struct tnt_comm *comm = ck->comm;
+    if (ck->type == TNT_COOKIE_CTL) {
         tnt__flow_ctl_done(comm, cookie);
         return;
     }
-    if (*(int *)cookie == TNT_COOKIE_PROGRESS) {
+    if (ck->type == TNT_COOKIE_PROGRESS) {
         tnt__progress_sent(comm, cookie);
         return;
     }
