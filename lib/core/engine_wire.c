@@ -2,7 +2,7 @@
  * The core's side of the transport interface: upcalls that match incoming
  * headers to posted receives (or keep them as early messages), complete
  * payloads and sends, and judge lost peers. Like engine.c, everything here
- * runs with comm->lock held (upcalls come from the progress thread's fd
+ * runs with comm->group->lock held (upcalls come from the progress thread's fd
  * callbacks).
  */
 #include <inttypes.h>
@@ -33,7 +33,7 @@ static void up_connected(struct tnt_comm *comm, int tpi, int peer, void *ep)
             tnt__send_notice(comm, tpi, ep);
             /* tnt__engine_drain may be lingering for this one. */
             comm->peers[peer].connecting = 0;
-            pthread_cond_broadcast(&comm->progress.cond);
+            pthread_cond_broadcast(&comm->group->progress.cond);
         }
         comm->net.tp[tpi]->close(comm->net.tp_ctx[tpi], ep);
         return;
@@ -401,7 +401,7 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
     p->ep = NULL; /* the transport has closed it */
     if (p->connecting) {
         p->connecting = 0;
-        pthread_cond_broadcast(&comm->progress.cond); /* see up_connected */
+        pthread_cond_broadcast(&comm->group->progress.cond); /* see up_connected */
     }
     p->sends_inflight = 0;
     p->dead = err ? err : TNT_ERR_PEER_LOST;
