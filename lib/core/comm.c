@@ -168,6 +168,9 @@ static void comm_destroy(struct tnt_comm *comm)
     tnt__progress_stop(comm);
     tnt__mem_table_dereg(comm); /* before the transports go */
     tnt__comm_tp_finalize(comm);
+    pthread_mutex_lock(&comm->group->lock);
+    tnt__net_group_leave(comm->group, comm);
+    pthread_mutex_unlock(&comm->group->lock);
     tnt__rec_close(comm);
     tnt__engine_reap(comm);
     tnt__engine_free_requests(comm);
@@ -215,6 +218,8 @@ tnt_result_t tnt__comm_create(const tnt_config_t *config,
     }
     if (!comm)
         return tnt__error(TNT_ERR_NO_MEMORY, "tnt_comm_init: out of memory");
+    /* Its own net group, whose net owner it is (core/net_group.h). */
+    tnt__net_group_join(comm->group, comm);
     const struct tnt_comm *parent = origin->parent;
     comm->rank = config->rank;
     comm->nranks = config->nranks;

@@ -400,7 +400,15 @@ struct tnt_net_group {
                                   otherwise */
     int lock_wanted;           /* atomic: threads blocked to post; the
                                   poller lets them in between callbacks */
-    int refs;                  /* communicators of this group (lock) */
+    int refs;                  /* references: its communicators (lock) */
+    /* Its live communicators, linked by group_next (lock), and the one
+     * whose transport contexts the group's connections are (the first:
+     * core/demux.c routes the connection-wide upcalls there). */
+    struct tnt_comm *comms;
+    struct tnt_comm *net_owner;
+    unsigned gen;              /* bumped when comms changes: a loop over
+                                  them that released the lock starts
+                                  again (progress.c) */
     struct tnt_comm_progress progress;
 };
 
@@ -483,6 +491,7 @@ struct tnt_comm {
     /* Its net group, whose lock (comm->group->lock) guards everything
      * below unless a field says otherwise; set at creation. */
     struct tnt_net_group *group;
+    struct tnt_comm *group_next; /* the group's next communicator */
     int in_collective;         /* atomic: a thread is inside a collective
                                   call on this communicator (entry.c) */
 

@@ -24,6 +24,39 @@ struct tnt_net_group *tnt__net_group_new(void)
     return g;
 }
 
+void tnt__net_group_join(struct tnt_net_group *g, struct tnt_comm *comm)
+{
+    struct tnt_comm **pp = &g->comms;
+    while (*pp)
+        pp = &(*pp)->group_next;
+    comm->group_next = NULL;
+    *pp = comm;
+    if (!g->net_owner)
+        g->net_owner = comm;
+    g->gen++;
+}
+
+void tnt__net_group_leave(struct tnt_net_group *g, struct tnt_comm *comm)
+{
+    for (struct tnt_comm **pp = &g->comms; *pp; pp = &(*pp)->group_next)
+        if (*pp == comm) {
+            *pp = comm->group_next;
+            break;
+        }
+    if (g->net_owner == comm)
+        g->net_owner = NULL;
+    g->gen++;
+}
+
+struct tnt_comm *tnt__net_group_find(const struct tnt_net_group *g,
+                                     uint32_t comm_id)
+{
+    for (struct tnt_comm *c = g->comms; c; c = c->group_next)
+        if (c->comm_id == comm_id)
+            return c;
+    return NULL;
+}
+
 void tnt__net_group_put(struct tnt_net_group *g)
 {
     if (!g)

@@ -69,23 +69,23 @@ static uint32_t from_epoll(uint32_t e)
 static tnt_result_t svc_watch_fd(void *core, int fd, uint32_t events,
                                  tnt_fd_cb_t cb, void *arg)
 {
-    struct tnt_comm *comm = core;
+    struct tnt_net_group *g = core;
     if (fd < 0)
         return tnt__error(TNT_ERR_INVALID_ARG, "watch of fd %d", fd);
-    if (fd >= comm->group->progress.watches_cap) {
+    if (fd >= g->progress.watches_cap) {
         int cap =
-            comm->group->progress.watches_cap ? comm->group->progress.watches_cap : 64;
+            g->progress.watches_cap ? g->progress.watches_cap : 64;
         while (cap <= fd)
             cap *= 2;
         tnt_watch_t **n =
-            realloc(comm->group->progress.watches, (size_t)cap * sizeof(*n));
+            realloc(g->progress.watches, (size_t)cap * sizeof(*n));
         if (!n)
             return tnt__error(TNT_ERR_NO_MEMORY, "out of memory watching "
                               "fd %d", fd);
-        memset(n + comm->group->progress.watches_cap, 0,
-               (size_t)(cap - comm->group->progress.watches_cap) * sizeof(*n));
-        comm->group->progress.watches = n;
-        comm->group->progress.watches_cap = cap;
+        memset(n + g->progress.watches_cap, 0,
+               (size_t)(cap - g->progress.watches_cap) * sizeof(*n));
+        g->progress.watches = n;
+        g->progress.watches_cap = cap;
     }
     tnt_watch_t *w = calloc(1, sizeof(*w));
     if (!w)
@@ -94,28 +94,28 @@ static tnt_result_t svc_watch_fd(void *core, int fd, uint32_t events,
     w->cb = cb;
     w->arg = arg;
     struct epoll_event ev = {.events = to_epoll(events), .data.ptr = w};
-    if (epoll_ctl(comm->group->progress.epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    if (epoll_ctl(g->progress.epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
         int e = errno;
         free(w);
         return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(ADD, fd %d): %s", fd,
                           strerror(e));
     }
-    comm->group->progress.watches[fd] = w;
+    g->progress.watches[fd] = w;
     return TNT_SUCCESS;
 }
 
 static tnt_result_t svc_modify_fd(void *core, int fd, uint32_t events,
                                   tnt_fd_cb_t cb, void *arg)
 {
-    struct tnt_comm *comm = core;
-    if (fd < 0 || fd >= comm->group->progress.watches_cap ||
-        !comm->group->progress.watches[fd])
+    struct tnt_net_group *g = core;
+    if (fd < 0 || fd >= g->progress.watches_cap ||
+        !g->progress.watches[fd])
         return tnt__error(TNT_ERR_INVALID_ARG, "fd %d is not watched", fd);
-    tnt_watch_t *w = comm->group->progress.watches[fd];
+    tnt_watch_t *w = g->progress.watches[fd];
     w->cb = cb;
     w->arg = arg;
     struct epoll_event ev = {.events = to_epoll(events), .data.ptr = w};
-    if (epoll_ctl(comm->group->progress.epfd, EPOLL_CTL_MOD, fd, &ev) != 0)
+    if (epoll_ctl(g->progress.epfd, EPOLL_CTL_MOD, fd, &ev) != 0)
         return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(MOD, fd %d): %s", fd,
                           strerror(errno));
     return TNT_SUCCESS;
@@ -123,19 +123,19 @@ static tnt_result_t svc_modify_fd(void *core, int fd, uint32_t events,
 
 static void svc_unwatch_fd(void *core, int fd)
 {
-    struct tnt_comm *comm = core;
-    if (fd < 0 || fd >= comm->group->progress.watches_cap ||
-        !comm->group->progress.watches[fd])
+    struct tnt_net_group *g = core;
+    if (fd < 0 || fd >= g->progress.watches_cap ||
+        !g->progress.watches[fd])
         return;
-    tnt_watch_t *w = comm->group->progress.watches[fd];
-    epoll_ctl(comm->group->progress.epfd, EPOLL_CTL_DEL, fd, NULL);
-    comm->group->progress.watches[fd] = NULL;
+    tnt_watch_t *w = g->progress.watches[fd];
+    epoll_ctl(g->progress.epfd, EPOLL_CTL_DEL, fd, NULL);
+    g->progress.watches[fd] = NULL;
     /* An event for it may already sit in the batch being dispatched or
      * in one collected while the lock was free: free it only after the
      * next batch has been handled. */
     w->dead = 1;
-    w->next = comm->group->progress.graveyard;
-    comm->group->progress.graveyard = w;
+    w->next = g->progress.graveyard;
+    g->progress.graveyard = w;
 }
 
 static void svc_log(void *core, int level, const char *fmt, ...)
@@ -154,7 +154,7 @@ static void svc_log(void *core, int level, const char *fmt, ...)
 void tnt__progress_fill_services(struct tnt_comm *comm,
                                  tnt_transport_env_t *env)
 {
-    env->core = comm;
+    env->core = comm->group; /* core/demux.c routes the upcalls */
     env->watch_fd = svc_watch_fd;
     env->modify_fd = svc_modify_fd;
     env->unwatch_fd = svc_unwatch_fd;
@@ -163,10 +163,10 @@ void tnt__progress_fill_services(struct tnt_comm *comm,
 
 static void wake_cb(void *arg, uint32_t events)
 {
-    struct tnt_comm *comm = arg;
+    struct tnt_net_group *g = arg;
     (void)events;
     uint64_t v;
-    ssize_t r = read(comm->group->progress.wakefd, &v, sizeof(v));
+    ssize_t r = read(g->progress.wakefd, &v, sizeof(v));
     (void)r;
 }
 
@@ -176,6 +176,33 @@ static void signal_cb(void *arg, uint32_t events)
 {
     (void)arg;
     (void)events;
+}
+
+/* The hooks run for every communicator of the group, whichever of them
+ * the poller polls for: their messages come through the same
+ * connections (core/demux.c). A hook may release the lock (queued work
+ * runs large reductions without it); if the group's list changed
+ * meanwhile (gen), the round stops there and says "look again" (1). */
+static int each_int(struct tnt_net_group *g,
+                    int (*hook)(struct tnt_comm *))
+{
+    int any = 0;
+    unsigned gen = g->gen;
+    for (struct tnt_comm *c = g->comms; c; c = c->group_next) {
+        any |= hook(c);
+        if (g->gen != gen)
+            return 1;
+    }
+    return any;
+}
+
+static void each_void(struct tnt_net_group *g,
+                      void (*hook)(struct tnt_comm *))
+{
+    unsigned gen = g->gen;
+    for (struct tnt_comm *c = g->comms; c && g->gen == gen;
+         c = c->group_next)
+        hook(c);
 }
 
 /* Called after a batch has been dispatched: an entry removed from epoll
@@ -190,7 +217,7 @@ static void free_graveyard(struct tnt_comm *comm)
     }
 }
 
-int tnt__progress_timeout_ms(struct tnt_comm *comm, double now)
+static int comm_timeout_ms(struct tnt_comm *comm, double now)
 {
     struct tnt_request *first = tnt__active_first(comm);
     if (!first && tnt__list_empty(&comm->reqs.any)) {
@@ -215,6 +242,19 @@ int tnt__progress_timeout_ms(struct tnt_comm *comm, double now)
     if (left > 1.0)
         return 1000;
     return (int)(left * 1000.0) + 1;
+}
+
+int tnt__progress_timeout_ms(struct tnt_comm *comm, double now)
+{
+    /* The nearest of the group's communicators; -1 (idle) only where
+     * all are. */
+    int ms = -1;
+    for (struct tnt_comm *c = comm->group->comms; c; c = c->group_next) {
+        int m = comm_timeout_ms(c, now);
+        if (m >= 0 && (ms < 0 || m < ms))
+            ms = m;
+    }
+    return ms;
 }
 
 /* How many times the poller yields to let a posting thread take the lock
@@ -262,7 +302,7 @@ static int poll_unarmed(struct tnt_comm *comm, int timeout_ms)
 /* Work other threads queued for the poller (hooks->queued_work). */
 static int run_queued_work(struct tnt_comm *comm, int timeout_ms)
 {
-    if (comm->group->progress.hooks->queued_work(comm))
+    if (each_int(comm->group, comm->group->progress.hooks->queued_work))
         timeout_ms = 0;
     return timeout_ms;
 }
@@ -272,7 +312,8 @@ static int before_sleep(struct tnt_comm *comm, int timeout_ms)
 {
     if (timeout_ms == 0)
         return 0;
-    return comm->group->progress.hooks->before_sleep(comm) ? 0 : timeout_ms;
+    return each_int(comm->group, comm->group->progress.hooks->before_sleep)
+               ? 0 : timeout_ms;
 }
 
 /* epoll_wait with the lock released, then each ready fd's callback with
@@ -288,7 +329,8 @@ static void wait_and_dispatch_events(struct tnt_comm *comm, int timeout_ms)
         char msg[160];
         snprintf(msg, sizeof(msg), "rank %d: epoll_wait: %s", comm->rank,
                  strerror(err));
-        comm->group->progress.hooks->fail(comm, TNT_ERR_SYSTEM, msg);
+        for (struct tnt_comm *c = comm->group->comms; c; c = c->group_next)
+            comm->group->progress.hooks->fail(c, TNT_ERR_SYSTEM, msg);
     }
     for (int i = 0; i < n && !comm->group->progress.stop; i++) {
         tnt_watch_t *w = evs[i].data.ptr;
@@ -304,7 +346,7 @@ static void wait_and_dispatch_events(struct tnt_comm *comm, int timeout_ms)
  * freed last. */
 static void after_batch(struct tnt_comm *comm)
 {
-    comm->group->progress.hooks->after_batch(comm);
+    each_void(comm->group, comm->group->progress.hooks->after_batch);
     free_graveyard(comm);
 }
 
@@ -392,7 +434,8 @@ void tnt__progress_spin(struct tnt_comm *comm,
                     declined = 1;
             }
             if (looked)
-                comm->group->progress.hooks->after_look(comm);
+                each_void(comm->group,
+                          comm->group->progress.hooks->after_look);
         }
         if (!looked) {
             dispatch(comm, 0);
@@ -457,8 +500,10 @@ static double park_until(struct tnt_comm *comm, double now)
 {
     if (comm->group->progress.user_waiters > 0 || comm->group->progress.polling)
         return now + 1.0;
-    if (tnt__list_empty(&comm->reqs.active) &&
-        now - comm->group->progress.user_polled_at < PARK_GRACE_S)
+    int idle = 1;
+    for (struct tnt_comm *c = comm->group->comms; c; c = c->group_next)
+        idle &= tnt__list_empty(&c->reqs.active);
+    if (idle && now - comm->group->progress.user_polled_at < PARK_GRACE_S)
         return comm->group->progress.user_polled_at + PARK_GRACE_S;
     return 0.0;
 }
@@ -484,7 +529,7 @@ static void *progress_main(void *arg)
     hooks->thread_start();
     pthread_mutex_lock(&comm->group->lock);
     while (!comm->group->progress.stop) {
-        if (hooks->thread_turn(comm))
+        if (each_int(comm->group, hooks->thread_turn))
             continue;
         double now = tnt__now();
         double until = park_until(comm, now);
@@ -509,7 +554,7 @@ tnt_result_t tnt__progress_start(struct tnt_comm *comm)
         return tnt__error(TNT_ERR_SYSTEM, "eventfd: %s", strerror(errno));
     comm->group->progress.wake_watch.fd = comm->group->progress.wakefd;
     comm->group->progress.wake_watch.cb = wake_cb;
-    comm->group->progress.wake_watch.arg = comm;
+    comm->group->progress.wake_watch.arg = comm->group;
     struct epoll_event ev = {.events = EPOLLIN,
                              .data.ptr = &comm->group->progress.wake_watch};
     if (epoll_ctl(comm->group->progress.epfd, EPOLL_CTL_ADD, comm->group->progress.wakefd,
