@@ -200,9 +200,11 @@ static void each_void(struct tnt_net_group *g,
                       void (*hook)(struct tnt_comm *))
 {
     unsigned gen = g->gen;
-    for (struct tnt_comm *c = g->comms; c && g->gen == gen;
-         c = c->group_next)
+    for (struct tnt_comm *c = g->comms; c; c = c->group_next) {
         hook(c);
+        if (g->gen != gen)
+            return; /* c may be gone: its next is not read */
+    }
 }
 
 /* Called after a batch has been dispatched: an entry removed from epoll
