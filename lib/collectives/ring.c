@@ -28,16 +28,6 @@
  * TNT_SEGMENT_BYTES: its pipeline fills one segment per hop. The factor
  * keeps TNT_SEGMENT_BYTES a knob that tests can shrink. */
 #define RING_SEG_FACTOR 4
-/* A chunk that would fit one segment is cut in two, down to segments of
- * RING_HALF_SEG_FACTOR x TNT_SEGMENT_BYTES (512 KiB by default): with one
- * segment a chunk a step cannot start before the whole chunk has
- * arrived and been reduced, and the next rank waits for all of it; with
- * two, the second half crosses the socket while the first is reduced
- * and sent on. Not below 512 KiB, where the extra message cost more
- * than the overlap gave (p = 2 1 MiB over TCP, 256 KiB halves) (docs/
- * performance.md, "2026-12-07, afternoon: the ring's halves and the
- * rendezvous where every rank has a core"). */
-#define RING_HALF_SEG_FACTOR 2
 
 static tnt_result_t ring_setup(tnt_ring_t *r, const tnt_coll_args_t *a,
                                size_t count, size_t block, size_t maxlen)
@@ -49,11 +39,6 @@ static tnt_result_t ring_setup(tnt_ring_t *r, const tnt_coll_args_t *a,
     r->block = block;
     r->segelems = tnt__segment_elems(a->segment_bytes, RING_SEG_FACTOR,
                                      a->esize);
-    size_t half = maxlen / 2 + maxlen % 2;
-    size_t least = tnt__segment_elems(a->segment_bytes, RING_HALF_SEG_FACTOR,
-                                      a->esize);
-    if (maxlen <= r->segelems && half < r->segelems)
-        r->segelems = half > least ? half : least;
     /* Bound the schedule's size: past RING_MAX_SEGMENTS per rank the
      * segments grow instead (a schedule op costs ~64 bytes). */
     size_t maxseg = RING_MAX_SEGMENTS / (size_t)r->p;
