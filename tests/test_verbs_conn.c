@@ -123,11 +123,27 @@ static void test_retry_budget(void)
     TH_CHECK(r == 7, "heartbeat off: retry %d", r);
 }
 
+/* A close waits as long as the queue pair keeps resending: 7 ACK
+ * timeouts of 67 ms by default (0.47 s, not the 0.25 s that lost the
+ * notice in the guest), the floor below that, the cap for "forever". */
+static void test_close_drain(void)
+{
+    double s = tnt__vb_close_drain_s(14, 6, 0.25, 2.0);
+    TH_CHECK(s > 0.46 && s < 0.48, "defaults: %.3f s", s);
+    s = tnt__vb_close_drain_s(10, 2, 0.25, 2.0);
+    TH_CHECK(s == 0.25, "short budget: %.3f s, not the floor", s);
+    s = tnt__vb_close_drain_s(20, 7, 0.25, 2.0);
+    TH_CHECK(s == 2.0, "long budget: %.3f s, not the cap", s);
+    s = tnt__vb_close_drain_s(99, 7, 0.25, 2.0);
+    TH_CHECK(s == 2.0, "timeout out of range: %.3f s", s);
+}
+
 static const th_test_def_t k_tests[] = {
     {"verbs_conn", "bring_up_and_close", test_bring_up_and_close},
     {"verbs_conn", "failures_name_the_peer", test_failures_name_the_peer},
     {"verbs_conn", "out_of_order", test_out_of_order},
     {"verbs_conn", "retry_budget", test_retry_budget},
+    {"verbs_conn", "close_drain", test_close_drain},
     {NULL, NULL, NULL}};
 
 int main(int argc, char **argv)

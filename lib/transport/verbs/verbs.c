@@ -112,9 +112,20 @@ static void ep_close(void *vctx, void *vep)
  * socket; tearing the queue pair down at once would flush it. */
 static void vb_close(void *vctx, void *vep)
 {
+    vb_ctx_t *ctx = vctx;
     vb_ep_t *ep = vep;
-    if (ep && !ep->closed && ep->qp && ep->conn.state == VB_RTS)
-        tnt__vb_drain_sends(ep, VB_CLOSE_DRAIN_S);
+    if (ep && !ep->closed && ep->qp && ep->conn.state == VB_RTS) {
+        double limit = tnt__vb_close_drain_s(ctx->timeout, ctx->retry,
+                                             VB_CLOSE_DRAIN_MIN_S,
+                                             VB_CLOSE_DRAIN_MAX_S);
+        size_t left = tnt__vb_drain_sends(ep, limit);
+        if (left)
+            ctx->env.log(ctx->env.core, TNT_LOG_DEBUG, "rank %d: verbs: "
+                         "closing the connection to rank %d with %zu "
+                         "sends not acknowledged (waited up to %.2f s): "
+                         "they are flushed", ctx->env.rank, ep->peer, left,
+                         limit);
+    }
     ep_close(vctx, vep);
 }
 

@@ -34,8 +34,10 @@
 /* Largest single RDMA WRITE; larger payloads are split into segments. */
 #define VB_SEG_MAX ((size_t)1 << 30)
 /* How long a close waits for the sends already posted to be acknowledged
- * (the failure notice the core sends just before it closes). */
-#define VB_CLOSE_DRAIN_S 0.25
+ * (the failure notice the core sends just before it closes): the queue
+ * pair's own retry budget (tnt__vb_close_drain_s), within these bounds. */
+#define VB_CLOSE_DRAIN_MIN_S 0.25
+#define VB_CLOSE_DRAIN_MAX_S 2.0
 #define VB_MAX_TOKENS (VB_IMM_TOKEN_MAX + 1)
 
 /* wr_id: kind in the top byte, an index below. */
@@ -166,8 +168,9 @@ void tnt__vb_comp_cb(void *arg, uint32_t events);
  *  (comp_cb does this per event; tests call it directly). */
 void tnt__vb_poll_ep(vb_ep_t *ep);
 /** Wait, at most limit_s, for ep's posted sends to complete (before a
- *  close would flush them); no upcalls. */
-void tnt__vb_drain_sends(vb_ep_t *ep, double limit_s);
+ *  close would flush them); no upcalls. Returns how many are still out
+ *  (0: all acknowledged). */
+size_t tnt__vb_drain_sends(vb_ep_t *ep, double limit_s);
 tnt_result_t tnt__vb_send(void *vctx, void *vep, const void *hdr,
                           size_t hdr_len, const void *payload, size_t len,
                           void *cookie);
