@@ -912,13 +912,16 @@ static tnt_result_t read_knobs(vb_ctx_t *ctx, int *cache, size_t *limit)
     /* depth, timeout and hb always get a value: the table has defaults. */
     long depth = 0, timeout = 0, retry = 7, c = -1;
     TNT_CHECK(tnt__env_long(TNT_VAR_IB_RECV_DEPTH, &depth));
-    TNT_CHECK(tnt__env_long(TNT_VAR_IB_TIMEOUT, &timeout));
-    /* Without TNT_IB_RETRY_CNT the retry budget follows TNT_HEARTBEAT
-     * (default 10 s, as TCP's keep-alive): a path lost under a queue
-     * pair with data in flight then fails it within the heartbeat. */
+    /* Without TNT_IB_TIMEOUT and TNT_IB_RETRY_CNT the ACK timeout and the
+     * retry budget follow TNT_HEARTBEAT (default 10 s, as TCP's
+     * keep-alive): a path lost under a queue pair with data in flight
+     * then fails it within the heartbeat, and a peer that acknowledges
+     * late is not taken for a lost one before that. */
     double hb = 0;
     TNT_CHECK(tnt__env_seconds(TNT_VAR_HEARTBEAT, &hb));
     ctx->heartbeat_s = hb;
+    timeout = tnt__vb_default_timeout(hb);
+    TNT_CHECK(tnt__env_long(TNT_VAR_IB_TIMEOUT, &timeout));
     int t = (int)timeout, r = 7;
     tnt__vb_retry_budget(hb, &t, &r);
     timeout = t;

@@ -148,3 +148,13 @@ double tnt__vb_close_drain_s(int timeout, int retry, double floor_s,
         s = floor_s;
     return s > cap_s ? cap_s : s;
 }
+
+int tnt__vb_default_timeout(double heartbeat_s)
+{
+    int t = VB_TIMEOUT_MAX;
+    if (heartbeat_s <= 0)
+        return t;
+    while (t > 1 && 7.0 * 4.096e-6 * (double)(1ull << t) > heartbeat_s)
+        t--;
+    return t;
+}

@@ -805,16 +805,32 @@ void tnt__vb_poll_ep(vb_ep_t *ep)
         progress_queue(ep);
 }
 
+/* 1 if the peer has closed its side channel (or it failed): nothing it
+ * has not acknowledged yet will be. */
+static int peer_side_closed(const vb_ep_t *ep)
+{
+    if (ep->fd < 0)
+        return 0;
+    char b;
+    ssize_t n = recv(ep->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+                      errno != EINTR);
+}
+
 /* Work requests posted on a queue pair that is moved to the error state
  * are flushed, not sent, so a message posted just before a close (the
  * core's failure notice, which it sends and then closes) would never
  * leave. Wait for the send queue's completions first, only counting
  * them: nothing is handed to the core (this runs inside a downcall) and
  * receives are left to the flush. Bounded: a peer that never
- * acknowledges costs at most `limit_s`. */
+ * acknowledges costs at most `limit_s`, and one that has closed its side
+ * channel nothing more (it failed too, its queue pair is gone or in the
+ * error state: when every rank fails at once, each close would
+ * otherwise wait out the whole limit, one peer after the other). */
 size_t tnt__vb_drain_sends(vb_ep_t *ep, double limit_s)
 {
     struct timespec t0, t;
+    unsigned idle = 0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     while (ep->sq_used > 0) {
         struct ibv_wc wc[16];
@@ -832,7 +848,8 @@ size_t tnt__vb_drain_sends(vb_ep_t *ep, double limit_s)
             continue;
         clock_gettime(CLOCK_MONOTONIC, &t);
         if ((double)(t.tv_sec - t0.tv_sec) +
-                1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > limit_s)
+                1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > limit_s ||
+            (++idle % 50 == 0 && peer_side_closed(ep))) /* each ~1 ms */
             return ep->sq_used;
         struct timespec pause = {0, 20000}; /* 20 us */
         nanosleep(&pause, NULL);
