@@ -301,6 +301,8 @@ typedef struct side {
     tmsg_t msgs[MSG_MAX];  /* received, by id */
     int headers, payloads, send_done;
     int errors;
+    int connected;         /* on_connected calls */
+    int early_headers;     /* headers before the first on_connected */
     tnt_result_t err;
     char why[256];
     int peer_of_error;
@@ -339,7 +341,9 @@ static void f_unwatch(void *core, int fd)
 
 static void f_connected(void *core, int peer, void *ep)
 {
-    (void)core, (void)peer, (void)ep;
+    side_t *s = core;
+    (void)peer, (void)ep;
+    s->connected++;
 }
 
 static tnt_result_t f_header(void *core, int peer, const void *hdr,
@@ -349,6 +353,7 @@ static tnt_result_t f_header(void *core, int peer, const void *hdr,
     side_t *s = core;
     (void)peer;
     thdr_t h;
+    s->early_headers += s->connected == 0;
     if (hdr_len != sizeof(h))
         return TNT_ERR_PROTOCOL;
     memcpy(&h, hdr, sizeof(h));
@@ -674,6 +679,35 @@ static void test_retry_exceeded_names_peer(void)
     pair_free(&p);
 }
 
+/* The connector's first message can complete at the acceptor before
+ * the acceptor has read the connector's 'R' from the side channel (two
+ * channels, no order between them). The acceptor hands the endpoint to
+ * the core first: a core whose communicator failed meanwhile then sends
+ * its notice instead of refusing the message unannounced (the guest's
+ * split_vs_allgather saw a reset instead of the cause). */
+static void test_message_before_ready(void)
+{
+    pair_t p;
+    pair_init(&p, 4, 0);
+    p.ep[1]->announced = 0;
+    p.ep[1]->connector = 0;
+    p.ep[1]->stage = VB_S_READY_IN;
+    static thdr_t h = {0x54455354u, 1, 10};
+    static unsigned char buf[10];
+    TH_CHECK(tnt__vb_send(&p.ctx[0], p.ep[0], &h, sizeof(h), buf, 10,
+                          NULL) >= 0, "send");
+    pump(&p);
+    side_t *s = &p.side[1];
+    TH_CHECK(s->connected == 1 && s->early_headers == 0 &&
+             p.ep[1]->announced && p.ep[1]->ready_due &&
+             p.ep[1]->stage == VB_S_UP && s->errors == 0,
+             "acceptor: %d announcements, %d headers before one, "
+             "announced %d, 'R' due %d, %d errors", s->connected,
+             s->early_headers, p.ep[1]->announced, p.ep[1]->ready_due,
+             s->errors);
+    pair_free(&p);
+}
+
 /* Send and receive completions share a completion queue, in no order
  * between the two queues: a provider may queue the flushes of the
  * receive queue before the send's own error. The flush is not the
@@ -797,6 +831,7 @@ static const th_test_def_t k_tests[] = {
     {"verbs_fakehca", "rendezvous_cached", test_rendezvous_cached},
     {"verbs_fakehca", "retry_exceeded", test_retry_exceeded_names_peer},
     {"verbs_fakehca", "flush_names_cause", test_flush_names_the_cause},
+    {"verbs_fakehca", "message_before_ready", test_message_before_ready},
     {"verbs_fakehca", "malformed_message", test_malformed_message},
     {"verbs_fakehca", "stats_strangers", test_stats_strangers},
     {NULL, NULL, NULL}};

@@ -76,6 +76,19 @@ typedef struct vb_rslot {
     int used;
 } vb_rslot_t;
 
+/* Where the side channel of an endpoint is (verbs_wire.h has the
+ * exchange). The connector starts at VB_S_CONNECTING, the acceptor at
+ * VB_S_HELLO_IN (calloc's zero). */
+enum vb_stage {
+    VB_S_HELLO_IN = 0, /* acceptor: waiting for the connector's hello */
+    VB_S_PROOF_IN,     /* acceptor: challenge sent, waiting for the proof */
+    VB_S_READY_IN,     /* acceptor: reply sent, waiting for 'R' */
+    VB_S_CONNECTING,   /* connector: TCP connect in progress */
+    VB_S_CHALLENGE_IN, /* connector: hello sent */
+    VB_S_REPLY_IN,     /* connector: proof sent */
+    VB_S_UP            /* handshake done: the socket only says "closed" */
+};
+
 typedef struct vb_ctx vb_ctx_t;
 
 typedef struct vb_ep {
@@ -84,6 +97,7 @@ typedef struct vb_ep {
     int peer;            /* -1 until the handshake names it */
     int known;           /* the core asked for it or was given it */
     int announced;
+    int ready_due;       /* acceptor announced before the 'R' came */
     int closed;
     int connector;       /* this side sent the hello */
     double born;         /* acceptor: accepted at (strangers expire) */
@@ -91,7 +105,7 @@ typedef struct vb_ep {
     uint32_t fd_events;
     /* The side channel (verbs_wire.h): one record in, one out at a
      * time, and what the MACs cover. */
-    int stage;           /* enum vb_stage (verbs.c) */
+    int stage;           /* enum vb_stage (above) */
     unsigned char in[VB_REC_LEN];
     size_t in_len;
     unsigned char out[VB_REC_LEN];
@@ -158,6 +172,9 @@ void tnt__vb_fail(vb_ep_t *ep, int ev, const char *detail);
 /** Handle every async event waiting now (port, queue pair, device). */
 void tnt__vb_async_drain(vb_ctx_t *ctx);
 void tnt__vb_free_graveyard(vb_ctx_t *ctx);
+/** Acceptor: a message from the peer came over the queue pair before its
+ *  'R' on the side channel; hand the endpoint to the core now. */
+void tnt__vb_announce_early(vb_ep_t *ep);
 
 /* verbs_io.c */
 tnt_result_t tnt__vb_ep_setup_buffers(vb_ep_t *ep);

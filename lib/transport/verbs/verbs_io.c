@@ -764,6 +764,9 @@ static void handle_wc(vb_ep_t *ep, const struct ibv_wc *wc,
         return;
     switch (kind) {
     case VB_WR_RECV:
+        tnt__vb_announce_early(ep);
+        if (ep->closed)
+            return;
         if (idx >= ep->nrecv)
             protocol_error(ep, "completion for an unknown buffer");
         else if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
