@@ -21,6 +21,13 @@
 # p = 4 rows read 0.9x in one run and 1.8x in the next,
 # docs/performance.md, "2026-12-07, 06:41 UTC").
 #
+# The ranks are pinned (--bind-to core; at p = 4 on 2 cores ranks 0 and
+# 2 share one, 1 and 3 the other): unpinned, every run got its own
+# placement of 4 ranks on 2 cores, and the p = 4 TCP rows' ratios of
+# two runs of the same code spread over 0.3-2.4x, bimodal, so that even
+# a median of 15 moved by 1.5x (docs/performance.md, "issue 38: a
+# settled comparison"). At p = 2 tnt-bench pins anyway.
+#
 # With -B BEFORE-BUILD a second build (an older commit in a directory of
 # its own) runs beside BUILD-DIR in every band of every round, in
 # alternating order: its ratios, and after's time with the mode on over
@@ -87,7 +94,7 @@ run() {
     [ "$round" -gt 1 ] || check=1
     TNT_REPRODUCIBLE=$mode TNT_TRANSPORT=$tp timeout 300 \
         "${BUILDS[$bi]}/bench/tnt-bench" -N "$p" allreduce -b "$lo" -e "$hi" \
-        -f 2 -n "$n" -w "$w" -c "$check" --outplace-only \
+        -f 2 -n "$n" -w "$w" -c "$check" --outplace-only --bind-to core \
         --json "$TMP/p$p-$tp-b$bi-m$mode-r$round-$lo.json" >/dev/null
 }
 
