@@ -17,16 +17,15 @@
 # see the same moment of a shared machine; a ratio is taken within a run
 # and the table gives the median over the runs, as compare-peers.sh does.
 # Each run times many calls of the small sizes and keeps the median call:
-# with 5 calls at 8 B and the mean, one preemption decided a run (the
-# p = 4 rows read 0.9x in one run and 1.8x in the next,
-# docs/performance.md, "2026-12-07, 06:41 UTC").
+# with 5 calls at 8 B and the mean, one preemption decided a run
+# (docs/performance.md, "2026-12-07, 06:41 UTC").
 #
 # The ranks are pinned (--bind-to core; at p = 4 on 2 cores ranks 0 and
 # 2 share one, 1 and 3 the other): unpinned, every run got its own
-# placement of 4 ranks on 2 cores, and the p = 4 TCP rows' ratios of
-# two runs of the same code spread over 0.3-2.4x, bimodal, so that even
-# a median of 15 moved by 1.5x (docs/performance.md, "issue 38: a
-# settled comparison"). At p = 2 tnt-bench pins anyway.
+# placement of 4 ranks on 2 cores, and at p = 4 over TCP the ratios of
+# runs of the same code spread so widely that even a median of 15 did
+# not settle (docs/performance.md, "issue 38: a settled comparison"). At
+# p = 2 tnt-bench pins anyway.
 #
 # With -B BEFORE-BUILD a second build (an older commit in a directory of
 # its own) runs beside BUILD-DIR in every band of every round, in
@@ -80,12 +79,11 @@ bytes_of() { # 32K -> 32768
 MINB=$(bytes_of "$MINB") MAXB=$(bytes_of "$MAXB")
 
 # The bands: largest size, timed calls, warm-up calls, runs per round.
-# Up to 128 KiB 150 calls (6-50 ms a size at p = 4 over TCP) and three
-# runs a round: what varies is less the calls within a run (the median
-# call) than the runs, by where the scheduler puts 4 ranks on 2 cores
-# (the same build run 4 times in a row: 0.6-1.4x; docs/performance.md,
+# Up to 128 KiB 150 calls and three runs a round: what varies is less
+# the calls within a run (the median call) than the runs (the same build
+# four times in a row differed by tens of per cent; docs/performance.md,
 # "issue 38: a settled comparison"), so more runs, not longer ones; from
-# 8 MiB 3 calls of 16-150 ms.
+# 8 MiB 3 calls.
 BANDS="131072:150:15:$SMALLX 4194304:8:2:1 67108864:3:1:1"
 
 # run BUILD-INDEX P TP MODE ROUND LO HI N W

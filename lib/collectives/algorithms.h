@@ -236,10 +236,10 @@ tnt_result_t tnt__allreduce_canon_oneshot(const tnt_coll_args_t *a,
  *  canonical-oneshot rather than canonical (select.c). */
 #define TNT_CANON_ONESHOT_MAX_BYTES ((size_t)16 << 10)
 /** The largest allreduce (bytes) that canonical runs by halving at a
- *  power of two above 2 (allreduce_canon.c): at p = 4 over TCP 1.37x
- *  and 1.22x the default's time at 32 and 64 KiB where the direct flow
- *  took 1.79x and 1.33x; 1.28x against 1.14x at 128 KiB
- *  (docs/performance.md, "issue 38: canonical by halving"). */
+ *  power of two above 2 (allreduce_canon.c): at p = 4 over TCP faster
+ *  than the direct flow at 32 and 64 KiB, slower from 128 KiB
+ *  (docs/performance.md, "issue 38: a settled comparison, and canonical
+ *  by halving"). */
 #define TNT_CANON_HALVING_MAX_BYTES ((size_t)64 << 10)
 /** The most ranks whose on-host algorithms the reproducible mode runs
  *  (canonical-slots, -staged, -mapped: core/onhost/ keeps a pointer per

@@ -87,10 +87,11 @@ static void chunks_bytes(const tnt_coll_args_t *a, int lo, int hi,
  * message per input, tag: step and j) and receives r ^ m's over its own
  * half. Then log2 k steps of the result back, rab's allgather. So 2 log2 k
  * steps with one peer each (the default's Rabenseifner) where the direct
- * flow sends to and waits for k - 1 peers twice: at p = 4 on 2 cores a
- * message from each of 3 peers cost a wake-up each (docs/performance.md,
- * "issue 38: canonical by halving"). Bytes per rank log2 k / 2 + (k - 1)
- * / k of the message, (k - 1) / k more than the direct flow's at p = 4. */
+ * flow sends to and waits for k - 1 peers twice: with 4 ranks on 2
+ * cores each of those messages may cost a wake-up (docs/performance.md,
+ * "issue 38: a settled comparison, and canonical by halving"). Bytes per
+ * rank: log2 k / 2 + (k - 1) / k of the message, against the direct
+ * flow's 2 (k - 1) / k. */
 #define CANON_HALVING_MAX_RANKS 16
 static void canon_halving(const tnt_coll_args_t *a, tnt_sched_t *s)
 {
