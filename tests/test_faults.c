@@ -351,10 +351,10 @@ static int early_loss_rank(tnt_comm_t unused, int rank, int p, void *arg,
      * guest and once on the host under load, p = 4 over shm/verbs. */
     int pending = 1, dead = 0;
     for (double end = th_now() + 1.5; pending && th_now() < end;) {
-        pthread_mutex_lock(&comm->lock);
+        pthread_mutex_lock(&comm->group->lock);
         pending = comm->peers[3].connecting;
         dead = comm->peers[3].dead;
-        pthread_mutex_unlock(&comm->lock);
+        pthread_mutex_unlock(&comm->group->lock);
         if (pending)
             usleep(1000);
     }
@@ -569,9 +569,9 @@ static int words_rank(tnt_comm_t comm, int rank, int p, void *arg,
     tnt_result_t rc = tnt_barrier(comm);
     th_report_check(rep, "first_barrier", rc, 0, 0, NULL, 0);
     if (rank == 0) {
-        pthread_mutex_lock(&comm->lock);
+        pthread_mutex_lock(&comm->group->lock);
         tnt__fail_peer(comm, 1, w->err, "the transport's own text");
-        pthread_mutex_unlock(&comm->lock);
+        pthread_mutex_unlock(&comm->group->lock);
     }
     rc = tnt_barrier(comm);
     const char *msg = rc ? tnt_last_error() : "";

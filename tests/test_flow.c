@@ -140,9 +140,9 @@ typedef struct ctl_arg {
 /* This rank's flow-control messages sent so far, by TNT_CTL_*. */
 static void ctl_sent(tnt_comm_t comm, uint64_t out[TNT_CTL_KINDS])
 {
-    pthread_mutex_lock(&comm->lock);
+    pthread_mutex_lock(&comm->group->lock);
     memcpy(out, comm->stats.ctl_sent, sizeof(comm->stats.ctl_sent));
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
 }
 
 /* One ring allreduce of CTL_COUNT i32, checked. */

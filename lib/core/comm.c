@@ -20,6 +20,7 @@
 #include "core/comm_live.h"
 #include "boot/boot_pmix.h"
 #include "core/comm_tp.h"
+#include "core/net_group.h"
 #include "util/error.h"
 #include "util/handles.h"
 #include "util/hostid.h"
@@ -167,6 +168,9 @@ static void comm_destroy(struct tnt_comm *comm)
     tnt__progress_stop(comm);
     tnt__mem_table_dereg(comm); /* before the transports go */
     tnt__comm_tp_finalize(comm);
+    pthread_mutex_lock(&comm->group->lock);
+    tnt__net_group_leave(comm->group, comm);
+    pthread_mutex_unlock(&comm->group->lock);
     tnt__rec_close(comm);
     tnt__engine_reap(comm);
     tnt__engine_free_requests(comm);
@@ -180,9 +184,7 @@ static void comm_destroy(struct tnt_comm *comm)
     tnt__topo_fini(&comm->topo);
     tnt__comm_name_fini(comm);
     tnt__auth_key_wipe(&comm->auth_key);
-    pthread_cond_destroy(&comm->progress.cond);
-    pthread_cond_destroy(&comm->progress.park);
-    pthread_mutex_destroy(&comm->lock);
+    tnt__net_group_put(comm->group);
     free(comm);
 }
 
@@ -210,8 +212,14 @@ tnt_result_t tnt__comm_create(const tnt_config_t *config,
                               tnt_comm_t *out)
 {
     struct tnt_comm *comm = calloc(1, sizeof(*comm));
+    if (comm && !(comm->group = tnt__net_group_new())) {
+        free(comm);
+        comm = NULL;
+    }
     if (!comm)
         return tnt__error(TNT_ERR_NO_MEMORY, "tnt_comm_init: out of memory");
+    /* Its own net group, whose net owner it is (core/net_group.h). */
+    tnt__net_group_join(comm->group, comm);
     const struct tnt_comm *parent = origin->parent;
     comm->rank = config->rank;
     comm->nranks = config->nranks;
@@ -225,23 +233,16 @@ tnt_result_t tnt__comm_create(const tnt_config_t *config,
         comm->auth_key = parent->auth_key;
     else
         tnt__auth_key_derive(config->job_key, &comm->auth_key);
-    comm->progress.epfd = comm->progress.wakefd = -1;
     /* What the layers above run in the progress loop (progress.h). */
-    comm->progress.hooks = &tnt__engine_progress_hooks;
+    comm->group->progress.hooks = &tnt__engine_progress_hooks;
     comm->fault.first_lost = -1;
     /* Keep at most this much free memory cached between collectives. */
     tnt__bufpool_init(&comm->pool, (size_t)256 << 20);
-    comm->flow.ctl_rx_cookie = TNT_COOKIE_CTL;
+    comm->flow.ctl_rx_cookie.type = TNT_COOKIE_CTL;
+    comm->flow.ctl_rx_cookie.comm = comm;
     tnt__sched_cache_init(&comm->sched_cache);
     tnt__engine_init_requests(comm);
-    pthread_mutex_init(&comm->lock, NULL);
     tnt__mem_table_init(&comm->mem);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&comm->progress.cond, &ca);
-    pthread_cond_init(&comm->progress.park, &ca);
-    pthread_condattr_destroy(&ca);
     /* The log names the rank of the first communicator (the job's); a
      * derived one keeps it. */
     if (!parent)
@@ -327,9 +328,9 @@ tnt_result_t tnt__comm_create(const tnt_config_t *config,
     if (rc == TNT_SUCCESS)
         rc = tnt__progress_run_thread(comm);
     if (rc == TNT_SUCCESS && comm->rec) {
-        pthread_mutex_lock(&comm->lock);
+        pthread_mutex_lock(&comm->group->lock);
         tnt__rec_gate_open(comm);
-        pthread_mutex_unlock(&comm->lock);
+        pthread_mutex_unlock(&comm->group->lock);
     }
     if (rc == TNT_SUCCESS && comm->nranks <= TNT_EAGER_CONNECT_MAX)
         tnt__engine_connect_all(comm);
@@ -405,7 +406,7 @@ TNT_API tnt_result_t tnt_comm_free(tnt_comm_t comm)
         return tnt__error(TNT_ERR_INVALID_COMM, "tnt_comm_free: "
                           "communicator %p is not live (NULL, freed twice, "
                           "or never created)", (void *)comm);
-    pthread_mutex_lock(&comm->lock);
+    pthread_mutex_lock(&comm->group->lock);
     tnt__engine_drain(comm, TNT_ERR_ABORTED);
     /* What flow control cost, for counting it per call (docs/
      * performance.md, "fewer control messages over TCP"). */
@@ -418,7 +419,7 @@ TNT_API tnt_result_t tnt_comm_free(tnt_comm_t comm)
                   comm->stats.ctl_sent[TNT_CTL_RTS],
                   comm->stats.ctl_sent[TNT_CTL_CTS],
                   comm->stats.ctl_sent[TNT_CTL_CREDIT]);
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
     comm_destroy(comm);
     return TNT_SUCCESS;
 }
@@ -426,10 +427,10 @@ TNT_API tnt_result_t tnt_comm_free(tnt_comm_t comm)
 TNT_API tnt_result_t tnt_comm_abort(tnt_comm_t comm)
 {
     TNT_CHECK(tnt__comm_check(comm, "tnt_comm_abort"));
-    pthread_mutex_lock(&comm->lock);
+    pthread_mutex_lock(&comm->group->lock);
     tnt__engine_fail(comm, TNT_ERR_ABORTED, "rank %d: communicator aborted "
                      "by tnt_comm_abort()", comm->rank);
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
     return TNT_SUCCESS;
 }
 

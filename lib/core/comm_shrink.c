@@ -211,10 +211,10 @@ static void store_agreed(struct tnt_comm *c, const uint64_t *dead)
     if (!a)
         return;
     memcpy(a, dead, bytes);
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&c->group->lock);
     free(c->rec->agreed);
     c->rec->agreed = a;
-    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&c->group->lock);
 }
 
 /* The same id on every survivor: they derived as many communicators from
@@ -329,7 +329,7 @@ TNT_API tnt_result_t tnt_comm_failed_ranks(tnt_comm_t comm, int *ranks,
                           "tnt_comm_failed_ranks: count is NULL, max < 0, "
                           "or ranks NULL with max > 0", comm->rank);
     int n = 0;
-    pthread_mutex_lock(&comm->lock);
+    pthread_mutex_lock(&comm->group->lock);
     const uint64_t *agreed = comm->rec ? comm->rec->agreed : NULL;
     for (int q = 0; q < comm->nranks; q++) {
         int failed = agreed ? bit(agreed, q)
@@ -341,7 +341,7 @@ TNT_API tnt_result_t tnt_comm_failed_ranks(tnt_comm_t comm, int *ranks,
             ranks[n] = q;
         n++;
     }
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
     *count = n;
     return TNT_SUCCESS;
 }

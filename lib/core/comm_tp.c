@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/comm_tp.h"
+#include "core/net_group.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/param_table.h"
@@ -42,22 +43,22 @@ static size_t peer_addr(struct tnt_comm *comm, int tpi, int peer, void *buf,
 
 static size_t peer_addr0(void *core, int peer, void *buf, size_t cap)
 {
-    return peer_addr(core, 0, peer, buf, cap);
+    return peer_addr(tnt__net_owner(core), 0, peer, buf, cap);
 }
 
 static size_t peer_addr1(void *core, int peer, void *buf, size_t cap)
 {
-    return peer_addr(core, 1, peer, buf, cap);
+    return peer_addr(tnt__net_owner(core), 1, peer, buf, cap);
 }
 
 static size_t peer_addr2(void *core, int peer, void *buf, size_t cap)
 {
-    return peer_addr(core, 2, peer, buf, cap);
+    return peer_addr(tnt__net_owner(core), 2, peer, buf, cap);
 }
 
 static size_t peer_addr3(void *core, int peer, void *buf, size_t cap)
 {
-    return peer_addr(core, 3, peer, buf, cap);
+    return peer_addr(tnt__net_owner(core), 3, peer, buf, cap);
 }
 
 /* Why position i does not start here, for the INFO line

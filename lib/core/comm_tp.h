@@ -36,7 +36,7 @@ void tnt__comm_tp_pair_area(struct tnt_comm *comm, int q, int area,
  *  whole life (handles[i]; NULL where none, or where registering failed:
  *  that transport then registers per message, as for any memory).
  *  tnt__comm_tp_dereg_mem ends it, before the memory is unmapped. The
- *  caller holds comm->lock (the transports' contexts are the progress
+ *  caller holds comm->group->lock (the transports' contexts are the progress
  *  thread's otherwise). handles has TNT_TP_MAX entries. */
 void tnt__comm_tp_reg_mem(struct tnt_comm *comm, void *ptr, size_t len,
                           void **handles);

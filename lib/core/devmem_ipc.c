@@ -234,7 +234,7 @@ static void note(tnt_comm_t comm, int ipc, const char *why)
         if (changed)
             snprintf(comm->gpu.why, sizeof comm->gpu.why, "%s", why);
     }
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
     if (changed)
         TNT_LOG_INFO("rank %d: device allreduces are staged through host "
                      "memory: %s", comm->rank, why);
@@ -247,7 +247,7 @@ void tnt__devmem_gpu_stats(tnt_comm_t comm, uint64_t *ipc, uint64_t *staged,
     *ipc = comm->gpu.ipc_calls;
     *staged = comm->gpu.staged_calls;
     snprintf(why, n, "%s", comm->gpu.why);
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
 }
 
 /* Whether the call may take the GPU path, decided from what every rank

@@ -165,7 +165,7 @@ tnt_result_t tnt__devmem_fail_comm(tnt_comm_t comm, tnt_result_t rc)
     tnt__lock_to_post(comm);
     tnt__engine_fail(comm, rc, "%s", msg);
     tnt__progress_wake(comm);
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
     return tnt__error(rc, "%s", msg);
 }
 

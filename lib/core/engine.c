@@ -1,6 +1,6 @@
 /*
  * Executing schedules and matching messages. Every function here runs with
- * comm->lock held (the progress thread's transport callbacks and the user
+ * comm->group->lock held (the progress thread's transport callbacks and the user
  * threads that post and wait share that one lock).
  *
  * Failure policy: any error inside a collective (peer lost, mismatch,
@@ -255,13 +255,13 @@ static int run_prepare(struct tnt_comm *comm, struct tnt_request *req)
         return req->result == TNT_INPROGRESS;
     req->compute.busy++;
     comm->reqs.busy++;
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
     fn(req->prepare_arg);
-    pthread_mutex_lock(&comm->lock);
+    pthread_mutex_lock(&comm->group->lock);
     comm->reqs.busy--;
     req->compute.busy--;
     if (comm->reqs.busy == 0 && comm->state != TNT_COMM_OK)
-        pthread_cond_broadcast(&comm->progress.cond); /* tnt__engine_drain */
+        pthread_cond_broadcast(&comm->group->progress.cond); /* tnt__engine_drain */
     if (req->compute.finish_late) {
         if (req->compute.busy == 0)
             tnt__finish_late(req);
@@ -304,8 +304,8 @@ static void publish(struct tnt_comm *comm, struct tnt_request *req,
         req->reap_next = comm->reqs.reap_head;
         comm->reqs.reap_head = req;
     }
-    comm->progress.last_activity = tnt__now_coarse();
-    pthread_cond_broadcast(&comm->progress.cond);
+    comm->group->progress.last_activity = tnt__now_coarse();
+    pthread_cond_broadcast(&comm->group->progress.cond);
 }
 
 static void finish(struct tnt_request *req, tnt_result_t rc)
@@ -545,7 +545,7 @@ void tnt__ensure_connect(struct tnt_comm *comm, tnt_peer_t *p)
  * and a collective that needs it fails then, naming it. */
 void tnt__engine_connect_all(struct tnt_comm *comm)
 {
-    pthread_mutex_lock(&comm->lock);
+    pthread_mutex_lock(&comm->group->lock);
     for (int i = comm->rank + 1; i < comm->nranks; i++) {
         tnt_peer_t *p = &comm->peers[i];
         if (p->ep || p->connecting || p->dead)
@@ -559,7 +559,7 @@ void tnt__engine_connect_all(struct tnt_comm *comm)
                           comm->rank, i, tnt_last_error());
         }
     }
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
 }
 
 void tnt__note_lost(struct tnt_comm *comm, int peer, const char *what)
@@ -883,7 +883,7 @@ tnt_result_t tnt__engine_prepare(struct tnt_comm *comm,
         if (rc == TNT_SUCCESS)
             rc = get_sched(comm, &args[i], algo, &sched[i]);
     }
-    pthread_mutex_lock(&comm->lock);
+    pthread_mutex_lock(&comm->group->lock);
     /* All of them in flight at once: that many requests, and that many
      * scratch buffers in the pool. */
     if (comm->reqs.max_free_reqs < MAX_FREE_REQUESTS + n)
@@ -911,7 +911,7 @@ tnt_result_t tnt__engine_prepare(struct tnt_comm *comm,
     for (size_t i = 0; i < n; i++)
         tnt__bufpool_put(&comm->pool, scratch ? scratch[i] : NULL,
                          cap ? cap[i] : 0);
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
     for (size_t i = 0; sched && i < n; i++)
         release_sched(comm, sched[i]);
     free(sched);
@@ -1083,20 +1083,21 @@ static tnt_result_t start_locked(struct tnt_comm *comm,
      * and the poller's round over the rings. What does not finish soon
      * goes on as any other request. */
     if ((flags & TNT_POST_BLOCK) && onhost && onhost->run_now &&
-        tnt__list_empty(&comm->reqs.active) && !comm->progress.polling) {
+        tnt__list_empty(&comm->reqs.active) && !comm->group->progress.polling) {
         if (early_mismatch(comm, req) || onhost->run_now(comm, req)) {
             if (req->result == TNT_INPROGRESS) /* failed meanwhile */
                 req->result = comm->fail_rc;
             if (comm->timeline)
                 tnt__tl_coll(comm, req);
-            comm->progress.last_activity = now;
+            comm->group->progress.last_activity = now;
             *out = req;
             return TNT_SUCCESS;
         }
     }
     for (uint32_t i = 0; i < nops; i++) {
         tnt_opstate_t *os = &req->ops[i];
-        os->type = TNT_COOKIE_OP;
+        os->ck.type = TNT_COOKIE_OP;
+        os->ck.comm = comm;
         os->coll = req;
         os->op = i;
         os->deps_left = req->sched->ops[i].ndeps;
@@ -1115,7 +1116,7 @@ static tnt_result_t start_locked(struct tnt_comm *comm,
     tnt__list_push_back(&comm->reqs.active, &req->active_link);
     if (!tnt__list_linked(&req->all_link)) /* an any-source one is */
         tnt__list_push_front(&comm->reqs.all, &req->all_link);
-    comm->progress.last_activity = now;
+    comm->group->progress.last_activity = now;
 
     /* A lean run that goes on queued has looked already, and nothing
      * has arrived since: it read no rings. */
@@ -1128,7 +1129,7 @@ static tnt_result_t start_locked(struct tnt_comm *comm,
             req->deferred = 1;
             tnt__list_push_back(&comm->reqs.deferred, &req->defer_link);
             /* The poller starts it: get it out of epoll_wait. */
-            if (comm->progress.polling)
+            if (comm->group->progress.polling)
                 tnt__progress_wake(comm);
         }
     } else if (onhost) {
@@ -1137,7 +1138,7 @@ static tnt_result_t start_locked(struct tnt_comm *comm,
         tnt__run_ready(comm, req);
         /* The poller runs queued large operations: get it out of
          * epoll_wait. */
-        if (!tnt__list_empty(&comm->reqs.heavy) && comm->progress.polling)
+        if (!tnt__list_empty(&comm->reqs.heavy) && comm->group->progress.polling)
             tnt__progress_wake(comm);
     }
     tnt__engine_reap(comm);
@@ -1179,11 +1180,11 @@ static tnt_result_t post_any_locked(struct tnt_comm *comm,
     req->timeout.deadline = tnt__now_coarse() + comm->params.timeout_s;
     tnt__list_push_front(&comm->reqs.all, &req->all_link);
     tnt__list_push_back(&comm->reqs.any, &req->any_link);
-    comm->progress.last_activity = tnt__now_coarse();
+    comm->group->progress.last_activity = tnt__now_coarse();
     *out = req;
     tnt__p2p_any_match(comm);
     /* The poller must look for its sender's deadline too. */
-    if (req->result == TNT_INPROGRESS && comm->progress.polling)
+    if (req->result == TNT_INPROGRESS && comm->group->progress.polling)
         tnt__progress_wake(comm);
     return TNT_SUCCESS;
 }
@@ -1218,12 +1219,12 @@ tnt_result_t tnt__engine_source(struct tnt_request *req, int *source)
 {
     struct tnt_comm *comm = req->comm;
     if (comm)
-        pthread_mutex_lock(&comm->lock);
+        pthread_mutex_lock(&comm->group->lock);
     int recv = req->args.kind == TNT_COLL_P2P && !req->args.p2p_send;
     tnt_result_t result = req->result;
     int peer = req->args.root;
     if (comm)
-        pthread_mutex_unlock(&comm->lock);
+        pthread_mutex_unlock(&comm->group->lock);
     if (!recv)
         return tnt__error(TNT_ERR_INVALID_ARG, "tnt_request_source: the "
                           "request is no receive");
@@ -1265,7 +1266,7 @@ static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
         if (queued)
             rc = post_any_locked(comm, &a, recv, out);
         else
-            pthread_mutex_unlock(&comm->lock);
+            pthread_mutex_unlock(&comm->group->lock);
     }
     if (!queued) {
         rc = tnt__algo_select(&a, forced, &algo);
@@ -1284,7 +1285,7 @@ static tnt_result_t post(struct tnt_comm *comm, const tnt_coll_args_t *args,
         release_locked(comm, *out);
         *out = NULL;
     }
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
     return rc;
 }
 
@@ -1331,8 +1332,8 @@ tnt_result_t tnt__engine_post_prepared(struct tnt_comm *comm,
 static int cond_wait_until(struct tnt_comm *comm, const struct timespec *abs)
 {
     if (!abs)
-        return pthread_cond_wait(&comm->progress.cond, &comm->lock);
-    return pthread_cond_timedwait(&comm->progress.cond, &comm->lock, abs);
+        return pthread_cond_wait(&comm->group->progress.cond, &comm->group->lock);
+    return pthread_cond_timedwait(&comm->group->progress.cond, &comm->group->lock, abs);
 }
 
 /* More ranks of this communicator on this host than CPUs: a thread that
@@ -1355,7 +1356,7 @@ static double spin_floor(struct tnt_comm *comm)
 {
     if (!spin_adapts(comm))
         return comm->params.spin_s;
-    return tnt__wait_spin_floor(&comm->progress.waits, comm->params.spin_s,
+    return tnt__wait_spin_floor(&comm->group->progress.waits, comm->params.spin_s,
                                 tnt__now_coarse());
 }
 
@@ -1383,7 +1384,7 @@ static void spin(struct tnt_comm *comm,
     tnt__progress_spin(comm, done, arg, start, end, own_until,
                        cpus_shared(comm), adapts ? &seen : NULL);
     if (adapts)
-        tnt__wait_spin_outcome(&comm->progress.waits, tnt__now() - start,
+        tnt__wait_spin_outcome(&comm->group->progress.waits, tnt__now() - start,
                                seen.measured, seen.lost_s,
                                done(comm, arg), tnt__now_coarse());
 }
@@ -1397,17 +1398,17 @@ static int drive_until(struct tnt_comm *comm,
                        double spin_s)
 {
     int woke_thread = 0, spun = spin_s <= 0.0;
-    comm->progress.user_waiters++;
+    comm->group->progress.user_waiters++;
     while (!done(comm, arg)) {
         double now = tnt__now();
         if (abs && now >= end)
             break;
-        if (!comm->progress.polling && !spun) {
+        if (!comm->group->progress.polling && !spun) {
             spun = 1;
             spin(comm, done, arg, now, abs ? end : now + 1.0, spin_s);
             continue;
         }
-        if (!comm->progress.polling) {
+        if (!comm->group->progress.polling) {
             int ms = tnt__progress_timeout_ms(comm, now);
             if (abs) {
                 int left = (int)((end - now) * 1000.0) + 1;
@@ -1415,22 +1416,22 @@ static int drive_until(struct tnt_comm *comm,
                     ms = left;
             }
             tnt__progress_poll(comm, ms, 0);
-            comm->progress.user_polled_at = tnt__now();
+            comm->group->progress.user_polled_at = tnt__now();
             continue;
         }
         /* The progress thread sits in epoll_wait: get it out once; it
          * parks and frees the role. Another waiting thread holding the
          * role broadcasts when it lets go. */
-        if (comm->progress.thread_polling && !woke_thread) {
+        if (comm->group->progress.thread_polling && !woke_thread) {
             tnt__progress_wake(comm);
             woke_thread = 1;
         }
         if (cond_wait_until(comm, abs) == ETIMEDOUT)
             break;
     }
-    comm->progress.user_waiters--;
+    comm->group->progress.user_waiters--;
     /* Collectives nobody waits for need the progress thread again. */
-    if (comm->progress.user_waiters == 0 &&
+    if (comm->group->progress.user_waiters == 0 &&
         !tnt__list_empty(&comm->reqs.active))
         tnt__progress_unpark(comm);
     return done(comm, arg);
@@ -1457,7 +1458,7 @@ static tnt_result_t wait_locked(struct tnt_request *req, double timeout_s,
      * if nobody else is polling (progress, as MPI_Test makes), and no
      * error message for "not yet". */
     if (timeout_s == 0 && req->result == TNT_INPROGRESS) {
-        if (!comm->progress.polling)
+        if (!comm->group->progress.polling)
             tnt__progress_poll(comm, 0, 0);
         if (req->result == TNT_INPROGRESS) {
             tnt__onhost_notify(comm);
@@ -1503,11 +1504,11 @@ static tnt_result_t wait_blocking(struct tnt_comm *comm,
     size_t bytes = a->count * a->esize;
     double t0 = tnt__now();
     double spin_s = tnt__wait_spin_budget(
-        &comm->progress.waits, a->kind, bytes, spin_floor(comm),
+        &comm->group->progress.waits, a->kind, bytes, spin_floor(comm),
         cpus_shared(comm), comm->host_cpus, t0);
     tnt_result_t rc = wait_locked(req, -1.0, spin_s, &finished);
     if (rc == TNT_SUCCESS)
-        tnt__wait_learn(&comm->progress.waits, a->kind, bytes,
+        tnt__wait_learn(&comm->group->progress.waits, a->kind, bytes,
                         tnt__now() - t0);
     return rc;
 }
@@ -1519,13 +1520,13 @@ tnt_result_t tnt__engine_wait(struct tnt_request *req, double timeout_s,
     *finished = 1;
     if (!comm) /* communicator freed: the result was fixed then */
         return req->result;
-    pthread_mutex_lock(&comm->lock);
+    pthread_mutex_lock(&comm->group->lock);
     /* A test (timeout 0) does not spin; a finished request spins no
      * probe away (wait_budget.h). */
     double spin_s = timeout_s != 0 && req->result == TNT_INPROGRESS
                         ? spin_floor(comm) : 0.0;
     tnt_result_t rc = wait_locked(req, timeout_s, spin_s, finished);
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
     return rc;
 }
 
@@ -1546,9 +1547,9 @@ void tnt__engine_release(struct tnt_request *req)
         free_request(NULL, req);
         return;
     }
-    pthread_mutex_lock(&comm->lock);
+    pthread_mutex_lock(&comm->group->lock);
     release_locked(comm, req);
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
 }
 
 int tnt__engine_try_release(struct tnt_request *req, tnt_result_t *rc)
@@ -1559,7 +1560,7 @@ int tnt__engine_try_release(struct tnt_request *req, tnt_result_t *rc)
         free_request(NULL, req);
         return 1;
     }
-    if (pthread_mutex_trylock(&comm->lock) != 0)
+    if (pthread_mutex_trylock(&comm->group->lock) != 0)
         return 0;
     int done = req->result != TNT_INPROGRESS;
     if (done) {
@@ -1569,7 +1570,7 @@ int tnt__engine_try_release(struct tnt_request *req, tnt_result_t *rc)
         unlink_all(req);
         free_request(comm, req);
     }
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
     return done;
 }
 
@@ -1618,7 +1619,7 @@ void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
     /* A computation running without the lock (progress thread) still
      * uses its request's scratch: let it return first. */
     while (comm->reqs.busy)
-        pthread_cond_wait(&comm->progress.cond, &comm->lock);
+        pthread_cond_wait(&comm->group->progress.cond, &comm->group->lock);
     tnt__engine_reap(comm);
     /* Requests the user still holds outlive the communicator. */
     while (!tnt__list_empty(&comm->reqs.all)) {

@@ -1,8 +1,9 @@
 /*
  * The communicator and its progress engine. A communicator owns one
- * transport context, a table of peers, the collectives in flight and one
- * progress thread that blocks in epoll. All state is guarded by
- * comm->lock; transports are called with it held.
+ * transport context, a table of peers, the collectives in flight; its
+ * net group (struct tnt_net_group) one progress thread that blocks in
+ * epoll. All state is guarded by the group's lock, comm->group->lock;
+ * transports are called with it held.
  *
  * Collectives are executed from their schedules: an operation becomes
  * ready when its dependencies have completed; sends go to the transport,
@@ -63,6 +64,24 @@ enum tnt_cookie_type {
     TNT_COOKIE_CTL = 5 /* a flow-control message (engine_flow.c) */
 };
 
+struct tnt_comm;
+/* What every cookie the core hands a transport starts with: its type and
+ * the communicator it belongs to. The rule: on_payload and on_send_done
+ * find their communicator in the cookie, never in the transport's `core`
+ * pointer, so that one transport context may serve several communicators
+ * (docs/design.md, "Sharing connections between communicators"). Set
+ * where the cookie is made, together with its type. */
+typedef struct tnt_cookie {
+    int type;                  /* enum tnt_cookie_type */
+    struct tnt_comm *comm;
+} tnt_cookie_t;
+
+/** The communicator of a cookie (tnt_cookie_t first in every one). */
+static inline struct tnt_comm *tnt__cookie_comm(const void *cookie)
+{
+    return ((const tnt_cookie_t *)cookie)->comm;
+}
+
 /* Flow control (engine_flow.c). A collective's message above the eager
  * limit, or one that would overrun the peer's eager window, leaves only
  * once the receiver has said its receive is posted: the sender sends an
@@ -89,7 +108,7 @@ enum tnt_cookie_type {
 #define TNT_NOTICE_MAX 511
 
 typedef struct tnt_notice_rx {
-    int type;                  /* TNT_COOKIE_NOTICE */
+    tnt_cookie_t ck;           /* TNT_COOKIE_NOTICE */
     size_t len;
     int64_t rc;
     uint64_t seq;              /* a progress note's fields (below) */
@@ -112,7 +131,7 @@ typedef struct tnt_notice_rx {
 #define TNT_PROGRESS_IDLE UINT32_MAX
 #define TNT_PROGRESS_SENDING 1
 typedef struct tnt_progress_tx {
-    int type;                  /* TNT_COOKIE_PROGRESS */
+    tnt_cookie_t ck;           /* TNT_COOKIE_PROGRESS */
     int peer;
     int busy;                  /* the transport still holds hdr */
     tnt_msg_hdr_t hdr;
@@ -132,7 +151,7 @@ struct tnt_unexp;
 
 /* Per-operation state of a collective in flight. */
 typedef struct tnt_opstate {
-    int type;                  /* TNT_COOKIE_OP: first, see cookies */
+    tnt_cookie_t ck;           /* TNT_COOKIE_OP: first, see cookies */
     struct tnt_opstate *next;  /* peer's posted-recv or pending-send list */
     struct tnt_request *coll;
     uint32_t op;
@@ -155,7 +174,7 @@ typedef struct tnt_opstate {
 
 /* A message that arrived before its receive was posted. */
 typedef struct tnt_unexp {
-    int type;                  /* TNT_COOKIE_UNEXP */
+    tnt_cookie_t ck;           /* TNT_COOKIE_UNEXP */
     struct tnt_unexp *next;
     tnt_msg_hdr_t hdr;
     size_t len;
@@ -248,17 +267,17 @@ struct tnt_request {
     /* A receive from any source whose sender is not known yet: on the
      * comm's any list, nothing posted (core/p2p.h). */
     tnt_list_node_t any_link;
-    /* Run by the poller before a deferred request starts, comm->lock
+    /* Run by the poller before a deferred request starts, comm->group->lock
      * released (tnt__engine_post_prepared); NULL once run. */
     void (*prepare)(void *arg);
     void *prepare_arg;
     int detached;              /* user freed it before completion */
-    /* Large reductions and copies run with comm->lock released
+    /* Large reductions and copies run with comm->group->lock released
      * (engine_compute.c). While one runs (busy > 0) the request is not
      * finished: a failure meanwhile only takes it off the active list and
      * records late_rc; the result is set, and a detached request freed,
      * when the last computation returns. Its buffers stay the caller's
-     * until then. Guarded by comm->lock like the rest. */
+     * until then. Guarded by comm->group->lock like the rest. */
     struct tnt_req_compute {
         tnt_opstate_t *heavy;  /* ready large operations (linked by next) */
         tnt_list_node_t heavy_link; /* comm's list of such requests */
@@ -288,7 +307,7 @@ typedef struct tnt_watch {
 enum tnt_comm_state { TNT_COMM_OK = 0, TNT_COMM_FAILED, TNT_COMM_ABORTED };
 
 /* The parts of a communicator, one concern each. Unless a field says
- * otherwise, comm->lock guards it. */
+ * otherwise, comm->group->lock guards it. */
 
 /* The transports this communicator uses and what the poller spins on.
  * tp, tp_ctx and tp_env are set while the communicator is created, before
@@ -328,7 +347,7 @@ struct tnt_comm_net {
 };
 
 /* The progress thread, the poller role and the threads waiting
- * (progress.c). The condition variables go with comm->lock. */
+ * (progress.c). The condition variables go with comm->group->lock. */
 struct tnt_comm_progress {
     pthread_cond_t cond;       /* broadcast on every completion and
                                   whenever the poller role is free */
@@ -367,6 +386,32 @@ struct tnt_comm_progress {
     tnt_watch_t *graveyard;    /* removed during a batch: freed after it */
 };
 
+/* A net group (docs/design.md, "Sharing connections between
+ * communicators"): what the communicators that share connections share,
+ * the lock that guards them all and their progress loop. The rule: every
+ * downcall into a shared transport context and every upcall out of it
+ * runs under this one mutex, whichever communicator it is for, so that
+ * no two locks are ever taken in two orders. Made with its first
+ * communicator (core/net_group.c) and freed with its last (refs).
+ * Today every communicator has a group of its own. */
+struct tnt_net_group {
+    pthread_mutex_t lock;      /* guards the group and every state of its
+                                  communicators unless a field says
+                                  otherwise */
+    int lock_wanted;           /* atomic: threads blocked to post; the
+                                  poller lets them in between callbacks */
+    int refs;                  /* references: its communicators (lock) */
+    /* Its live communicators, linked by group_next (lock), and the one
+     * whose transport contexts the group's connections are (the first:
+     * core/demux.c routes the connection-wide upcalls there). */
+    struct tnt_comm *comms;
+    struct tnt_comm *net_owner;
+    unsigned gen;              /* bumped when comms changes: a loop over
+                                  them that released the lock starts
+                                  again (progress.c) */
+    struct tnt_comm_progress progress;
+};
+
 /* The requests of this communicator besides the collectives' sequence
  * numbers (engine.c): the lists they are on, the recycled ones, and the
  * signatures of the last ones posted. */
@@ -397,8 +442,8 @@ struct tnt_comm_flow {
     tnt_unexp_t *free_unexp;   /* early-message descriptors for reuse */
     struct tnt_unexp_slab *unexp_slabs; /* where they all live */
     struct tnt_ctl_tx *ctl_free, *ctl_all; /* flow-control sends */
-    int ctl_rx_cookie;         /* TNT_COOKIE_CTL: payload of a control
-                                  message (none) */
+    tnt_cookie_t ctl_rx_cookie; /* TNT_COOKIE_CTL: payload of a
+                                  control message (none) */
     /* Receives posted in this run of tnt__run_ready whose CTS is owed
      * (TNT_FLOW_BATCH): sent together once it has started every ready
      * receive, before its sends and reductions, one CTS per run of
@@ -443,16 +488,15 @@ struct tnt_comm {
     int host_ranks;            /* ranks of this communicator on this host */
     size_t ready_min_bytes;    /* tnt_coll_args_t's; 0: the default */
 
-    pthread_mutex_t lock;      /* guards everything below unless a field
-                                  says otherwise */
-    int lock_wanted;           /* atomic: threads blocked to post; the
-                                  poller lets them in between callbacks */
+    /* Its net group, whose lock (comm->group->lock) guards everything
+     * below unless a field says otherwise; set at creation. */
+    struct tnt_net_group *group;
+    struct tnt_comm *group_next; /* the group's next communicator */
     int in_collective;         /* atomic: a thread is inside a collective
                                   call on this communicator (entry.c) */
 
     tnt_peer_t *peers;
     struct tnt_comm_net net;
-    struct tnt_comm_progress progress;
     uint64_t next_seq;         /* of the next collective posted */
     int active_msgs;           /* active requests that are not slot ones */
     struct tnt_comm_requests reqs;
@@ -526,7 +570,7 @@ tnt_result_t tnt__engine_post(struct tnt_comm *comm,
                               void *recv, unsigned flags,
                               struct tnt_request **req);
 /** tnt__engine_post with TNT_POST_DEFER, and before the collective starts
- *  the poller calls prepare(arg), if not NULL, with comm->lock released:
+ *  the poller calls prepare(arg), if not NULL, with comm->group->lock released:
  *  the work that fills its input (fusion packs a bucket's tensors there,
  *  so that tnt_fusion_ready returns at once). Until prepare has returned
  *  nothing reads the buffers; early messages from peers are kept
@@ -595,14 +639,14 @@ void tnt__engine_free_requests(struct tnt_comm *comm);
 /** At free: fail pending requests, detach unreleased ones. Lock held. */
 void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc);
 
-/** Take comm->lock to post: counted in comm->lock_wanted, so that a
+/** Take comm->group->lock to post: counted in comm->group->lock_wanted, so that a
  *  poller dispatching a long batch lets this thread in between two
  *  callbacks instead of making it wait for the whole batch. */
 static inline void tnt__lock_to_post(struct tnt_comm *comm)
 {
-    __atomic_add_fetch(&comm->lock_wanted, 1, __ATOMIC_RELAXED);
-    pthread_mutex_lock(&comm->lock);
-    __atomic_sub_fetch(&comm->lock_wanted, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&comm->group->lock_wanted, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&comm->group->lock);
+    __atomic_sub_fetch(&comm->group->lock_wanted, 1, __ATOMIC_RELAXED);
 }
 
 #endif /* TNT_CORE_ENGINE_H */

@@ -1,5 +1,5 @@
 /*
- * Large reductions and copies, run with comm->lock released. Everything
+ * Large reductions and copies, run with comm->group->lock released. Everything
  * else in the engine runs under the lock, and so did these once; but a
  * reduction of a few MiB takes milliseconds, and a thread that posts or
  * tests a collective (fusion's tnt_fusion_ready on the training thread)
@@ -134,14 +134,14 @@ int tnt__engine_run_heavy(struct tnt_comm *comm)
                                : NULL;
         req->compute.busy++;
         comm->reqs.busy++;
-        pthread_mutex_unlock(&comm->lock);
+        pthread_mutex_unlock(&comm->group->lock);
         if (u) {
             if (u->len)
                 memcpy(dst, u->data, u->len);
         } else {
             tnt__run_compute(req, os->op);
         }
-        pthread_mutex_lock(&comm->lock);
+        pthread_mutex_lock(&comm->group->lock);
         ran = 1;
         comm->reqs.busy--;
         req->compute.busy--;
@@ -158,7 +158,7 @@ int tnt__engine_run_heavy(struct tnt_comm *comm)
         }
         /* tnt__engine_drain waits for the last computation. */
         if (comm->reqs.busy == 0 && comm->state != TNT_COMM_OK)
-            pthread_cond_broadcast(&comm->progress.cond);
+            pthread_cond_broadcast(&comm->group->progress.cond);
     }
     return ran;
 }

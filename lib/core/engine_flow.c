@@ -61,7 +61,8 @@ static void send_ctl(struct tnt_comm *comm, tnt_peer_t *p,
                              comm->rank);
             return;
         }
-        c->type = TNT_COOKIE_CTL;
+        c->ck.type = TNT_COOKIE_CTL;
+        c->ck.comm = comm;
         c->all_next = comm->flow.ctl_all;
         comm->flow.ctl_all = c;
     }
@@ -370,7 +371,8 @@ static int keep_cts(struct tnt_comm *comm, tnt_peer_t *p,
                          "for a flow-control record", comm->rank);
         return -1;
     }
-    u->type = TNT_COOKIE_UNEXP;
+    u->ck.type = TNT_COOKIE_UNEXP;
+    u->ck.comm = comm;
     u->hdr = *h;
     u->len = 0;
     u->data = NULL;

@@ -33,7 +33,7 @@
  * records, one per send or receive the peer has posted). W is capped at
  * TNT_MAX_UNEXPECTED_BYTES / (nranks - 1), and E at W / 2. Both limits
  * must be the same on every rank (they come from the environment, like
- * every other knob). All functions run with comm->lock held.
+ * every other knob). All functions run with comm->group->lock held.
  */
 #ifndef TNT_CORE_ENGINE_FLOW_H
 #define TNT_CORE_ENGINE_FLOW_H
@@ -42,7 +42,7 @@
 
 /** A flow-control message this rank sends (RTS, CTS or CREDIT). */
 typedef struct tnt_ctl_tx {
-    int type;                  /* TNT_COOKIE_CTL */
+    tnt_cookie_t ck;           /* TNT_COOKIE_CTL */
     int peer;
     tnt_msg_hdr_t hdr;
     struct tnt_ctl_tx *next;   /* comm->flow.ctl_free */

@@ -1,7 +1,7 @@
 /*
  * Functions shared by the two halves of the engine: engine.c (posting and
  * executing schedules, lifetime, failure) and engine_wire.c (transport
- * upcalls and matching). All are called with comm->lock held.
+ * upcalls and matching). All are called with comm->group->lock held.
  */
 #ifndef TNT_CORE_ENGINE_INTERNAL_H
 #define TNT_CORE_ENGINE_INTERNAL_H

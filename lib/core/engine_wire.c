@@ -2,7 +2,7 @@
  * The core's side of the transport interface: upcalls that match incoming
  * headers to posted receives (or keep them as early messages), complete
  * payloads and sends, and judge lost peers. Like engine.c, everything here
- * runs with comm->lock held (upcalls come from the progress thread's fd
+ * runs with comm->group->lock held (upcalls come from the progress thread's fd
  * callbacks).
  */
 #include <inttypes.h>
@@ -12,6 +12,7 @@
 #include "core/engine.h"
 #include "core/engine_internal.h"
 #include "core/engine_flow.h"
+#include "core/demux.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "core/msg_hdr.h"
@@ -24,7 +25,7 @@
 /* A connection from `peer` on transport `tpi`. Each peer has one
  * transport, chosen the same way on both sides (comm_tp.c); a connection
  * on another one is refused, and closed by the transport it came from. */
-static void up_connected(struct tnt_comm *comm, int tpi, int peer, void *ep)
+void tnt__wire_connected(struct tnt_comm *comm, int tpi, int peer, void *ep)
 {
     if (peer < 0 || peer >= comm->nranks || comm->state != TNT_COMM_OK ||
         comm->peers[peer].tpi != tpi || !comm->peers[peer].tp) {
@@ -33,7 +34,7 @@ static void up_connected(struct tnt_comm *comm, int tpi, int peer, void *ep)
             tnt__send_notice(comm, tpi, ep);
             /* tnt__engine_drain may be lingering for this one. */
             comm->peers[peer].connecting = 0;
-            pthread_cond_broadcast(&comm->progress.cond);
+            pthread_cond_broadcast(&comm->group->progress.cond);
         }
         comm->net.tp[tpi]->close(comm->net.tp_ctx[tpi], ep);
         return;
@@ -73,7 +74,8 @@ static tnt_result_t notice_header(struct tnt_comm *comm, int peer,
         return tnt__error(TNT_ERR_PROTOCOL, "malformed failure notice from "
                           "rank %d", peer);
     tnt_notice_rx_t *n = &comm->peers[peer].notice;
-    n->type = TNT_COOKIE_NOTICE;
+    n->ck.type = TNT_COOKIE_NOTICE;
+    n->ck.comm = comm;
     n->len = payload_len;
     n->rc = (int64_t)h->count;
     n->seq = h->seq;
@@ -110,28 +112,6 @@ static void notice_arrived(struct tnt_comm *comm, int peer,
                      peer, n->text);
 }
 
-/* The upcall each transport gets: the core pointer alone cannot say
- * which transport is calling. */
-static void up_connected0(void *core, int peer, void *ep)
-{
-    up_connected(core, 0, peer, ep);
-}
-
-static void up_connected1(void *core, int peer, void *ep)
-{
-    up_connected(core, 1, peer, ep);
-}
-
-static void up_connected2(void *core, int peer, void *ep)
-{
-    up_connected(core, 2, peer, ep);
-}
-
-static void up_connected3(void *core, int peer, void *ep)
-{
-    up_connected(core, 3, peer, ep);
-}
-
 int tnt__mismatch_past(struct tnt_comm *comm, const tnt_msg_hdr_t *h,
                        int peer)
 {
@@ -149,11 +129,10 @@ int tnt__mismatch_past(struct tnt_comm *comm, const tnt_msg_hdr_t *h,
     return 1;
 }
 
-static tnt_result_t up_header(void *core, int peer, const void *hdr,
-                              size_t hdr_len, size_t payload_len,
-                              void **dest, void **cookie)
+tnt_result_t tnt__wire_header(struct tnt_comm *comm, int peer,
+                              const void *hdr, size_t hdr_len,
+                              size_t payload_len, void **dest, void **cookie)
 {
-    struct tnt_comm *comm = core;
     if (peer < 0 || peer >= comm->nranks)
         return tnt__error(TNT_ERR_PROTOCOL, "message from unknown rank %d",
                           peer);
@@ -282,7 +261,8 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
                          payload_len);
         return TNT_ERR_NO_MEMORY;
     }
-    u->type = TNT_COOKIE_UNEXP;
+    u->ck.type = TNT_COOKIE_UNEXP;
+    u->ck.comm = comm;
     u->next = NULL;
     u->hdr = h;
     u->len = payload_len;
@@ -300,16 +280,19 @@ static tnt_result_t up_header(void *core, int peer, const void *hdr,
     return TNT_SUCCESS;
 }
 
-static void up_payload(void *core, int peer, void *cookie)
+/* on_payload and on_send_done: the communicator is the cookie's
+ * (tnt_cookie_t), whichever communicator's context delivered it. */
+void tnt__wire_payload(int peer, void *cookie)
 {
-    struct tnt_comm *comm = core;
-    if (*(int *)cookie == TNT_COOKIE_CTL)
+    const tnt_cookie_t *ck = cookie;
+    struct tnt_comm *comm = ck->comm;
+    if (ck->type == TNT_COOKIE_CTL)
         return; /* a control message has no payload */
-    if (*(int *)cookie == TNT_COOKIE_NOTICE) {
+    if (ck->type == TNT_COOKIE_NOTICE) {
         notice_arrived(comm, peer, cookie);
         return;
     }
-    if (*(int *)cookie == TNT_COOKIE_OP) {
+    if (ck->type == TNT_COOKIE_OP) {
         tnt_opstate_t *os = cookie;
         tnt__op_complete(os->coll, os->op);
         tnt__run_ready(comm, os->coll);
@@ -325,16 +308,17 @@ static void up_payload(void *core, int peer, void *cookie)
     tnt__run_ready(comm, os->coll);
 }
 
-static void up_send_done(void *core, void *cookie)
+void tnt__wire_send_done(void *cookie)
 {
-    struct tnt_comm *comm = core;
     if (!cookie)
         return; /* a failure notice */
-    if (*(int *)cookie == TNT_COOKIE_CTL) {
+    const tnt_cookie_t *ck = cookie;
+    struct tnt_comm *comm = ck->comm;
+    if (ck->type == TNT_COOKIE_CTL) {
         tnt__flow_ctl_done(comm, cookie);
         return;
     }
-    if (*(int *)cookie == TNT_COOKIE_PROGRESS) {
+    if (ck->type == TNT_COOKIE_PROGRESS) {
         tnt__progress_sent(comm, cookie);
         return;
     }
@@ -380,10 +364,9 @@ static int peer_needed(struct tnt_comm *comm, int peer)
     return 0;
 }
 
-static void up_peer_error(void *core, int peer, tnt_result_t err,
+void tnt__wire_peer_error(struct tnt_comm *comm, int peer, tnt_result_t err,
                           const char *what)
 {
-    struct tnt_comm *comm = core;
     if (peer < 0 || peer >= comm->nranks)
         return;
     tnt_peer_t *p = &comm->peers[peer];
@@ -393,7 +376,7 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
     p->ep = NULL; /* the transport has closed it */
     if (p->connecting) {
         p->connecting = 0;
-        pthread_cond_broadcast(&comm->progress.cond); /* see up_connected */
+        pthread_cond_broadcast(&comm->group->progress.cond); /* see tnt__wire_connected */
     }
     p->sends_inflight = 0;
     p->dead = err ? err : TNT_ERR_PEER_LOST;
@@ -419,66 +402,4 @@ static void up_peer_error(void *core, int peer, tnt_result_t err,
     else
         TNT_LOG_DEBUG("rank %d: connection to rank %d closed: %s",
                       comm->rank, peer, what ? what : "");
-}
-
-static void sv_auth_mac(void *core, const void *data, size_t len,
-                        unsigned char mac[TNT_AUTH_MAC_BYTES])
-{
-    struct tnt_comm *comm = core;
-    tnt__auth_mac(&comm->auth_key, data, len, mac);
-}
-
-static int sv_auth_verify(void *core, const void *data, size_t len,
-                          const unsigned char mac[TNT_AUTH_MAC_BYTES])
-{
-    struct tnt_comm *comm = core;
-    return tnt__auth_verify(&comm->auth_key, data, len, mac);
-}
-
-static void sv_random_bytes(void *core, void *buf, size_t len)
-{
-    (void)core;
-    tnt__auth_random(buf, len);
-}
-
-/* The thread's last error lives in this library: a plugin's own copy of
- * error.c would keep it where tnt_last_error() never looks. */
-static tnt_result_t sv_set_error(void *core, tnt_result_t result,
-                                 const char *msg)
-{
-    (void)core;
-    return tnt__error_str(result, msg ? msg : "transport error");
-}
-
-static const char *sv_last_error(void *core)
-{
-    (void)core;
-    return tnt_last_error();
-}
-
-void tnt__engine_fill_env(struct tnt_comm *comm, int tpi)
-{
-    tnt_transport_env_t *env = &comm->net.tp_env[tpi];
-    memset(env, 0, sizeof(*env));
-    env->size = sizeof(*env);
-    env->version = TNT_TRANSPORT_VERSION;
-    env->rank = comm->rank;
-    env->nranks = comm->nranks;
-    env->comm_id = comm->comm_id;
-    env->job_id = comm->job_id;
-    tnt__progress_fill_services(comm, env);
-    static void (*const connected[TNT_TP_MAX])(void *, int, void *) = {
-        up_connected0, up_connected1, up_connected2, up_connected3};
-    env->on_connected = connected[tpi];
-    env->on_header = up_header;
-    env->on_payload = up_payload;
-    env->on_send_done = up_send_done;
-    env->on_peer_error = up_peer_error;
-    env->auth_mac = sv_auth_mac;
-    env->auth_verify = sv_auth_verify;
-    env->random_bytes = sv_random_bytes;
-    env->host = comm->host;
-    env->set_error = sv_set_error;
-    env->last_error = sv_last_error;
-    tnt__onhost_area_bytes(env->pair_area_bytes);
 }

@@ -107,7 +107,7 @@ static tnt_result_t refuse_second_thread(const tnt_entry_call_t *c)
     tnt__lock_to_post(comm);
     tnt__engine_fail(comm, TNT_ERR_INVALID_USAGE, "%s", msg);
     tnt__progress_wake(comm); /* the thread inside may sleep in epoll */
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
     return tnt__error(TNT_ERR_INVALID_USAGE, "%s", msg);
 }
 

@@ -186,12 +186,12 @@ TNT_API tnt_result_t tnt_mem_alloc(tnt_comm_t comm, size_t bytes, void **ptr)
         rc = tnt__error(TNT_ERR_NO_MEMORY, "rank %d: tnt_mem_alloc: no "
                         "memory for %zu bytes", comm->rank, bytes);
     /* Registered once for its life (comm_tp.c says why), before any
-     * collective can find it in the table. comm->lock is taken outside
+     * collective can find it in the table. comm->group->lock is taken outside
      * the table's lock, never inside it. */
     if (rc == TNT_SUCCESS) {
-        pthread_mutex_lock(&comm->lock);
+        pthread_mutex_lock(&comm->group->lock);
         tnt__comm_tp_reg_mem(comm, r->base, r->map_bytes, r->tp_reg);
-        pthread_mutex_unlock(&comm->lock);
+        pthread_mutex_unlock(&comm->group->lock);
     }
     pthread_mutex_lock(&t->lock);
     if (rc == TNT_SUCCESS && t->n == t->cap) {

@@ -9,7 +9,7 @@
  * the same on every rank: allocation i of this rank and allocation i of
  * a peer go together, and a collective names the allocation and offset
  * of its buffers by that number. The table is guarded by its own lock,
- * taken inside comm->lock, never around it.
+ * taken inside comm->group->lock, never around it.
  */
 #ifndef TNT_CORE_MEM_H
 #define TNT_CORE_MEM_H
@@ -29,7 +29,7 @@ typedef struct tnt_mem_region {
     unsigned char **peer_base; /* [rank]: the peer's memory mapped here */
     size_t *peer_bytes;
     void **tp_reg;          /* [transport]: its registration of base, or
-                             * NULL (tnt__comm_tp_reg_mem); comm->lock */
+                             * NULL (tnt__comm_tp_reg_mem); comm->group->lock */
 } tnt_mem_region_t;
 
 typedef struct tnt_mem_table {
@@ -51,7 +51,7 @@ size_t tnt__mem_map_len(size_t bytes);
 /** Unmap r, this rank's and the peers' mappings, and free it. */
 void tnt__mem_region_free(tnt_mem_region_t *r, int nranks);
 /** End the transports' registration of r (before it is unmapped);
- *  takes comm->lock. */
+ *  takes comm->group->lock. */
 void tnt__mem_region_dereg(struct tnt_comm *comm, tnt_mem_region_t *r);
 
 /** A buffer in a shared allocation: which one, and where in it. */

@@ -44,9 +44,9 @@ void tnt__mem_region_dereg(struct tnt_comm *comm, tnt_mem_region_t *r)
 {
     if (!r->tp_reg)
         return;
-    pthread_mutex_lock(&comm->lock);
+    pthread_mutex_lock(&comm->group->lock);
     tnt__comm_tp_dereg_mem(comm, r->tp_reg);
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
 }
 
 void tnt__mem_table_dereg(struct tnt_comm *comm)

@@ -2,7 +2,7 @@
  * Polling, the progress thread, and the fd services offered to transports:
  * the loop at the bottom of the core. It calls nothing above it by name:
  * what the engine, the on-host algorithms, the report and the timeline
- * run in it comes through comm->progress.hooks (progress.h,
+ * run in it comes through comm->group->progress.hooks (progress.h,
  * progress_hooks.c).
  * The poller (one thread at a time) blocks in epoll_wait with the
  * communicator lock released and dispatches readiness to transport
@@ -69,23 +69,23 @@ static uint32_t from_epoll(uint32_t e)
 static tnt_result_t svc_watch_fd(void *core, int fd, uint32_t events,
                                  tnt_fd_cb_t cb, void *arg)
 {
-    struct tnt_comm *comm = core;
+    struct tnt_net_group *g = core;
     if (fd < 0)
         return tnt__error(TNT_ERR_INVALID_ARG, "watch of fd %d", fd);
-    if (fd >= comm->progress.watches_cap) {
+    if (fd >= g->progress.watches_cap) {
         int cap =
-            comm->progress.watches_cap ? comm->progress.watches_cap : 64;
+            g->progress.watches_cap ? g->progress.watches_cap : 64;
         while (cap <= fd)
             cap *= 2;
         tnt_watch_t **n =
-            realloc(comm->progress.watches, (size_t)cap * sizeof(*n));
+            realloc(g->progress.watches, (size_t)cap * sizeof(*n));
         if (!n)
             return tnt__error(TNT_ERR_NO_MEMORY, "out of memory watching "
                               "fd %d", fd);
-        memset(n + comm->progress.watches_cap, 0,
-               (size_t)(cap - comm->progress.watches_cap) * sizeof(*n));
-        comm->progress.watches = n;
-        comm->progress.watches_cap = cap;
+        memset(n + g->progress.watches_cap, 0,
+               (size_t)(cap - g->progress.watches_cap) * sizeof(*n));
+        g->progress.watches = n;
+        g->progress.watches_cap = cap;
     }
     tnt_watch_t *w = calloc(1, sizeof(*w));
     if (!w)
@@ -94,28 +94,28 @@ static tnt_result_t svc_watch_fd(void *core, int fd, uint32_t events,
     w->cb = cb;
     w->arg = arg;
     struct epoll_event ev = {.events = to_epoll(events), .data.ptr = w};
-    if (epoll_ctl(comm->progress.epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    if (epoll_ctl(g->progress.epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
         int e = errno;
         free(w);
         return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(ADD, fd %d): %s", fd,
                           strerror(e));
     }
-    comm->progress.watches[fd] = w;
+    g->progress.watches[fd] = w;
     return TNT_SUCCESS;
 }
 
 static tnt_result_t svc_modify_fd(void *core, int fd, uint32_t events,
                                   tnt_fd_cb_t cb, void *arg)
 {
-    struct tnt_comm *comm = core;
-    if (fd < 0 || fd >= comm->progress.watches_cap ||
-        !comm->progress.watches[fd])
+    struct tnt_net_group *g = core;
+    if (fd < 0 || fd >= g->progress.watches_cap ||
+        !g->progress.watches[fd])
         return tnt__error(TNT_ERR_INVALID_ARG, "fd %d is not watched", fd);
-    tnt_watch_t *w = comm->progress.watches[fd];
+    tnt_watch_t *w = g->progress.watches[fd];
     w->cb = cb;
     w->arg = arg;
     struct epoll_event ev = {.events = to_epoll(events), .data.ptr = w};
-    if (epoll_ctl(comm->progress.epfd, EPOLL_CTL_MOD, fd, &ev) != 0)
+    if (epoll_ctl(g->progress.epfd, EPOLL_CTL_MOD, fd, &ev) != 0)
         return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(MOD, fd %d): %s", fd,
                           strerror(errno));
     return TNT_SUCCESS;
@@ -123,19 +123,19 @@ static tnt_result_t svc_modify_fd(void *core, int fd, uint32_t events,
 
 static void svc_unwatch_fd(void *core, int fd)
 {
-    struct tnt_comm *comm = core;
-    if (fd < 0 || fd >= comm->progress.watches_cap ||
-        !comm->progress.watches[fd])
+    struct tnt_net_group *g = core;
+    if (fd < 0 || fd >= g->progress.watches_cap ||
+        !g->progress.watches[fd])
         return;
-    tnt_watch_t *w = comm->progress.watches[fd];
-    epoll_ctl(comm->progress.epfd, EPOLL_CTL_DEL, fd, NULL);
-    comm->progress.watches[fd] = NULL;
+    tnt_watch_t *w = g->progress.watches[fd];
+    epoll_ctl(g->progress.epfd, EPOLL_CTL_DEL, fd, NULL);
+    g->progress.watches[fd] = NULL;
     /* An event for it may already sit in the batch being dispatched or
      * in one collected while the lock was free: free it only after the
      * next batch has been handled. */
     w->dead = 1;
-    w->next = comm->progress.graveyard;
-    comm->progress.graveyard = w;
+    w->next = g->progress.graveyard;
+    g->progress.graveyard = w;
 }
 
 static void svc_log(void *core, int level, const char *fmt, ...)
@@ -154,7 +154,7 @@ static void svc_log(void *core, int level, const char *fmt, ...)
 void tnt__progress_fill_services(struct tnt_comm *comm,
                                  tnt_transport_env_t *env)
 {
-    env->core = comm;
+    env->core = comm->group; /* core/demux.c routes the upcalls */
     env->watch_fd = svc_watch_fd;
     env->modify_fd = svc_modify_fd;
     env->unwatch_fd = svc_unwatch_fd;
@@ -163,10 +163,10 @@ void tnt__progress_fill_services(struct tnt_comm *comm,
 
 static void wake_cb(void *arg, uint32_t events)
 {
-    struct tnt_comm *comm = arg;
+    struct tnt_net_group *g = arg;
     (void)events;
     uint64_t v;
-    ssize_t r = read(comm->progress.wakefd, &v, sizeof(v));
+    ssize_t r = read(g->progress.wakefd, &v, sizeof(v));
     (void)r;
 }
 
@@ -178,23 +178,52 @@ static void signal_cb(void *arg, uint32_t events)
     (void)events;
 }
 
+/* The hooks run for every communicator of the group, whichever of them
+ * the poller polls for: their messages come through the same
+ * connections (core/demux.c). A hook may release the lock (queued work
+ * runs large reductions without it); if the group's list changed
+ * meanwhile (gen), the round stops there and says "look again" (1). */
+static int each_int(struct tnt_net_group *g,
+                    int (*hook)(struct tnt_comm *))
+{
+    int any = 0;
+    unsigned gen = g->gen;
+    for (struct tnt_comm *c = g->comms; c; c = c->group_next) {
+        any |= hook(c);
+        if (g->gen != gen)
+            return 1;
+    }
+    return any;
+}
+
+static void each_void(struct tnt_net_group *g,
+                      void (*hook)(struct tnt_comm *))
+{
+    unsigned gen = g->gen;
+    for (struct tnt_comm *c = g->comms; c; c = c->group_next) {
+        hook(c);
+        if (g->gen != gen)
+            return; /* c may be gone: its next is not read */
+    }
+}
+
 /* Called after a batch has been dispatched: an entry removed from epoll
  * before the next epoll_wait cannot show up in a later batch, so every
  * entry in the graveyard can go now. */
 static void free_graveyard(struct tnt_comm *comm)
 {
-    while (comm->progress.graveyard) {
-        tnt_watch_t *w = comm->progress.graveyard;
-        comm->progress.graveyard = w->next;
+    while (comm->group->progress.graveyard) {
+        tnt_watch_t *w = comm->group->progress.graveyard;
+        comm->group->progress.graveyard = w->next;
         free(w);
     }
 }
 
-int tnt__progress_timeout_ms(struct tnt_comm *comm, double now)
+static int comm_timeout_ms(struct tnt_comm *comm, double now)
 {
     struct tnt_request *first = tnt__active_first(comm);
     if (!first && tnt__list_empty(&comm->reqs.any)) {
-        if (now - comm->progress.last_activity > IDLE_GRACE_S)
+        if (now - comm->group->progress.last_activity > IDLE_GRACE_S)
             return -1;
         return 1000;
     }
@@ -217,6 +246,19 @@ int tnt__progress_timeout_ms(struct tnt_comm *comm, double now)
     return (int)(left * 1000.0) + 1;
 }
 
+int tnt__progress_timeout_ms(struct tnt_comm *comm, double now)
+{
+    /* The nearest of the group's communicators; -1 (idle) only where
+     * all are. */
+    int ms = -1;
+    for (struct tnt_comm *c = comm->group->comms; c; c = c->group_next) {
+        int m = comm_timeout_ms(c, now);
+        if (m >= 0 && (ms < 0 || m < ms))
+            ms = m;
+    }
+    return ms;
+}
+
 /* How many times the poller yields to let a posting thread take the lock
  * (bounded: that thread may not be scheduled at all for a while). */
 #define LET_IN_YIELDS 50
@@ -228,14 +270,14 @@ int tnt__progress_timeout_ms(struct tnt_comm *comm, double now)
  * keeps removed watches until the batch is done. */
 static void let_posters_in(struct tnt_comm *comm)
 {
-    if (!__atomic_load_n(&comm->lock_wanted, __ATOMIC_RELAXED))
+    if (!__atomic_load_n(&comm->group->lock_wanted, __ATOMIC_RELAXED))
         return;
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
     for (int i = 0; i < LET_IN_YIELDS &&
-                    __atomic_load_n(&comm->lock_wanted, __ATOMIC_RELAXED);
+                    __atomic_load_n(&comm->group->lock_wanted, __ATOMIC_RELAXED);
          i++)
         sched_yield();
-    pthread_mutex_lock(&comm->lock);
+    pthread_mutex_lock(&comm->group->lock);
 }
 
 /* Each step before the epoll_wait of dispatch takes the timeout it was
@@ -246,14 +288,14 @@ static void let_posters_in(struct tnt_comm *comm)
  * would wake this rank by: look at them, and arm them before sleeping. */
 static int poll_unarmed(struct tnt_comm *comm, int timeout_ms)
 {
-    if (!comm->progress.tp_unarmed)
+    if (!comm->group->progress.tp_unarmed)
         return timeout_ms;
     unsigned flags = timeout_ms == 0 ? 0 : TNT_POLL_ARM;
     for (int i = 0; i < comm->net.nspin_tp; i++)
         if (comm->net.spin_tp[i].caps & TNT_TP_POLL_UNARMS)
             comm->net.spin_tp[i].poll(comm->net.spin_tp[i].ctx, flags);
     if (timeout_ms != 0) {
-        comm->progress.tp_unarmed = 0;
+        comm->group->progress.tp_unarmed = 0;
         timeout_ms = 0; /* callbacks ran: let the caller look */
     }
     return timeout_ms;
@@ -262,7 +304,7 @@ static int poll_unarmed(struct tnt_comm *comm, int timeout_ms)
 /* Work other threads queued for the poller (hooks->queued_work). */
 static int run_queued_work(struct tnt_comm *comm, int timeout_ms)
 {
-    if (comm->progress.hooks->queued_work(comm))
+    if (each_int(comm->group, comm->group->progress.hooks->queued_work))
         timeout_ms = 0;
     return timeout_ms;
 }
@@ -272,7 +314,8 @@ static int before_sleep(struct tnt_comm *comm, int timeout_ms)
 {
     if (timeout_ms == 0)
         return 0;
-    return comm->progress.hooks->before_sleep(comm) ? 0 : timeout_ms;
+    return each_int(comm->group, comm->group->progress.hooks->before_sleep)
+               ? 0 : timeout_ms;
 }
 
 /* epoll_wait with the lock released, then each ready fd's callback with
@@ -280,17 +323,18 @@ static int before_sleep(struct tnt_comm *comm, int timeout_ms)
 static void wait_and_dispatch_events(struct tnt_comm *comm, int timeout_ms)
 {
     struct epoll_event evs[MAX_EVENTS];
-    pthread_mutex_unlock(&comm->lock);
-    int n = epoll_wait(comm->progress.epfd, evs, MAX_EVENTS, timeout_ms);
+    pthread_mutex_unlock(&comm->group->lock);
+    int n = epoll_wait(comm->group->progress.epfd, evs, MAX_EVENTS, timeout_ms);
     int err = errno;
-    pthread_mutex_lock(&comm->lock);
+    pthread_mutex_lock(&comm->group->lock);
     if (n < 0 && err != EINTR) {
         char msg[160];
         snprintf(msg, sizeof(msg), "rank %d: epoll_wait: %s", comm->rank,
                  strerror(err));
-        comm->progress.hooks->fail(comm, TNT_ERR_SYSTEM, msg);
+        for (struct tnt_comm *c = comm->group->comms; c; c = c->group_next)
+            comm->group->progress.hooks->fail(c, TNT_ERR_SYSTEM, msg);
     }
-    for (int i = 0; i < n && !comm->progress.stop; i++) {
+    for (int i = 0; i < n && !comm->group->progress.stop; i++) {
         tnt_watch_t *w = evs[i].data.ptr;
         if (!w->dead)
             w->cb(w->arg, from_epoll(evs[i].events));
@@ -304,7 +348,7 @@ static void wait_and_dispatch_events(struct tnt_comm *comm, int timeout_ms)
  * freed last. */
 static void after_batch(struct tnt_comm *comm)
 {
-    comm->progress.hooks->after_batch(comm);
+    each_void(comm->group, comm->group->progress.hooks->after_batch);
     free_graveyard(comm);
 }
 
@@ -320,14 +364,14 @@ static void dispatch(struct tnt_comm *comm, int timeout_ms)
 
 void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread)
 {
-    comm->progress.polling = 1;
-    comm->progress.thread_polling = is_thread;
+    comm->group->progress.polling = 1;
+    comm->group->progress.thread_polling = is_thread;
     dispatch(comm, timeout_ms);
-    comm->progress.polling = 0;
-    comm->progress.thread_polling = 0;
+    comm->group->progress.polling = 0;
+    comm->group->progress.thread_polling = 0;
     /* Waiters that found the role taken sleep on cond: one of them may
      * take it now. */
-    pthread_cond_broadcast(&comm->progress.cond);
+    pthread_cond_broadcast(&comm->group->progress.cond);
 }
 
 /* While spinning, one epoll_wait (transports without a poll entry,
@@ -367,8 +411,8 @@ void tnt__progress_spin(struct tnt_comm *comm,
     /* The role is held for the whole spin: transports polled unarmed stay
      * so until the end, and nobody may sleep in epoll on them
      * meanwhile. */
-    comm->progress.polling = 1;
-    comm->progress.thread_polling = 0;
+    comm->group->progress.polling = 1;
+    comm->group->progress.thread_polling = 0;
     double epoll_gap = comm->net.spin_polls_all ? SPIN_EPOLL_GAP_S : 0.0;
     double seen = start, epoll_at = start + epoll_gap; /* clock read last */
     int declined = 0; /* a poll of the last round did not look */
@@ -377,7 +421,7 @@ void tnt__progress_spin(struct tnt_comm *comm,
     double wall0 = 0.0, cpu0 = 0.0;
     if (off_cpu)
         off_cpu->measured = 0;
-    for (unsigned n = 0; !done(comm, arg) && !comm->progress.stop; n++) {
+    for (unsigned n = 0; !done(comm, arg) && !comm->group->progress.stop; n++) {
         int looked = 0;
         if ((n + 1) % SPIN_EPOLL_EVERY != 0 ||
             (seen < epoll_at && !declined)) {
@@ -392,7 +436,8 @@ void tnt__progress_spin(struct tnt_comm *comm,
                     declined = 1;
             }
             if (looked)
-                comm->progress.hooks->after_look(comm);
+                each_void(comm->group,
+                          comm->group->progress.hooks->after_look);
         }
         if (!looked) {
             dispatch(comm, 0);
@@ -405,7 +450,7 @@ void tnt__progress_spin(struct tnt_comm *comm,
          * this rank yields to the ranks it waits for, or a thread waits
          * to post. */
         if (!yield && (n + 1) % SPIN_CLOCK_EVERY != 0 &&
-            !__atomic_load_n(&comm->lock_wanted, __ATOMIC_RELAXED))
+            !__atomic_load_n(&comm->group->lock_wanted, __ATOMIC_RELAXED))
             continue;
         double now = tnt__now();
         seen = now;
@@ -413,7 +458,7 @@ void tnt__progress_spin(struct tnt_comm *comm,
             break;
         /* Let threads that wait to post in; and with more ranks than
          * CPUs, the ranks this one waits for. */
-        pthread_mutex_unlock(&comm->lock);
+        pthread_mutex_unlock(&comm->group->lock);
         int ran_other = 0;
         if (yield || now >= yield_at) {
             if (off_cpu && !off_cpu->measured) {
@@ -430,7 +475,7 @@ void tnt__progress_spin(struct tnt_comm *comm,
             ran_other = now >= own_until &&
                         tnt__now() - now > SPIN_YIELD_RAN_OTHER_S;
         }
-        pthread_mutex_lock(&comm->lock);
+        pthread_mutex_lock(&comm->group->lock);
         if (ran_other)
             break;
     }
@@ -441,11 +486,11 @@ void tnt__progress_spin(struct tnt_comm *comm,
     /* Polled transports stay unarmed while blocking calls follow each
      * other: arming now would make the peer's next message write the
      * eventfd. The next poll that may sleep arms them first (dispatch). */
-    for (int i = 0; i < nspin && !comm->progress.stop; i++)
+    for (int i = 0; i < nspin && !comm->group->progress.stop; i++)
         if (spin[i].caps & TNT_TP_POLL_UNARMS)
-            comm->progress.tp_unarmed = 1;
-    comm->progress.polling = 0;
-    pthread_cond_broadcast(&comm->progress.cond);
+            comm->group->progress.tp_unarmed = 1;
+    comm->group->progress.polling = 0;
+    pthread_cond_broadcast(&comm->group->progress.cond);
 }
 
 /* The progress thread stays out of the way while the application drives
@@ -455,36 +500,38 @@ void tnt__progress_spin(struct tnt_comm *comm,
  * nonblocking post wakes it (tnt__progress_unpark). */
 static double park_until(struct tnt_comm *comm, double now)
 {
-    if (comm->progress.user_waiters > 0 || comm->progress.polling)
+    if (comm->group->progress.user_waiters > 0 || comm->group->progress.polling)
         return now + 1.0;
-    if (tnt__list_empty(&comm->reqs.active) &&
-        now - comm->progress.user_polled_at < PARK_GRACE_S)
-        return comm->progress.user_polled_at + PARK_GRACE_S;
+    int idle = 1;
+    for (struct tnt_comm *c = comm->group->comms; c; c = c->group_next)
+        idle &= tnt__list_empty(&c->reqs.active);
+    if (idle && now - comm->group->progress.user_polled_at < PARK_GRACE_S)
+        return comm->group->progress.user_polled_at + PARK_GRACE_S;
     return 0.0;
 }
 
 static void park(struct tnt_comm *comm, double until)
 {
     struct timespec abs = tnt__timespec_at(until);
-    comm->progress.thread_parked = 1;
-    pthread_cond_timedwait(&comm->progress.park, &comm->lock, &abs);
-    comm->progress.thread_parked = 0;
+    comm->group->progress.thread_parked = 1;
+    pthread_cond_timedwait(&comm->group->progress.park, &comm->group->lock, &abs);
+    comm->group->progress.thread_parked = 0;
 }
 
 void tnt__progress_unpark(struct tnt_comm *comm)
 {
-    if (comm->progress.thread_parked && comm->progress.user_waiters == 0)
-        pthread_cond_signal(&comm->progress.park);
+    if (comm->group->progress.thread_parked && comm->group->progress.user_waiters == 0)
+        pthread_cond_signal(&comm->group->progress.park);
 }
 
 static void *progress_main(void *arg)
 {
     struct tnt_comm *comm = arg;
-    const tnt_progress_hooks_t *hooks = comm->progress.hooks;
+    const tnt_progress_hooks_t *hooks = comm->group->progress.hooks;
     hooks->thread_start();
-    pthread_mutex_lock(&comm->lock);
-    while (!comm->progress.stop) {
-        if (hooks->thread_turn(comm))
+    pthread_mutex_lock(&comm->group->lock);
+    while (!comm->group->progress.stop) {
+        if (each_int(comm->group, hooks->thread_turn))
             continue;
         double now = tnt__now();
         double until = park_until(comm, now);
@@ -494,86 +541,86 @@ static void *progress_main(void *arg)
         }
         tnt__progress_poll(comm, tnt__progress_timeout_ms(comm, now), 1);
     }
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
     return NULL;
 }
 
 tnt_result_t tnt__progress_start(struct tnt_comm *comm)
 {
-    comm->progress.epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (comm->progress.epfd < 0)
+    comm->group->progress.epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (comm->group->progress.epfd < 0)
         return tnt__error(TNT_ERR_SYSTEM, "epoll_create1: %s",
                           strerror(errno));
-    comm->progress.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (comm->progress.wakefd < 0)
+    comm->group->progress.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (comm->group->progress.wakefd < 0)
         return tnt__error(TNT_ERR_SYSTEM, "eventfd: %s", strerror(errno));
-    comm->progress.wake_watch.fd = comm->progress.wakefd;
-    comm->progress.wake_watch.cb = wake_cb;
-    comm->progress.wake_watch.arg = comm;
+    comm->group->progress.wake_watch.fd = comm->group->progress.wakefd;
+    comm->group->progress.wake_watch.cb = wake_cb;
+    comm->group->progress.wake_watch.arg = comm->group;
     struct epoll_event ev = {.events = EPOLLIN,
-                             .data.ptr = &comm->progress.wake_watch};
-    if (epoll_ctl(comm->progress.epfd, EPOLL_CTL_ADD, comm->progress.wakefd,
+                             .data.ptr = &comm->group->progress.wake_watch};
+    if (epoll_ctl(comm->group->progress.epfd, EPOLL_CTL_ADD, comm->group->progress.wakefd,
                   &ev) != 0)
         return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(eventfd): %s",
                           strerror(errno));
     /* An fd of the layers above (SIGUSR1's report requests: one
      * eventfd for the whole process), watched edge-triggered by every
      * communicator and never read. */
-    int sfd = comm->progress.hooks->signal_fd(comm);
+    int sfd = comm->group->progress.hooks->signal_fd(comm);
     if (sfd >= 0) {
-        comm->progress.signal_watch.fd = sfd;
-        comm->progress.signal_watch.cb = signal_cb;
-        comm->progress.signal_watch.arg = comm;
+        comm->group->progress.signal_watch.fd = sfd;
+        comm->group->progress.signal_watch.cb = signal_cb;
+        comm->group->progress.signal_watch.arg = comm;
         struct epoll_event rev = {.events = EPOLLIN | EPOLLET,
-                                  .data.ptr = &comm->progress.signal_watch};
-        if (epoll_ctl(comm->progress.epfd, EPOLL_CTL_ADD, sfd, &rev) != 0)
+                                  .data.ptr = &comm->group->progress.signal_watch};
+        if (epoll_ctl(comm->group->progress.epfd, EPOLL_CTL_ADD, sfd, &rev) != 0)
             return tnt__error(TNT_ERR_SYSTEM, "epoll_ctl(signal fd): %s",
                               strerror(errno));
     }
-    comm->progress.last_activity = tnt__now();
+    comm->group->progress.last_activity = tnt__now();
     return TNT_SUCCESS;
 }
 
 tnt_result_t tnt__progress_run_thread(struct tnt_comm *comm)
 {
-    int e = pthread_create(&comm->progress.thread, NULL, progress_main, comm);
+    int e = pthread_create(&comm->group->progress.thread, NULL, progress_main, comm);
     if (e != 0)
         return tnt__error(TNT_ERR_SYSTEM, "pthread_create: %s", strerror(e));
-    comm->progress.thread_started = 1;
+    comm->group->progress.thread_started = 1;
     return TNT_SUCCESS;
 }
 
 void tnt__progress_wake(struct tnt_comm *comm)
 {
     uint64_t one = 1;
-    ssize_t r = write(comm->progress.wakefd, &one, sizeof(one));
+    ssize_t r = write(comm->group->progress.wakefd, &one, sizeof(one));
     (void)r;
 }
 
 void tnt__progress_stop(struct tnt_comm *comm)
 {
-    if (comm->progress.thread_started) {
-        pthread_mutex_lock(&comm->lock);
-        comm->progress.stop = 1;
-        pthread_cond_signal(&comm->progress.park);
-        pthread_mutex_unlock(&comm->lock);
+    if (comm->group->progress.thread_started) {
+        pthread_mutex_lock(&comm->group->lock);
+        comm->group->progress.stop = 1;
+        pthread_cond_signal(&comm->group->progress.park);
+        pthread_mutex_unlock(&comm->group->lock);
         tnt__progress_wake(comm);
-        pthread_join(comm->progress.thread, NULL);
-        comm->progress.thread_started = 0;
+        pthread_join(comm->group->progress.thread, NULL);
+        comm->group->progress.thread_started = 0;
     }
 }
 
 void tnt__progress_close(struct tnt_comm *comm)
 {
     free_graveyard(comm);
-    for (int fd = 0; fd < comm->progress.watches_cap; fd++)
-        free(comm->progress.watches[fd]);
-    free(comm->progress.watches);
-    comm->progress.watches = NULL;
-    comm->progress.watches_cap = 0;
-    if (comm->progress.epfd >= 0)
-        close(comm->progress.epfd);
-    if (comm->progress.wakefd >= 0)
-        close(comm->progress.wakefd);
-    comm->progress.epfd = comm->progress.wakefd = -1;
+    for (int fd = 0; fd < comm->group->progress.watches_cap; fd++)
+        free(comm->group->progress.watches[fd]);
+    free(comm->group->progress.watches);
+    comm->group->progress.watches = NULL;
+    comm->group->progress.watches_cap = 0;
+    if (comm->group->progress.epfd >= 0)
+        close(comm->group->progress.epfd);
+    if (comm->group->progress.wakefd >= 0)
+        close(comm->group->progress.wakefd);
+    comm->group->progress.epfd = comm->group->progress.wakefd = -1;
 }

@@ -7,7 +7,7 @@
 #include "core/engine.h"
 
 /** What the layers above the loop run in it: the loop calls nothing
- *  above it by name, only these entries (comm->progress.hooks, set at
+ *  above it by name, only these entries (comm->group->progress.hooks, set at
  *  communicator creation; progress_hooks.c fills them for the engine,
  *  the on-host algorithms, the report and the timeline). Each is called
  *  with the lock held. */
@@ -39,7 +39,7 @@ typedef struct tnt_progress_hooks {
 /** The engine's hooks (progress_hooks.c). */
 extern const tnt_progress_hooks_t tnt__engine_progress_hooks;
 
-/** epoll and the wake eventfd (no thread yet); comm->progress.hooks is
+/** epoll and the wake eventfd (no thread yet); comm->group->progress.hooks is
  *  set. */
 tnt_result_t tnt__progress_start(struct tnt_comm *comm);
 tnt_result_t tnt__progress_run_thread(struct tnt_comm *comm);
@@ -49,7 +49,7 @@ void tnt__progress_stop(struct tnt_comm *comm);
 void tnt__progress_close(struct tnt_comm *comm);
 void tnt__progress_wake(struct tnt_comm *comm);
 /** One round of polling by the calling thread: lock held and the poller
- *  role free (comm->progress.polling == 0). Waits up to timeout_ms for
+ *  role free (comm->group->progress.polling == 0). Waits up to timeout_ms for
  *  events, dispatches them, enforces deadlines, then frees the role. */
 void tnt__progress_poll(struct tnt_comm *comm, int timeout_ms, int is_thread);
 /** How long a poller may block: until the nearest deadline, at most 1 s;

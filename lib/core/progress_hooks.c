@@ -2,7 +2,7 @@
  * What the engine, the on-host algorithms, the report and the timeline
  * run in the progress loop (core/progress.h, tnt_progress_hooks_t): the
  * loop knows only these entries, set at communicator creation (comm.c).
- * Every entry runs with comm->lock held unless it says otherwise.
+ * Every entry runs with comm->group->lock held unless it says otherwise.
  */
 #include <string.h>
 
@@ -85,9 +85,9 @@ static void after_batch(struct tnt_comm *comm)
 static int thread_turn(struct tnt_comm *comm)
 {
     if (comm->timeline && tnt__tl_want_flush(comm->timeline)) {
-        pthread_mutex_unlock(&comm->lock);
+        pthread_mutex_unlock(&comm->group->lock);
         tnt__tl_flush(comm->timeline);
-        pthread_mutex_lock(&comm->lock);
+        pthread_mutex_lock(&comm->group->lock);
         return 1;
     }
     tnt__engine_reap(comm);

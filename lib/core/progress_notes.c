@@ -62,7 +62,8 @@ void tnt__progress_send(struct tnt_comm *comm)
         if (!p->ep || p->sends_inflight || t->busy)
             continue;
         memset(t, 0, sizeof(*t));
-        t->type = TNT_COOKIE_PROGRESS;
+        t->ck.type = TNT_COOKIE_PROGRESS;
+        t->ck.comm = comm;
         t->peer = i;
         t->hdr.magic = TNT_MSG_MAGIC;
         t->hdr.comm_id = comm->comm_id;

@@ -1,6 +1,6 @@
 /*
  * Progress notes (progress_notes.c): what a rank tells its peers of how
- * far it got, for the hang report. All with comm->lock held.
+ * far it got, for the hang report. All with comm->group->lock held.
  */
 #ifndef TNT_CORE_PROGRESS_NOTES_H
 #define TNT_CORE_PROGRESS_NOTES_H

@@ -164,7 +164,7 @@ tnt_result_t tnt__rec_mesh_open(struct tnt_comm *comm, double deadline,
     /* The listener and the connections the gate kept are the mesh's
      * now (recovery_gate.c). */
     struct tnt_recovery *r = comm->rec;
-    pthread_mutex_lock(&comm->lock);
+    pthread_mutex_lock(&comm->group->lock);
     tnt__rec_gate_close(comm);
     m->in = calloc(r->npend ? r->npend : 1, sizeof(*m->in));
     for (size_t i = 0; m->in && i < r->npend; i++) {
@@ -185,7 +185,7 @@ tnt_result_t tnt__rec_mesh_open(struct tnt_comm *comm, double deadline,
             free(r->pend[i]);
         }
     r->npend = 0;
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
     *out = m;
     return TNT_SUCCESS;
 }
@@ -204,9 +204,9 @@ void tnt__rec_mesh_close(tnt_rec_mesh_t *m)
     free(m->in);
     free(m->peer);
     /* Strangers are the gate's again. */
-    pthread_mutex_lock(&m->comm->lock);
+    pthread_mutex_lock(&m->comm->group->lock);
     tnt__rec_gate_open(m->comm);
-    pthread_mutex_unlock(&m->comm->lock);
+    pthread_mutex_unlock(&m->comm->group->lock);
     free(m);
 }
 

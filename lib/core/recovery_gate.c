@@ -36,7 +36,7 @@ static void drop(struct tnt_comm *comm, size_t i, const char *why)
     tnt_rec_pend_t *p = r->pend[i];
     tnt_transport_env_t env;
     services(comm, &env);
-    env.unwatch_fd(comm, p->fd);
+    env.unwatch_fd(env.core, p->fd);
     if (why)
         TNT_LOG_WARN("rank %d: recovery listener: dropped a connection "
                      "(%s)", comm->rank, why);
@@ -94,7 +94,7 @@ static void on_read(void *arg, uint32_t events)
         p->sound = 1;
         tnt_transport_env_t env;
         services(comm, &env);
-        env.unwatch_fd(comm, p->fd);
+        env.unwatch_fd(env.core, p->fd);
         if (!waiting(r))
             arm(r, 0);
         return;
@@ -129,7 +129,7 @@ static void on_accept(void *arg, uint32_t events)
         p->fd = fd;
         p->since = tnt__now();
         r->pend[r->npend++] = p;
-        if (env.watch_fd(comm, fd, TNT_FD_READ, on_read, p) != TNT_SUCCESS)
+        if (env.watch_fd(env.core, fd, TNT_FD_READ, on_read, p) != TNT_SUCCESS)
             drop(comm, r->npend - 1, "cannot watch it");
     }
     if (waiting(r))
@@ -163,12 +163,12 @@ void tnt__rec_gate_open(struct tnt_comm *comm)
         r->timerfd = timerfd_create(CLOCK_MONOTONIC,
                                     TFD_NONBLOCK | TFD_CLOEXEC);
     if (r->timerfd >= 0 &&
-        env.watch_fd(comm, r->timerfd, TNT_FD_READ, on_timer, comm) !=
+        env.watch_fd(env.core, r->timerfd, TNT_FD_READ, on_timer, comm) !=
             TNT_SUCCESS) {
         close(r->timerfd);
         r->timerfd = -1;
     }
-    if (env.watch_fd(comm, r->fd, TNT_FD_READ, on_accept, comm) ==
+    if (env.watch_fd(env.core, r->fd, TNT_FD_READ, on_accept, comm) ==
         TNT_SUCCESS)
         r->gated = 1;
     else
@@ -183,14 +183,14 @@ void tnt__rec_gate_close(struct tnt_comm *comm)
         return;
     tnt_transport_env_t env;
     services(comm, &env);
-    env.unwatch_fd(comm, r->fd);
+    env.unwatch_fd(env.core, r->fd);
     if (r->timerfd >= 0) {
         arm(r, 0);
-        env.unwatch_fd(comm, r->timerfd);
+        env.unwatch_fd(env.core, r->timerfd);
     }
     for (size_t i = 0; i < r->npend; i++)
         if (!r->pend[i]->sound)
-            env.unwatch_fd(comm, r->pend[i]->fd);
+            env.unwatch_fd(env.core, r->pend[i]->fd);
     r->gated = 0;
 }
 

@@ -315,9 +315,9 @@ TNT_API tnt_result_t tnt_comm_report(tnt_comm_t comm, char *buf, size_t len)
     if (!buf || len == 0)
         return tnt__error(TNT_ERR_INVALID_ARG, "tnt_comm_report: buffer is "
                           "NULL or empty");
-    pthread_mutex_lock(&comm->lock);
+    pthread_mutex_lock(&comm->group->lock);
     describe(comm, buf, len);
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
     return TNT_SUCCESS;
 }
 

@@ -87,7 +87,7 @@ TNT_API tnt_result_t tnt_comm_stats(tnt_comm_t comm, tnt_stats_t *out)
     uint32_t version = out->version;
     tnt_stats_t s;
     memset(&s, 0, sizeof(s));
-    pthread_mutex_lock(&comm->lock);
+    pthread_mutex_lock(&comm->group->lock);
     const tnt_comm_counters_t *c = &comm->stats;
     for (int k = 1; k < TNT_COLL_KIND_END; k++) {
         int pk = public_kind(k);
@@ -116,7 +116,7 @@ TNT_API tnt_result_t tnt_comm_stats(tnt_comm_t comm, tnt_stats_t *out)
     s.world_rank = comm->world_rank;
     s.wait_ns = c->wait_ns;
     s.unexpected_hwm = c->unexp_hwm;
-    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_unlock(&comm->group->lock);
     s.size = n;
     s.version = version;
     memcpy(out, &s, n);

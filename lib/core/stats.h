@@ -1,6 +1,6 @@
 /*
  * A communicator's counters (tnt_comm_stats, stats.c): plain integers in
- * struct tnt_comm, bumped under comm->lock by the path that already holds
+ * struct tnt_comm, bumped under comm->group->lock by the path that already holds
  * it (post_locked, the sends, the header upcall, the early-message
  * accounting, a blocking wait), so that counting costs an add and no
  * atomic, no allocation and no extra lock on the hot path. The

@@ -6,7 +6,7 @@
  * Cost rule: with the variable unset comm->timeline is NULL and every
  * recording site is one branch on that pointer (no clock read, no
  * allocation). Set, recording is a clock read and a copy into the ring
- * under its own small lock (never comm->lock, never file I/O); the
+ * under its own small lock (never comm->group->lock, never file I/O); the
  * progress thread writes the ring out once it is half full, the rest is
  * written at tnt_comm_free. A full ring drops events and counts them.
  */
@@ -58,7 +58,7 @@ tnt_result_t tnt__tl_start(struct tnt_comm *comm);
 /** Write what is left, the metadata, close the file, free. */
 void tnt__tl_close(struct tnt_comm *comm);
 /** The progress thread: the ring is half full, write it out (takes
- *  neither comm->lock nor blocks recording while writing). */
+ *  neither comm->group->lock nor blocks recording while writing). */
 int tnt__tl_want_flush(const struct tnt_timeline *tl);
 void tnt__tl_flush(struct tnt_timeline *tl);
 /** This thread is comm's progress thread (its lane). */

@@ -37,7 +37,7 @@ struct tnt_timeline {
     void (*kick)(void *arg);   /* wakes the progress thread */
     void *kick_arg;
 
-    /* The file: one writer at a time (wlock), never under comm->lock. */
+    /* The file: one writer at a time (wlock), never under comm->group->lock. */
     pthread_mutex_t wlock;
     FILE *f;
     char path[4096];

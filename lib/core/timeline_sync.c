@@ -85,7 +85,7 @@ static void kick(void *arg)
 {
     struct tnt_comm *comm = arg;
     /* No lock needed to signal; the eventfd gets it out of epoll_wait. */
-    pthread_cond_signal(&comm->progress.park);
+    pthread_cond_signal(&comm->group->progress.park);
     tnt__progress_wake(comm);
 }
 
@@ -118,10 +118,10 @@ tnt_result_t tnt__tl_start(struct tnt_comm *comm)
         tl->rounds = p > 1 ? TNT_TL_SYNC_ROUNDS : 0;
         tl->kick = kick;
         tl->kick_arg = comm;
-        pthread_mutex_lock(&comm->lock);
+        pthread_mutex_lock(&comm->group->lock);
         comm->timeline = tl;
         comm->tl_pending = NULL;
-        pthread_mutex_unlock(&comm->lock);
+        pthread_mutex_unlock(&comm->group->lock);
     }
     free(table);
     return rc;

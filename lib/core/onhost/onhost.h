@@ -16,7 +16,7 @@
  *   slot_layout.h, stage_layout.h   the pair areas' layouts (the transport
  *                       hands them out as bytes: pair_area)
  *
- * Everything runs with comm->lock held.
+ * Everything runs with comm->group->lock held.
  */
 #ifndef TNT_CORE_ONHOST_ONHOST_H
 #define TNT_CORE_ONHOST_ONHOST_H

@@ -5,7 +5,7 @@
  * arguments only), and finish in that order; later ones publish (and
  * look) while earlier ones wait. The queue runs from the post, the
  * blocking calls' spin and the poller after each batch of events
- * (progress.c), with comm->lock held, and calls each request's algorithm
+ * (progress.c), with comm->group->lock held, and calls each request's algorithm
  * through its table.
  *
  * A collective of messages can be stranded by a stray: a peer that

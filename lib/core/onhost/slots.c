@@ -21,7 +21,7 @@
  * signature (sequence number, kind, count, dtype, op, algorithm) matches
  * this rank's call; anything else is a mismatch, reported as for messages.
  *
- * Everything runs with comm->lock held, from the post, the blocking
+ * Everything runs with comm->group->lock held, from the post, the blocking
  * calls' spin and the poller after each batch of events (progress.c),
  * through the on-host queue (onhost/queue.c) that it shares with the
  * staged and mapped algorithms.
@@ -258,7 +258,7 @@ static int run_now(struct tnt_comm *comm, struct tnt_request *req)
         }
         /* Another thread waits to post: the queued request's spin lets
          * it in. */
-        if (__atomic_load_n(&comm->lock_wanted, __ATOMIC_RELAXED))
+        if (__atomic_load_n(&comm->group->lock_wanted, __ATOMIC_RELAXED))
             break;
     }
     return 0;

@@ -15,7 +15,7 @@
  * .got count the rounds published to and copied back from (for a
  * broadcast root: read by) peer q, req->onhost.stage.reduced the rounds
  * this rank has reduced (all of them from the start in a broadcast). The
- * copies run with comm->lock held (a round is at most (k - 1) x 256 KiB
+ * copies run with comm->group->lock held (a round is at most (k - 1) x 256 KiB
  * each way).
  *
  * A peer that called something else at this sequence number never
