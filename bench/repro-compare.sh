@@ -53,7 +53,7 @@ while getopts "r:s:p:t:b:e:m:B:h" opt; do
     e) MAXB=$OPTARG ;;
     m) SCALE=$OPTARG ;;
     B) BEFORE=$OPTARG ;;
-    *) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
