@@ -6,9 +6,13 @@
  * row per size as nccl-tests does.
  *
  * The reported time is the largest mean time per iteration over all
- * ranks: a collective is only as fast as its slowest rank. The maximum and
- * the count of wrong elements are themselves collected with tnt_allreduce,
- * outside the timed region.
+ * ranks: a collective is only as fast as its slowest rank. The JSON also
+ * has the median call (each call timed on every rank, the slowest rank's
+ * time of it, the median over the calls): on a shared machine a few
+ * preempted calls move the mean by tens of per cent and the median
+ * hardly (bench/repro-compare.sh). The maxima and the count of wrong
+ * elements are themselves collected with tnt_allreduce, outside the
+ * timed region.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -26,6 +30,7 @@
 typedef struct bench_result {
     int ran;
     double time_us;
+    double median_us; /* the median call (slowest rank's time of each) */
     double algbw;
     double busbw;
     uint64_t wrong;
@@ -155,6 +160,19 @@ static double bus_factor(bench_coll_t coll, int p)
     }
 }
 
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* The median of v[0..n), n >= 1 (sorts v). */
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static void measure(bench_t *b, bench_row_t *row, int inplace,
                     uint64_t seed)
 {
@@ -166,16 +184,32 @@ static void measure(bench_t *b, bench_row_t *row, int inplace,
     for (int i = 0; i < o->warmup; i++)
         if ((rc = run_once(b, row->count, inplace)) != TNT_SUCCESS)
             die(b, call, rc);
+    /* Each call's time as well as the whole loop's: [0, iters) this
+     * rank's, [iters, 2 iters) the slowest rank's of each call. */
+    double *calls = malloc(2 * (size_t)o->iters * sizeof(*calls));
+    if (!calls) {
+        fprintf(stderr, "tnt-bench: out of memory\n");
+        exit(BENCH_EXIT_FAIL);
+    }
     if ((rc = tnt_barrier(b->comm)) != TNT_SUCCESS)
         die(b, "tnt_barrier", rc);
-    double t0 = now_s();
-    for (int i = 0; i < o->iters; i++)
+    double t0 = now_s(), t = t0;
+    for (int i = 0; i < o->iters; i++) {
         if ((rc = run_once(b, row->count, inplace)) != TNT_SUCCESS)
             die(b, call, rc);
-    double mean = (now_s() - t0) / o->iters, slowest = 0.0;
+        double t1 = now_s();
+        calls[i] = t1 - t;
+        t = t1;
+    }
+    double mean = (t - t0) / o->iters, slowest = 0.0;
     rc = tnt_allreduce(b->comm, &mean, &slowest, 1, TNT_F64, TNT_MAX);
+    if (rc == TNT_SUCCESS)
+        rc = tnt_allreduce(b->comm, calls, calls + o->iters,
+                           (size_t)o->iters, TNT_F64, TNT_MAX);
     if (rc != TNT_SUCCESS)
         die(b, "tnt_allreduce", rc);
+    res->median_us = median(calls + o->iters, (size_t)o->iters) * 1e6;
+    free(calls);
 
     /* Allgather and reduce-scatter move nranks blocks of `bytes`. */
     double moved = (double)row->bytes;
@@ -280,9 +314,9 @@ static void write_json_result(FILE *f, const bench_opts_t *o,
         fprintf(f, "null");
         return;
     }
-    fprintf(f, "{\"time_us\": %.3f, \"algbw_gbps\": %.6f, "
-            "\"busbw_gbps\": %.6f, \"wrong\": ", r->time_us, r->algbw,
-            r->busbw);
+    fprintf(f, "{\"time_us\": %.3f, \"median_us\": %.3f, "
+            "\"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, \"wrong\": ",
+            r->time_us, r->median_us, r->algbw, r->busbw);
     if (o->check)
         fprintf(f, "%" PRIu64 "}", r->wrong);
     else

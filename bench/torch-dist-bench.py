@@ -17,6 +17,22 @@ torch) when --tnt-bench names it; and --layers times the two halves of a
 small tnt call (posting it: dist.all_reduce(async_op=True); waiting:
 work.wait()) to say where a call's time goes.
 
+The CPU bound: each rank measures its process's CPU time (getrusage,
+user + system, every thread: the library's progress thread and the
+backend's completion thread included) over the timed calls; the sum over
+the ranks of CPU per call, divided by the cores this process may use, is
+the least wall time per call a synchronous collective can take when
+every rank must run its share of every call (4 ranks on 2 cores: each
+call waits for all 4 ranks' CPU). The "bound" columns give it, and the
+way in says what fraction of tnt's small call it explains. (A rank that
+spins while it waits adds that spin to its CPU, so the bound is an upper
+estimate of the CPU the calls need; fake's ranks never wait on one
+another, so its bound is not a floor of its own time.)
+
+--tnt-before PATH adds the backend "tnt-before": tnt imported from the
+tntcomm package under PATH (another build's plugins/python), for a
+before/after comparison in one run.
+
 Backends that this torch lacks (mpi in the torch wheels) are left out
 with a note. Each measurement: warm-up calls, then `--reps` timed batches of
 calls; the median batch, divided by the calls in it, is reported.
@@ -24,6 +40,7 @@ calls; the median batch, divided by the calls in it, is reported.
 import argparse
 import os
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -77,19 +94,32 @@ def resnet_style():
     return torch.nn.Sequential(*layers)
 
 
-def timed(fn, calls, reps):
+def cpu_seconds():
+    """This process's CPU time so far, user + system, all threads."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(fn, calls, reps, cpu=None):
+    """Median time per call of `reps` batches of `calls` calls; with a
+    list `cpu`, appends this rank's CPU per call over all batches."""
     # Warm-up: the first calls of a process (and of a size) pay for lazy
     # set-up that later calls do not (fake's first row showed 10x its
     # floor with one warm-up call).
     for _ in range(min(10, calls)):
         fn()
     times = []
+    used = 0.0
     for _ in range(reps):
         dist.barrier()
+        c0 = cpu_seconds()
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()
         times.append((time.perf_counter() - t0) / calls)
+        used += cpu_seconds() - c0
+    if cpu is not None:
+        cpu.append(used / (calls * reps))
     return statistics.median(times)
 
 
@@ -139,6 +169,9 @@ def train_steps(model, args):
 
 def rank_main(rank, size, backend, init, args, out):
     torch.set_num_threads(1)
+    if backend == "tnt-before":  # another build's tntcomm, as "tnt"
+        sys.path.insert(0, args.tnt_before)
+        backend = "tnt"
     if backend == "tnt":
         import tntcomm.torch  # noqa: F401
     if backend == "fake":
@@ -149,11 +182,15 @@ def rank_main(rank, size, backend, init, args, out):
         dist.init_process_group(backend, init_method=init, rank=rank,
                                 world_size=size)
     res = {}
+    cpu = {}
     for nbytes in args.sizes:
         t = torch.ones(max(1, nbytes // 4))
         calls = max(3, min(2000, int(2e6 // max(nbytes, 1024))))
-        secs = timed(lambda: dist.all_reduce(t), calls, args.reps)
+        used = []
+        secs = timed(lambda: dist.all_reduce(t), calls, args.reps, used)
         res[nbytes] = secs
+        cpu[nbytes] = used[0]
+    torch.save(cpu, "%s.cpu%d" % (out, rank))  # every rank's own
     if backend == "fake":  # no training: nothing is exchanged
         if rank == 0:
             torch.save(res, out)
@@ -213,31 +250,45 @@ def main():
                     help="time posting and waiting of a small call apart")
     ap.add_argument("--tnt-bench", metavar="EXE",
                     help="bench/tnt-bench, for the library's own time")
+    ap.add_argument("--tnt-before", metavar="PATH",
+                    help="another build's plugins/python: backend "
+                    "tnt-before")
     args = ap.parse_args()
+    if args.tnt_before:
+        args.tnt_before = os.path.abspath(args.tnt_before)
     have = {"gloo": dist.is_gloo_available(), "mpi": dist.is_mpi_available(),
-            "tnt": True, "fake": True}
+            "tnt": True, "fake": True, "tnt-before": bool(args.tnt_before)}
     backends = []
     for b in args.backends:
         if have.get(b, True):
             backends.append(b)
         else:
             print("# %s: not available in this torch build, left out" % b)
-    print("# load average at the start: %s" % " ".join(
-        "%.1f" % x for x in os.getloadavg()))
+    cores = len(os.sched_getaffinity(0))
+    print("# load average at the start: %s; %d cores" % (" ".join(
+        "%.1f" % x for x in os.getloadavg()), cores))
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.ranks:
             results = {}
+            bound = {}  # backend -> size -> sum of ranks' CPU / cores
+            percpu = {}  # backend -> size -> each rank's CPU per call
             for b in backends:
                 out = os.path.join(tmp, "%s%d.pt" % (b, size))
                 init = "file://" + os.path.join(tmp, "init-%s-%d" % (b, size))
                 mp.spawn(rank_main, args=(size, b, init, args, out),
                          nprocs=size)
                 results[b] = torch.load(out)
+                ranks = [torch.load("%s.cpu%d" % (out, r))
+                         for r in range(size)]
+                percpu[b] = {k: [c[k] for c in ranks] for k in args.sizes}
+                bound[b] = {k: sum(v) / cores for k, v in percpu[b].items()}
             lib = library_time(args.tnt_bench, size, args.reps)
-            print("\n## p = %d (rank 0's median time per call)" % size)
+            print("\n## p = %d (rank 0's median time per call; bound: the "
+                  "ranks' CPU per call / %d cores)" % (size, cores))
             real = [b for b in backends if b != "fake"]
             head = ["size"] + backends + \
-                   ["%s/%s" % (real[0], b) for b in real[1:]]
+                   ["%s/%s" % (real[0], b) for b in real[1:]] + \
+                   ["%s bound" % b for b in backends]
             print("| " + " | ".join(head) + " |")
             print("|" + "---|" * len(head))
             keys = list(args.sizes) + (["ddp", "fsdp2"] if args.ddp_steps
@@ -248,17 +299,27 @@ def main():
                 cells = [names.get(k) or human(k)] + [cell(v) for v in vals]
                 cells += ["%.2f" % (results[real[0]][k] / results[b][k])
                           for b in real[1:]]
+                cells += [cell(bound[b].get(k)) for b in backends]
                 print("| " + " | ".join(cells) + " |")
             small = min(args.sizes)
-            if "fake" in results and "tnt" in results:
+            for b in backends:
+                print("%s, %s: CPU per call and rank %s" % (
+                    b, human(small), ", ".join(
+                        cell(c) for c in percpu[b][small])))
+            for tnt in ("tnt", "tnt-before"):
+                if "fake" not in results or tnt not in results:
+                    continue
                 floor = results["fake"][small]
-                t = results["tnt"][small]
+                t = results[tnt][small]
                 goal = 1.5 * floor + (lib or 0.0)
-                print("\nthe way in, %s: tnt %s; torch's floor (fake) %s; "
+                print("\nthe way in, %s: %s %s; torch's floor (fake) %s; "
                       "the library alone %s; goal 1.5 x floor + library = "
-                      "%s; tnt / goal = %.2f" % (
-                          human(small), cell(t), cell(floor), cell(lib),
-                          cell(goal), t / goal))
+                      "%s; %s / goal = %.2f; the CPU bound %s explains "
+                      "%.0f%% of it, %s left" % (
+                          human(small), tnt, cell(t), cell(floor), cell(lib),
+                          cell(goal), tnt, t / goal, cell(bound[tnt][small]),
+                          100 * bound[tnt][small] / t,
+                          cell(max(0.0, t - bound[tnt][small]))))
             if args.layers:
                 for b in real:
                     print("%s, 8 B: posting %s, waiting %s" % (

@@ -123,11 +123,47 @@ static void test_retry_budget(void)
     TH_CHECK(r == 7, "heartbeat off: retry %d", r);
 }
 
+/* Without TNT_IB_TIMEOUT: the longest ACK timeout up to 18 (1.07 s)
+ * with which 7 tries fit in the heartbeat, and then the budget keeps
+ * all 6 retries. */
+static void test_default_timeout(void)
+{
+    static const double hbs[] = {10, 100, 1, 0.3, 0.001};
+    static const int want[] = {18, 18, 15, 13, 5};
+    for (size_t i = 0; i < sizeof(hbs) / sizeof(hbs[0]); i++) {
+        int t = tnt__vb_default_timeout(hbs[i]), r = -1;
+        tnt__vb_retry_budget(hbs[i], &t, &r);
+        double total = (r + 1) * 4.096e-6 * (double)(1ull << t);
+        TH_CHECK(t == want[i] && r == 6 && total <= hbs[i],
+                 "heartbeat %g s: timeout %d (want %d) retry %d (%.3f s)",
+                 hbs[i], t, want[i], r, total);
+    }
+    TH_CHECK(tnt__vb_default_timeout(0) == 18 &&
+             tnt__vb_default_timeout(1e-9) == 1, "heartbeat off or tiny");
+}
+
+/* A close waits as long as the queue pair keeps resending: 7 ACK
+ * timeouts of 67 ms by default (0.47 s, not the 0.25 s that lost the
+ * notice in the guest), the floor below that, the cap for "forever". */
+static void test_close_drain(void)
+{
+    double s = tnt__vb_close_drain_s(14, 6, 0.25, 2.0);
+    TH_CHECK(s > 0.46 && s < 0.48, "defaults: %.3f s", s);
+    s = tnt__vb_close_drain_s(10, 2, 0.25, 2.0);
+    TH_CHECK(s == 0.25, "short budget: %.3f s, not the floor", s);
+    s = tnt__vb_close_drain_s(20, 7, 0.25, 2.0);
+    TH_CHECK(s == 2.0, "long budget: %.3f s, not the cap", s);
+    s = tnt__vb_close_drain_s(99, 7, 0.25, 2.0);
+    TH_CHECK(s == 2.0, "timeout out of range: %.3f s", s);
+}
+
 static const th_test_def_t k_tests[] = {
     {"verbs_conn", "bring_up_and_close", test_bring_up_and_close},
     {"verbs_conn", "failures_name_the_peer", test_failures_name_the_peer},
     {"verbs_conn", "out_of_order", test_out_of_order},
     {"verbs_conn", "retry_budget", test_retry_budget},
+    {"verbs_conn", "close_drain", test_close_drain},
+    {"verbs_conn", "default_timeout", test_default_timeout},
     {NULL, NULL, NULL}};
 
 int main(int argc, char **argv)

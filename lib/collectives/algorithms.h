@@ -235,6 +235,18 @@ tnt_result_t tnt__allreduce_canon_oneshot(const tnt_coll_args_t *a,
 /** The largest allreduce (bytes) that the reproducible mode runs as
  *  canonical-oneshot rather than canonical (select.c). */
 #define TNT_CANON_ONESHOT_MAX_BYTES ((size_t)16 << 10)
+/** The same at 2 ranks: there the one-shot form is the default's rd (one
+ *  exchange of the whole input), which the default runs up to 64 KiB;
+ *  canonical's two steps of half the bytes were slower at 32 KiB
+ *  (docs/performance.md, "issue 38: a settled comparison, and canonical
+ *  by halving"). */
+#define TNT_CANON_ONESHOT_P2_MAX_BYTES ((size_t)64 << 10)
+/** The largest allreduce (bytes) that canonical runs by halving at a
+ *  power of two above 2 (allreduce_canon.c): at p = 4 over TCP faster
+ *  than the direct flow at 32 and 64 KiB, slower from 128 KiB
+ *  (docs/performance.md, "issue 38: a settled comparison, and canonical
+ *  by halving"). */
+#define TNT_CANON_HALVING_MAX_BYTES ((size_t)64 << 10)
 /** The most ranks whose on-host algorithms the reproducible mode runs
  *  (canonical-slots, -staged, -mapped: core/onhost/ keeps a pointer per
  *  rank's input on its stack for the canonical kernel). */

@@ -11,7 +11,9 @@
  *   each chunk, in segments (canon_segment_elems: several per chunk, so
  *   that transfer, reduction and allgather overlap), then a one-step
  *   allgather. Bytes per rank as the ring's, (p-1)/p of the data in and
- *   out; p-1 messages per step instead of log2 p.
+ *   out; p-1 messages per step instead of log2 p. Up to
+ *   TNT_CANON_HALVING_MAX_BYTES at a power of two above 2 instead by
+ *   halving (canon_halving): log2 p steps to each owner, log2 p back.
  * - canonical-oneshot (small allreduces): every rank gets every input
  *   and reduces all k itself: at a power of two above 2 gathered by
  *   recursive doubling (log2 k steps, one peer each), otherwise every
@@ -63,10 +65,123 @@ static size_t canon_segment_elems(const tnt_coll_args_t *a, size_t len0)
     return cut >= big ? big : cut <= small ? small : cut;
 }
 
+/* Byte range of chunks [lo, hi) of the canonical allreduce's k. */
+static void chunks_bytes(const tnt_coll_args_t *a, int lo, int hi,
+                         size_t *off, size_t *len)
+{
+    size_t o0, l0, o1, l1;
+    tnt__direct_chunk(a, lo, &o0, &l0);
+    tnt__direct_chunk(a, hi - 1, &o1, &l1);
+    *off = o0 * a->esize;
+    *len = (o1 + l1 - o0) * a->esize;
+}
+
+/* The canonical allreduce by halving (canon_halving_fits): the owner of
+ * each chunk gets its k inputs by recursive halving, reduces them as the
+ * one-step form does (the same operation on the same k inputs, the same
+ * bits), and the results go round by recursive doubling. Input q lies in
+ * scratch at q x stride, as in the one-step form (the own input stays in
+ * the send buffer). Before the step with bit m a rank holds, over its
+ * current range of chunks, the inputs of the ranks r ^ (j 2m), j <
+ * k / 2m; it sends those over the half of the range that r ^ m keeps (one
+ * message per input, tag: step and j) and receives r ^ m's over its own
+ * half. Then log2 k steps of the result back, rab's allgather. So 2 log2 k
+ * steps with one peer each (the default's Rabenseifner) where the direct
+ * flow sends to and waits for k - 1 peers twice: with 4 ranks on 2
+ * cores each of those messages may cost a wake-up (docs/performance.md,
+ * "issue 38: a settled comparison, and canonical by halving"). Bytes per
+ * rank: log2 k / 2 + (k - 1) / k of the message, against the direct
+ * flow's 2 (k - 1) / k. */
+#define CANON_HALVING_MAX_RANKS 16
+static void canon_halving(const tnt_coll_args_t *a, tnt_sched_t *s)
+{
+    int k = a->nranks, r = a->rank;
+    size_t bytes = a->count * a->esize, stride = align64(bytes);
+    size_t base = tnt__sched_scratch(s, stride * (size_t)k);
+    uint32_t got[CANON_HALVING_MAX_RANKS];      /* input q's receive */
+    uint32_t own_sends[CANON_HALVING_MAX_RANKS]; /* reads of the input */
+    int nown = 0, lo = 0, hi = k;
+    uint32_t tag = 0;
+    for (int m = k / 2; m >= 1; m /= 2, tag += (uint32_t)k) {
+        int partner = r ^ m, mid = (lo + hi) / 2;
+        int keep_lo = (r & m) ? mid : lo, keep_hi = (r & m) ? hi : mid;
+        int give_lo = (r & m) ? lo : mid, give_hi = (r & m) ? mid : hi;
+        size_t koff, klen, goff, glen;
+        chunks_bytes(a, keep_lo, keep_hi, &koff, &klen);
+        chunks_bytes(a, give_lo, give_hi, &goff, &glen);
+        for (int j = 0; j < k / (2 * m); j++) {
+            int q = r ^ (j * 2 * m), qp = partner ^ (j * 2 * m);
+            tnt_bufref_t src =
+                q == r ? tnt__ref(TNT_BUF_SEND, goff)
+                       : tnt__ref(TNT_BUF_SCRATCH,
+                                  base + (size_t)q * stride + goff);
+            uint32_t snd = tnt__sched_send(s, partner, tag + (uint32_t)j,
+                                           src, glen);
+            if (q == r)
+                own_sends[nown++] = snd;
+            else
+                tnt__sched_dep(s, got[q], snd);
+            got[qp] = tnt__sched_recv(
+                s, partner, tag + (uint32_t)j,
+                tnt__ref(TNT_BUF_SCRATCH, base + (size_t)qp * stride + koff),
+                klen);
+        }
+        lo = keep_lo;
+        hi = keep_hi;
+    }
+    size_t roff, rlen;
+    chunks_bytes(a, r, r + 1, &roff, &rlen);
+    /* In place the result overwrites the own input's chunk r, which no
+     * send reads (each sent half excludes it). */
+    uint32_t red = tnt__sched_canon(
+        s, tnt__ref(TNT_BUF_RECV, roff), tnt__ref(TNT_BUF_SEND, roff), r,
+        tnt__ref(TNT_BUF_SCRATCH, base + roff), stride, rlen);
+    for (int q = 0; q < k; q++)
+        if (q != r)
+            tnt__sched_dep(s, got[q], red);
+    /* The results by recursive doubling: the block of m chunks held so
+     * far goes to r ^ m, whose block comes back. */
+    uint32_t last[CANON_HALVING_MAX_RANKS];
+    int nlast = 0;
+    last[nlast++] = red;
+    for (int m = 1; m < k; m *= 2, tag++) {
+        int blo = r & ~(m - 1), plo = (r ^ m) & ~(m - 1);
+        size_t boff, blen, poff, plen;
+        chunks_bytes(a, blo, blo + m, &boff, &blen);
+        chunks_bytes(a, plo, plo + m, &poff, &plen);
+        uint32_t snd = tnt__sched_send(s, r ^ m, tag,
+                                       tnt__ref(TNT_BUF_RECV, boff), blen);
+        for (int i = 0; i < nlast; i++)
+            tnt__sched_dep(s, last[i], snd);
+        uint32_t rcv = tnt__sched_recv(s, r ^ m, tag,
+                                       tnt__ref(TNT_BUF_RECV, poff), plen);
+        /* In place the received results overwrite the input being sent. */
+        for (int i = 0; i < nown && a->in_place; i++)
+            tnt__sched_dep(s, own_sends[i], rcv);
+        last[nlast++] = rcv;
+    }
+}
+
+/* Halving where the message is small enough that steps cost more than
+ * bytes, at a power of two above 2 (up to CANON_HALVING_MAX_RANKS) and
+ * for allreduce and reduce (the reduce-scatter keeps the direct flow's
+ * blocks). */
+static int canon_halving_fits(const tnt_coll_args_t *a)
+{
+    int k = a->nranks;
+    return a->kind == TNT_COLL_ALLREDUCE && k > 2 && (k & (k - 1)) == 0 &&
+           k <= CANON_HALVING_MAX_RANKS &&
+           a->count * a->esize <= TNT_CANON_HALVING_MAX_BYTES;
+}
+
 tnt_result_t tnt__allreduce_canon(const tnt_coll_args_t *a, tnt_sched_t *s)
 {
     int k = a->nranks, r = a->rank;
     int rs_only = a->kind == TNT_COLL_REDUCE_SCATTER;
+    if (canon_halving_fits(a)) {
+        canon_halving(a, s);
+        return TNT_SUCCESS;
+    }
     size_t es = a->esize;
     size_t off0, len0, roff, rlen;
     tnt__direct_chunk(a, 0, &off0, &len0);

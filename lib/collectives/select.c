@@ -150,9 +150,10 @@ static const tnt_algo_rule_t k_rules[TNT_RULE_COUNT] = {
                                "(TNT_ALLREDUCE_ALGO auto, staged or "
                                "mapped)"},
     [TNT_RULE_CANON_ONESHOT] = {-1, TNT_ALGO_CANON_ONESHOT, 1,
-                                TNT_CANON_ONESHOT_MAX_BYTES,
+                                TNT_CANON_ONESHOT_P2_MAX_BYTES,
                                 "TNT_REPRODUCIBLE=1, floats: allreduce "
-                                "and reduce, small (any size with "
+                                "and reduce, small: up to 16 KiB, at 2 "
+                                "ranks 64 KiB (any size with "
                                 "TNT_ALLREDUCE_ALGO=oneshot)"},
     [TNT_RULE_CANON] = {-1, TNT_ALGO_CANON, 1, 0,
                         "TNT_REPRODUCIBLE=1, floats: allreduce and reduce "
@@ -323,7 +324,9 @@ tnt_result_t tnt__algo_select_why(const tnt_coll_args_t *a, int forced,
         int oneshot = a->kind != TNT_COLL_REDUCE_SCATTER &&
                       (forced == TNT_ALGO_ONESHOT ||
                        (forced == TNT_ALGO_AUTO &&
-                        bytes <= TNT_CANON_ONESHOT_MAX_BYTES));
+                        bytes <= (a->nranks == 2
+                                      ? TNT_CANON_ONESHOT_P2_MAX_BYTES
+                                      : TNT_CANON_ONESHOT_MAX_BYTES)));
         *rule = oneshot ? TNT_RULE_CANON_ONESHOT : TNT_RULE_CANON;
         *algo = k_rules[*rule].algo;
         return TNT_SUCCESS;

@@ -175,8 +175,9 @@ typedef enum tnt_env_type {
       "GID table index (else chosen by kind)")                              \
     X(IB_RECV_DEPTH, "TNT_IB_RECV_DEPTH", LONG, "64", 4, 4096, NULL, 1,     \
       "transport/verbs", "receive buffers per peer")                        \
-    X(IB_TIMEOUT, "TNT_IB_TIMEOUT", LONG, "14", 1, 31, NULL, 1,             \
-      "transport/verbs", "local ACK timeout, 4.096 us * 2^n")               \
+    X(IB_TIMEOUT, "TNT_IB_TIMEOUT", LONG, NULL, 1, 31, NULL, 1,             \
+      "transport/verbs",                                                    \
+      "local ACK timeout, 4.096 us * 2^n (else from TNT_HEARTBEAT)")        \
     X(IB_RETRY_CNT, "TNT_IB_RETRY_CNT", LONG, NULL, 0, 7, NULL, 1,          \
       "transport/verbs", "retries before failing (else from TNT_HEARTBEAT)") \
     X(IB_REG_CACHE, "TNT_IB_REG_CACHE", CHOICE, "auto", 0, 0,               \

@@ -56,8 +56,7 @@ static int fail_event(vb_conn_t *c, int ev, const char *detail)
     case VB_EV_WC_OTHER:
         return fail(c, TNT_ERR_PEER_LOST, "work request failed", detail);
     case VB_EV_WC_FLUSH:
-        return fail(c, TNT_ERR_PEER_LOST, "queue pair flushed (no error "
-                    "completion or event named the cause)", detail);
+        return fail(c, TNT_ERR_PEER_LOST, "queue pair flushed", detail);
     case VB_EV_ASYNC_FATAL:
         return fail(c, TNT_ERR_PEER_LOST, "queue pair entered the error "
                     "state", detail);
@@ -135,4 +134,27 @@ void tnt__vb_retry_budget(double heartbeat_s, int *timeout, int *retry)
     while (r > 0 && (double)(r + 1) * one > heartbeat_s)
         r--;
     *retry = r;
+}
+
+double tnt__vb_close_drain_s(int timeout, int retry, double floor_s,
+                             double cap_s)
+{
+    if (timeout < 0)
+        timeout = 0;
+    if (timeout > 31)
+        timeout = 31;
+    double s = (double)(retry + 1) * 4.096e-6 * (double)(1ull << timeout);
+    if (s < floor_s)
+        s = floor_s;
+    return s > cap_s ? cap_s : s;
+}
+
+int tnt__vb_default_timeout(double heartbeat_s)
+{
+    int t = VB_TIMEOUT_MAX;
+    if (heartbeat_s <= 0)
+        return t;
+    while (t > 1 && 7.0 * 4.096e-6 * (double)(1ull << t) > heartbeat_s)
+        t--;
+    return t;
 }

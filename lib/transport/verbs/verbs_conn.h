@@ -58,7 +58,7 @@ typedef struct vb_conn {
     int rank, peer;
     int state;
     tnt_result_t err;  /* first failure, once in ERROR */
-    char why[192];     /* its text, naming the peer */
+    char why[256];     /* its text, naming the peer */
 } vb_conn_t;
 
 void tnt__vb_conn_init(vb_conn_t *c, int rank, int peer);
@@ -89,5 +89,31 @@ const char *tnt__vb_state_name(int state);
  * With the heartbeat off, 7 as before.
  */
 void tnt__vb_retry_budget(double heartbeat_s, int *timeout, int *retry);
+
+/**
+ * The ACK timeout (4.096 us * 2^t) when TNT_IB_TIMEOUT is not set: the
+ * longest, up to VB_TIMEOUT_MAX (18: 1.07 s, as UCX's RC timeout of 1 s),
+ * with which 7 tries (6 retries) still fit in the heartbeat (every t for
+ * a heartbeat of 0, off). 10 s gives 18: a queue pair gives up after
+ * about 7.5 s without an acknowledgment, not after 0.47 s (the old 14,
+ * 67 ms), which the soft-RoCE guest's loaded queue pairs exhausted while
+ * their peers were alive (test_split at p = 5), and a late ACK costs one
+ * resend fewer per 67 ms. 1..31.
+ */
+#define VB_TIMEOUT_MAX 18
+int tnt__vb_default_timeout(double heartbeat_s);
+
+/**
+ * How long a close waits for its posted sends (the failure notice) to be
+ * acknowledged: as long as the queue pair itself keeps trying, (retry +
+ * 1) ACK timeouts of 4.096 us * 2^timeout, for within that time it either
+ * gets the acknowledgment or fails the send; never less than `floor_s`,
+ * and at most `cap_s` (a retry count of 7 is "forever" on rxe).
+ * A shorter wait lost the notice under the soft-RoCE guest's resends:
+ * the peer then saw the side channel close before the notice and
+ * reported a lost rank instead of the cause (docs/verbs.md, Closing).
+ */
+double tnt__vb_close_drain_s(int timeout, int retry, double floor_s,
+                             double cap_s);
 
 #endif /* TNT_TRANSPORT_VERBS_VERBS_CONN_H */

@@ -34,8 +34,10 @@
 /* Largest single RDMA WRITE; larger payloads are split into segments. */
 #define VB_SEG_MAX ((size_t)1 << 30)
 /* How long a close waits for the sends already posted to be acknowledged
- * (the failure notice the core sends just before it closes). */
-#define VB_CLOSE_DRAIN_S 0.25
+ * (the failure notice the core sends just before it closes): the queue
+ * pair's own retry budget (tnt__vb_close_drain_s), within these bounds. */
+#define VB_CLOSE_DRAIN_MIN_S 0.25
+#define VB_CLOSE_DRAIN_MAX_S 2.0
 #define VB_MAX_TOKENS (VB_IMM_TOKEN_MAX + 1)
 
 /* wr_id: kind in the top byte, an index below. */
@@ -74,6 +76,19 @@ typedef struct vb_rslot {
     int used;
 } vb_rslot_t;
 
+/* Where the side channel of an endpoint is (verbs_wire.h has the
+ * exchange). The connector starts at VB_S_CONNECTING, the acceptor at
+ * VB_S_HELLO_IN (calloc's zero). */
+enum vb_stage {
+    VB_S_HELLO_IN = 0, /* acceptor: waiting for the connector's hello */
+    VB_S_PROOF_IN,     /* acceptor: challenge sent, waiting for the proof */
+    VB_S_READY_IN,     /* acceptor: reply sent, waiting for 'R' */
+    VB_S_CONNECTING,   /* connector: TCP connect in progress */
+    VB_S_CHALLENGE_IN, /* connector: hello sent */
+    VB_S_REPLY_IN,     /* connector: proof sent */
+    VB_S_UP            /* handshake done: the socket only says "closed" */
+};
+
 typedef struct vb_ctx vb_ctx_t;
 
 typedef struct vb_ep {
@@ -82,6 +97,7 @@ typedef struct vb_ep {
     int peer;            /* -1 until the handshake names it */
     int known;           /* the core asked for it or was given it */
     int announced;
+    int ready_due;       /* acceptor announced before the 'R' came */
     int closed;
     int connector;       /* this side sent the hello */
     double born;         /* acceptor: accepted at (strangers expire) */
@@ -89,7 +105,7 @@ typedef struct vb_ep {
     uint32_t fd_events;
     /* The side channel (verbs_wire.h): one record in, one out at a
      * time, and what the MACs cover. */
-    int stage;           /* enum vb_stage (verbs.c) */
+    int stage;           /* enum vb_stage (above) */
     unsigned char in[VB_REC_LEN];
     size_t in_len;
     unsigned char out[VB_REC_LEN];
@@ -156,6 +172,9 @@ void tnt__vb_fail(vb_ep_t *ep, int ev, const char *detail);
 /** Handle every async event waiting now (port, queue pair, device). */
 void tnt__vb_async_drain(vb_ctx_t *ctx);
 void tnt__vb_free_graveyard(vb_ctx_t *ctx);
+/** Acceptor: a message from the peer came over the queue pair before its
+ *  'R' on the side channel; hand the endpoint to the core now. */
+void tnt__vb_announce_early(vb_ep_t *ep);
 
 /* verbs_io.c */
 tnt_result_t tnt__vb_ep_setup_buffers(vb_ep_t *ep);
@@ -166,8 +185,9 @@ void tnt__vb_comp_cb(void *arg, uint32_t events);
  *  (comp_cb does this per event; tests call it directly). */
 void tnt__vb_poll_ep(vb_ep_t *ep);
 /** Wait, at most limit_s, for ep's posted sends to complete (before a
- *  close would flush them); no upcalls. */
-void tnt__vb_drain_sends(vb_ep_t *ep, double limit_s);
+ *  close would flush them); no upcalls. Returns how many are still out
+ *  (0: all acknowledged). */
+size_t tnt__vb_drain_sends(vb_ep_t *ep, double limit_s);
 tnt_result_t tnt__vb_send(void *vctx, void *vep, const void *hdr,
                           size_t hdr_len, const void *payload, size_t len,
                           void *cookie);

@@ -650,26 +650,113 @@ static int side_channel_closed(vb_ep_t *ep)
     }
 }
 
-static void handle_wc(vb_ep_t *ep, const struct ibv_wc *wc)
+static const char *qp_state_name(struct ibv_qp *qp)
+{
+    static const char *const names[] = {"RESET", "INIT", "RTR", "RTS",
+                                        "SQD", "SQE", "ERR"};
+    struct ibv_qp_attr a;
+    struct ibv_qp_init_attr ia;
+    if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) != 0 ||
+        (unsigned)a.qp_state >= sizeof(names) / sizeof(names[0]))
+        return "?";
+    return names[a.qp_state];
+}
+
+/* A failing completion in words, for the error text and the DEBUG log:
+ * its status, which work request it ends, the provider's vendor error. */
+static void wc_text(const struct ibv_wc *wc, char *out, size_t n)
+{
+    static const char *const kinds[] = {"?", "receive", "send", "write"};
+    uint32_t kind = (uint32_t)(wc->wr_id >> 56);
+    snprintf(out, n, "%s (%s, vendor error %#x)",
+             ibv_wc_status_str(wc->status), kind < 4 ? kinds[kind] : "?",
+             wc->vendor_err);
+}
+
+/* A flush is a consequence, never a cause: the queue pair was moved to
+ * the error state first. The cause may be an error completion that the
+ * provider queues behind the flushes of the other work queue (send and
+ * receive completions share the completion queue, unordered between the
+ * two queues), or an async event. Look for both, for at most
+ * VB_FLUSH_CAUSE_MS; the completions read meanwhile are dropped (the
+ * endpoint fails either way, and after an error state only flushes and
+ * that error can come). 1 and *cause set when found. When neither comes,
+ * the queue pair failed on a request it received (an RDMA WRITE to a
+ * key or range it does not have, a length or sequence error): such a
+ * failure ends no work request of this side's, so only the peer gets an
+ * error completion, and the report says so. */
+#define VB_FLUSH_CAUSE_MS 50
+
+static int flush_cause(vb_ep_t *ep, const struct ibv_wc *rest, int nrest,
+                       struct ibv_wc *cause)
+{
+    for (int i = 0; i < nrest; i++)
+        if (rest[i].status != IBV_WC_SUCCESS &&
+            rest[i].status != IBV_WC_WR_FLUSH_ERR) {
+            *cause = rest[i];
+            return 1;
+        }
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        tnt__vb_async_drain(ep->ctx);
+        if (ep->closed || ep->conn.state == VB_ERROR)
+            return 0; /* an event named the cause */
+        struct ibv_wc wc[16];
+        int n = ibv_poll_cq(ep->cq, 16, wc);
+        for (int i = 0; i < n; i++)
+            if (wc[i].status != IBV_WC_SUCCESS &&
+                wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+                *cause = wc[i];
+                return 1;
+            }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (n < 0 || (t.tv_sec - t0.tv_sec) * 1000L +
+                         (t.tv_nsec - t0.tv_nsec) / 1000000L >=
+                     VB_FLUSH_CAUSE_MS)
+            return 0;
+        if (n == 0) {
+            struct timespec pause = {0, 200000}; /* 0.2 ms */
+            nanosleep(&pause, NULL);
+        }
+    }
+}
+
+static void handle_wc(vb_ep_t *ep, const struct ibv_wc *wc,
+                      const struct ibv_wc *rest, int nrest)
 {
     uint32_t kind = (uint32_t)(wc->wr_id >> 56);
     uint32_t idx = (uint32_t)(wc->wr_id & 0xffffffffu);
     if (wc->status != IBV_WC_SUCCESS) {
-        /* A flush is a consequence: the cause (a port or queue pair
-         * event) may still wait on the async queue. Take it first, so
-         * that the report names it and not the flush. */
-        if (wc->status == IBV_WC_WR_FLUSH_ERR && ep->conn.state != VB_ERROR)
-            tnt__vb_async_drain(ep->ctx);
+        vb_ctx_t *ctx = ep->ctx;
+        char text[96], detail[160];
+        wc_text(wc, text, sizeof(text));
+        ctx->env.log(ctx->env.core, TNT_LOG_DEBUG, "rank %d: verbs: "
+                     "completion from rank %d: %s, queue pair %s",
+                     ctx->env.rank, ep->peer, text, qp_state_name(ep->qp));
+        if (ep->conn.state == VB_ERROR)
+            return;
+        struct ibv_wc cause;
+        if (wc->status == IBV_WC_WR_FLUSH_ERR) {
+            if (!flush_cause(ep, rest, nrest, &cause)) {
+                if (ep->closed || ep->conn.state == VB_ERROR)
+                    return;
+                snprintf(detail, sizeof(detail), "%s; no error completion "
+                         "here: a request from the peer failed", text);
+                tnt__vb_fail(ep, VB_EV_WC_FLUSH, detail);
+                return;
+            }
+            wc = &cause;
+            wc_text(wc, text, sizeof(text));
+        }
         int ev = wc_event(wc->status);
-        if (ev == VB_EV_WC_REMOTE && ep->conn.state != VB_ERROR &&
-            side_channel_closed(ep)) {
-            char detail[96];
+        if (ev == VB_EV_WC_REMOTE && side_channel_closed(ep)) {
             snprintf(detail, sizeof(detail), "%s on an RDMA operation as it "
-                     "went", ibv_wc_status_str(wc->status));
+                     "went", text);
             tnt__vb_fail(ep, VB_EV_SIDE_CLOSED, detail);
             return;
         }
-        tnt__vb_fail(ep, ev, ibv_wc_status_str(wc->status));
+        tnt__vb_fail(ep, ev, text);
         return;
     }
     tnt__vb_fail(ep, VB_EV_WC_OK, NULL);
@@ -677,6 +764,9 @@ static void handle_wc(vb_ep_t *ep, const struct ibv_wc *wc)
         return;
     switch (kind) {
     case VB_WR_RECV:
+        tnt__vb_announce_early(ep);
+        if (ep->closed)
+            return;
         if (idx >= ep->nrecv)
             protocol_error(ep, "completion for an unknown buffer");
         else if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
@@ -710,12 +800,24 @@ void tnt__vb_poll_ep(vb_ep_t *ep)
             return;
         }
         for (int i = 0; i < n && !ep->closed; i++)
-            handle_wc(ep, &wc[i]);
+            handle_wc(ep, &wc[i], &wc[i + 1], n - i - 1);
         if (n < 16)
             break;
     }
     if (!ep->closed)
         progress_queue(ep);
+}
+
+/* 1 if the peer has closed its side channel (or it failed): nothing it
+ * has not acknowledged yet will be. */
+static int peer_side_closed(const vb_ep_t *ep)
+{
+    if (ep->fd < 0)
+        return 0;
+    char b;
+    ssize_t n = recv(ep->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+                      errno != EINTR);
 }
 
 /* Work requests posted on a queue pair that is moved to the error state
@@ -724,20 +826,24 @@ void tnt__vb_poll_ep(vb_ep_t *ep)
  * leave. Wait for the send queue's completions first, only counting
  * them: nothing is handed to the core (this runs inside a downcall) and
  * receives are left to the flush. Bounded: a peer that never
- * acknowledges costs at most `limit_s`. */
-void tnt__vb_drain_sends(vb_ep_t *ep, double limit_s)
+ * acknowledges costs at most `limit_s`, and one that has closed its side
+ * channel nothing more (it failed too, its queue pair is gone or in the
+ * error state: when every rank fails at once, each close would
+ * otherwise wait out the whole limit, one peer after the other). */
+size_t tnt__vb_drain_sends(vb_ep_t *ep, double limit_s)
 {
     struct timespec t0, t;
+    unsigned idle = 0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     while (ep->sq_used > 0) {
         struct ibv_wc wc[16];
         int n = ibv_poll_cq(ep->cq, 16, wc);
         if (n < 0)
-            return;
+            return ep->sq_used;
         for (int i = 0; i < n; i++) {
             uint32_t kind = (uint32_t)(wc[i].wr_id >> 56);
             if (wc[i].status != IBV_WC_SUCCESS)
-                return;
+                return ep->sq_used;
             if (kind == VB_WR_SEND || kind == VB_WR_WRITE)
                 ep->sq_used--;
         }
@@ -745,11 +851,13 @@ void tnt__vb_drain_sends(vb_ep_t *ep, double limit_s)
             continue;
         clock_gettime(CLOCK_MONOTONIC, &t);
         if ((double)(t.tv_sec - t0.tv_sec) +
-                1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > limit_s)
-            return;
+                1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > limit_s ||
+            (++idle % 50 == 0 && peer_side_closed(ep))) /* each ~1 ms */
+            return ep->sq_used;
         struct timespec pause = {0, 20000}; /* 20 us */
         nanosleep(&pause, NULL);
     }
+    return 0;
 }
 
 void tnt__vb_comp_cb(void *arg, uint32_t events)

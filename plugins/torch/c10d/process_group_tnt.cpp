@@ -3,6 +3,7 @@
 
 #include "process_group_tnt.hpp"
 
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
 #include "rendezvous.hpp"
@@ -127,7 +128,13 @@ c10::intrusive_ptr<WorkTnt> ProcessGroupTnt::make_work(
     const std::vector<at::Tensor>& inputs, std::chrono::milliseconds timeout,
     bool async_op)
 {
-    std::string title = std::string("tnt:") + name;
+    // The profiling range ("tnt:all_reduce", with the inputs' shapes):
+    // c10d::Work opens one only where a profiler has registered callbacks
+    // (at::RecordFunction is inactive without them), so without them
+    // neither the title nor the inputs are passed and the work skips
+    // making an inactive RecordFunction on every call.
+    const bool profiled = at::hasCallbacks();
+    std::string title = profiled ? std::string("tnt:") + name : std::string();
     // The call's device: the first CUDA tensor's, else the CPU. The
     // library reads device memory when the call is posted (right after
     // this; every op makes its staging copies before), so the kernels
@@ -140,8 +147,11 @@ c10::intrusive_ptr<WorkTnt> ProcessGroupTnt::make_work(
                 device = t.device();
     wait_for_stream(device);
     auto w = c10::make_intrusive<WorkTnt>(
-        getRank(), type, title.c_str(), std::move(outputs),
-        c10::optional<std::vector<at::Tensor>>(inputs), device);
+        getRank(), type, profiled ? title.c_str() : nullptr,
+        std::move(outputs),
+        profiled ? c10::optional<std::vector<at::Tensor>>(inputs)
+                 : c10::nullopt,
+        device);
     w->name = name;
     w->timeout_ms = deadline_of(timeout).count();
     if (w->timeout_ms > 0)
@@ -179,12 +189,16 @@ c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupTnt::getBackendOptions()
 c10::intrusive_ptr<WorkTnt> ProcessGroupTnt::single_work(
     c10d::OpType type, const char* name, std::vector<at::Tensor>& tensors,
     const Buf& b, bool writes, std::chrono::milliseconds timeout,
-    bool async_op)
+    bool async_op, bool has_blocking)
 {
     auto w = make_work(type, name, tensors, tensors, timeout, async_op);
-    w->keep.push_back(b.t);
     if (writes)
         w->after = copy_back(tensors[0], b.t);
+    // A direct call runs before the op returns (b.t is the op's to keep
+    // alive meanwhile) and has no request of its own.
+    if (has_blocking && direct(*w))
+        return w;
+    w->keep.push_back(b.t);
     w->requests.push_back(nullptr);
     return w;
 }
@@ -211,7 +225,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::ran(
     c10::intrusive_ptr<WorkTnt> work, tnt_result_t rc)
 {
     TORCH_CHECK(rc == TNT_SUCCESS, error_text(work->name.c_str(), rc));
-    work->requests.clear();  // the slot single_work made, unused
     work->owner.store(WorkTnt::kDone);
     finish_work(*work);
     return work;
@@ -259,7 +272,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::broadcast(
     Buf b = bytes_of(contiguous_of(the_tensor(tensors, name)));
     int root = root_of(opts.rootRank, opts.rootTensor, getSize(), name);
     auto w = single_work(c10d::OpType::BROADCAST, name, tensors, b, true,
-                         opts.timeout, opts.asyncOp);
+                         opts.timeout, opts.asyncOp, true);
     if (direct(*w))
         return ran(w, tnt_broadcast(comm_, b.ptr, b.count, b.dtype, root));
     return post(w, tnt_ibroadcast(comm_, b.ptr, b.count, b.dtype, root,
@@ -275,7 +288,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTnt::allreduce(
                                    name),
                       opts.reduceOp, name, &op);
     auto w = single_work(c10d::OpType::ALLREDUCE, name, tensors, b, true,
-                         opts.timeout, opts.asyncOp);
+                         opts.timeout, opts.asyncOp, true);
     if (direct(*w))
         return ran(w, tnt_allreduce(comm_, TNT_IN_PLACE, b.ptr, b.count,
                                     b.dtype, op));

@@ -109,12 +109,14 @@ class ProcessGroupTnt : public c10d::Backend {
       const std::vector<at::Tensor>& inputs,
       std::chrono::milliseconds timeout, bool async_op);
   // The work of a call on one tensor: b (its staging tensor or itself)
-  // kept alive, copied back into tensors[0] afterwards if the call
-  // `writes` it, and one request slot.
+  // copied back into tensors[0] afterwards if the call `writes` it, kept
+  // alive, and one request slot; these two not where the op
+  // `has_blocking` (uses the library's blocking call when direct(),
+  // below) and the work is direct: it runs before the op returns.
   c10::intrusive_ptr<WorkTnt> single_work(
       c10d::OpType type, const char* name, std::vector<at::Tensor>& tensors,
       const Buf& b, bool writes, std::chrono::milliseconds timeout,
-      bool async_op);
+      bool async_op, bool has_blocking = false);
   // Posts n library calls (one(i, &request)) into one work; if one is
   // refused, those in flight are finished by the completion thread and
   // the refusal is thrown.

@@ -22,23 +22,13 @@ std::string error_text(const char* what, tnt_result_t rc)
     return s;
 }
 
-static std::vector<c10::Device> future_devices(c10::Device device)
-{
-    if (device.is_cpu())
-        return {};
-    return {device};
-}
-
 WorkTnt::WorkTnt(int rank, c10d::OpType type, const char* profiling_title,
                  std::vector<at::Tensor> outputs,
                  const c10::optional<std::vector<at::Tensor>>& inputs,
                  c10::Device device)
     : c10d::Work(rank, type, profiling_title, inputs),
       device(device),
-      outputs_(std::move(outputs)),
-      future_(c10::make_intrusive<at::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get()),
-          future_devices(device)))
+      outputs_(std::move(outputs))
 {
 }
 
@@ -65,14 +55,48 @@ WorkTnt::~WorkTnt()
 
 std::vector<at::Tensor> WorkTnt::result() { return outputs_; }
 
+// The Future is made by the first getFuture(), not with the work: most
+// works are waited for and never asked for one (a blocking call, or
+// async_op=True then wait()), and a Future costs its type, its lock and
+// its result list on every call. Made after the work completed, it is
+// completed here; made before, complete() completes it. future_lock_
+// decides which of the two does, so that exactly one does.
+//
 // Whoever holds the Future may never call wait() (DDP's reducer, comm
 // hooks): from now on the completion thread waits on the work in the
 // library, so that it completes as soon as its requests do.
 c10::intrusive_ptr<c10::ivalue::Future> WorkTnt::getFuture()
 {
+    c10::intrusive_ptr<c10::ivalue::Future> future;
+    bool settle_here = false;
+    std::exception_ptr failed;
+    {
+        std::lock_guard<std::mutex> lock(future_lock_);
+        if (!future_) {
+            std::vector<c10::Device> devices;
+            if (!device.is_cpu())
+                devices.push_back(device);
+            future_ = c10::make_intrusive<at::ivalue::Future>(
+                c10::ListType::create(c10::TensorType::get()), devices);
+            settle_here = completed_here_;
+            failed = failed_with_;
+        }
+        future = future_;
+    }
+    if (settle_here)
+        settle_future(*future, failed);
     if (!eager.exchange(true) && completer && owner.load() != kDone)
         completer->poke();
-    return future_;
+    return future;
+}
+
+void WorkTnt::settle_future(c10::ivalue::Future& future,
+                            const std::exception_ptr& failed)
+{
+    if (failed)
+        future.setError(failed);
+    else
+        future.markCompleted(c10::IValue(outputs_));
 }
 
 int WorkTnt::sourceRank() const { return source; }
@@ -81,10 +105,15 @@ void WorkTnt::complete(std::exception_ptr error)
 {
     keep.clear();
     finish(error);  // c10d::Work: wakes wait(), ends the profiling range
-    if (error)
-        future_->setError(error);
-    else
-        future_->markCompleted(c10::IValue(outputs_));
+    c10::intrusive_ptr<c10::ivalue::Future> future;
+    {
+        std::lock_guard<std::mutex> lock(future_lock_);
+        completed_here_ = true;
+        failed_with_ = error;
+        future = future_;  // none yet: getFuture() completes it
+    }
+    if (future)
+        settle_future(*future, error);
 }
 
 Completer::Completer(tnt_comm_t comm, int rank)

@@ -98,7 +98,8 @@ class WorkTnt : public c10d::Work {
   const c10::Device device;
 
   std::vector<at::Tensor> result() override;
-  // Marks the work one the completion thread waits on (see the rule).
+  // Made on the first call (tnt_work.cpp says why); marks the work one
+  // the completion thread waits on (see the rule).
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   int sourceRank() const override;
   // Finishes the work on the calling thread if nobody owns it yet (see
@@ -155,8 +156,16 @@ class WorkTnt : public c10d::Work {
   // receive from any source read, the request freed.
   void settle(tnt_request_t& r, tnt_result_t rc);
 
+  // The Future with the work's result or error (getFuture() says why it
+  // is made late).
+  void settle_future(c10::ivalue::Future& future,
+                     const std::exception_ptr& failed);
+
   std::vector<at::Tensor> outputs_;
-  c10::intrusive_ptr<at::ivalue::Future> future_;
+  std::mutex future_lock_;  // future_, completed_here_, failed_with_
+  c10::intrusive_ptr<at::ivalue::Future> future_;  // none until asked for
+  bool completed_here_ = false;  // complete() ran
+  std::exception_ptr failed_with_;
 };
 
 // The completion thread of one process group.
