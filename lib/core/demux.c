@@ -24,16 +24,11 @@
 #include "util/auth.h"
 #include "util/error.h"
 
-static struct tnt_comm *owner(void *core)
-{
-    return tnt__net_owner(core);
-}
-
 /* on_connected: the core pointer alone cannot say which transport is
  * calling, so each position has its own entry. */
 static void connected(void *core, int tpi, int peer, void *ep)
 {
-    struct tnt_comm *comm = owner(core);
+    struct tnt_comm *comm = tnt__net_owner(core);
     if (comm)
         tnt__wire_connected(comm, tpi, peer, ep);
 }
@@ -71,7 +66,7 @@ static tnt_result_t header(void *core, int peer, const void *hdr,
         comm = tnt__net_group_find(g, id);
     }
     if (!comm)
-        comm = g->net_owner;
+        comm = tnt__net_owner(g);
     if (!comm)
         return tnt__error(TNT_ERR_PROTOCOL, "message from rank %d for no "
                           "communicator", peer);
@@ -94,7 +89,7 @@ static void send_done(void *core, void *cookie)
 static void peer_error(void *core, int peer, tnt_result_t err,
                        const char *what)
 {
-    struct tnt_comm *comm = owner(core);
+    struct tnt_comm *comm = tnt__net_owner(core);
     if (comm)
         tnt__wire_peer_error(comm, peer, err, what);
 }
@@ -104,13 +99,13 @@ static void peer_error(void *core, int peer, tnt_result_t err,
 static void sv_auth_mac(void *core, const void *data, size_t len,
                         unsigned char mac[TNT_AUTH_MAC_BYTES])
 {
-    tnt__auth_mac(&owner(core)->auth_key, data, len, mac);
+    tnt__auth_mac(&tnt__net_owner(core)->auth_key, data, len, mac);
 }
 
 static int sv_auth_verify(void *core, const void *data, size_t len,
                           const unsigned char mac[TNT_AUTH_MAC_BYTES])
 {
-    return tnt__auth_verify(&owner(core)->auth_key, data, len, mac);
+    return tnt__auth_verify(&tnt__net_owner(core)->auth_key, data, len, mac);
 }
 
 static void sv_random_bytes(void *core, void *buf, size_t len)
