@@ -167,28 +167,55 @@ static tnt_result_t build_topo(struct tnt_comm *comm)
     return rc;
 }
 
+/* The group's last communicator stops its progress loop and finalizes
+ * the transport contexts; one of a shared group that others outlive
+ * only leaves it (left already, by tnt_comm_free: core/engine.c,
+ * tnt__engine_drain), and hands the progress thread over if it polled
+ * for this one. */
 static void comm_destroy(struct tnt_comm *comm)
 {
-    tnt__progress_stop(comm);
+    struct tnt_net_group *g = comm->group;
+    pthread_mutex_lock(&g->lock);
+    int shared = g->shared;
+    if (shared)
+        tnt__net_group_leave(g, comm);
+    int last = g->refs == 1;
+    int moved = !last && g->thread_comm == comm && g->comms;
+    pthread_mutex_unlock(&g->lock);
+    if (last)
+        tnt__progress_stop(comm);
+    else if (moved) {
+        tnt__progress_stop(comm);
+        if (tnt__progress_run_thread(g->comms) != TNT_SUCCESS)
+            TNT_LOG_ERR("rank %d: the progress thread of the connections "
+                        "could not be restarted: %s", comm->rank,
+                        tnt_last_error());
+    }
     tnt__mem_table_dereg(comm); /* before the transports go */
-    tnt__comm_tp_finalize(comm);
-    pthread_mutex_lock(&comm->group->lock);
-    tnt__net_group_leave(comm->group, comm);
-    pthread_mutex_unlock(&comm->group->lock);
+    if (last)
+        tnt__comm_tp_finalize(comm);
+    if (!shared) {
+        pthread_mutex_lock(&g->lock);
+        tnt__net_group_leave(g, comm);
+        pthread_mutex_unlock(&g->lock);
+    }
     tnt__rec_close(comm);
     tnt__engine_reap(comm);
     tnt__engine_free_requests(comm);
     tnt__tl_close(comm);
     tnt__sched_cache_destroy(&comm->sched_cache);
     tnt__bufpool_destroy(&comm->pool);
-    tnt__progress_close(comm);
+    if (last)
+        tnt__progress_close(comm);
     tnt__mem_table_destroy(&comm->mem, comm->nranks);
     free(comm->onhost.map_acc);
     free(comm->peers);
+    free(comm->to_net);
+    free(comm->from_net);
     tnt__topo_fini(&comm->topo);
     tnt__comm_name_fini(comm);
     tnt__auth_key_wipe(&comm->auth_key);
-    tnt__net_group_put(comm->group);
+    tnt__net_group_put(g);
     free(comm);
 }
 
@@ -207,14 +234,166 @@ static tnt_result_t boot_plain(void *ctx, const tnt_boot_args_t *a,
 static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
                                 tnt_comm_t *out)
 {
-    tnt_comm_origin_t o = {boot_plain, (void *)boot, NULL, 1, NULL};
+    tnt_comm_origin_t o = {boot_plain, (void *)boot, NULL, 1, NULL, 0};
     return tnt__comm_create(config, &o, out);
+}
+
+/* What a communicator made either way takes from its creation: the
+ * job, the parameters, the host (comm_create's first part). */
+static tnt_result_t common_init(struct tnt_comm *comm,
+                                const tnt_config_t *config,
+                                const tnt_comm_origin_t *origin)
+{
+    const struct tnt_comm *parent = origin->parent;
+    comm->rank = config->rank;
+    comm->nranks = config->nranks;
+    comm->comm_id = origin->comm_id;
+    tnt__comm_name_init(comm, parent, origin->lineage);
+    comm->job_id = parent->job_id;
+    comm->auth_key = parent->auth_key;
+    comm->fault.first_lost = -1;
+    tnt__bufpool_init(&comm->pool, (size_t)256 << 20);
+    comm->flow.ctl_rx_cookie.type = TNT_COOKIE_CTL;
+    comm->flow.ctl_rx_cookie.comm = comm;
+    tnt__sched_cache_init(&comm->sched_cache);
+    tnt__engine_init_requests(comm);
+    tnt__mem_table_init(&comm->mem);
+    tnt_result_t rc = tnt__params_load(&comm->params);
+    if (rc == TNT_SUCCESS)
+        rc = tnt__params_check_ranks(&comm->params, comm->nranks);
+    if (rc == TNT_SUCCESS)
+        rc = tnt__host_id(comm->host, sizeof(comm->host));
+    if (rc == TNT_SUCCESS && config->timeout_s > 0)
+        comm->params.timeout_s = config->timeout_s;
+    if (rc == TNT_SUCCESS && config->reproducible != 0)
+        comm->params.reproducible = config->reproducible > 0;
+    return rc;
+}
+
+/* A joined communicator's peers: the parent's ranks parent_of[i], over
+ * the parent's transports, numbered both ways against the group's
+ * (the net owner's) ranks. */
+static tnt_result_t join_peers(struct tnt_comm *comm,
+                               const struct tnt_comm *parent,
+                               const int *parent_of)
+{
+    int n = comm->nranks, gn = comm->group->nranks;
+    comm->peers = calloc((size_t)n, sizeof(*comm->peers));
+    comm->to_net = malloc((size_t)n * sizeof(int));
+    comm->from_net = malloc((size_t)gn * sizeof(int));
+    if (!comm->peers || !comm->to_net || !comm->from_net)
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory for %d peers",
+                          n);
+    for (int j = 0; j < gn; j++)
+        comm->from_net[j] = -1;
+    comm->net = parent->net;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    comm->host_cpus = cpus > 0 && cpus < 1 << 20 ? (int)cpus : 0;
+    for (int i = 0; i < n; i++) {
+        const tnt_peer_t *pp = &parent->peers[parent_of[i]];
+        tnt_peer_t *p = &comm->peers[i];
+        p->rank = i;
+        memcpy(p->host, pp->host, sizeof(p->host));
+        memcpy(p->addr, pp->addr, sizeof(p->addr));
+        p->addr_len = pp->addr_len;
+        p->tp = pp->tp;
+        p->tp_ctx = pp->tp_ctx;
+        p->tpi = pp->tpi;
+        comm->host_ranks += strcmp(p->host, comm->host) == 0;
+        int net = tnt__net_rank(parent, parent_of[i]);
+        comm->to_net[i] = net;
+        comm->from_net[net] = i;
+    }
+    return TNT_SUCCESS;
+}
+
+/* Peers' connection state from the group's, and on the group's list,
+ * in one hold of the lock: from then on connection events and messages
+ * reach it (core/demux.c). */
+static void join_group(struct tnt_comm *comm)
+{
+    struct tnt_net_group *g = comm->group;
+    pthread_mutex_lock(&g->lock);
+    for (int i = 0; i < comm->nranks; i++) {
+        if (i == comm->rank)
+            continue;
+        const struct tnt_net_peer *gp = &g->conn[comm->to_net[i]];
+        tnt_peer_t *p = &comm->peers[i];
+        p->ep = gp->ep;
+        p->ever_connected = gp->ep != NULL;
+        p->connecting = gp->connecting;
+        p->dead = gp->dead;
+    }
+    tnt__net_group_join(g, comm);
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* A derived communicator that joins its parent's net group (docs/
+ * design.md, "Sharing connections between communicators", step 4).
+ * Its timeline's clocks are aligned by the caller once every member has
+ * joined (tnt__tl_start, comm_split.c): a message of it to a rank that
+ * has not would be dropped there. */
+static tnt_result_t join_create(const tnt_config_t *config,
+                                const tnt_comm_origin_t *origin,
+                                tnt_comm_t *out)
+{
+    const struct tnt_comm *parent = origin->parent;
+    struct tnt_comm *comm = calloc(1, sizeof(*comm));
+    if (!comm)
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+    struct tnt_net_group *g = parent->group;
+    pthread_mutex_lock(&g->lock);
+    int shared = tnt__net_group_share(g) == 0;
+    if (shared)
+        g->refs++;
+    pthread_mutex_unlock(&g->lock);
+    if (!shared) {
+        free(comm);
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+    }
+    comm->group = g;
+    tnt_result_t rc = common_init(comm, config, origin);
+    if (rc == TNT_SUCCESS)
+        rc = join_peers(comm, parent, origin->lineage->parent_of);
+    if (rc == TNT_SUCCESS)
+        rc = tnt__tl_open(comm);
+    if (rc == TNT_SUCCESS &&
+        tnt__comm_name_ranks(comm, parent, origin->lineage) != 0)
+        rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+    if (rc == TNT_SUCCESS)
+        rc = build_topo(comm);
+    if (rc == TNT_SUCCESS) {
+        join_group(comm);
+        if (comm->nranks <= TNT_EAGER_CONNECT_MAX)
+            tnt__engine_connect_all(comm);
+    }
+    if (rc == TNT_SUCCESS && tnt__comm_live_add(comm) != 0)
+        rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+    if (rc != TNT_SUCCESS) {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "%s", tnt_last_error());
+        comm_destroy(comm);
+        return tnt__error_str(rc, msg);
+    }
+    char tps[128], who[256];
+    tnt__comm_tp_describe(comm, tps, sizeof(tps));
+    tnt__comm_who(comm, who, sizeof(who));
+    TNT_LOG_INFO("communicator ready: %d rank%s, %s over its parent's "
+                 "connections; %s (id %#x, from a communicator of %d ranks, "
+                 "where this rank is %d)", comm->nranks,
+                 comm->nranks == 1 ? "" : "s", tps, who, comm->comm_id,
+                 parent->nranks, parent->rank);
+    *out = comm;
+    return TNT_SUCCESS;
 }
 
 tnt_result_t tnt__comm_create(const tnt_config_t *config,
                               const tnt_comm_origin_t *origin,
                               tnt_comm_t *out)
 {
+    const struct tnt_comm *parent = origin->parent;
+    if (origin->join)
+        return join_create(config, origin, out);
     struct tnt_comm *comm = calloc(1, sizeof(*comm));
     if (comm && !(comm->group = tnt__net_group_new())) {
         free(comm);
@@ -224,7 +403,6 @@ tnt_result_t tnt__comm_create(const tnt_config_t *config,
         return tnt__error(TNT_ERR_NO_MEMORY, "tnt_comm_init: out of memory");
     /* Its own net group, whose net owner it is (core/net_group.h). */
     tnt__net_group_join(comm->group, comm);
-    const struct tnt_comm *parent = origin->parent;
     comm->rank = config->rank;
     comm->nranks = config->nranks;
     comm->comm_id = origin->comm_id;
@@ -423,6 +601,11 @@ TNT_API tnt_result_t tnt_comm_free(tnt_comm_t comm)
                   comm->stats.ctl_sent[TNT_CTL_RTS],
                   comm->stats.ctl_sent[TNT_CTL_CTS],
                   comm->stats.ctl_sent[TNT_CTL_CREDIT]);
+    /* Off a shared group's list in the same hold of the lock as the
+     * drain's last look: no header reaches it after (core/demux.c drops
+     * them). */
+    if (comm->group->shared)
+        tnt__net_group_leave(comm->group, comm);
     pthread_mutex_unlock(&comm->group->lock);
     comm_destroy(comm);
     return TNT_SUCCESS;

@@ -25,6 +25,11 @@ typedef struct tnt_comm_origin {
     const struct tnt_comm *parent;
     uint32_t comm_id;
     const tnt_comm_lineage_t *lineage;
+    /* 1: join the parent's net group (comm_split.c decides, alike on
+     * every rank): no boot, no transports, listeners or progress thread
+     * of its own; its peers are the parent's ranks lineage->parent_of
+     * over the group's connections. */
+    int join;
 } tnt_comm_origin_t;
 
 /** Create a communicator of config->rank/nranks (timeout_s and

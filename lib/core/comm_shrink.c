@@ -255,7 +255,7 @@ static tnt_result_t make_new(shrink_t *s, tnt_comm_t *out)
     cfg.reproducible = c->params.reproducible ? 1 : -1;
     uint32_t id = shrunk_id(c);
     tnt_comm_lineage_t lin = {"shrink", 0, c->derived, s->old_of};
-    tnt_comm_origin_t o = {mesh_boot, s, c, id, &lin};
+    tnt_comm_origin_t o = {mesh_boot, s, c, id, &lin, 0};
     return tnt__comm_create(&cfg, &o, out);
 }
 

@@ -31,6 +31,7 @@
 
 #include "core/comm.h"
 #include "core/entry.h"
+#include "core/timeline.h"
 #include "util/error.h"
 
 /* What a rank called, first field of both exchanges. */
@@ -40,6 +41,7 @@
 
 typedef struct wish {
     int64_t call, color, key;
+    int64_t joinable;          /* this rank's parent may share (below) */
 } wish_t;
 
 /* The second exchange: where a rank landed and its new transports. */
@@ -112,6 +114,53 @@ static tnt_result_t land(derive_t *d, const landing_t *mine, landing_t *all)
     return check_landings(d, all);
 }
 
+/* The second exchange of communicators that join the parent's group:
+ * no addresses, only where each rank landed (failure agreement). */
+typedef struct landing_joined {
+    int32_t new_rank, color;
+} landing_joined_t;
+
+static tnt_result_t land_joined(derive_t *d, int32_t new_rank)
+{
+    int n = d->parent->nranks;
+    landing_joined_t mine = {new_rank, d->color};
+    landing_joined_t *all = calloc((size_t)n, sizeof(*all));
+    if (!all)
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+    d->exchanged = 1;
+    tnt_result_t rc = exchange(d->parent, d->fn, &mine, all, sizeof(mine));
+    for (int i = 0; rc == TNT_SUCCESS && i < n; i++)
+        if (all[i].new_rank == LANDED_FAILED)
+            rc = tnt__error(TNT_ERR_CONNECT, "rank %d: %s: rank %d of the "
+                            "parent could not make its part of the new "
+                            "communicators", d->parent->rank, d->fn, i);
+    free(all);
+    return rc;
+}
+
+/* Whether this rank's side of the parent lets a derived communicator
+ * share its connections (docs/design.md, "Sharing connections between
+ * communicators", step 4): every peer over TCP or verbs, whose
+ * connections carry the context id and have no pair areas (shm shares
+ * after its per-context areas, step 5), and no recovery mesh (a shrink
+ * makes its own). The AND over all ranks decides, in the first
+ * exchange, so every rank decides alike. */
+static int joinable(const struct tnt_comm *parent)
+{
+    if (parent->rec || parent->nranks < 2)
+        return 0;
+    for (int i = 0; i < parent->nranks; i++) {
+        const tnt_peer_t *p = &parent->peers[i];
+        if (i == parent->rank)
+            continue;
+        if (!p->tp || (strcmp(p->tp->name, "tcp") != 0 &&
+                       strcmp(p->tp->name, "verbs") != 0) ||
+            p->tpi == parent->net.area_tpi)
+            return 0;
+    }
+    return 1;
+}
+
 /* The boot function of a derived communicator (core/comm.h): this rank's
  * entry from its new listeners, the others' from the parent. */
 static tnt_result_t derive_boot(void *ctx, const tnt_boot_args_t *a,
@@ -163,7 +212,8 @@ static tnt_result_t derive_boot(void *ctx, const tnt_boot_args_t *a,
 
 /* The new communicator's place of this rank from everyone's wishes:
  * same color, ordered by key, then parent rank. *size 0: none. */
-static void place(const wish_t *w, int n, int me, int *rank, int *size)
+static void place(const wish_t *w, int n, int me, int *rank, int *size,
+                  int *parent_of)
 {
     *rank = 0;
     *size = 0;
@@ -175,6 +225,17 @@ static void place(const wish_t *w, int n, int me, int *rank, int *size)
         (*size)++;
         if (w[i].key < w[me].key || (w[i].key == w[me].key && i < me))
             (*rank)++;
+    }
+    /* Every member's new rank, the same rule from its side. */
+    for (int i = 0; parent_of && i < n; i++) {
+        if (w[i].color != w[me].color)
+            continue;
+        int r = 0;
+        for (int j = 0; j < n; j++)
+            if (w[j].color == w[me].color &&
+                (w[j].key < w[i].key || (w[j].key == w[i].key && j < i)))
+                r++;
+        parent_of[r] = i;
     }
 }
 
@@ -208,7 +269,7 @@ static tnt_result_t derive(tnt_comm_t parent, int64_t call, int color,
                           "pointer is NULL", parent->rank, fn);
     *out = NULL;
     int n = parent->nranks;
-    wish_t mine = {call, color, key};
+    wish_t mine = {call, color, key, joinable(parent)};
     if (color < 0 && color != TNT_UNDEFINED)
         mine.call = CALL_BAD;
     wish_t *w = calloc((size_t)n, sizeof(*w));
@@ -217,19 +278,25 @@ static tnt_result_t derive(tnt_comm_t parent, int64_t call, int color,
     tnt_result_t rc = exchange(parent, fn, &mine, w, sizeof(mine));
     if (rc == TNT_SUCCESS)
         rc = check_wishes(parent, fn, w);
-    int rank = 0, size = 0;
+    int rank = 0, size = 0, join = 1;
+    int *parent_of = rc == TNT_SUCCESS ? calloc((size_t)n, sizeof(int))
+                                       : NULL;
+    if (rc == TNT_SUCCESS && !parent_of)
+        rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
     if (rc == TNT_SUCCESS)
-        place(w, n, parent->rank, &rank, &size);
+        place(w, n, parent->rank, &rank, &size, parent_of);
+    for (int i = 0; rc == TNT_SUCCESS && i < n; i++)
+        join &= w[i].joinable != 0;
     free(w);
-    if (rc != TNT_SUCCESS)
+    if (rc != TNT_SUCCESS) {
+        free(parent_of);
         return rc;
+    }
     /* Counted alike on every rank of the parent, whatever its color. */
     uint32_t nth = ++parent->derived;
-    derive_t d = {parent, fn, color, 0, NULL};
+    derive_t d = {parent, fn, color, 0, parent_of};
     tnt_comm_t comm = NULL;
-    if (size > 0 && !(d.parent_of = calloc((size_t)size, sizeof(int))))
-        rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
-    if (d.parent_of) /* alone in its color: no boot fills it */
+    if (!join) /* the boot fills the others */
         d.parent_of[rank] = parent->rank;
     if (rc == TNT_SUCCESS && size > 0) {
         tnt_config_t cfg = TNT_CONFIG_INIT;
@@ -240,10 +307,29 @@ static tnt_result_t derive(tnt_comm_t parent, int64_t call, int color,
         tnt_comm_lineage_t lin = {call == CALL_SPLIT ? "split" : "dup",
                                   color, nth, d.parent_of};
         tnt_comm_origin_t o = {derive_boot, &d, parent,
-                               derived_id(parent, nth, color), &lin};
+                               derived_id(parent, nth, color), &lin, join};
         rc = tnt__comm_create(&cfg, &o, &comm);
     }
     free(d.parent_of);
+    /* A joined communicator is on the group's list under its id before
+     * this exchange, so a peer that finishes it first and sends at once
+     * finds it (its messages queue as early ones). */
+    if (join) {
+        char why[512];
+        snprintf(why, sizeof(why), "%s", tnt_last_error());
+        tnt_result_t lrc = land_joined(&d, rc != TNT_SUCCESS ? LANDED_FAILED
+                                           : size > 0 ? rank : LANDED_NONE);
+        if (rc != TNT_SUCCESS)
+            return tnt__error_str(rc, why);
+        /* Every member has joined now: its first collectives. */
+        if (lrc == TNT_SUCCESS && comm)
+            lrc = tnt__tl_start(comm);
+        if (lrc != TNT_SUCCESS) {
+            if (comm)
+                tnt_comm_free(comm);
+            return lrc;
+        }
+    }
     /* A rank in no communicator, alone in one (no table to exchange), or
      * failed before its exchange still takes part in it, so that no rank
      * waits for it and a failure reaches every rank. */
@@ -261,6 +347,9 @@ static tnt_result_t derive(tnt_comm_t parent, int64_t call, int color,
         free(all);
         if (rc != TNT_SUCCESS)
             return tnt__error_str(rc, why);
+        /* Every member has joined now: its first collectives. */
+        if (lrc == TNT_SUCCESS && comm)
+            lrc = tnt__tl_start(comm);
         if (lrc != TNT_SUCCESS) {
             if (comm)
                 tnt_comm_free(comm);

@@ -13,8 +13,18 @@
  * (msg_hdr.c) refuses it as before. Today every communicator has a group
  * and contexts of its own, so all of it reaches that one communicator;
  * ranks of the transport's numbering are the owner's.
+ *
+ * Once a derived communicator has joined the group (g->shared,
+ * comm_split.c), the connections are the group's: a connection event
+ * updates g->conn and goes to every communicator that has the peer, in
+ * its own numbering (tnt__net_local); a header goes to its
+ * communicator in that one's numbering; and a well-formed message for a
+ * communicator freed, failed or not known here is read and dropped
+ * (its payload into g->discard), since closing the connection would
+ * fail every other communicator over it. Only a malformed header closes.
  */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/demux.h"
@@ -26,11 +36,53 @@
 
 /* on_connected: the core pointer alone cannot say which transport is
  * calling, so each position has its own entry. */
+/* Every communicator of the shared group g that has transport rank
+ * `net`, with its rank of it: fn(comm, rank, arg). The list changes only
+ * under the lock, which is held throughout. */
+static void each_member(struct tnt_net_group *g, int net,
+                        void (*fn)(struct tnt_comm *, int, void *), void *arg)
+{
+    struct tnt_comm *next;
+    for (struct tnt_comm *c = g->comms; c; c = next) {
+        next = c->group_next;
+        int r = tnt__net_local(c, net);
+        if (r >= 0)
+            fn(c, r, arg);
+    }
+}
+
+struct conn_event {
+    int tpi;
+    void *ep;
+    tnt_result_t err;
+    const char *what;
+};
+
+static void connected_one(struct tnt_comm *comm, int r, void *arg)
+{
+    const struct conn_event *e = arg;
+    tnt__wire_connected(comm, e->tpi, r, e->ep);
+}
+
 static void connected(void *core, int tpi, int peer, void *ep)
 {
+    struct tnt_net_group *g = core;
     struct tnt_comm *comm = tnt__net_owner(core);
-    if (comm)
+    if (!comm)
+        return;
+    if (!g->shared) {
         tnt__wire_connected(comm, tpi, peer, ep);
+        return;
+    }
+    if (peer < 0 || peer >= g->nranks ||
+        (g->conn[peer].ep && g->conn[peer].ep != ep)) {
+        comm->net.tp[tpi]->close(comm->net.tp_ctx[tpi], ep);
+        return;
+    }
+    g->conn[peer].ep = ep;
+    g->conn[peer].connecting = 0;
+    struct conn_event e = {tpi, ep, 0, NULL};
+    each_member(g, peer, connected_one, &e);
 }
 
 static void connected0(void *core, int peer, void *ep)
@@ -53,11 +105,64 @@ static void connected3(void *core, int peer, void *ep)
     connected(core, 3, peer, ep);
 }
 
+/* A shared group's message that no communicator here takes: read into
+ * the discard buffer and forgotten. */
+static tnt_result_t drop(struct tnt_net_group *g, int peer, size_t len,
+                         void **dest, void **cookie)
+{
+    /* No message larger than the eager window comes unasked, and no
+     * freed or failed communicator asks. */
+    if (len > ((size_t)64 << 20))
+        return tnt__error(TNT_ERR_PROTOCOL, "message of %zu bytes from "
+                          "rank %d for no communicator", len, peer);
+    if (len > g->discard_cap) {
+        void *b = realloc(g->discard, len);
+        if (!b)
+            return tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+        g->discard = b;
+        g->discard_cap = len;
+    }
+    *dest = len ? g->discard : NULL;
+    *cookie = &g->drop_cookie;
+    return TNT_SUCCESS;
+}
+
+static tnt_result_t shared_header(struct tnt_net_group *g, int peer,
+                                  const void *hdr, size_t hdr_len,
+                                  size_t payload_len, void **dest,
+                                  void **cookie)
+{
+    tnt_msg_hdr_t h;
+    if (hdr_len != sizeof(h))
+        return tnt__error(TNT_ERR_PROTOCOL, "message header of the wrong "
+                          "length from rank %d", peer);
+    memcpy(&h, hdr, sizeof(h));
+    if (h.magic != TNT_MSG_MAGIC)
+        return tnt__error(TNT_ERR_PROTOCOL, "not a libtntcomm message "
+                          "header from rank %d", peer);
+    struct tnt_comm *comm = tnt__net_group_find(g, h.comm_id);
+    if (!comm || comm->state != TNT_COMM_OK)
+        return drop(g, peer, payload_len, dest, cookie);
+    int r = tnt__net_local(comm, peer);
+    if (r < 0)
+        return tnt__error(TNT_ERR_PROTOCOL, "message from rank %d for "
+                          "communicator %#x, which it is not in", peer,
+                          h.comm_id);
+    tnt_result_t rc = tnt__wire_header(comm, r, hdr, hdr_len, payload_len,
+                                       dest, cookie);
+    if (rc >= 0)
+        comm->peers[r].rx_arriving++;
+    return rc;
+}
+
 static tnt_result_t header(void *core, int peer, const void *hdr,
                            size_t hdr_len, size_t payload_len, void **dest,
                            void **cookie)
 {
     struct tnt_net_group *g = core;
+    if (g->shared)
+        return shared_header(g, peer, hdr, hdr_len, payload_len, dest,
+                             cookie);
     struct tnt_comm *comm = NULL;
     if (hdr_len >= offsetof(tnt_msg_hdr_t, comm_id) + sizeof(uint32_t)) {
         uint32_t id;
@@ -76,21 +181,59 @@ static tnt_result_t header(void *core, int peer, const void *hdr,
 
 static void payload(void *core, int peer, void *cookie)
 {
-    (void)core;
+    if (((const tnt_cookie_t *)cookie)->type == TNT_COOKIE_DROP)
+        return;
+    struct tnt_net_group *g = core;
+    if (g->shared) {
+        /* The cookie's communicator numbers the peer its own way. */
+        struct tnt_comm *comm = tnt__cookie_comm(cookie);
+        int r = tnt__net_local(comm, peer);
+        if (r < 0)
+            return;
+        if (comm->peers[r].rx_arriving > 0)
+            comm->peers[r].rx_arriving--;
+        peer = r;
+    }
     tnt__wire_payload(peer, cookie);
 }
 
 static void send_done(void *core, void *cookie)
 {
     (void)core;
+    if (cookie && ((const tnt_cookie_t *)cookie)->type ==
+                      TNT_COOKIE_NOTICE_TX)
+        return; /* the group keeps it until it is freed */
     tnt__wire_send_done(cookie);
+}
+
+static void peer_error_one(struct tnt_comm *comm, int r, void *arg)
+{
+    const struct conn_event *e = arg;
+    tnt__wire_peer_error(comm, r, e->err, e->what);
+}
+
+void tnt__demux_peer_error(struct tnt_net_group *g, int peer,
+                           tnt_result_t err, const char *what)
+{
+    if (peer < 0 || peer >= g->nranks)
+        return;
+    g->conn[peer].ep = NULL;
+    g->conn[peer].connecting = 0;
+    g->conn[peer].dead = err ? err : TNT_ERR_PEER_LOST;
+    struct conn_event e = {0, NULL, err, what};
+    each_member(g, peer, peer_error_one, &e);
 }
 
 static void peer_error(void *core, int peer, tnt_result_t err,
                        const char *what)
 {
+    struct tnt_net_group *g = core;
     struct tnt_comm *comm = tnt__net_owner(core);
-    if (comm)
+    if (!comm)
+        return;
+    if (g->shared)
+        tnt__demux_peer_error(g, peer, err, what);
+    else
         tnt__wire_peer_error(comm, peer, err, what);
 }
 

@@ -25,6 +25,8 @@
 #include "core/engine_flow.h"
 #include "core/p2p.h"
 #include "core/progress.h"
+#include "core/demux.h"
+#include "core/net_group.h"
 
 /* ---- request lifetime --------------------------------------------- */
 
@@ -408,10 +410,44 @@ void tnt__send_notice(struct tnt_comm *comm, int tpi, void *ep)
         return;
     size_t len = strnlen(comm->fail_msg, TNT_NOTICE_MAX);
     tnt__count_sent(&comm->stats, tpi, len);
+    if (comm->group->shared) {
+        /* The connection outlives this communicator: the transport may
+         * still hold the notice after the free, so it sends the group's
+         * copy. */
+        struct tnt_notice_copy *c = tnt__net_group_notice(
+            comm->group, &comm->fault.notice_hdr, comm->fail_msg, len);
+        if (c)
+            comm->net.tp[tpi]->send(comm->net.tp_ctx[tpi], ep, &c->hdr,
+                                    sizeof(c->hdr), c->text, len, c);
+        return;
+    }
     comm->net.tp[tpi]->send(comm->net.tp_ctx[tpi], ep,
                             &comm->fault.notice_hdr,
                             sizeof(comm->fault.notice_hdr), comm->fail_msg,
                             len, NULL);
+}
+
+/* A failed communicator of a shared group (tnt__engine_fail): the
+ * notice goes over every connection and none is closed, except one with
+ * this communicator's sends still in the transport, which may read
+ * their requests' memory after they finish here: that connection is
+ * closed as before, and every other communicator over it hears it lost
+ * (the cost of that rare case; docs/design.md). */
+static void forget_shared(struct tnt_comm *comm, tnt_peer_t *p)
+{
+    void *ep = p->ep;
+    p->ep = NULL;
+    if (!ep)
+        return;
+    int net = tnt__net_rank(comm, p->rank);
+    tnt__send_notice(comm, p->tpi, ep);
+    if (!p->sends_inflight)
+        return;
+    p->tp->close(p->tp_ctx, ep);
+    p->sends_inflight = 0;
+    tnt__demux_peer_error(comm->group, net, TNT_ERR_PEER_LOST,
+                          "closed by a failing communicator with sends in "
+                          "flight");
 }
 
 void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
@@ -442,7 +478,9 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
      * has copied it), so the requests can be finished and freed. */
     for (int i = 0; i < comm->nranks; i++) {
         tnt_peer_t *p = &comm->peers[i];
-        if (p->ep) {
+        if (comm->group->shared)
+            forget_shared(comm, p);
+        else if (p->ep) {
             if (!p->sends_inflight || (p->tp->caps & TNT_TP_CLOSE_FINISHES))
                 tnt__send_notice(comm, p->tpi, p->ep);
             p->tp->close(p->tp_ctx, p->ep);
@@ -459,8 +497,11 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
     /* A higher rank may be waiting for a connection from this one that
      * will now never come. Connect to each such rank and close again right
      * after the hello (up_connected closes on a failed communicator): it
-     * sees this rank lost at once instead of waiting for its deadline. */
-    for (int i = comm->rank + 1; i < comm->nranks; i++) {
+     * sees this rank lost at once instead of waiting for its deadline.
+     * (A shared group's connections are made by the group: its notice
+     * goes when one comes up, tnt__wire_connected.) */
+    for (int i = comm->rank + 1; i < comm->nranks && !comm->group->shared;
+         i++) {
         tnt_peer_t *p = &comm->peers[i];
         if (!p->ever_connected && !p->connecting && !p->dead &&
             p->tp->connect(p->tp_ctx, i, p->addr, p->addr_len) == 0)
@@ -474,7 +515,8 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
      * for this rank lost, not for the cause. Count it as being made:
      * up_connected sends the notice on it, and tnt__engine_drain lingers
      * for it (at most TNT_LINGER_S). */
-    for (int i = 0; i < comm->rank && comm->nranks <= TNT_EAGER_CONNECT_MAX;
+    for (int i = 0; i < comm->rank && comm->nranks <= TNT_EAGER_CONNECT_MAX &&
+                    !comm->group->shared;
          i++) {
         tnt_peer_t *p = &comm->peers[i];
         if (!p->ever_connected && !p->dead)
@@ -512,30 +554,54 @@ void tnt__op_complete(struct tnt_request *req, uint32_t op)
     }
 }
 
+/* Start the connection to p (the lower rank of a pair connects, in the
+ * transports' numbering): 0, or the transport's error. In a shared
+ * group the connection is the group's: one being made or up already is
+ * not made again (the transport refuses a second connection of a
+ * pair); p then waits for it or takes it. */
+static tnt_result_t peer_connect(struct tnt_comm *comm, tnt_peer_t *p)
+{
+    int me = tnt__net_rank(comm, comm->rank);
+    int net = tnt__net_rank(comm, p->rank);
+    struct tnt_net_peer *gp = comm->group->shared ? &comm->group->conn[net]
+                                                  : NULL;
+    p->connecting = 1;
+    if (gp && gp->dead)
+        return tnt__error(gp->dead, "the connection to rank %d is lost",
+                          p->rank);
+    if (gp && gp->ep) {
+        tnt__wire_connected(comm, p->tpi, p->rank, gp->ep);
+        return TNT_SUCCESS;
+    }
+    if (gp && gp->connecting)
+        return TNT_SUCCESS;
+    if (me > net)
+        return TNT_SUCCESS; /* the peer connects */
+    tnt_result_t rc = p->tp->connect(p->tp_ctx, net, p->addr, p->addr_len);
+    if (gp && rc >= 0)
+        gp->connecting = 1;
+    return rc;
+}
+
 void tnt__ensure_connect(struct tnt_comm *comm, tnt_peer_t *p)
 {
     if (p->ep || p->connecting)
         return;
-    p->connecting = 1;
     /* The lower rank of a pair connects; the higher one waits for it.
      * Every algorithm's traffic is symmetric in need, so the lower rank
-     * always gets there. */
-    if (comm->rank < p->rank) {
-        tnt_result_t rc = p->tp->connect(p->tp_ctx, p->rank, p->addr,
-                                         p->addr_len);
-        /* It registered at the bootstrap, so a peer that cannot be
-         * reached now (a transport that connects at once, shm, sees it
-         * gone) is lost for this job. */
-        if (rc < 0) {
-            char what[300];
-            snprintf(what, sizeof(what), "cannot connect: %s",
-                     tnt_last_error());
-            /* No connection is under way to a lost rank: nothing may
-             * wait for one (tnt__engine_drain would linger for it). */
-            p->connecting = 0;
-            p->dead = TNT_ERR_PEER_LOST;
-            tnt__fail_peer_lost(comm, p->rank, what);
-        }
+     * always gets there. It registered at the bootstrap, so a peer that
+     * cannot be reached now (a transport that connects at once, shm,
+     * sees it gone) is lost for this job. */
+    tnt_result_t rc = peer_connect(comm, p);
+    if (rc < 0) {
+        char what[300];
+        snprintf(what, sizeof(what), "cannot connect: %s",
+                 tnt_last_error());
+        /* No connection is under way to a lost rank: nothing may
+         * wait for one (tnt__engine_drain would linger for it). */
+        p->connecting = 0;
+        p->dead = TNT_ERR_PEER_LOST;
+        tnt__fail_peer_lost(comm, p->rank, what);
     }
 }
 
@@ -546,12 +612,13 @@ void tnt__ensure_connect(struct tnt_comm *comm, tnt_peer_t *p)
 void tnt__engine_connect_all(struct tnt_comm *comm)
 {
     pthread_mutex_lock(&comm->group->lock);
-    for (int i = comm->rank + 1; i < comm->nranks; i++) {
+    int me = tnt__net_rank(comm, comm->rank);
+    for (int i = 0; i < comm->nranks; i++) {
         tnt_peer_t *p = &comm->peers[i];
-        if (p->ep || p->connecting || p->dead)
+        if (i == comm->rank || tnt__net_rank(comm, i) < me || p->ep ||
+            p->connecting || p->dead)
             continue;
-        p->connecting = 1;
-        if (p->tp->connect(p->tp_ctx, i, p->addr, p->addr_len) < 0) {
+        if (peer_connect(comm, p) < 0) {
             p->connecting = 0;
             p->dead = TNT_ERR_PEER_LOST;
             TNT_LOG_DEBUG("rank %d: rank %d is gone already (%s); a "
@@ -1609,6 +1676,48 @@ static void linger_for_notices(struct tnt_comm *comm)
                 comm->params.spin_s);
 }
 
+/* A shared group's communicator: nothing of it left in a transport, no
+ * send whose cookie or bytes are its, no message half read into it. */
+static int nothing_in_transport(struct tnt_comm *comm, void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < comm->nranks; i++)
+        if (comm->peers[i].sends_inflight || comm->peers[i].rx_arriving)
+            return 0;
+    return 1;
+}
+
+/* Before a communicator of a shared group leaves it (lock held, kept
+ * until it has left: no later header reaches it, core/demux.c drops
+ * those): its flow-control sends and progress notes still in the
+ * transports, and messages whose payload is landing in it, finish
+ * first, up to TNT_LINGER_S; a connection still carrying one then is
+ * closed, which the other communicators over it hear as a lost peer
+ * (docs/design.md, "Sharing connections"). */
+static void quiesce_shared(struct tnt_comm *comm)
+{
+    if (!comm->group->shared || nothing_in_transport(comm, NULL))
+        return;
+    double end = tnt__now() + TNT_LINGER_S;
+    struct timespec abs = tnt__timespec_at(end);
+    drive_until(comm, nothing_in_transport, NULL, end, &abs, 0.0);
+    for (int i = 0; i < comm->nranks; i++) {
+        tnt_peer_t *p = &comm->peers[i];
+        if (!p->sends_inflight && !p->rx_arriving)
+            continue;
+        int net = tnt__net_rank(comm, i);
+        void *ep = comm->group->conn[net].ep;
+        TNT_LOG_WARN("rank %d: communicator %s freed with messages to or "
+                     "from rank %d still in the transport: its connection "
+                     "is closed", comm->rank, comm->name, i);
+        if (ep)
+            p->tp->close(p->tp_ctx, ep);
+        tnt__demux_peer_error(comm->group, net, TNT_ERR_PEER_LOST,
+                              "closed by a communicator freed with "
+                              "messages in flight");
+    }
+}
+
 void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
 {
     if (!tnt__list_empty(&comm->reqs.active) ||
@@ -1620,6 +1729,7 @@ void tnt__engine_drain(struct tnt_comm *comm, tnt_result_t rc)
      * uses its request's scratch: let it return first. */
     while (comm->reqs.busy)
         pthread_cond_wait(&comm->group->progress.cond, &comm->group->lock);
+    quiesce_shared(comm);
     tnt__engine_reap(comm);
     /* Requests the user still holds outlive the communicator. */
     while (!tnt__list_empty(&comm->reqs.all)) {

@@ -61,7 +61,11 @@ typedef struct tnt_msg_hdr {
 enum tnt_cookie_type {
     TNT_COOKIE_OP = 1, TNT_COOKIE_UNEXP = 2, TNT_COOKIE_NOTICE = 3,
     TNT_COOKIE_PROGRESS = 4,
-    TNT_COOKIE_CTL = 5 /* a flow-control message (engine_flow.c) */
+    TNT_COOKIE_CTL = 5, /* a flow-control message (engine_flow.c) */
+    /* A shared group's (core/demux.c): the payload of a message for a
+     * communicator freed, failed or unknown here, read and dropped; a
+     * failure notice's copy that the group keeps until it is freed. */
+    TNT_COOKIE_DROP = 6, TNT_COOKIE_NOTICE_TX = 7
 };
 
 struct tnt_comm;
@@ -214,6 +218,10 @@ typedef struct tnt_peer {
                                   them, unless the transport finishes
                                   them (TNT_TP_CLOSE_FINISHES) */
     tnt_result_t dead;         /* 0 while alive */
+    int rx_arriving;           /* a shared connection's messages whose
+                                  header was taken here and whose payload
+                                  is still arriving (core/demux.c): the
+                                  communicator is not freed under them */
     tnt_opstate_t *pending_head, *pending_tail; /* sends before connect */
     tnt_opstate_t *posted;     /* posted receives */
     tnt_unexp_t *unexp_head, *unexp_tail;
@@ -386,6 +394,27 @@ struct tnt_comm_progress {
     tnt_watch_t *graveyard;    /* removed during a batch: freed after it */
 };
 
+/* A connection of a shared net group, by the net owner's rank (the
+ * transports' numbering): up (ep), being made, or lost. The rule: once
+ * a derived communicator has joined the group (shared), this is the
+ * truth of the connection and each communicator's tnt_peer_t ep,
+ * connecting and dead follow it (core/demux.c fans the transports'
+ * connection events out to every communicator that has the peer). */
+struct tnt_net_peer {
+    void *ep;
+    int connecting;
+    tnt_result_t dead;
+};
+
+/* A failure notice sent on a shared connection: the transport may hold
+ * it past its communicator's free, so the group keeps the bytes. */
+struct tnt_notice_copy {
+    tnt_cookie_t ck;           /* TNT_COOKIE_NOTICE_TX */
+    struct tnt_notice_copy *next;
+    tnt_msg_hdr_t hdr;
+    char text[TNT_NOTICE_MAX + 1];
+};
+
 /* A net group (docs/design.md, "Sharing connections between
  * communicators"): what the communicators that share connections share,
  * the lock that guards them all and their progress loop. The rule: every
@@ -410,6 +439,17 @@ struct tnt_net_group {
                                   them that released the lock starts
                                   again (progress.c) */
     struct tnt_comm_progress progress;
+    struct tnt_comm *thread_comm; /* the one progress_main polls for */
+    /* Set when a derived communicator first joins (comm_split.c): the
+     * connections are then shared, conn[] (nranks of the net owner's
+     * numbering) says their state, and no communicator closes one. */
+    int shared;
+    int nranks;
+    struct tnt_net_peer *conn;
+    tnt_cookie_t drop_cookie;  /* TNT_COOKIE_DROP */
+    void *discard;             /* where dropped payloads land */
+    size_t discard_cap;
+    struct tnt_notice_copy *notices;
 };
 
 /* The requests of this communicator besides the collectives' sequence
@@ -492,6 +532,10 @@ struct tnt_comm {
      * below unless a field says otherwise; set at creation. */
     struct tnt_net_group *group;
     struct tnt_comm *group_next; /* the group's next communicator */
+    /* A communicator that joined its parent's group: its rank -> the
+     * net owner's (transport) rank, and back (-1: not a member); NULL
+     * for the group's first communicator, whose numbering it is. */
+    int *to_net, *from_net;
     int in_collective;         /* atomic: a thread is inside a collective
                                   call on this communicator (entry.c) */
 

@@ -16,6 +16,7 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "core/msg_hdr.h"
+#include "core/net_group.h"
 #include "core/progress.h"
 #include "core/progress_notes.h"
 #include "core/p2p.h"
@@ -36,7 +37,10 @@ void tnt__wire_connected(struct tnt_comm *comm, int tpi, int peer, void *ep)
             comm->peers[peer].connecting = 0;
             pthread_cond_broadcast(&comm->group->progress.cond);
         }
-        comm->net.tp[tpi]->close(comm->net.tp_ctx[tpi], ep);
+        /* A shared connection is the group's (core/demux.c): others
+         * use it. */
+        if (!comm->group->shared)
+            comm->net.tp[tpi]->close(comm->net.tp_ctx[tpi], ep);
         return;
     }
     tnt_peer_t *p = &comm->peers[peer];
@@ -379,6 +383,7 @@ void tnt__wire_peer_error(struct tnt_comm *comm, int peer, tnt_result_t err,
         pthread_cond_broadcast(&comm->group->progress.cond); /* see tnt__wire_connected */
     }
     p->sends_inflight = 0;
+    p->rx_arriving = 0;
     p->dead = err ? err : TNT_ERR_PEER_LOST;
     tnt__flow_reset_peer(comm, p);
     /* Partial early messages from it can never complete. */

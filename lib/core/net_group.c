@@ -3,6 +3,7 @@
  * last communicator that holds them.
  */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/net_group.h"
@@ -43,8 +44,10 @@ void tnt__net_group_leave(struct tnt_net_group *g, struct tnt_comm *comm)
             *pp = comm->group_next;
             break;
         }
+    /* A shared group's connections outlive their first communicator:
+     * the next one takes the connection-wide upcalls. */
     if (g->net_owner == comm)
-        g->net_owner = NULL;
+        g->net_owner = g->comms;
     g->gen++;
 }
 
@@ -57,6 +60,40 @@ struct tnt_comm *tnt__net_group_find(const struct tnt_net_group *g,
     return NULL;
 }
 
+int tnt__net_group_share(struct tnt_net_group *g)
+{
+    if (g->shared)
+        return 0;
+    struct tnt_comm *o = g->net_owner;
+    g->conn = calloc((size_t)o->nranks, sizeof(*g->conn));
+    if (!g->conn)
+        return -1;
+    g->nranks = o->nranks;
+    for (int i = 0; i < o->nranks; i++) {
+        g->conn[i].ep = o->peers[i].ep;
+        g->conn[i].connecting = o->peers[i].connecting;
+        g->conn[i].dead = o->peers[i].dead;
+    }
+    g->drop_cookie.type = TNT_COOKIE_DROP;
+    g->shared = 1;
+    return 0;
+}
+
+struct tnt_notice_copy *tnt__net_group_notice(struct tnt_net_group *g,
+                                              const tnt_msg_hdr_t *hdr,
+                                              const char *text, size_t len)
+{
+    struct tnt_notice_copy *n = calloc(1, sizeof(*n));
+    if (!n)
+        return NULL;
+    n->ck.type = TNT_COOKIE_NOTICE_TX;
+    n->hdr = *hdr;
+    memcpy(n->text, text, len < TNT_NOTICE_MAX ? len : TNT_NOTICE_MAX);
+    n->next = g->notices;
+    g->notices = n;
+    return n;
+}
+
 void tnt__net_group_put(struct tnt_net_group *g)
 {
     if (!g)
@@ -66,6 +103,13 @@ void tnt__net_group_put(struct tnt_net_group *g)
     pthread_mutex_unlock(&g->lock);
     if (!last)
         return;
+    while (g->notices) {
+        struct tnt_notice_copy *n = g->notices;
+        g->notices = n->next;
+        free(n);
+    }
+    free(g->conn);
+    free(g->discard);
     pthread_cond_destroy(&g->progress.cond);
     pthread_cond_destroy(&g->progress.park);
     pthread_mutex_destroy(&g->lock);

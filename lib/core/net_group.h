@@ -27,6 +27,27 @@ static inline struct tnt_comm *tnt__net_owner(void *core)
 {
     return ((struct tnt_net_group *)core)->net_owner;
 }
+/** The transport's (net owner's) rank of comm's rank r. */
+static inline int tnt__net_rank(const struct tnt_comm *comm, int r)
+{
+    return comm->to_net ? comm->to_net[r] : r;
+}
+/** comm's rank of the transport's rank `net`; -1: not a member. */
+static inline int tnt__net_local(const struct tnt_comm *comm, int net)
+{
+    if (net < 0 || net >= (comm->to_net ? comm->group->nranks
+                                        : comm->nranks))
+        return -1;
+    return comm->from_net ? comm->from_net[net] : net;
+}
+/** Make g shared (lock held): its connection table from the net owner's
+ *  peers, once. 0, or -1 when out of memory. */
+int tnt__net_group_share(struct tnt_net_group *g);
+/** Keep a copy of a failure notice for a shared connection (lock held);
+ *  NULL when out of memory. */
+struct tnt_notice_copy *tnt__net_group_notice(struct tnt_net_group *g,
+                                              const tnt_msg_hdr_t *hdr,
+                                              const char *text, size_t len);
 /** Drop one communicator's reference (lock not held); the last frees the
  *  group, whose progress loop is stopped and closed by then. */
 void tnt__net_group_put(struct tnt_net_group *g);
