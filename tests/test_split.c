@@ -13,9 +13,14 @@
  * same error on every rank, the parent usable after), a split against
  * an allgather (TNT_ERR_MISMATCH on every rank), a NULL output, a
  * communicator freed twice. And the descriptors a dup and a split open
- * on each rank: every one of them closed again when they are freed
- * (rank 0 prints what they opened; docs/design.md, "Derived
- * communicators", says why it is not none yet).
+ * on each rank: over TCP none (they join the parent's net group and
+ * share its connections: docs/design.md, "Sharing connections between
+ * communicators", step 4); over shm, which shares after step 5, every
+ * one of them closed again when they are freed (rank 0 prints what
+ * they opened). A dup that fails (a split against an allgather) leaves
+ * the parent working over the connections they share; and (owner_freed)
+ * communicators derived from the first one keep working, and can be
+ * derived from, after the first one is freed.
  */
 #include <CUnit/CUnit.h>
 #include <dirent.h>
@@ -216,8 +221,16 @@ static tnt_result_t settle(tnt_comm_t comm, int n)
     return rc == TNT_SUCCESS ? tnt_barrier(comm) : rc;
 }
 
-/* What a dup and a split by parity open on this rank, and that freeing
- * them closes every descriptor they opened. */
+/* Whether this job's derived communicators join the parent's group:
+ * over TCP (meson's "split" pass), not over shm. */
+static int joins(void)
+{
+    const char *t = getenv("TNT_TRANSPORT");
+    return t && strcmp(t, "tcp") == 0;
+}
+
+/* What a dup and a split by parity open on this rank (over TCP: none),
+ * and that freeing them closes every descriptor they opened. */
 static void fds_case(tnt_comm_t comm, th_report_t *rep, int rank, int n)
 {
     tnt_result_t rc = settle(comm, n);
@@ -254,6 +267,12 @@ static void fds_case(tnt_comm_t comm, th_report_t *rep, int rank, int n)
                      "the dup (+%d), %d with the split too (+%d), %d after "
                      "freeing both", before, with_dup, with_dup - before,
                      with_both, with_both - with_dup, after);
+    th_report_expect(rep, "fds_none_joined", !joins() ||
+                     (rc == TNT_SUCCESS && with_dup <= before &&
+                      with_both <= with_dup), rc, "over TCP a dup and a "
+                     "split open no descriptors: %d before, %d with the "
+                     "dup, %d with the split too", before, with_dup,
+                     with_both);
 }
 
 /* The parent still works: an allreduce over all of it. */
@@ -363,7 +382,55 @@ static int rank_main(tnt_comm_t comm, int rank, int n, void *arg,
                      "%s", tnt_last_error());
     rc = tnt_comm_free(victim);
     th_report_check(rep, "victim_free", rc, 0, 0, NULL, 0);
+    /* Over TCP the victim shared the parent's connections: its failure
+     * closed none of them. */
+    parent_ok(comm, rep, "after_victim", rank, n);
     return 0;
+}
+
+/* The first communicator freed before those derived from it: they keep
+ * its connections (the group's) and its progress loop, and a dup of one
+ * of them joins the same group. Every element checked. */
+static int owner_freed_main(tnt_comm_t none, int rank, int n, void *arg,
+                            th_report_t *rep)
+{
+    (void)none;
+    (void)arg;
+    tnt_comm_t world = NULL, dup = NULL, sub = NULL, again = NULL;
+    tnt_result_t rc = tnt_comm_init_from_env(&world);
+    if (rc == TNT_SUCCESS)
+        rc = tnt_comm_dup(world, &dup);
+    if (rc == TNT_SUCCESS)
+        rc = tnt_comm_split(world, rank % 2, -rank, &sub);
+    th_report_check(rep, "derive", rc, 0, 0, NULL, 0);
+    if (rc != TNT_SUCCESS)
+        return 0;
+    rc = tnt_comm_free(world);
+    th_report_check(rep, "world_free", rc, 0, 0, NULL, 0);
+    int ident[16] = {0}, color[16], key[16];
+    for (int i = 0; i < n; i++) {
+        color[i] = i % 2;
+        key[i] = -i;
+    }
+    check_sub(rep, "dup", dup, rank, n, ident, ident, 4097);
+    check_sub(rep, "sub", sub, rank, n, color, key, 1031);
+    rc = tnt_comm_dup(dup, &again);
+    th_report_check(rep, "dup_of_dup", rc, 0, 0, NULL, 0);
+    if (rc == TNT_SUCCESS) {
+        check_sub(rep, "again", again, rank, n, ident, ident, 65539);
+        tnt_comm_free(again);
+    }
+    tnt_comm_free(sub);
+    rc = tnt_comm_free(dup);
+    th_report_check(rep, "dup_free", rc, 0, 0, NULL, 0);
+    return 0;
+}
+
+static void test_owner_freed(void)
+{
+    th_job_t job = {"owner_freed", 3, NULL, owner_freed_main, NULL, 120, 1,
+                    0};
+    th_run_job(&job, NULL);
 }
 
 static void run_p(int n)
@@ -390,6 +457,7 @@ static const th_test_def_t k_tests[] = {
     {"split", "p3", test_p3},
     {"split", "p5", test_p5},
     {"split", "p7", test_p7},
+    {"split", "owner_freed", test_owner_freed},
     {NULL, NULL, NULL},
 };
 

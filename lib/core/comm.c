@@ -180,13 +180,14 @@ static void comm_destroy(struct tnt_comm *comm)
     if (shared)
         tnt__net_group_leave(g, comm);
     int last = g->refs == 1;
-    int moved = !last && g->thread_comm == comm && g->comms;
+    struct tnt_comm *heir = !last && g->thread_comm == comm ? g->comms
+                                                            : NULL;
     pthread_mutex_unlock(&g->lock);
     if (last)
         tnt__progress_stop(comm);
-    else if (moved) {
+    else if (heir) {
         tnt__progress_stop(comm);
-        if (tnt__progress_run_thread(g->comms) != TNT_SUCCESS)
+        if (tnt__progress_run_thread(heir) != TNT_SUCCESS)
             TNT_LOG_ERR("rank %d: the progress thread of the connections "
                         "could not be restarted: %s", comm->rank,
                         tnt_last_error());

@@ -116,9 +116,17 @@ static tnt_result_t drop(struct tnt_net_group *g, int peer, size_t len,
         return tnt__error(TNT_ERR_PROTOCOL, "message of %zu bytes from "
                           "rank %d for no communicator", len, peer);
     if (len > g->discard_cap) {
-        void *b = realloc(g->discard, len);
-        if (!b)
+        void *b = malloc(len);
+        struct tnt_discard_old *o = malloc(sizeof(*o));
+        if (!b || !o) {
+            free(b);
+            free(o);
             return tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+        }
+        /* Another payload may still be landing in the old one. */
+        o->buf = g->discard;
+        o->next = g->discard_old;
+        g->discard_old = o;
         g->discard = b;
         g->discard_cap = len;
     }

@@ -447,8 +447,15 @@ struct tnt_net_group {
     int nranks;
     struct tnt_net_peer *conn;
     tnt_cookie_t drop_cookie;  /* TNT_COOKIE_DROP */
-    void *discard;             /* where dropped payloads land */
+    /* Where dropped payloads land: several may be landing at once (one
+     * per connection), so a larger buffer never replaces one in use;
+     * the smaller ones are kept (discard_old) until the group is freed. */
+    void *discard;
     size_t discard_cap;
+    struct tnt_discard_old {
+        struct tnt_discard_old *next;
+        void *buf;
+    } *discard_old;
     struct tnt_notice_copy *notices;
 };
 

@@ -110,6 +110,12 @@ void tnt__net_group_put(struct tnt_net_group *g)
     }
     free(g->conn);
     free(g->discard);
+    while (g->discard_old) {
+        struct tnt_discard_old *o = g->discard_old;
+        g->discard_old = o->next;
+        free(o->buf);
+        free(o);
+    }
     pthread_cond_destroy(&g->progress.cond);
     pthread_cond_destroy(&g->progress.park);
     pthread_mutex_destroy(&g->lock);

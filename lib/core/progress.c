@@ -583,8 +583,10 @@ tnt_result_t tnt__progress_start(struct tnt_comm *comm)
 
 tnt_result_t tnt__progress_run_thread(struct tnt_comm *comm)
 {
+    pthread_mutex_lock(&comm->group->lock);
     comm->group->progress.stop = 0;
     comm->group->thread_comm = comm;
+    pthread_mutex_unlock(&comm->group->lock);
     int e = pthread_create(&comm->group->progress.thread, NULL, progress_main, comm);
     if (e != 0)
         return tnt__error(TNT_ERR_SYSTEM, "pthread_create: %s", strerror(e));
