@@ -13,7 +13,11 @@
  * the parent, every transport, before and after the call): the
  * exchanges that make it, not the new communicator's own connections.
  * Rank 0 prints one line. Not installed; a measurement tool, not a
- * test.
+ * test. With COMM_DERIVE_ONLY=1 it stops after the split's messages (no
+ * kill, no shrink): then it runs without --elastic, whose recovery mesh
+ * keeps derived communicators off the parent's connections (docs/
+ * design.md, "Sharing connections between communicators"), so the two
+ * runs compare a split that shares with one that does not.
  */
 #include <dirent.h>
 #include <signal.h>
@@ -183,6 +187,16 @@ int main(void)
         return 1;
     if (tnt_barrier(comm) != TNT_SUCCESS)
         return fail("barrier");
+    const char *only = getenv("COMM_DERIVE_ONLY");
+    if (only && *only == '1') {
+        if (rank == 0)
+            printf("ranks=%d init_s=%.6f dup_s=%.6f split_s=%.6f "
+                   "split_msgs=%.0f fds=%.0f dup_fds=+%.0f "
+                   "split_fds=+%.0f\n", size, init_s, dup_s, split_s, msgs,
+                   fds[0], fds[1], fds[2]);
+        tnt_comm_free(comm);
+        return 0;
+    }
     if (rank == size - 1) {
         usleep(200000);
         FILE *f = fopen(file, "w");
