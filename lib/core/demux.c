@@ -160,6 +160,10 @@ static tnt_result_t shared_header(struct tnt_net_group *g, int peer,
                                        dest, cookie);
     if (rc >= 0)
         comm->peers[r].rx_arriving++;
+    /* The message failed its communicator (a mismatch, say): that one
+     * is done, the connection is not. */
+    else if (comm->state != TNT_COMM_OK)
+        return drop(g, peer, payload_len, dest, cookie);
     return rc;
 }
 

@@ -427,27 +427,55 @@ void tnt__send_notice(struct tnt_comm *comm, int tpi, void *ep)
                             len, NULL);
 }
 
+/* Is a message from `peer` landing straight in a request's buffer (its
+ * header came, its payload is arriving)? */
+static int landing_in_request(struct tnt_comm *comm, int peer)
+{
+    for (struct tnt_request *r = tnt__active_first(comm); r;
+         r = tnt__active_next(comm, r))
+        for (uint32_t i = 0; i < r->sched->nops; i++)
+            if (r->ops[i].arriving && !r->ops[i].done &&
+                r->sched->ops[i].peer == peer)
+                return 1;
+    return 0;
+}
+
 /* A failed communicator of a shared group (tnt__engine_fail): the
- * notice goes over every connection and none is closed, except one with
- * this communicator's sends still in the transport, which may read
- * their requests' memory after they finish here: that connection is
- * closed as before, and every other communicator over it hears it lost
- * (the cost of that rare case; docs/design.md). */
+ * notice goes over every connection and none is closed, except one
+ * whose transport still reads or writes this communicator's requests'
+ * memory (a send in flight, a payload landing in a receive's buffer),
+ * which the failure finishes: that connection is closed as before, and
+ * every other communicator over it hears the peer lost (the cost of that
+ * rare case; docs/design.md). Early messages still landing are kept,
+ * detached from any receive, until the communicator is freed. */
 static void forget_shared(struct tnt_comm *comm, tnt_peer_t *p)
 {
     void *ep = p->ep;
     p->ep = NULL;
+    tnt_unexp_t **pp = &p->unexp_head;
+    p->unexp_tail = NULL;
+    while (*pp) {
+        tnt_unexp_t *u = *pp;
+        if (u->complete) {
+            *pp = u->next;
+            tnt__free_unexp(comm, u);
+        } else {
+            u->claimed = NULL;
+            p->unexp_tail = u;
+            pp = &u->next;
+        }
+    }
     if (!ep)
         return;
     int net = tnt__net_rank(comm, p->rank);
     tnt__send_notice(comm, p->tpi, ep);
-    if (!p->sends_inflight)
+    if (!p->sends_inflight && !landing_in_request(comm, p->rank))
         return;
     p->tp->close(p->tp_ctx, ep);
     p->sends_inflight = 0;
     tnt__demux_peer_error(comm->group, net, TNT_ERR_PEER_LOST,
-                          "closed by a failing communicator with sends in "
-                          "flight");
+                          "closed by a failing communicator with messages "
+                          "in flight");
 }
 
 void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
@@ -491,7 +519,8 @@ void tnt__engine_fail(struct tnt_comm *comm, tnt_result_t rc,
          * sends the notice on it, and tnt__engine_drain lingers for it. */
         p->pending_head = p->pending_tail = NULL;
         p->posted = NULL;
-        free_unexpected(comm, p);
+        if (!comm->group->shared)
+            free_unexpected(comm, p);
         tnt__flow_reset_peer(comm, p);
     }
     /* A higher rank may be waiting for a connection from this one that
