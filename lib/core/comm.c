@@ -167,19 +167,19 @@ static tnt_result_t build_topo(struct tnt_comm *comm)
     return rc;
 }
 
-/* The group's last communicator stops its progress loop and finalizes
- * the transport contexts; one of a shared group that others outlive
- * only leaves it (left already, by tnt_comm_free: core/engine.c,
- * tnt__engine_drain), and hands the progress thread over if it polled
- * for this one. */
+/* The group's last communicator stops its progress loop, finalizes
+ * the transport contexts and then leaves the group, as an unshared one;
+ * one of a shared group that others outlive only leaves it (already,
+ * in tnt_comm_free, after core/engine.c's tnt__engine_drain), and hands
+ * the progress thread over if it polled for this one. */
 static void comm_destroy(struct tnt_comm *comm)
 {
     struct tnt_net_group *g = comm->group;
     pthread_mutex_lock(&g->lock);
-    int shared = g->shared;
-    if (shared)
-        tnt__net_group_leave(g, comm);
     int last = g->refs == 1;
+    int left = g->shared && !last;
+    if (left)
+        tnt__net_group_leave(g, comm);
     struct tnt_comm *heir = !last && g->thread_comm == comm ? g->comms
                                                             : NULL;
     pthread_mutex_unlock(&g->lock);
@@ -195,7 +195,7 @@ static void comm_destroy(struct tnt_comm *comm)
     tnt__mem_table_dereg(comm); /* before the transports go */
     if (last)
         tnt__comm_tp_finalize(comm);
-    if (!shared) {
+    if (!left) {
         pthread_mutex_lock(&g->lock);
         tnt__net_group_leave(g, comm);
         pthread_mutex_unlock(&g->lock);
@@ -604,8 +604,9 @@ TNT_API tnt_result_t tnt_comm_free(tnt_comm_t comm)
                   comm->stats.ctl_sent[TNT_CTL_CREDIT]);
     /* Off a shared group's list in the same hold of the lock as the
      * drain's last look: no header reaches it after (core/demux.c drops
-     * them). */
-    if (comm->group->shared)
+     * them). The group's last communicator stays on it until its
+     * transports are finalized (comm_destroy), as an unshared one. */
+    if (comm->group->shared && comm->group->refs > 1)
         tnt__net_group_leave(comm->group, comm);
     pthread_mutex_unlock(&comm->group->lock);
     comm_destroy(comm);

@@ -41,24 +41,39 @@ static size_t peer_addr(struct tnt_comm *comm, int tpi, int peer, void *buf,
     return p->addr_len;
 }
 
+/* `peer` is the transports' (the net owner's) rank: any communicator of
+ * the group that has it, in its own numbering (the first one may have
+ * been freed before those that joined it: core/net_group.h). */
+static size_t group_peer_addr(void *core, int tpi, int peer, void *buf,
+                              size_t cap)
+{
+    const struct tnt_net_group *g = core;
+    for (struct tnt_comm *c = g->comms; c; c = c->group_next) {
+        int r = tnt__net_local(c, peer);
+        if (r >= 0)
+            return peer_addr(c, tpi, r, buf, cap);
+    }
+    return 0;
+}
+
 static size_t peer_addr0(void *core, int peer, void *buf, size_t cap)
 {
-    return peer_addr(tnt__net_owner(core), 0, peer, buf, cap);
+    return group_peer_addr(core, 0, peer, buf, cap);
 }
 
 static size_t peer_addr1(void *core, int peer, void *buf, size_t cap)
 {
-    return peer_addr(tnt__net_owner(core), 1, peer, buf, cap);
+    return group_peer_addr(core, 1, peer, buf, cap);
 }
 
 static size_t peer_addr2(void *core, int peer, void *buf, size_t cap)
 {
-    return peer_addr(tnt__net_owner(core), 2, peer, buf, cap);
+    return group_peer_addr(core, 2, peer, buf, cap);
 }
 
 static size_t peer_addr3(void *core, int peer, void *buf, size_t cap)
 {
-    return peer_addr(tnt__net_owner(core), 3, peer, buf, cap);
+    return group_peer_addr(core, 3, peer, buf, cap);
 }
 
 /* Why position i does not start here, for the INFO line

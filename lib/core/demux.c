@@ -254,13 +254,18 @@ static void peer_error(void *core, int peer, tnt_result_t err,
 static void sv_auth_mac(void *core, const void *data, size_t len,
                         unsigned char mac[TNT_AUTH_MAC_BYTES])
 {
-    tnt__auth_mac(&tnt__net_owner(core)->auth_key, data, len, mac);
+    struct tnt_comm *owner = tnt__net_owner(core);
+    if (owner)
+        tnt__auth_mac(&owner->auth_key, data, len, mac);
+    else /* every communicator has left: nobody is to be let in */
+        memset(mac, 0, TNT_AUTH_MAC_BYTES);
 }
 
 static int sv_auth_verify(void *core, const void *data, size_t len,
                           const unsigned char mac[TNT_AUTH_MAC_BYTES])
 {
-    return tnt__auth_verify(&tnt__net_owner(core)->auth_key, data, len, mac);
+    struct tnt_comm *owner = tnt__net_owner(core);
+    return owner && tnt__auth_verify(&owner->auth_key, data, len, mac);
 }
 
 static void sv_random_bytes(void *core, void *buf, size_t len)
