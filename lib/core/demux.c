@@ -218,24 +218,6 @@ static void send_done(void *core, void *cookie)
     tnt__wire_send_done(cookie);
 }
 
-static void peer_error_one(struct tnt_comm *comm, int r, void *arg)
-{
-    const struct conn_event *e = arg;
-    tnt__wire_peer_error(comm, r, e->err, e->what);
-}
-
-void tnt__demux_peer_error(struct tnt_net_group *g, int peer,
-                           tnt_result_t err, const char *what)
-{
-    if (peer < 0 || peer >= g->nranks)
-        return;
-    g->conn[peer].ep = NULL;
-    g->conn[peer].connecting = 0;
-    g->conn[peer].dead = err ? err : TNT_ERR_PEER_LOST;
-    struct conn_event e = {0, NULL, err, what};
-    each_member(g, peer, peer_error_one, &e);
-}
-
 static void peer_error(void *core, int peer, tnt_result_t err,
                        const char *what)
 {
@@ -244,7 +226,7 @@ static void peer_error(void *core, int peer, tnt_result_t err,
     if (!comm)
         return;
     if (g->shared)
-        tnt__demux_peer_error(g, peer, err, what);
+        tnt__wire_group_lost(g, peer, err, what);
     else
         tnt__wire_peer_error(comm, peer, err, what);
 }

@@ -25,8 +25,8 @@ void tnt__wire_peer_error(struct tnt_comm *comm, int peer, tnt_result_t err,
                           const char *what);
 /** A shared group's connection to transport rank `peer` is gone (the
  *  transport said so, or a communicator had to close it): every
- *  communicator that has the peer hears it. */
-void tnt__demux_peer_error(struct tnt_net_group *g, int peer,
-                           tnt_result_t err, const char *what);
+ *  communicator that has the peer hears it (engine_wire.c). */
+void tnt__wire_group_lost(struct tnt_net_group *g, int peer,
+                          tnt_result_t err, const char *what);
 
 #endif /* TNT_CORE_DEMUX_H */

@@ -473,7 +473,7 @@ static void forget_shared(struct tnt_comm *comm, tnt_peer_t *p)
         return;
     p->tp->close(p->tp_ctx, ep);
     p->sends_inflight = 0;
-    tnt__demux_peer_error(comm->group, net, TNT_ERR_PEER_LOST,
+    tnt__wire_group_lost(comm->group, net, TNT_ERR_PEER_LOST,
                           "closed by a failing communicator with messages "
                           "in flight");
 }
@@ -1741,7 +1741,7 @@ static void quiesce_shared(struct tnt_comm *comm)
                      "is closed", comm->rank, comm->name, i);
         if (ep)
             p->tp->close(p->tp_ctx, ep);
-        tnt__demux_peer_error(comm->group, net, TNT_ERR_PEER_LOST,
+        tnt__wire_group_lost(comm->group, net, TNT_ERR_PEER_LOST,
                               "closed by a communicator freed with "
                               "messages in flight");
     }

@@ -408,3 +408,20 @@ void tnt__wire_peer_error(struct tnt_comm *comm, int peer, tnt_result_t err,
         TNT_LOG_DEBUG("rank %d: connection to rank %d closed: %s",
                       comm->rank, peer, what ? what : "");
 }
+
+void tnt__wire_group_lost(struct tnt_net_group *g, int peer,
+                          tnt_result_t err, const char *what)
+{
+    if (peer < 0 || peer >= g->nranks)
+        return;
+    g->conn[peer].ep = NULL;
+    g->conn[peer].connecting = 0;
+    g->conn[peer].dead = err ? err : TNT_ERR_PEER_LOST;
+    struct tnt_comm *next;
+    for (struct tnt_comm *c = g->comms; c; c = next) {
+        next = c->group_next;
+        int r = tnt__net_local(c, peer);
+        if (r >= 0)
+            tnt__wire_peer_error(c, r, err, what);
+    }
+}
