@@ -34,8 +34,6 @@
 #include "util/auth.h"
 #include "util/error.h"
 
-/* on_connected: the core pointer alone cannot say which transport is
- * calling, so each position has its own entry. */
 /* Every communicator of the shared group g that has transport rank
  * `net`, with its rank of it: fn(comm, rank, arg). The list changes only
  * under the lock, which is held throughout. */
@@ -54,8 +52,6 @@ static void each_member(struct tnt_net_group *g, int net,
 struct conn_event {
     int tpi;
     void *ep;
-    tnt_result_t err;
-    const char *what;
 };
 
 static void connected_one(struct tnt_comm *comm, int r, void *arg)
@@ -64,6 +60,8 @@ static void connected_one(struct tnt_comm *comm, int r, void *arg)
     tnt__wire_connected(comm, e->tpi, r, e->ep);
 }
 
+/* on_connected: the core pointer alone cannot say which transport is
+ * calling, so each position has its own entry (connected0..3). */
 static void connected(void *core, int tpi, int peer, void *ep)
 {
     struct tnt_net_group *g = core;
@@ -81,7 +79,7 @@ static void connected(void *core, int tpi, int peer, void *ep)
     }
     g->conn[peer].ep = ep;
     g->conn[peer].connecting = 0;
-    struct conn_event e = {tpi, ep, 0, NULL};
+    struct conn_event e = {tpi, ep};
     each_member(g, peer, connected_one, &e);
 }
 
