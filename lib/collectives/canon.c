@@ -524,6 +524,28 @@ static void fold_block(unsigned char *dst, const canon_src_t *src, int k,
     memcpy(dst + first * es, acc, m * es);
 }
 
+/* Ask for the next block's inputs while this one is reduced, where k
+ * blocks of inputs fit well in L1 (CANON_PREFETCH_MAX_BYTES): on one host
+ * the inputs are the peers' slots, written by other cores, and the first
+ * read of each line waited for it; one block ahead took p = 4 over shm
+ * at 8 KiB from 1.0 to 0.89 of the time (docs/performance.md, "2026-12-07,
+ * evening"). A hint only: no bits depend on it. */
+#define CANON_PREFETCH_MAX_BYTES 8192
+
+CANON_INLINE void prefetch_next(const canon_src_t *src, int k, size_t next,
+                                size_t n, tnt_dtype_t dtype)
+{
+    size_t es = tnt_dtype_size(dtype);
+    if (next >= n || (size_t)k * CANON_BLOCK * es > CANON_PREFETCH_MAX_BYTES)
+        return;
+    size_t m = n - next < CANON_BLOCK ? n - next : CANON_BLOCK;
+    for (int q = 0; q < k; q++) {
+        const unsigned char *x = input(src, q, next, es);
+        for (size_t b = 0; b < m * es; b += 64)
+            __builtin_prefetch(x + b);
+    }
+}
+
 /* The whole reduction, inlined into one function per SIMD level below:
  * the same C at every level, element-wise IEEE operations only, hence the
  * same bits (reduce.c's argument); the level changes the vector width. */
@@ -544,6 +566,7 @@ CANON_INLINE void canon_run(void *dst, const canon_src_t *src, int k,
                 k <= CANON_EXACT_MAX_K;
     for (size_t first = 0; first < n; first += CANON_BLOCK) {
         size_t m = n - first < CANON_BLOCK ? n - first : CANON_BLOCK;
+        prefetch_next(src, k, first + CANON_BLOCK, n, dtype);
         if (sum2 && m == CANON_BLOCK)
             sum2_block(dst, src, first, CANON_BLOCK, dtype);
         else if (exact && m == CANON_BLOCK &&
