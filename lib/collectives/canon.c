@@ -529,7 +529,9 @@ static void fold_block(unsigned char *dst, const canon_src_t *src, int k,
  * the inputs are the peers' slots, written by other cores, and the first
  * read of each line waited for it; one block ahead took p = 4 over shm
  * at 8 KiB from 1.0 to 0.89 of the time (docs/performance.md, "2026-12-07,
- * evening"). A hint only: no bits depend on it. */
+ * evening"). Not for the one-addition paths (two inputs' sum2_block,
+ * fold_block): at p = 2 over shm at 16-32 KiB it cost 7-9%. A hint only:
+ * no bits depend on it. */
 #define CANON_PREFETCH_MAX_BYTES 8192
 
 CANON_INLINE void prefetch_next(const canon_src_t *src, int k, size_t next,
@@ -566,7 +568,8 @@ CANON_INLINE void canon_run(void *dst, const canon_src_t *src, int k,
                 k <= CANON_EXACT_MAX_K;
     for (size_t first = 0; first < n; first += CANON_BLOCK) {
         size_t m = n - first < CANON_BLOCK ? n - first : CANON_BLOCK;
-        prefetch_next(src, k, first + CANON_BLOCK, n, dtype);
+        if (wide && !sum2)
+            prefetch_next(src, k, first + CANON_BLOCK, n, dtype);
         if (sum2 && m == CANON_BLOCK)
             sum2_block(dst, src, first, CANON_BLOCK, dtype);
         else if (exact && m == CANON_BLOCK &&
