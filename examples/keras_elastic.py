@@ -24,7 +24,6 @@ tnt.elastic, to show what a death looks like there: fit raises
 tntcomm.TntError with code tntcomm.PEER_LOST on every survivor.
 """
 import argparse
-import hashlib
 import os
 import signal
 import sys
@@ -34,6 +33,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tensorflow import keras  # noqa: E402
+
+from weights_check import ranks_agree  # noqa: E402
 
 tnt = None       # tntcomm.keras, imported by main() after the arguments
 tntcomm = None
@@ -85,16 +86,6 @@ class PrintLoss(keras.callbacks.Callback):
         if tnt.is_master_rank():
             print("epoch %3d  loss %.7f" % (epoch + 1, logs["loss"]),
                   flush=True)
-
-
-def weights_agree(weights):
-    """Whether every rank holds bitwise the master's weights."""
-    h = hashlib.sha256()
-    for w in weights:
-        h.update(np.ascontiguousarray(w).tobytes())
-    mine = np.frombuffer(h.digest(), np.uint8).copy()
-    every = tntcomm.allgather(mine).reshape(tnt.get_size(), -1)
-    return bool((every == every[0]).all())
 
 
 def main():
@@ -168,7 +159,7 @@ def main():
 
     loss, accuracy = train_and_test(state)
     weights = model.get_weights()
-    agree = weights_agree(weights)
+    agree = ranks_agree(weights, tntcomm.allgather)
     if tnt.is_master_rank():
         print("test accuracy %.4f (%d samples)" % (accuracy, len(xt)))
         print("weights %s on all %d rank%s"

@@ -10,7 +10,6 @@ master only); --check-ranks fails unless every rank holds bitwise the
 same weights (their bytes' hashes gathered from every rank).
 """
 import argparse
-import hashlib
 import os
 import sys
 
@@ -21,6 +20,8 @@ import tensorflow as tf  # noqa: E402
 from tensorflow import keras  # noqa: E402
 
 import tarantella as tnt  # noqa: E402  (starts communication)
+import tntcomm  # noqa: E402
+from weights_check import ranks_agree, weights_digest  # noqa: E402
 
 
 def lenet5_model_generator():
@@ -46,13 +47,6 @@ def digits(n_test=297):
     perm = np.random.default_rng(0).permutation(len(x))
     x, y = x[perm], y[perm]
     return (x[n_test:], y[n_test:]), (x[:n_test], y[:n_test])
-
-
-def weights_hash(weights):
-    h = hashlib.sha256()
-    for w in weights:
-        h.update(np.ascontiguousarray(w).tobytes())
-    return h.hexdigest()
 
 
 def main():
@@ -87,15 +81,9 @@ def main():
     model.fit(train, epochs=args.epochs, verbose=args.verbose)
     loss, acc = model.evaluate(test, verbose=0)
     weights = model.get_weights()
-    digest = weights_hash(weights)
+    digest = weights_digest(weights).hex()
     if args.check_ranks:
-        mine = np.frombuffer(bytes.fromhex(digest), np.uint8).copy()
-        every = tnt.allgather(mine) if hasattr(tnt, "allgather") else None
-        if every is None:
-            import tntcomm
-            every = tntcomm.allgather(mine)
-        every = every.reshape(tnt.get_size(), -1)
-        if not (every == every[0]).all():
+        if not ranks_agree(weights, tntcomm.allgather):
             print("rank %d: weights differ between ranks" % tnt.get_rank(),
                   file=sys.stderr)
             return 1

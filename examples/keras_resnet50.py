@@ -10,7 +10,6 @@ the same weights (BatchNormalization's moving statistics are averaged over
 the ranks after training, see docs/keras.md).
 """
 import argparse
-import hashlib
 import os
 import sys
 import time
@@ -23,6 +22,7 @@ from tensorflow import keras  # noqa: E402
 
 import tarantella as tnt  # noqa: E402
 import tntcomm  # noqa: E402
+from weights_check import ranks_agree  # noqa: E402
 
 
 class EpochTimes(keras.callbacks.Callback):
@@ -32,15 +32,6 @@ class EpochTimes(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         print("epoch %d: %.3f s, loss %.6g" % (
             epoch + 1, time.perf_counter() - self.t0, logs["loss"]))
-
-
-def ranks_agree(weights):
-    h = hashlib.sha256()
-    for w in weights:
-        h.update(np.ascontiguousarray(w).tobytes())
-    mine = np.frombuffer(h.digest(), np.uint8).copy()
-    every = tntcomm.allgather(mine).reshape(tnt.get_size(), -1)
-    return bool((every == every[0]).all())
 
 
 def main():
@@ -76,7 +67,8 @@ def fit_and_report(model, train, args, name):
     with --check-ranks, fail unless the ranks hold the same weights."""
     cbs = [tnt.keras.callbacks.Callback(EpochTimes(), run_on_all_ranks=False)]
     history = model.fit(train, epochs=args.epochs, verbose=0, callbacks=cbs)
-    if args.check_ranks and not ranks_agree(model.get_weights()):
+    if args.check_ranks and not ranks_agree(model.get_weights(),
+                                           tntcomm.allgather):
         print("rank %d: weights differ between ranks" % tnt.get_rank(),
               file=sys.stderr)
         return 1
