@@ -29,6 +29,16 @@ spins while it waits adds that spin to its CPU, so the bound is an upper
 estimate of the CPU the calls need; fake's ranks never wait on one
 another, so its bound is not a floor of its own time.)
 
+The backend "fake-turns" is fake with one `os.sched_yield()` after each
+call: where ranks outnumber the cores (4 ranks on 2), each call then
+hands the core to the rank beside it, as every call of a backend whose
+ranks wait for one another must; so it is torch's floor with the
+turn-taking (a switch between two Python processes per call and rank,
+and the caches the other left cold), which the CPU of a real backend's
+small call at that p includes whatever the backend does. Where every
+rank has a core, the yield finds nothing else to run and costs well
+under a microsecond.
+
 --tnt-before PATH adds the backend "tnt-before": tnt imported from the
 tntcomm package under PATH (another build's plugins/python), for a
 before/after comparison in one run.
@@ -174,6 +184,9 @@ def rank_main(rank, size, backend, init, args, out):
         backend = "tnt"
     if backend == "tnt":
         import tntcomm.torch  # noqa: F401
+    turns = backend == "fake-turns"
+    if turns:
+        backend = "fake"
     if backend == "fake":
         from torch.testing._internal.distributed.fake_pg import FakeStore
         dist.init_process_group("fake", store=FakeStore(), rank=rank,
@@ -187,7 +200,14 @@ def rank_main(rank, size, backend, init, args, out):
         t = torch.ones(max(1, nbytes // 4))
         calls = max(3, min(2000, int(2e6 // max(nbytes, 1024))))
         used = []
-        secs = timed(lambda: dist.all_reduce(t), calls, args.reps, used)
+        if turns:
+            def call(t=t):
+                dist.all_reduce(t)
+                os.sched_yield()
+        else:
+            def call(t=t):
+                dist.all_reduce(t)
+        secs = timed(call, calls, args.reps, used)
         res[nbytes] = secs
         cpu[nbytes] = used[0]
     torch.save(cpu, "%s.cpu%d" % (out, rank))  # every rank's own
@@ -257,7 +277,8 @@ def main():
     if args.tnt_before:
         args.tnt_before = os.path.abspath(args.tnt_before)
     have = {"gloo": dist.is_gloo_available(), "mpi": dist.is_mpi_available(),
-            "tnt": True, "fake": True, "tnt-before": bool(args.tnt_before)}
+            "tnt": True, "fake": True, "fake-turns": True,
+            "tnt-before": bool(args.tnt_before)}
     backends = []
     for b in args.backends:
         if have.get(b, True):
@@ -285,7 +306,7 @@ def main():
             lib = library_time(args.tnt_bench, size, args.reps)
             print("\n## p = %d (rank 0's median time per call; bound: the "
                   "ranks' CPU per call / %d cores)" % (size, cores))
-            real = [b for b in backends if b != "fake"]
+            real = [b for b in backends if not b.startswith("fake")]
             head = ["size"] + backends + \
                    ["%s/%s" % (real[0], b) for b in real[1:]] + \
                    ["%s bound" % b for b in backends]
@@ -320,6 +341,14 @@ def main():
                           cell(goal), tnt, t / goal, cell(bound[tnt][small]),
                           100 * bound[tnt][small] / t,
                           cell(max(0.0, t - bound[tnt][small]))))
+                if "fake-turns" in results:
+                    turns = results["fake-turns"][small]
+                    print("the way in taking turns, %s: %s / fake-turns "
+                          "(%s) = %.2f; goal 1.5 x fake-turns + library = "
+                          "%s; %s / that goal = %.2f" % (
+                              human(small), tnt, cell(turns), t / turns,
+                              cell(1.5 * turns + (lib or 0.0)), tnt,
+                              t / (1.5 * turns + (lib or 0.0))))
             if args.layers:
                 for b in real:
                     print("%s, 8 B: posting %s, waiting %s" % (

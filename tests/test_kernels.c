@@ -1142,7 +1142,8 @@ static void test_canon_sum2(void)
  * tails: the general path), bitwise, at every level, in place too. Per
  * block of 256 elements the inputs' exponents span 0 to 30 binades
  * (around the shortcut's limit of 26), with zeros of both signs, and in
- * some blocks one element with a subnormal, infinity or NaN input. */
+ * some blocks one element with a subnormal, infinity or NaN input; in
+ * two of the eight rounds the exponents reach 2^159 (infinity). */
 static void test_canon_exact(void)
 {
     enum { N = 256 * 16 + 7, K = 4, PIECE = 255 };
@@ -1160,7 +1161,14 @@ static void test_canon_exact(void)
                     for (size_t i = 0; i < N; i++) {
                         size_t blk = i / 256;
                         int span = (int)((blk * 7 + (size_t)rep) % 31);
-                        int base = (int)(rnd() % 40) - 20;
+                        /* One base exponent per block (per element, the
+                         * spans added up beyond the limit: no block took
+                         * the shortcut). The last two reps near the top
+                         * of the range: sums that overflow f32, inputs
+                         * that are infinite (blocks of large values whose
+                         * span alone would let them through). */
+                        int base = (int)((blk * 13 + (size_t)rep * 5) % 40) +
+                                   (rep < 6 ? -20 : 90);
                         for (int q = 0; q < k; q++) {
                             uint64_t r = rnd();
                             int e = base + (span ? (int)(r % (uint64_t)(span + 1))

@@ -379,40 +379,51 @@ static inline uint32_t load_bits32(const unsigned char *in, size_t j,
     return u;
 }
 
-/* 1 if the whole block meets the condition above, taken over all its
- * elements at once (stronger than per element, and a pair of min/max
- * reductions per input that vectorises): biased exponents, a zero
- * counting as neither the largest nor the smallest, a subnormal (0) or
- * infinity/NaN (255) failing. */
+/* 1 if the whole block meets the condition above, or a stricter one,
+ * taken over all its elements at once (a max and a min per input that
+ * vectorise, four integer operations per vector): on the magnitudes a
+ * = bits without the sign, as unsigned integers, hi = the largest a (a
+ * zero, 0, never counts) and lo = the smallest a - 1 (a zero wraps to
+ * the largest value and never counts). hi's exponent field is the
+ * largest binary exponent of the nonzero inputs (255: infinity or
+ * NaN); lo's is the smallest one, or one less where that input's
+ * significand bits are all zero: so lo's field >= 1 rules out
+ * subnormals (field 0) and span <= CANON_EXACT_SPAN follows from
+ * hi's field - lo's field <= CANON_EXACT_SPAN, at worst a block that
+ * would have qualified takes the general path (the same bits). All
+ * zeros: hi = 0, exact. */
 CANON_INLINE int exact_block(const unsigned char *const *x, const int K,
                              const int bf16)
 {
-    int32_t hi = 1, lo = 254;
+    uint32_t hi = 0, lo = ~(uint32_t)0;
     for (int q = 0; q < K; q++) {
         const unsigned char *xq = x[q];
         for (size_t j = 0; j < CANON_BLOCK; j++) {
-            uint32_t u = load_bits32(xq, j, bf16);
-            int32_t e = (int32_t)((u >> 23) & 0xffu);
-            int zero = (u << 1) == 0;
-            int32_t eh = zero ? 1 : e, el = zero ? 254 : e;
-            hi = eh > hi ? eh : hi;
-            lo = el < lo ? el : lo;
+            uint32_t a = load_bits32(xq, j, bf16) & 0x7fffffffu;
+            hi = a > hi ? a : hi;
+            lo = a - 1 < lo ? a - 1 : lo;
         }
     }
-    return lo >= 1 && hi <= 254 && hi - lo <= CANON_EXACT_SPAN;
+    if (hi == 0)
+        return 1;
+    uint32_t eh = hi >> 23, el = lo >> 23;
+    return el >= 1 && eh <= 254 && eh - el <= CANON_EXACT_SPAN;
 }
 
-#define CANON_EXACT_LOOP(LOAD)                                              \
-    for (size_t j = 0; j < CANON_BLOCK; j++) {                              \
-        double s = LOAD(x[0], j) + LOAD(x[1], j);                           \
-        for (int q = 2; q < K; q++)                                         \
-            s = s + LOAD(x[q], j);                                          \
-        if (avg)                                                            \
-            s = s / (double)K;                                              \
-        t[j] = s;                                                           \
-    }
+/* The chain's sum of element j, as a double (divided by K for AVG). */
+#define CANON_EXACT_SUM(LOAD, j)                                            \
+    double s = LOAD(x[0], j) + LOAD(x[1], j);                               \
+    for (int q = 2; q < K; q++)                                             \
+        s = s + LOAD(x[q], j);                                              \
+    if (avg)                                                                \
+        s = s / (double)K
 
-/* 1 if the block was exact and is done; 0: the caller runs wide_block. */
+/* 1 if the block was exact and is done; 0: the caller runs wide_block.
+ * f32 rounds each sum straight to float, store()'s conversion without
+ * its NaN test: an exact block's inputs are finite, so are their sums
+ * (the rounding to float may overflow to infinity, never to NaN), and
+ * the bits are store()'s. Through r, a block on the stack, so that dst
+ * may be an input and the loop still vectorises. */
 CANON_INLINE int exact_sum_block(unsigned char *dst, const canon_src_t *src,
                                  const int K, size_t first,
                                  tnt_dtype_t dtype, const int avg)
@@ -424,13 +435,21 @@ CANON_INLINE int exact_sum_block(unsigned char *dst, const canon_src_t *src,
         x[q] = input(src, q, first, es);
     if (!exact_block(x, K, bf16))
         return 0;
-    double t[CANON_BLOCK];
     if (bf16) {
-        CANON_EXACT_LOOP(load_bf16)
+        double t[CANON_BLOCK];
+        for (size_t j = 0; j < CANON_BLOCK; j++) {
+            CANON_EXACT_SUM(load_bf16, j);
+            t[j] = s;
+        }
+        store(dst + first * es, t, CANON_BLOCK, dtype);
     } else {
-        CANON_EXACT_LOOP(load_f32)
+        float r[CANON_BLOCK];
+        for (size_t j = 0; j < CANON_BLOCK; j++) {
+            CANON_EXACT_SUM(load_f32, j);
+            r[j] = (float)s;
+        }
+        memcpy(dst + first * es, r, sizeof r);
     }
-    store(dst + first * es, t, CANON_BLOCK, dtype);
     return 1;
 }
 
@@ -505,6 +524,30 @@ static void fold_block(unsigned char *dst, const canon_src_t *src, int k,
     memcpy(dst + first * es, acc, m * es);
 }
 
+/* Ask for the next block's inputs while this one is reduced, where k
+ * blocks of inputs fit well in L1 (CANON_PREFETCH_MAX_BYTES): on one host
+ * the inputs are the peers' slots, written by other cores, and the first
+ * read of each line waited for it; one block ahead took p = 4 over shm
+ * at 8 KiB from 1.0 to 0.89 of the time (docs/performance.md, "2026-12-07,
+ * evening"). Not for the one-addition paths (two inputs' sum2_block,
+ * fold_block): at p = 2 over shm at 16-32 KiB it cost 7-9%. A hint only:
+ * no bits depend on it. */
+#define CANON_PREFETCH_MAX_BYTES 8192
+
+CANON_INLINE void prefetch_next(const canon_src_t *src, int k, size_t next,
+                                size_t n, tnt_dtype_t dtype)
+{
+    size_t es = tnt_dtype_size(dtype);
+    if (next >= n || (size_t)k * CANON_BLOCK * es > CANON_PREFETCH_MAX_BYTES)
+        return;
+    size_t m = n - next < CANON_BLOCK ? n - next : CANON_BLOCK;
+    for (int q = 0; q < k; q++) {
+        const unsigned char *x = input(src, q, next, es);
+        for (size_t b = 0; b < m * es; b += 64)
+            __builtin_prefetch(x + b);
+    }
+}
+
 /* The whole reduction, inlined into one function per SIMD level below:
  * the same C at every level, element-wise IEEE operations only, hence the
  * same bits (reduce.c's argument); the level changes the vector width. */
@@ -525,6 +568,8 @@ CANON_INLINE void canon_run(void *dst, const canon_src_t *src, int k,
                 k <= CANON_EXACT_MAX_K;
     for (size_t first = 0; first < n; first += CANON_BLOCK) {
         size_t m = n - first < CANON_BLOCK ? n - first : CANON_BLOCK;
+        if (wide && !sum2)
+            prefetch_next(src, k, first + CANON_BLOCK, n, dtype);
         if (sum2 && m == CANON_BLOCK)
             sum2_block(dst, src, first, CANON_BLOCK, dtype);
         else if (exact && m == CANON_BLOCK &&
