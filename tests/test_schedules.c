@@ -777,9 +777,17 @@ static void test_select(void)
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_RING);
     a.nranks = 4;
-    a.count = 1 << 20;
+    a.count = 1 << 20; /* 4 MiB: Rabenseifner up to 8 MiB at 4 ranks */
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_RABENSEIFNER);
+    a.count = 1 << 22; /* 16 MiB: the ring */
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_RING);
+    a.nranks = 3;
+    a.count = 1 << 20; /* 4 MiB at 3 ranks (a fold): the ring */
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_RING);
+    a.nranks = 4;
     CU_ASSERT(tnt__algo_select(&a, TNT_ALGO_BINOMIAL, &algo) < 0);
     CU_ASSERT_EQUAL(tnt__algo_parse("ring"), TNT_ALGO_RING);
     CU_ASSERT_EQUAL(tnt__algo_parse("bogus"), -1);

@@ -214,6 +214,41 @@ static void test_rd_bound_shrinks(void)
     }
 }
 
+/* Rabenseifner's upper bound (select.c): 8 MiB for a power of two up to
+ * 16 ranks, else 2 MiB; above it the ring up to 16 ranks, the tree from
+ * 17. The flat decision switches exactly at the bound. */
+static void test_rab_bound(void)
+{
+    static const struct {
+        int p;
+        size_t max;
+        int above;
+    } want[] = {{3, 2u << 20, TNT_ALGO_RING}, {4, 8u << 20, TNT_ALGO_RING},
+                {5, 2u << 20, TNT_ALGO_RING}, {8, 8u << 20, TNT_ALGO_RING},
+                {12, 2u << 20, TNT_ALGO_RING},
+                {16, 8u << 20, TNT_ALGO_RING},
+                {17, 2u << 20, TNT_ALGO_TREE}, {32, 2u << 20, TNT_ALGO_TREE},
+                {4096, 2u << 20, TNT_ALGO_TREE}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        size_t max = tnt__allreduce_rab_max_bytes(want[i].p);
+        CU_ASSERT_EQUAL(max, want[i].max);
+        tnt_coll_args_t a = {.kind = TNT_COLL_ALLREDUCE, .dtype = TNT_U8,
+                             .op = TNT_SUM, .count = max, .esize = 1,
+                             .nranks = want[i].p, .segment_bytes = 256 << 10};
+        int algo = -1, rule = -1;
+        CU_ASSERT_EQUAL(tnt__algo_select_why(&a, TNT_ALGO_AUTO, &algo,
+                                             &rule), TNT_SUCCESS);
+        CU_ASSERT_EQUAL(algo, TNT_ALGO_RABENSEIFNER);
+        a.count++;
+        CU_ASSERT_EQUAL(tnt__algo_select_why(&a, TNT_ALGO_AUTO, &algo,
+                                             &rule), TNT_SUCCESS);
+        if (algo != want[i].above)
+            printf("\np=%d above %zu: %s\n", want[i].p, max,
+                   tnt__algo_name(algo));
+        CU_ASSERT_EQUAL(algo, want[i].above);
+    }
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -224,6 +259,7 @@ int main(void)
                 test_bcast_threshold_grows);
     CU_add_test(s, "rd/Rabenseifner bound shrinks with p",
                 test_rd_bound_shrinks);
+    CU_add_test(s, "Rabenseifner's bound", test_rab_bound);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     int failures = (int)CU_get_number_of_failures();

@@ -165,8 +165,11 @@ for n in 4 64; do
 done
 # Allreduce by messages from 17 ranks: rd's bound shrinks with p (21.3 KiB
 # at 64 ranks, so 32 KiB is Rabenseifner's) and the double binary tree
-# runs above 2 MiB (select.c); at 4 ranks 32 KiB stays rd's.
-for case in "64 32k rabenseifner" "64 8M tree" "4 32k rd" "4 8M ring"; do
+# runs above 2 MiB (select.c); at 4 ranks 32 KiB stays rd's, Rabenseifner
+# runs up to 8 MiB (a power of two up to 16 ranks) and the ring above; at
+# 3 ranks the ring from above 2 MiB.
+for case in "64 32k rabenseifner" "64 8M tree" "4 32k rd" "4 8M rabenseifner" \
+    "4 16M ring" "3 4M ring"; do
     set -- $case
     TNT_TRANSPORT=tcp "$INFO" --json --algorithms -n "$1" --size "$2" \
         >"$TMP/v.json"

@@ -207,6 +207,11 @@ size_t tnt__bcast_binomial_max_bytes(int nranks, size_t segment_bytes);
  *  grows (select.c states the rule). */
 size_t tnt__allreduce_rd_max_bytes(int nranks);
 
+/** The largest allreduce (bytes) that goes by Rabenseifner rather than
+ *  the ring (or the tree from 17 ranks) for nranks ranks, flat: larger
+ *  for a power of two up to 16 ranks (select.c states the rule). */
+size_t tnt__allreduce_rab_max_bytes(int nranks);
+
 /** tnt__algo_select, also naming the rule that gave the algorithm. The
  *  same decision: tnt__algo_select is this without the rule. */
 tnt_result_t tnt__algo_select_why(const tnt_coll_args_t *a, int forced,

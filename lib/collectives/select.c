@@ -35,6 +35,13 @@
 #define ALLREDUCE_RD_MAX_BYTES ((size_t)64 << 10)
 #define ALLREDUCE_RD_LARGE_BYTES ((size_t)32 << 10)
 #define ALLREDUCE_RAB_MAX_BYTES ((size_t)2 << 20)
+/* Up to ALLREDUCE_SMALL_P ranks and a power of two (no fold: every rank
+ * is in the halving), Rabenseifner up to 8 MiB: log2(p) dependent steps
+ * each way against the ring's p - 1, so fewer waits and wake-ups per
+ * call for the same bytes (measured against the ring: docs/performance.md,
+ * "Rabenseifner to 8 MiB"). Not for other p: the fold's pre- and
+ * post-steps move the whole vector once more, which the ring never does. */
+#define ALLREDUCE_RAB_POW2_MAX_BYTES ((size_t)8 << 20)
 /* Broadcast by messages: binomial up to tnt__bcast_binomial_max_bytes
  * (below), never less than this floor (where the segments are small
  * the chain's per-segment latency, not in the rule, counts). */
@@ -189,8 +196,9 @@ static const tnt_algo_rule_t k_rules[TNT_RULE_COUNT] = {
                      "ranks)"},
     [TNT_RULE_RAB] = {TNT_COLL_ALLREDUCE, TNT_ALGO_RABENSEIFNER,
                       ALLREDUCE_RD_LARGE_BYTES / 2 + 1,
-                      ALLREDUCE_RAB_MAX_BYTES,
-                      "messages, more than 2 ranks, above rd's bound"},
+                      ALLREDUCE_RAB_POW2_MAX_BYTES,
+                      "messages, more than 2 ranks, above rd's bound: up "
+                      "to 8 MiB for 4, 8 or 16 ranks, else up to 2 MiB"},
     [TNT_RULE_TREE] = {TNT_COLL_ALLREDUCE, TNT_ALGO_TREE,
                        ALLREDUCE_RAB_MAX_BYTES + 1, 0,
                        "messages, large, more than 16 ranks (also the "
@@ -276,6 +284,13 @@ size_t tnt__allreduce_rd_max_bytes(int nranks)
     while (((size_t)1 << L) < (size_t)nranks)
         L++;
     return ALLREDUCE_RD_LARGE_BYTES * L / (2 * L - 3);
+}
+
+size_t tnt__allreduce_rab_max_bytes(int nranks)
+{
+    int pow2 = nranks > 0 && (nranks & (nranks - 1)) == 0;
+    return nranks <= ALLREDUCE_SMALL_P && pow2 ? ALLREDUCE_RAB_POW2_MAX_BYTES
+                                               : ALLREDUCE_RAB_MAX_BYTES;
 }
 
 /* The one decision: which rule applies, and so which algorithm. */
@@ -420,7 +435,8 @@ tnt_result_t tnt__algo_select_why(const tnt_coll_args_t *a, int forced,
         else if (bytes <= tnt__allreduce_rd_max_bytes(a->nranks) ||
                  a->count < (size_t)a->nranks)
             *rule = TNT_RULE_RD;
-        else if (a->nranks > 2 && bytes <= ALLREDUCE_RAB_MAX_BYTES)
+        else if (a->nranks > 2 &&
+                 bytes <= tnt__allreduce_rab_max_bytes(a->nranks))
             *rule = TNT_RULE_RAB;
         else if (a->nranks > ALLREDUCE_SMALL_P)
             *rule = TNT_RULE_TREE;
