@@ -239,8 +239,9 @@ static tnt_result_t comm_create(const tnt_config_t *config, boot_fn boot,
     return tnt__comm_create(config, &o, out);
 }
 
-/* What a communicator made either way takes from its creation: the
- * job, the parameters, the host (comm_create's first part). */
+/* What every communicator takes from its creation, whether it makes its
+ * own net group (tnt__comm_create) or joins its parent's (join_create):
+ * the job, the parameters, the host. */
 static tnt_result_t common_init(struct tnt_comm *comm,
                                 const tnt_config_t *config,
                                 const tnt_comm_origin_t *origin)
@@ -250,23 +251,43 @@ static tnt_result_t common_init(struct tnt_comm *comm,
     comm->nranks = config->nranks;
     comm->comm_id = origin->comm_id;
     tnt__comm_name_init(comm, parent, origin->lineage);
-    comm->job_id = parent->job_id;
-    comm->auth_key = parent->auth_key;
+    /* A derived communicator is of its parent's job: same id, same key
+     * (the key's text is not kept, only what was derived from it). */
+    comm->job_id = parent ? parent->job_id
+                          : tnt__auth_job_id(config->job_key);
+    if (parent)
+        comm->auth_key = parent->auth_key;
+    else
+        tnt__auth_key_derive(config->job_key, &comm->auth_key);
     comm->fault.first_lost = -1;
+    /* Keep at most this much free memory cached between collectives. */
     tnt__bufpool_init(&comm->pool, (size_t)256 << 20);
     comm->flow.ctl_rx_cookie.type = TNT_COOKIE_CTL;
     comm->flow.ctl_rx_cookie.comm = comm;
     tnt__sched_cache_init(&comm->sched_cache);
     tnt__engine_init_requests(comm);
     tnt__mem_table_init(&comm->mem);
-    tnt_result_t rc = tnt__params_load(&comm->params);
+    /* The log names the rank of the first communicator (the job's); a
+     * derived one keeps it. */
+    if (!parent)
+        tnt__log_init(comm->rank);
+
+    tnt_result_t rc = tnt__auth_init();
+    if (rc == TNT_SUCCESS)
+        rc = tnt__params_load(&comm->params);
     if (rc == TNT_SUCCESS)
         rc = tnt__params_check_ranks(&comm->params, comm->nranks);
+    if (rc == TNT_SUCCESS && comm->nranks > 1 && !parent &&
+        !(config->job_key && *config->job_key))
+        TNT_LOG_WARN("no job key (TNT_JOB_KEY): any process that can reach "
+                     "this job's ports can join it; tnt-run sets a random "
+                     "key, set one yourself when starting ranks by hand");
     if (rc == TNT_SUCCESS)
         rc = tnt__host_id(comm->host, sizeof(comm->host));
     if (rc == TNT_SUCCESS && config->timeout_s > 0)
         comm->params.timeout_s = config->timeout_s;
-    if (rc == TNT_SUCCESS && config->reproducible != 0)
+    if (rc == TNT_SUCCESS && config_has_reproducible(config) &&
+        config->reproducible != 0)
         comm->params.reproducible = config->reproducible > 0;
     return rc;
 }
@@ -404,50 +425,9 @@ tnt_result_t tnt__comm_create(const tnt_config_t *config,
         return tnt__error(TNT_ERR_NO_MEMORY, "tnt_comm_init: out of memory");
     /* Its own net group, whose net owner it is (core/net_group.h). */
     tnt__net_group_join(comm->group, comm);
-    comm->rank = config->rank;
-    comm->nranks = config->nranks;
-    comm->comm_id = origin->comm_id;
-    tnt__comm_name_init(comm, parent, origin->lineage);
-    /* A derived communicator is of its parent's job: same id, same key
-     * (the key's text is not kept, only what was derived from it). */
-    comm->job_id = parent ? parent->job_id
-                          : tnt__auth_job_id(config->job_key);
-    if (parent)
-        comm->auth_key = parent->auth_key;
-    else
-        tnt__auth_key_derive(config->job_key, &comm->auth_key);
     /* What the layers above run in the progress loop (progress.h). */
     comm->group->progress.hooks = &tnt__engine_progress_hooks;
-    comm->fault.first_lost = -1;
-    /* Keep at most this much free memory cached between collectives. */
-    tnt__bufpool_init(&comm->pool, (size_t)256 << 20);
-    comm->flow.ctl_rx_cookie.type = TNT_COOKIE_CTL;
-    comm->flow.ctl_rx_cookie.comm = comm;
-    tnt__sched_cache_init(&comm->sched_cache);
-    tnt__engine_init_requests(comm);
-    tnt__mem_table_init(&comm->mem);
-    /* The log names the rank of the first communicator (the job's); a
-     * derived one keeps it. */
-    if (!parent)
-        tnt__log_init(comm->rank);
-
-    tnt_result_t rc = tnt__auth_init();
-    if (rc == TNT_SUCCESS)
-        rc = tnt__params_load(&comm->params);
-    if (rc == TNT_SUCCESS)
-        rc = tnt__params_check_ranks(&comm->params, comm->nranks);
-    if (rc == TNT_SUCCESS && comm->nranks > 1 && !parent &&
-        !(config->job_key && *config->job_key))
-        TNT_LOG_WARN("no job key (TNT_JOB_KEY): any process that can reach "
-                     "this job's ports can join it; tnt-run sets a random "
-                     "key, set one yourself when starting ranks by hand");
-    if (rc == TNT_SUCCESS)
-        rc = tnt__host_id(comm->host, sizeof(comm->host));
-    if (rc == TNT_SUCCESS && config->timeout_s > 0)
-        comm->params.timeout_s = config->timeout_s;
-    if (rc == TNT_SUCCESS && config_has_reproducible(config) &&
-        config->reproducible != 0)
-        comm->params.reproducible = config->reproducible > 0;
+    tnt_result_t rc = common_init(comm, config, origin);
     if (rc == TNT_SUCCESS) {
         comm->peers = calloc((size_t)comm->nranks, sizeof(*comm->peers));
         if (!comm->peers)

@@ -259,6 +259,22 @@ static tnt_result_t check_wishes(tnt_comm_t parent, const char *fn,
     return TNT_SUCCESS;
 }
 
+/* After the landing exchange, whose own result is lrc: the call's
+ * failure rc (its message why, saved before the exchange) wins; else
+ * every member has joined, and the new communicator's first collectives
+ * start. A failure frees the new communicator. */
+static tnt_result_t after_landing(tnt_result_t rc, const char *why,
+                                  tnt_result_t lrc, tnt_comm_t comm)
+{
+    if (rc != TNT_SUCCESS)
+        return tnt__error_str(rc, why);
+    if (lrc == TNT_SUCCESS && comm)
+        lrc = tnt__tl_start(comm);
+    if (lrc != TNT_SUCCESS && comm)
+        tnt_comm_free(comm);
+    return lrc;
+}
+
 static tnt_result_t derive(tnt_comm_t parent, int64_t call, int color,
                            int key, tnt_comm_t *out)
 {
@@ -319,16 +335,9 @@ static tnt_result_t derive(tnt_comm_t parent, int64_t call, int color,
         snprintf(why, sizeof(why), "%s", tnt_last_error());
         tnt_result_t lrc = land_joined(&d, rc != TNT_SUCCESS ? LANDED_FAILED
                                            : size > 0 ? rank : LANDED_NONE);
-        if (rc != TNT_SUCCESS)
-            return tnt__error_str(rc, why);
-        /* Every member has joined now: its first collectives. */
-        if (lrc == TNT_SUCCESS && comm)
-            lrc = tnt__tl_start(comm);
-        if (lrc != TNT_SUCCESS) {
-            if (comm)
-                tnt_comm_free(comm);
+        lrc = after_landing(rc, why, lrc, comm);
+        if (lrc != TNT_SUCCESS)
             return lrc;
-        }
     }
     /* A rank in no communicator, alone in one (no table to exchange), or
      * failed before its exchange still takes part in it, so that no rank
@@ -345,16 +354,9 @@ static tnt_result_t derive(tnt_comm_t parent, int64_t call, int color,
                                : tnt__error(TNT_ERR_NO_MEMORY, "out of "
                                             "memory");
         free(all);
-        if (rc != TNT_SUCCESS)
-            return tnt__error_str(rc, why);
-        /* Every member has joined now: its first collectives. */
-        if (lrc == TNT_SUCCESS && comm)
-            lrc = tnt__tl_start(comm);
-        if (lrc != TNT_SUCCESS) {
-            if (comm)
-                tnt_comm_free(comm);
+        lrc = after_landing(rc, why, lrc, comm);
+        if (lrc != TNT_SUCCESS)
             return lrc;
-        }
     }
     if (rc != TNT_SUCCESS)
         return rc;
