@@ -397,6 +397,96 @@ static void test_two_deaths(void)
     run_trials(5, "auto", 2, 0x5eed60u);
 }
 
+/* Over TCP the survivors' communicator keeps the old one's connections
+ * to them (docs/design.md, "Sharing connections between communicators",
+ * step 6): a shrink after a death opens no descriptor. The last rank
+ * dies at a known moment (after a barrier, so no survivor has a send to
+ * another in flight, which would close that connection); each survivor
+ * counts its descriptors before the death and after the shrink, with
+ * the old communicator still held, then checks allreduces on the new
+ * one (every element) and that the old one still fails. */
+typedef struct fds_seen {
+    int before, after;   /* open descriptors */
+    int loop_rc, shrink_rc, rank, size, after_rc, wrong, old_rc, done;
+    char msg[256];
+} fds_seen_t;
+
+static int fds_rank(tnt_comm_t comm, int rank, int p, void *arg,
+                    th_report_t *rep)
+{
+    (void)rep;
+    fds_seen_t *me = (fds_seen_t *)arg + rank;
+    int all[MAXR];
+    for (int i = 0; i < p; i++)
+        all[i] = i;
+    int wrong = 0;
+    me->loop_rc = check_allreduce(comm, rank, all, p, 1000, &wrong);
+    me->before = th_open_fds();
+    if (me->loop_rc == TNT_SUCCESS)
+        me->loop_rc = tnt_barrier(comm);
+    if (rank == p - 1)
+        kill(getpid(), SIGKILL);
+    for (int i = 0; me->loop_rc == TNT_SUCCESS && i < 100000; i++)
+        me->loop_rc = check_allreduce(comm, rank, all, p, 1, &wrong);
+    tnt_comm_t nc = NULL;
+    me->shrink_rc = tnt_comm_shrink(comm, &nc);
+    if (me->shrink_rc != TNT_SUCCESS)
+        snprintf(me->msg, sizeof(me->msg), "%s", tnt_last_error());
+    me->after = th_open_fds();
+    if (nc) {
+        tnt_comm_rank(nc, &me->rank);
+        tnt_comm_size(nc, &me->size);
+        static const size_t counts[] = {1, 4099, 65537};
+        for (int i = 0; i < 3 && me->after_rc == TNT_SUCCESS; i++)
+            me->after_rc = check_allreduce(nc, rank, all, p - 1, counts[i],
+                                           &me->wrong);
+        tnt_comm_free(nc);
+    }
+    me->old_rc = check_allreduce(comm, rank, all, p, 10, &wrong);
+    me->done = 1;
+    return 0;
+}
+
+static void test_fds(void)
+{
+    const char *only = getenv("TNT_SHRINK_TRANSPORT");
+    const char *tpname = only && *only ? only : "tcp";
+    int joins = strcmp(tpname, "tcp") == 0 || strcmp(tpname, "verbs") == 0;
+    char tp[64];
+    snprintf(tp, sizeof(tp), "TNT_TRANSPORT=%s", tpname);
+    const char *env[] = {"TNT_TIMEOUT=10", "TNT_RECOVERY=1", tp, NULL};
+    enum { P = 4 };
+    fds_seen_t *seen = mmap(NULL, P * sizeof(*seen), PROT_READ | PROT_WRITE,
+                            MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CU_ASSERT_FATAL(seen != MAP_FAILED);
+    memset(seen, 0, P * sizeof(*seen));
+    th_job_t job = {"fds", P, env, fds_rank, seen, 60, 0, 2};
+    th_result_t res;
+    th_run_job(&job, &res);
+    for (int r = 0; r < P - 1; r++) {
+        const fds_seen_t *s = &seen[r];
+        TH_CHECK(s->done, "fds: survivor %d did not finish", r);
+        TH_CHECK(s->loop_rc == TNT_ERR_PEER_LOST, "fds: survivor %d: the "
+                 "loop ended with %d", r, s->loop_rc);
+        TH_CHECK(s->shrink_rc == TNT_SUCCESS && s->rank == r &&
+                 s->size == P - 1, "fds: survivor %d: shrink %d, rank %d "
+                 "of %d: %s", r, s->shrink_rc, s->rank, s->size, s->msg);
+        TH_CHECK(s->after_rc == TNT_SUCCESS && s->wrong == 0, "fds: "
+                 "survivor %d: allreduce on the new one %d, %d wrong", r,
+                 s->after_rc, s->wrong);
+        TH_CHECK(s->old_rc == TNT_ERR_PEER_LOST, "fds: survivor %d: old "
+                 "one gave %d", r, s->old_rc);
+        TH_CHECK(!joins || (s->before > 0 && s->after <= s->before),
+                 "fds: survivor %d over %s: %d descriptors before the "
+                 "death, %d after the shrink", r, tpname, s->before,
+                 s->after);
+    }
+    printf("\n  [p=%d %s: rank 0 held %d descriptors before the death, %d "
+           "after the shrink] ", P, tpname, seen[0].before, seen[0].after);
+    th_result_free(&res);
+    munmap(seen, P * sizeof(*seen));
+}
+
 /* No death: a copy of the communicator, failed_ranks empty. */
 static int healthy_rank(tnt_comm_t comm, int rank, int p, void *arg,
                         th_report_t *rep)
@@ -466,6 +556,7 @@ static const th_test_def_t k_tests[] = {
     {"shrink", "one_death", test_one_death},
     {"shrink", "death_in_shrink", test_death_in_shrink},
     {"shrink", "two_deaths", test_two_deaths},
+    {"shrink", "fds", test_fds},
     {NULL, NULL, NULL},
 };
 

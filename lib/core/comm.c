@@ -176,6 +176,9 @@ static void comm_destroy(struct tnt_comm *comm)
 {
     struct tnt_net_group *g = comm->group;
     pthread_mutex_lock(&g->lock);
+    /* The recovery gate's watches name this communicator; the progress
+     * loop of a shared group goes on without it. */
+    tnt__rec_gate_close(comm);
     int last = g->refs == 1;
     int left = g->shared && !last;
     if (left)
@@ -487,6 +490,23 @@ tnt_result_t tnt__comm_create(const tnt_config_t *config,
             rc = build_topo(comm);
         if (rc == TNT_SUCCESS)
             choose_copies(comm);
+    }
+    /* A communicator that may be shrunk shares its connections from the
+     * start, over TCP and verbs: its failure then forgets the living
+     * peers' connections instead of closing them, and the survivors'
+     * communicator keeps them (comm_shrink.c; docs/design.md, "Sharing
+     * connections between communicators", step 6). Only where every
+     * connection is made at the start: a failing communicator of a
+     * shared group does not connect to a peer that waits for it in
+     * order to say so (tnt__engine_fail), so with connections made on
+     * first use that peer would wait for its deadline. */
+    if (rc == TNT_SUCCESS && comm->rec &&
+        comm->nranks <= TNT_EAGER_CONNECT_MAX &&
+        tnt__net_tcp_or_verbs(comm)) {
+        pthread_mutex_lock(&comm->group->lock);
+        if (tnt__net_group_share(comm->group) != 0)
+            rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+        pthread_mutex_unlock(&comm->group->lock);
     }
     if (rc == TNT_SUCCESS)
         rc = tnt__progress_run_thread(comm);

@@ -27,6 +27,19 @@
  * again). No wait lasts past the communicator's deadline (TNT_TIMEOUT)
  * from the call.
  *
+ * Where every member's connections to the other members are over TCP or
+ * verbs and still up (its communicator shared them from its creation,
+ * comm.c, so that its failure forgot them instead of closing them), the
+ * new communicator joins the old one's net group, as a split does
+ * (docs/design.md, "Sharing connections between communicators", step
+ * 6): no boot entry, listener, progress thread or connection of its own;
+ * the connections to the dead are lost in the group, those to the
+ * members kept, and late messages of the old communicator on them are
+ * dropped (core/demux.c). The members decide it alike: each says in one
+ * more exchange (TNT_REC_JOIN) whether its side may, and the AND decides.
+ * The old communicator's recovery listener then becomes the new one's
+ * (the survivors' listeners are the same sockets).
+ *
  * The old communicator is not touched: its calls keep failing as they
  * did, and it is freed as any other. On a communicator with no dead
  * rank, tnt_comm_shrink is a copy (every rank must call it).
@@ -36,7 +49,9 @@
 #include <string.h>
 
 #include "core/comm.h"
+#include "core/net_group.h"
 #include "core/recovery.h"
+#include "core/timeline.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -56,6 +71,7 @@ typedef struct shrink {
     uint64_t dead[TNT_REC_WORDS];  /* the agreed set, once decided */
     int *old_of;                   /* new rank -> old rank */
     int nmembers;
+    int join;                      /* the new one joins comm's group */
 } shrink_t;
 
 /* Send the decision to every rank not in it (best effort: a dead one
@@ -231,6 +247,51 @@ static uint32_t shrunk_id(struct tnt_comm *c)
     return id > 1 ? id : id + 2;
 }
 
+/* Whether this member's side lets the new communicator keep the old
+ * one's connections: the group shares them (comm.c), every peer is over
+ * TCP or verbs (shm's pair areas are per communicator only from step 5
+ * on), and the connection to every other member is up (one that the
+ * old communicator's failure closed, with its sends in flight, is lost
+ * in the group on this side: the AND then makes every member open its
+ * own). */
+static int may_join(const shrink_t *s)
+{
+    struct tnt_comm *c = s->comm;
+    struct tnt_net_group *g = c->group;
+    pthread_mutex_lock(&g->lock);
+    int ok = g->shared && tnt__net_tcp_or_verbs(c);
+    for (int i = 0; ok && i < s->nmembers; i++) {
+        int q = s->old_of[i];
+        const struct tnt_net_peer *gp = &g->conn[tnt__net_rank(c, q)];
+        ok = q == c->rank || (gp->ep && !gp->dead);
+    }
+    pthread_mutex_unlock(&g->lock);
+    return ok;
+}
+
+static tnt_result_t take_join(shrink_t *s, int i, const tnt_rec_msg_t *m,
+                              void *arg)
+{
+    (void)s;
+    (void)i;
+    *(int *)arg &= m->round == 1;
+    return TNT_SUCCESS;
+}
+
+/* Every member learns every member's may_join: the same verdict. */
+static tnt_result_t decide_join(shrink_t *s)
+{
+    tnt_rec_msg_t msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.type = TNT_REC_JOIN;
+    msg.round = (uint32_t)may_join(s);
+    s->join = (int)msg.round;
+    return exchange(s, &msg, take_join, &s->join,
+                    "said nothing of the new communicator",
+                    "after the survivors agreed, before the new "
+                    "communicator was made");
+}
+
 static tnt_result_t make_new(shrink_t *s, tnt_comm_t *out)
 {
     struct tnt_comm *c = s->comm;
@@ -248,6 +309,8 @@ static tnt_result_t make_new(shrink_t *s, tnt_comm_t *out)
         return tnt__error(TNT_ERR_PEER_LOST, "rank %d: tnt_comm_shrink: the "
                           "other survivors counted this rank as dead",
                           c->rank);
+    if (s->mesh && s->nmembers > 1)
+        TNT_CHECK(decide_join(s));
     tnt_config_t cfg = TNT_CONFIG_INIT;
     cfg.rank = me;
     cfg.nranks = s->nmembers;
@@ -255,8 +318,25 @@ static tnt_result_t make_new(shrink_t *s, tnt_comm_t *out)
     cfg.reproducible = c->params.reproducible ? 1 : -1;
     uint32_t id = shrunk_id(c);
     tnt_comm_lineage_t lin = {"shrink", 0, c->derived, s->old_of};
-    tnt_comm_origin_t o = {mesh_boot, s, c, id, &lin, 0};
+    tnt_comm_origin_t o = {mesh_boot, s, c, id, &lin, s->join};
     return tnt__comm_create(&cfg, &o, out);
+}
+
+/* A joined new communicator, made on every member: it takes the old
+ * one's recovery listener (for its own shrink), and its first
+ * collectives (the timeline's clock alignment) may start. Both gates
+ * are closed while the mesh is open. */
+static tnt_result_t finish_join(shrink_t *s, tnt_comm_t nc)
+{
+    struct tnt_net_group *g = s->comm->group;
+    pthread_mutex_lock(&g->lock);
+    int moved = tnt__rec_hand_over(s->comm, nc, s->old_of) == 0;
+    if (moved)
+        tnt__rec_gate_open(nc);
+    pthread_mutex_unlock(&g->lock);
+    if (!moved)
+        return tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
+    return tnt__tl_start(nc);
 }
 
 /* Every member has its new communicator, connections under way: a
@@ -286,7 +366,12 @@ TNT_API tnt_result_t tnt_comm_shrink(tnt_comm_t comm, tnt_comm_t *newcomm)
         return tnt__error(TNT_ERR_UNSUPPORTED, "rank %d: tnt_comm_shrink: "
                           "%d ranks; at most %d so far", comm->rank,
                           comm->nranks, TNT_REC_MAX_RANKS);
-    if (comm->nranks > 1 && (!comm->rec || comm->rec->fd < 0))
+    if (comm->nranks > 1 && comm->rec && comm->rec->fd < 0)
+        return tnt__error(TNT_ERR_UNSUPPORTED, "rank %d: tnt_comm_shrink: "
+                          "this communicator was shrunk already, and its "
+                          "recovery listener is the new one's: shrink "
+                          "that one", comm->rank);
+    if (comm->nranks > 1 && !comm->rec)
         return tnt__error(TNT_ERR_UNSUPPORTED, "rank %d: tnt_comm_shrink: "
                           "this communicator has no recovery listener; set "
                           "TNT_RECOVERY=1 on every rank (tnt-run --elastic "
@@ -307,6 +392,8 @@ TNT_API tnt_result_t tnt_comm_shrink(tnt_comm_t comm, tnt_comm_t *newcomm)
     }
     if (rc == TNT_SUCCESS && s.mesh && s.nmembers > 1) {
         rc = all_ready(&s);
+        if (rc == TNT_SUCCESS && s.join)
+            rc = finish_join(&s, *newcomm);
         if (rc != TNT_SUCCESS) {
             char why[512];
             snprintf(why, sizeof(why), "%s", tnt_last_error());

@@ -79,6 +79,20 @@ int tnt__net_group_share(struct tnt_net_group *g)
     return 0;
 }
 
+int tnt__net_tcp_or_verbs(const struct tnt_comm *comm)
+{
+    for (int i = 0; i < comm->nranks; i++) {
+        const tnt_peer_t *p = &comm->peers[i];
+        if (i == comm->rank)
+            continue;
+        if (!p->tp || (strcmp(p->tp->name, "tcp") != 0 &&
+                       strcmp(p->tp->name, "verbs") != 0) ||
+            p->tpi == comm->net.area_tpi)
+            return 0;
+    }
+    return 1;
+}
+
 struct tnt_notice_copy *tnt__net_group_notice(struct tnt_net_group *g,
                                               const tnt_msg_hdr_t *hdr,
                                               const char *text, size_t len)

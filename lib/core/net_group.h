@@ -43,6 +43,13 @@ static inline int tnt__net_local(const struct tnt_comm *comm, int net)
 /** Make g shared (lock held): its connection table from the net owner's
  *  peers, once. 0, or -1 when out of memory. */
 int tnt__net_group_share(struct tnt_net_group *g);
+/** Whether every peer of comm's is over TCP or verbs
+ *  (no pair areas, not a plugin): the connections a shrink's
+ *  communicator may keep (comm_shrink.c), and those a communicator with
+ *  a recovery listener shares from its creation on, so that its failure
+ *  forgets them rather than closing them (comm.c). Lock held or not yet
+ *  shared. */
+int tnt__net_tcp_or_verbs(const struct tnt_comm *comm);
 /** Keep a copy of a failure notice for a shared connection (lock held);
  *  NULL when out of memory. */
 struct tnt_notice_copy *tnt__net_group_notice(struct tnt_net_group *g,

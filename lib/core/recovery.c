@@ -79,6 +79,22 @@ void tnt__rec_note_peer(struct tnt_comm *comm, int rank,
     memcpy(r->addr[rank], blob + off + 1, blob[off]);
 }
 
+int tnt__rec_hand_over(struct tnt_comm *from, struct tnt_comm *to,
+                       const int *old_of)
+{
+    struct tnt_recovery *f = from->rec, *t = rec_get(to);
+    if (!f || !t)
+        return -1;
+    for (int i = 0; i < to->nranks; i++) {
+        t->addr_len[i] = f->addr_len[old_of[i]];
+        memcpy(t->addr[i], f->addr[old_of[i]], sizeof(t->addr[i]));
+    }
+    t->fd = f->fd;
+    t->timerfd = f->timerfd;
+    f->fd = f->timerfd = -1;
+    return 0;
+}
+
 void tnt__rec_close(struct tnt_comm *comm)
 {
     struct tnt_recovery *r = comm->rec;

@@ -1,8 +1,10 @@
 /*
  * The recovery mesh: what the survivors of a communicator talk over
  * while they shrink it (comm_shrink.c), when its own connections are
- * closed (a failed communicator closes them all, design.md "Failure
- * policy"). Every rank of a communicator of more than one rank opens a
+ * closed (a failed communicator closes them, design.md "Failure
+ * policy"; over TCP and verbs it forgets those to the living, which the
+ * new communicator keeps, but the agreement must not depend on which
+ * ones the failure left up). Every rank of a communicator of more than one rank opens a
  * TCP listener for it at creation, and its address travels in the rank's
  * boot entry, after the transports' addresses; nothing connects to it
  * unless tnt_comm_shrink is called. Messages are of one fixed size, each
@@ -28,7 +30,9 @@ enum tnt_rec_type {
     TNT_REC_ROUND = 1,         /* a round of the agreement: bits = dead */
     TNT_REC_DECIDED = 2,       /* the agreed dead set: bits */
     TNT_REC_ENTRY = 3,         /* the new communicator's boot entry */
-    TNT_REC_READY = 4          /* the new communicator is made here */
+    TNT_REC_READY = 4,         /* the new communicator is made here */
+    TNT_REC_JOIN = 5           /* round: 1 if this member may keep its
+                                  connections to the others (below) */
 };
 
 #define REC_MAGIC 0x52434f56u /* "RCOV": a recovery message */
@@ -44,6 +48,8 @@ typedef struct tnt_rec_msg {
     tnt_boot_entry_t entry;
     unsigned char mac[32];     /* HMAC-SHA256 by the job key, of the rest */
 } tnt_rec_msg_t;
+
+/* (TNT_REC_JOIN: comm_shrink.c, may_join.) */
 
 /* A communicator's part (comm->rec): its listener and every peer's
  * address. */
@@ -89,6 +95,15 @@ tnt_result_t tnt__rec_listen(struct tnt_comm *comm, const char *ip,
  *  the transports' addresses); none there leaves it unknown. */
 void tnt__rec_note_peer(struct tnt_comm *comm, int rank,
                         const unsigned char *blob, size_t len);
+/** Give `from`'s listener (and its gate's timer) to `to`, a
+ *  communicator of from's ranks old_of[0..to->nranks-1] that joined
+ *  from's net group (a shrink's: comm_shrink.c), with those ranks'
+ *  addresses; the survivors' listeners are the same sockets, so no
+ *  address travels. `from` has none after (a failed communicator is
+ *  shrunk once). Both gates closed; lock held. 0, or -1 when out of
+ *  memory (nothing moved). */
+int tnt__rec_hand_over(struct tnt_comm *from, struct tnt_comm *to,
+                       const int *old_of);
 /** Close the listener, forget the addresses (communicator teardown). */
 void tnt__rec_close(struct tnt_comm *comm);
 
