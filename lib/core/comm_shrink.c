@@ -250,10 +250,11 @@ static uint32_t shrunk_id(struct tnt_comm *c)
 /* Whether this member's side lets the new communicator keep the old
  * one's connections: the group shares them (comm.c), every peer is over
  * TCP or verbs (shm's pair areas are per communicator only from step 5
- * on), and the connection to every other member is up (one that the
- * old communicator's failure closed, with its sends in flight, is lost
- * in the group on this side: the AND then makes every member open its
- * own). */
+ * on), and no connection to another member is lost in the group (one
+ * that the old communicator's failure closed, with its sends in flight,
+ * is lost on the closing side: the AND then makes every member open its
+ * own). One still being made (a shrink right after the creation) is the
+ * new communicator's when it comes up, as a split's (core/demux.c). */
 static int may_join(const shrink_t *s)
 {
     struct tnt_comm *c = s->comm;
@@ -263,7 +264,7 @@ static int may_join(const shrink_t *s)
     for (int i = 0; ok && i < s->nmembers; i++) {
         int q = s->old_of[i];
         const struct tnt_net_peer *gp = &g->conn[tnt__net_rank(c, q)];
-        ok = q == c->rank || (gp->ep && !gp->dead);
+        ok = q == c->rank || !gp->dead;
     }
     pthread_mutex_unlock(&g->lock);
     return ok;
