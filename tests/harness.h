@@ -139,10 +139,6 @@ int th_free_port(void);
 
 /** Monotonic seconds. */
 double th_now(void);
-/** Descriptors this process holds open (the count's own directory
- *  included, the same in every count); -1 if /proc/self/fd is not
- *  readable. */
-int th_open_fds(void);
 
 /* ---- child side --------------------------------------------------------- */
 

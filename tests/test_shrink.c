@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fd_count.h"
 #include "harness.h"
 
 #define MAXR 8
@@ -421,7 +422,7 @@ static int fds_rank(tnt_comm_t comm, int rank, int p, void *arg,
         all[i] = i;
     int wrong = 0;
     me->loop_rc = check_allreduce(comm, rank, all, p, 1000, &wrong);
-    me->before = th_open_fds();
+    me->before = tnt_open_fds();
     if (me->loop_rc == TNT_SUCCESS)
         me->loop_rc = tnt_barrier(comm);
     if (rank == p - 1)
@@ -432,7 +433,7 @@ static int fds_rank(tnt_comm_t comm, int rank, int p, void *arg,
     me->shrink_rc = tnt_comm_shrink(comm, &nc);
     if (me->shrink_rc != TNT_SUCCESS)
         snprintf(me->msg, sizeof(me->msg), "%s", tnt_last_error());
-    me->after = th_open_fds();
+    me->after = tnt_open_fds();
     if (nc) {
         tnt_comm_rank(nc, &me->rank);
         tnt_comm_size(nc, &me->size);
