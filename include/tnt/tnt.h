@@ -204,9 +204,11 @@ TNT_API tnt_result_t tnt_comm_dup(tnt_comm_t comm, tnt_comm_t *newcomm);
  * calls it) agree on the set of dead ranks and get one communicator of
  * themselves, in their order in comm. The agreement runs over a
  * listener every rank opened for it at creation when TNT_RECOVERY=1 was
- * set (comm's own connections are closed by then; without it the call
- * fails with TNT_ERR_UNSUPPORTED), and no wait lasts past comm's deadline
- * (TNT_TIMEOUT) from the call. A rank that dies during the agreement
+ * set (without it the call fails with TNT_ERR_UNSUPPORTED), and no wait
+ * lasts past comm's deadline (TNT_TIMEOUT) from the call. Over TCP and
+ * verbs the new communicator keeps comm's connections to the survivors
+ * and takes its listener (comm cannot be shrunk again); elsewhere it
+ * makes its own. A rank that dies during the agreement
  * joins the dead set; one that dies after it fails the call
  * (TNT_ERR_PEER_LOST) on the members that miss its address, or is lost
  * at the first collective of the new communicator on those that got it
