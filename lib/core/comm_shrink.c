@@ -28,7 +28,7 @@
  * from the call.
  *
  * Where every member's connections to the other members are over TCP or
- * verbs and still up (its communicator shared them from its creation,
+ * verbs and none is lost (its communicator shared them from its creation,
  * comm.c, so that its failure forgot them instead of closing them), the
  * new communicator joins the old one's net group, as a split does
  * (docs/design.md, "Sharing connections between communicators", step

@@ -4,10 +4,12 @@
  * closed (a failed communicator closes them, design.md "Failure
  * policy"; over TCP and verbs it forgets those to the living, which the
  * new communicator keeps, but the agreement must not depend on which
- * ones the failure left up). Every rank of a communicator of more than one rank opens a
- * TCP listener for it at creation, and its address travels in the rank's
- * boot entry, after the transports' addresses; nothing connects to it
- * unless tnt_comm_shrink is called. Messages are of one fixed size, each
+ * ones the failure left up). Every rank of a communicator of more than
+ * one rank opens a TCP listener for it at creation, and its address
+ * travels in the rank's boot entry, after the transports' addresses;
+ * nothing connects to it unless tnt_comm_shrink is called (a shrink's
+ * communicator that keeps the connections takes the old one's listener
+ * instead: tnt__rec_hand_over). Messages are of one fixed size, each
  * with an HMAC by the job key over its bytes, and say who sends them;
  * the mesh reads whatever arrives into a queue per sender, and a
  * sender's queue is read before its end (a closed connection, a refused
@@ -32,7 +34,8 @@ enum tnt_rec_type {
     TNT_REC_ENTRY = 3,         /* the new communicator's boot entry */
     TNT_REC_READY = 4,         /* the new communicator is made here */
     TNT_REC_JOIN = 5           /* round: 1 if this member may keep its
-                                  connections to the others (below) */
+                                  connections to the other members
+                                  (comm_shrink.c, may_join) */
 };
 
 #define REC_MAGIC 0x52434f56u /* "RCOV": a recovery message */
@@ -48,8 +51,6 @@ typedef struct tnt_rec_msg {
     tnt_boot_entry_t entry;
     unsigned char mac[32];     /* HMAC-SHA256 by the job key, of the rest */
 } tnt_rec_msg_t;
-
-/* (TNT_REC_JOIN: comm_shrink.c, may_join.) */
 
 /* A communicator's part (comm->rec): its listener and every peer's
  * address. */
