@@ -13,17 +13,20 @@
  * same error on every rank, the parent usable after), a split against
  * an allgather (TNT_ERR_MISMATCH on every rank), a NULL output, a
  * communicator freed twice. And the descriptors a dup and a split open
- * on each rank: over TCP none (they join the parent's net group and
- * share its connections: docs/design.md, "Sharing connections between
- * communicators", step 4); over shm, which shares after step 5, every
- * one of them closed again when they are freed (rank 0 prints what
- * they opened). A dup that fails (a split against an allgather) leaves
+ * on each rank: none, over TCP and over shm (they join the parent's net
+ * group and share its connections: docs/design.md, "Sharing connections
+ * between communicators", steps 4 and 5), and none left open when they
+ * are freed (rank 0 prints the counts). On a dup, float allreduces of
+ * the sizes of the on-host algorithms (over shm: the slots and staged
+ * ones, on the dup's own set of pair areas) take the algorithm the
+ * parent takes and give its bits. A dup that fails (a split against an allgather) leaves
  * the parent working over the connections they share; and (owner_freed)
  * communicators derived from the first one keep working, and can be
  * derived from, after the first one is freed.
  */
 #include <CUnit/CUnit.h>
 #include <dirent.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,15 +225,15 @@ static tnt_result_t settle(tnt_comm_t comm, int n)
 }
 
 /* Whether this job's derived communicators join the parent's group:
- * over TCP (meson's "split" pass), not over shm. */
+ * over TCP and shm (meson's "split" and "split_shm" passes). */
 static int joins(void)
 {
     const char *t = getenv("TNT_TRANSPORT");
-    return t && strcmp(t, "tcp") == 0;
+    return t && (strcmp(t, "tcp") == 0 || strcmp(t, "shm") == 0);
 }
 
-/* What a dup and a split by parity open on this rank (over TCP: none),
- * and that freeing them closes every descriptor they opened. */
+/* What a dup and a split by parity open on this rank (none where they
+ * join), and that freeing them closes every descriptor they opened. */
 static void fds_case(tnt_comm_t comm, th_report_t *rep, int rank, int n)
 {
     tnt_result_t rc = settle(comm, n);
@@ -269,10 +272,92 @@ static void fds_case(tnt_comm_t comm, th_report_t *rep, int rank, int n)
                      with_both, with_both - with_dup, after);
     th_report_expect(rep, "fds_none_joined", !joins() ||
                      (rc == TNT_SUCCESS && with_dup <= before &&
-                      with_both <= with_dup), rc, "over TCP a dup and a "
-                     "split open no descriptors: %d before, %d with the "
+                      with_both <= with_dup), rc, "a dup and a split that "
+                     "join open no descriptors: %d before, %d with the "
                      "dup, %d with the split too", before, with_dup,
                      with_both);
+}
+
+/* Float allreduces on the parent and on a dup of it, which has the same
+ * ranks: the same algorithm (by tnt_comm_stats) and the same bits,
+ * every element; over shm the on-host algorithms, the dup's over its
+ * own set of pair areas, with the parent's collectives in flight at the
+ * same time. Sizes: the slots (7, 1000 floats) and the staged allreduce
+ * (70001). */
+static float onhost_v(int r, size_t i)
+{
+    return 1.0f / (float)(1 + r + (int)(i % 97)) + (float)(i % 5) * 1e3f;
+}
+
+static void onhost_case(tnt_comm_t comm, th_report_t *rep, int rank, int n)
+{
+    static const size_t counts[] = {7, 1000, 70001};
+    tnt_comm_t dup = NULL;
+    tnt_result_t rc = tnt_comm_dup(comm, &dup);
+    th_report_check(rep, "onhost_dup", rc, 0, 0, NULL, 0);
+    if (rc != TNT_SUCCESS)
+        return;
+    tnt_stats_t s0[2] = {TNT_STATS_INIT, TNT_STATS_INIT};
+    tnt_stats_t s1[2] = {TNT_STATS_INIT, TNT_STATS_INIT};
+    tnt_comm_stats(comm, &s0[0]);
+    tnt_comm_stats(dup, &s0[1]);
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+        size_t c = counts[k];
+        float *x[2];
+        tnt_request_t req[2] = {NULL, NULL};
+        for (int j = 0; j < 2; j++) {
+            x[j] = th_xmalloc(c * sizeof(float));
+            for (size_t i = 0; i < c; i++)
+                x[j][i] = onhost_v(rank, i);
+        }
+        /* Both in flight at once, the dup's posted first. */
+        rc = tnt_iallreduce(dup, TNT_IN_PLACE, x[1], c, TNT_F32, TNT_SUM,
+                            &req[1]);
+        if (rc == TNT_SUCCESS)
+            rc = tnt_iallreduce(comm, TNT_IN_PLACE, x[0], c, TNT_F32,
+                                TNT_SUM, &req[0]);
+        for (int j = 0; j < 2; j++)
+            if (req[j]) {
+                tnt_result_t w = tnt_wait(req[j]);
+                rc = rc == TNT_SUCCESS ? w : rc;
+                tnt_request_free(req[j]);
+            }
+        /* The parent's sum near the exact one, the dup's the same bits. */
+        size_t wrong = 0, first = 0;
+        for (size_t i = 0; rc == TNT_SUCCESS && i < c; i++) {
+            double want = 0;
+            for (int r = 0; r < n; r++)
+                want += onhost_v(r, i);
+            if ((fabs(x[0][i] - want) > 1e-5 * (1 + fabs(want)) ||
+                 memcmp(&x[0][i], &x[1][i], sizeof(float)) != 0) &&
+                !wrong++)
+                first = i;
+        }
+        char name[TH_NAME_MAX];
+        snprintf(name, sizeof(name), "onhost_bits_%zu", c);
+        th_report_check(rep, name, rc, wrong, first, x[0],
+                        c * sizeof(float));
+        free(x[0]);
+        free(x[1]);
+    }
+    tnt_comm_stats(comm, &s1[0]);
+    tnt_comm_stats(dup, &s1[1]);
+    int same = 1, onhost = 0;
+    for (int a = 0; a < TNT_STATS_ALGOS; a++) {
+        uint64_t d0 = s1[0].algo[a].calls - s0[0].algo[a].calls;
+        uint64_t d1 = s1[1].algo[a].calls - s0[1].algo[a].calls;
+        const char *nm = tnt_stats_algo_name(a);
+        same &= d0 == d1;
+        onhost += d1 && nm && (strcmp(nm, "slots") == 0 ||
+                               strcmp(nm, "staged") == 0);
+    }
+    const char *t = getenv("TNT_TRANSPORT");
+    int shm = t && strcmp(t, "shm") == 0;
+    th_report_expect(rep, "onhost_algos", same && (!shm || onhost == 2), 0,
+                     "the dup's algorithms differ from the parent's, or "
+                     "over shm not both of slots and staged (%d)", onhost);
+    rc = tnt_comm_free(dup);
+    th_report_check(rep, "onhost_free", rc, 0, 0, NULL, 0);
 }
 
 /* The parent still works: an allreduce over all of it. */
@@ -346,6 +431,7 @@ static int rank_main(tnt_comm_t comm, int rank, int n, void *arg,
 
     inflight_case(comm, rep, rank, n);
     fds_case(comm, rep, rank, n);
+    onhost_case(comm, rep, rank, n);
 
     /* Bad input. */
     rc = tnt_comm_split(comm, 0, 0, NULL);
