@@ -19,7 +19,6 @@
  * design.md, "Sharing connections between communicators"), so the two
  * runs compare a split that shares with one that does not.
  */
-#include <dirent.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fd_count.h"
 #include "tnt/tnt.h"
 
 #define REPS 5
@@ -78,20 +78,6 @@ static int split_msgs(tnt_comm_t comm, int rank, double *out)
     return 0;
 }
 
-/* Descriptors this process holds open. */
-static double open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
 /* Every pair of `comm` exchanges a message (all its connections are up
  * on both sides), then this rank's descriptors. */
 static int settled_fds(tnt_comm_t comm, int size, double *out)
@@ -105,7 +91,7 @@ static int settled_fds(tnt_comm_t comm, int size, double *out)
     free(a);
     if (rc != TNT_SUCCESS || tnt_barrier(comm) != TNT_SUCCESS)
         return fail("alltoall");
-    *out = open_fds();
+    *out = tnt_open_fds();
     return 0;
 }
 

@@ -64,6 +64,7 @@
 #include "util/auth.h"
 #include "boot/boot_tree.h"
 #include "boot/boot_wire.h"
+#include "beside.h"
 #include "harness.h"
 #include "transport/tcp/tcp_wire.h"
 #include "transport/verbs/verbs_wire.h"
@@ -826,6 +827,11 @@ static int ix_tree_forced(void)
            min <= 3;
 }
 
+static int ix_run(void *x)
+{
+    return ix_main(x);
+}
+
 static void test_intruders(void)
 {
     ix_ctx_t x;
@@ -848,16 +854,8 @@ static void test_intruders(void)
     snprintf(root, sizeof(root), "TNT_ROOT_ADDR=127.0.0.1:%d", x.root_port);
 
     /* Everything the ranks and the intruder print goes to the log. */
-    fflush(stderr);
-    int saved = dup(2);
-    int lfd = open(log, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
-    dup2(lfd, 2);
-    close(lfd);
-    pid_t ipid = fork();
-    if (ipid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        _exit(ix_main(&x));
-    }
+    int saved = th_stderr_to(log);
+    pid_t ipid = th_fork_beside(ix_run, &x);
     const char *env[] = {root, "TNT_JOB_KEY=" IX_KEY,
                          "TNT_LOG_LEVEL=WARNING", "TNT_LOG_ALL_RANKS=1",
                          NULL};
@@ -865,21 +863,10 @@ static void test_intruders(void)
                     .fn = rank_fn, .arg = &x, .deadline_s = 150,
                     .no_init = 1};
     th_run_job(&job, NULL);
-    int st = 0;
-    double end = th_now() + 60.0 * th_timeout_mult();
-    pid_t w;
-    while ((w = waitpid(ipid, &st, WNOHANG)) == 0 && th_now() < end)
-        usleep(50000);
-    if (w == 0) {
-        kill(ipid, SIGKILL);
-        waitpid(ipid, &st, 0);
-    }
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
+    int st = th_reap_beside(ipid, 60.0 * th_timeout_mult());
+    th_stderr_back(saved);
 
-    TH_CHECK(w == ipid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-             "the intruder saw an attack succeed or could not run (see its "
+    TH_CHECK(st == 0, "the intruder saw an attack succeed or could not run (see its "
              "FAIL lines in %s)", log);
     /* Each kind of intruder left a WARNING naming its address. */
     struct want { const char *a, *b; int min; };
@@ -918,13 +905,7 @@ static void test_intruders(void)
         if (!ix_hold_data(&x) && want[i].b &&
             strstr(want[i].b, "in time"))
             continue;
-        int n = th_count_lines(log, want[i].a, want[i].b);
-        if (getenv("TNT_TEST_VERBOSE"))
-            printf("  %5d lines with \"%s\" + \"%s\"\n", n, want[i].a,
-                   want[i].b ? want[i].b : "");
-        TH_CHECK(n >= want[i].min, "%d WARNING lines with \"%s\" and "
-                 "\"%s\" in %s, expected at least %d", n, want[i].a,
-                 want[i].b ? want[i].b : "", log, want[i].min);
+        th_expect_lines(log, want[i].a, want[i].b, want[i].min);
     }
     /* With the tree, rank 1's bootstrap listener named each stranger. */
     static const struct want tree_want[] = {
@@ -938,13 +919,9 @@ static void test_intruders(void)
          3 + IX_TREE_HOLD},
         {NULL, NULL, 0},
     };
-    for (size_t i = 0; x.tree && tree_want[i].a; i++) {
-        int n = th_count_lines(log, tree_want[i].a, tree_want[i].b);
-        TH_CHECK(n >= tree_want[i].min, "%d WARNING lines with \"%s\" and "
-                 "\"%s\" in %s, expected at least %d", n, tree_want[i].a,
-                 tree_want[i].b ? tree_want[i].b : "", log,
-                 tree_want[i].min);
-    }
+    for (size_t i = 0; x.tree && tree_want[i].a; i++)
+        th_expect_lines(log, tree_want[i].a, tree_want[i].b,
+                        tree_want[i].min);
     if (CU_get_number_of_failures() == 0 && !getenv("TNT_TEST_KEEP")) {
         unlink(log);
         char p[256];
@@ -1127,11 +1104,7 @@ static void test_flood(void)
     char log[256], root[64];
     ix_path(&x, "stderr.log", log, sizeof(log));
     snprintf(root, sizeof(root), "TNT_ROOT_ADDR=127.0.0.1:%d", x.root_port);
-    fflush(stderr);
-    int saved = dup(2);
-    int lfd = open(log, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
-    dup2(lfd, 2);
-    close(lfd);
+    int saved = th_stderr_to(log);
     enum { MAXH = 2 * FL_HOLD / FL_CHUNK };
     pid_t *helpers = mmap(NULL, sizeof(pid_t) * (MAXH + 1),
                           PROT_READ | PROT_WRITE,
@@ -1162,9 +1135,7 @@ static void test_flood(void)
     for (int i = 0; i < MAXH; i++)
         if (helpers[i] > 0)
             waitpid(helpers[i], NULL, WNOHANG);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
+    th_stderr_back(saved);
     TH_CHECK(intruder_ok, "the intruder could not hold its connections "
              "(see its FAIL lines in %s)", log);
     TH_CHECK(res.failures == 0, "the job failed under the flood: %s (the "

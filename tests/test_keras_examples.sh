@@ -1,6 +1,6 @@
 #!/bin/bash
 # Tarantella's two tutorials on tntcomm.keras at small sizes, p = 1, 2, 4
-# (docs/keras.md): ResNet-50 from keras.applications on 32x32 synthetic
+# (ResNet-50 at 1 and 4; docs/keras.md): ResNet-50 from keras.applications on 32x32 synthetic
 # images (examples/keras_resnet50.py) and a Transformer on a toy
 # translation (examples/keras_transformer.py). (The Quick Start's model and
 # data, examples/keras_lenet5.py, are the proof of test_keras.sh at
@@ -66,9 +66,11 @@ agree() { # name, logs...
     passed=$((passed + 1))
 }
 
+# ResNet-50 at p = 1 and 4 only: its loss is compared with nothing (see
+# above), so p = 2 would prove again what p = 4 does, for 27 s of CI.
 for n in 1 2 4; do
-    run resnet50 "$n" "$TMP/resnet$n.log" keras_resnet50.py --steps 1 \
-        --epochs 1 --global-batch 8
+    [ "$n" = 2 ] || run resnet50 "$n" "$TMP/resnet$n.log" keras_resnet50.py \
+        --steps 1 --epochs 1 --global-batch 8
     run transformer "$n" "$TMP/tf$n.log" keras_transformer.py --steps 2 \
         --epochs 1 --global-batch 16 --layers 1
 done

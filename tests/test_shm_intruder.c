@@ -36,6 +36,7 @@
 
 #include "util/auth.h"
 #include "core/engine_internal.h"
+#include "beside.h"
 #include "harness.h"
 #include "transport/shm/shm_internal.h"
 
@@ -512,6 +513,11 @@ static int rank_fn(tnt_comm_t comm, int rank, int nranks, void *arg,
     return 0;
 }
 
+static int sx_run(void *x)
+{
+    return sx_main(x);
+}
+
 static void test_shm_intruders(void)
 {
     sx_ctx_t x;
@@ -528,16 +534,8 @@ static void test_shm_intruders(void)
     char log[256];
     sx_path(&x, "stderr.log", log, sizeof(log));
 
-    fflush(stderr);
-    int saved = dup(2);
-    int lfd = open(log, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
-    dup2(lfd, 2);
-    close(lfd);
-    pid_t ipid = fork();
-    if (ipid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        _exit(sx_main(&x));
-    }
+    int saved = th_stderr_to(log);
+    pid_t ipid = th_fork_beside(sx_run, &x);
     /* No TNT_LOG_ALL_RANKS: refusals must show on every rank anyway. */
     const char *env[] = {"TNT_JOB_KEY=" SX_KEY, "TNT_TRANSPORT=shm",
                          "TNT_LOG_LEVEL=WARNING", "TNT_LOG_ALL_RANKS",
@@ -545,21 +543,10 @@ static void test_shm_intruders(void)
     th_job_t job = {.name = "shm intruders", .nranks = 3, .env = env,
                     .fn = rank_fn, .arg = &x, .deadline_s = 150};
     th_run_job(&job, NULL);
-    int st = 0;
-    double end = th_now() + 60.0 * th_timeout_mult();
-    pid_t w;
-    while ((w = waitpid(ipid, &st, WNOHANG)) == 0 && th_now() < end)
-        usleep(50000);
-    if (w == 0) {
-        kill(ipid, SIGKILL);
-        waitpid(ipid, &st, 0);
-    }
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
+    int st = th_reap_beside(ipid, 60.0 * th_timeout_mult());
+    th_stderr_back(saved);
 
-    TH_CHECK(w == ipid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-             "the intruder saw an attack succeed or could not run (see its "
+    TH_CHECK(st == 0, "the intruder saw an attack succeed or could not run (see its "
              "FAIL lines in %s)", log);
     struct { const char *a, *b; int min; } want[] = {
         {"dropped shared-memory connection from pid", "(uid ", 1},
@@ -578,15 +565,8 @@ static void test_shm_intruders(void)
         {"refused shared-memory connection", "another user",
          getuid() == 0 ? 3 : 0},
     };
-    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-        int n = th_count_lines(log, want[i].a, want[i].b);
-        if (getenv("TNT_TEST_VERBOSE"))
-            printf("  %5d lines with \"%s\" + \"%s\"\n", n, want[i].a,
-                   want[i].b ? want[i].b : "");
-        TH_CHECK(n >= want[i].min, "%d WARNING lines with \"%s\" and "
-                 "\"%s\" in %s, expected at least %d", n, want[i].a,
-                 want[i].b ? want[i].b : "", log, want[i].min);
-    }
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        th_expect_lines(log, want[i].a, want[i].b, want[i].min);
     if (CU_get_number_of_failures() == 0 && !getenv("TNT_TEST_KEEP")) {
         char p[256];
         const char *files[] = {"stderr.log", "running", "done"};
@@ -704,11 +684,7 @@ static void test_shm_flood(void)
     x.job_id = tnt__auth_job_id(SX_KEY);
     char log[256];
     sx_path(&x, "stderr.log", log, sizeof(log));
-    fflush(stderr);
-    int saved = dup(2);
-    int lfd = open(log, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
-    dup2(lfd, 2);
-    close(lfd);
+    int saved = th_stderr_to(log);
     enum { MAXH = 2 * FLOOD_HOLD / FLOOD_CHUNK };
     /* helpers, then the connections each made, then the verdict. */
     int *sh = mmap(NULL, sizeof(int) * (2 * MAXH + 1),
@@ -769,9 +745,7 @@ static void test_shm_flood(void)
             kill(sh[i], SIGKILL);
     kill(ipid, SIGKILL);
     waitpid(ipid, NULL, 0);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
+    th_stderr_back(saved);
     int made = 0;
     for (int i = 0; i < MAXH; i++)
         made += sh[MAXH + i];

@@ -25,13 +25,13 @@
  * derived from, after the first one is freed.
  */
 #include <CUnit/CUnit.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fd_count.h"
 #include "harness.h"
 
 /* The value parent rank r puts at element i. */
@@ -195,21 +195,6 @@ static void inflight_case(tnt_comm_t comm, th_report_t *rep, int rank,
     tnt_comm_free(dup);
 }
 
-/* Descriptors this process holds open (the directory's own included,
- * the same in every count). */
-static int open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
 /* Every pair of `comm` exchanges a message both ways (an alltoall), so
  * that a count of descriptors after it includes its connections. (The
  * printed counts have once come out one short, a descriptor elsewhere
@@ -237,7 +222,7 @@ static int joins(void)
 static void fds_case(tnt_comm_t comm, th_report_t *rep, int rank, int n)
 {
     tnt_result_t rc = settle(comm, n);
-    int before = open_fds();
+    int before = tnt_open_fds();
     tnt_comm_t dup = NULL, sub = NULL;
     int with_dup = -1, with_both = -1;
     if (rc == TNT_SUCCESS)
@@ -245,19 +230,19 @@ static void fds_case(tnt_comm_t comm, th_report_t *rep, int rank, int n)
     if (rc == TNT_SUCCESS)
         rc = settle(dup, n);
     if (rc == TNT_SUCCESS) {
-        with_dup = open_fds();
+        with_dup = tnt_open_fds();
         rc = tnt_comm_split(comm, rank % 2, rank, &sub);
     }
     if (rc == TNT_SUCCESS)
         rc = settle(sub, (n + 1 - rank % 2) / 2);
     if (rc == TNT_SUCCESS)
-        with_both = open_fds();
+        with_both = tnt_open_fds();
     th_report_check(rep, "fds_make", rc, 0, 0, NULL, 0);
     if (sub)
         tnt_comm_free(sub);
     if (dup)
         tnt_comm_free(dup);
-    int after = open_fds();
+    int after = tnt_open_fds();
     if (rank == 0)
         fprintf(stderr, "test_split: p=%d rank 0: a dup opened %d "
                 "descriptors, a split by parity %d; %d left open after "
