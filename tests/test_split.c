@@ -19,7 +19,10 @@
  * are freed (rank 0 prints the counts). On a dup, float allreduces of
  * the sizes of the on-host algorithms (over shm: the slots and staged
  * ones, on the dup's own set of pair areas) take the algorithm the
- * parent takes and give its bits. A dup that fails (a split against an allgather) leaves
+ * parent takes and give its bits; eight dups alive at once (over shm
+ * the eighth finds no free set of pair areas and makes contexts of its
+ * own) all work with allreduces in flight on all of them. A dup that
+ * fails (a split against an allgather) leaves
  * the parent working over the connections they share; and (owner_freed)
  * communicators derived from the first one keep working, and can be
  * derived from, after the first one is freed.
@@ -345,6 +348,65 @@ static void onhost_case(tnt_comm_t comm, th_report_t *rep, int rank, int n)
     th_report_check(rep, "onhost_free", rc, 0, 0, NULL, 0);
 }
 
+/* More live communicators over the same pairs than the pairs have sets
+ * of pair areas (eight, the parent's one of them): over shm the first
+ * seven dups join (no descriptor), the eighth makes contexts of its own
+ * (descriptors); over TCP all join. All eight work, allreduces of the
+ * slots' size in flight on all of them at once, every element checked. */
+static void many_case(tnt_comm_t comm, th_report_t *rep, int rank, int n)
+{
+    enum { NDUP = 8, COUNT = 1000 };
+    tnt_comm_t d[NDUP] = {NULL};
+    int fds[NDUP + 1];
+    fds[0] = tnt_open_fds();
+    tnt_result_t rc = TNT_SUCCESS;
+    for (int k = 0; k < NDUP; k++) {
+        if (rc == TNT_SUCCESS)
+            rc = tnt_comm_dup(comm, &d[k]);
+        fds[k + 1] = tnt_open_fds();
+    }
+    th_report_check(rep, "many_make", rc, 0, 0, NULL, 0);
+    int64_t *x[NDUP];
+    tnt_request_t req[NDUP] = {NULL};
+    for (int k = 0; k < NDUP; k++) {
+        x[k] = th_xmalloc(COUNT * sizeof(int64_t));
+        for (size_t i = 0; i < COUNT; i++)
+            x[k][i] = in_v(rank, i + (size_t)k);
+        if (d[k] && tnt_iallreduce(d[k], TNT_IN_PLACE, x[k], COUNT, TNT_I64,
+                                   TNT_SUM, &req[k]) != TNT_SUCCESS)
+            req[k] = NULL;
+    }
+    for (int k = NDUP - 1; k >= 0; k--) {
+        tnt_result_t w = req[k] ? tnt_wait(req[k]) : TNT_ERR_INTERNAL;
+        if (req[k])
+            tnt_request_free(req[k]);
+        size_t wrong = 0, first = 0;
+        for (size_t i = 0; w == TNT_SUCCESS && i < COUNT; i++) {
+            int64_t want = 0;
+            for (int r = 0; r < n; r++)
+                want += in_v(r, i + (size_t)k);
+            if (x[k][i] != want && !wrong++)
+                first = i;
+        }
+        char c[TH_NAME_MAX];
+        snprintf(c, sizeof(c), "many_allreduce_%d", k);
+        th_report_check(rep, c, w, wrong, first, NULL, 0);
+        free(x[k]);
+    }
+    const char *t = getenv("TNT_TRANSPORT");
+    int shm = t && strcmp(t, "shm") == 0;
+    th_report_expect(rep, "many_fds", rc == TNT_SUCCESS &&
+                     fds[NDUP - 1] <= fds[0] &&
+                     (shm ? fds[NDUP] > fds[NDUP - 1]
+                          : fds[NDUP] <= fds[0]), rc,
+                     "descriptors: %d before, %d with seven dups, %d with "
+                     "the eighth (over shm its own contexts, over tcp "
+                     "none)", fds[0], fds[NDUP - 1], fds[NDUP]);
+    for (int k = NDUP - 1; k >= 0; k--)
+        if (d[k])
+            tnt_comm_free(d[k]);
+}
+
 /* The parent still works: an allreduce over all of it. */
 static void parent_ok(tnt_comm_t comm, th_report_t *rep, const char *name,
                       int rank, int n)
@@ -417,6 +479,7 @@ static int rank_main(tnt_comm_t comm, int rank, int n, void *arg,
     inflight_case(comm, rep, rank, n);
     fds_case(comm, rep, rank, n);
     onhost_case(comm, rep, rank, n);
+    many_case(comm, rep, rank, n);
 
     /* Bad input. */
     rc = tnt_comm_split(comm, 0, 0, NULL);
