@@ -5,16 +5,17 @@
  * one color form a communicator, ordered by key, then by parent rank.
  * Its table of peers comes from the parent's own collectives, not from a
  * rendezvous at rank 0: two allgathers over the parent (one of each
- * rank's call, color and key, 24 bytes a rank; one of the new
- * communicators' transport addresses, a boot entry a rank), each as the
- * library's allgather algorithm for that size runs it. The new
- * communicator then has transports and connections of its own (its own
- * TCP listener and sockets, shared-memory rings, queue pairs), which it
- * makes as tnt_comm_init does; it does not reuse the parent's
- * connections. It carries a context id of its own (comm_id) in every
- * message header and every transport handshake, so messages of two
- * communicators never meet, and once made it depends on its parent in
- * nothing: either may be freed first.
+ * rank's call, color, key and whether it may share, 40 bytes a rank;
+ * then one of where each rank landed, with its new transport addresses
+ * where the new communicator does not join). Where every rank may
+ * (joinable) it joins the parent's net group and shares its
+ * connections, over shm with a set of the pairs' areas of its own
+ * (choose_area); elsewhere it has transports and connections of its own
+ * (its own TCP listener and sockets, shared-memory rings, queue pairs),
+ * made as tnt_comm_init does. It carries a context id of its own
+ * (comm_id) in every message header and every transport handshake, so
+ * messages of two communicators never meet, and once made it depends on
+ * its parent in nothing: either may be freed first.
  *
  * Both exchanges use an allgather whose signature no user call has
  * (reduction TNT_OP_DERIVE, which tnt_allgather never posts), so a rank
