@@ -41,14 +41,16 @@ if [ "${TNT_SKIP_SANITIZERS:-0}" != 1 ]; then
     # transport_plugin), and the Python and PyTorch frontends (an
     # interpreter under the sanitizers; the fusion ABI they use is the
     # fusion test's, which runs here; the torch.distributed backend is not
-    # built here), Keras, the frontends under the reproducible mode, and
-    # pip install . (it builds the project anew, without the sanitizers).
+    # built here), Keras, the frontends under the reproducible mode,
+    # pip install . (it builds the project anew, without the sanitizers),
+    # and the layer checker's test (a shell script reading sources and
+    # symbol tables: nothing of it runs instrumented; ~50 s).
     tests=$(meson test -C build-asan --list 2>/dev/null |
             sed -n 's/^libtntcomm:[^ ]* \/ //p' |
             grep -vx -e schedules -e collectives_shm -e collectives_plugin \
                 -e python -e torch -e torch_backend -e torch_dist \
                 -e torch_elastic -e keras -e keras_examples -e repro_frontends \
-                -e pip_install)
+                -e pip_install -e check_layers)
     # TNT_TEST_QUICK=2 trims the collective suite (tests/harness.h; the
     # normal build above ran all of it).
     # shellcheck disable=SC2086
