@@ -212,12 +212,29 @@ static tnt_result_t settle(tnt_comm_t comm, int n)
     return rc == TNT_SUCCESS ? tnt_barrier(comm) : rc;
 }
 
-/* Whether this job's derived communicators join the parent's group:
- * over TCP and shm (meson's "split" and "split_shm" passes). */
-static int joins(void)
+/* The transport this job's pairs use: TNT_TRANSPORT, unset meaning auto
+ * (every rank of these jobs is on one host: shared memory). */
+static const char *transport(void)
 {
     const char *t = getenv("TNT_TRANSPORT");
-    return t && (strcmp(t, "tcp") == 0 || strcmp(t, "shm") == 0);
+    return t && *t ? t : "auto";
+}
+
+/* Whether the pairs go over shared memory (whose derived communicators
+ * join while a set of pair areas is free). */
+static int over_shm(void)
+{
+    return strcmp(transport(), "shm") == 0 ||
+           strcmp(transport(), "auto") == 0;
+}
+
+/* Whether this job's derived communicators join the parent's group:
+ * over TCP, verbs and shm (meson's "split" and "split_shm" passes, the
+ * soft-RoCE guest's, and a run with no TNT_TRANSPORT). */
+static int joins(void)
+{
+    return over_shm() || strcmp(transport(), "tcp") == 0 ||
+           strcmp(transport(), "verbs") == 0;
 }
 
 /* What a dup and a split by parity open on this rank (none where they
@@ -339,8 +356,7 @@ static void onhost_case(tnt_comm_t comm, th_report_t *rep, int rank, int n)
         onhost += d1 && nm && (strcmp(nm, "slots") == 0 ||
                                strcmp(nm, "staged") == 0);
     }
-    const char *t = getenv("TNT_TRANSPORT");
-    int shm = t && strcmp(t, "shm") == 0;
+    int shm = over_shm();
     th_report_expect(rep, "onhost_algos", same && (!shm || onhost == 2), 0,
                      "the dup's algorithms differ from the parent's, or "
                      "over shm not both of slots and staged (%d)", onhost);
@@ -393,8 +409,7 @@ static void many_case(tnt_comm_t comm, th_report_t *rep, int rank, int n)
         th_report_check(rep, c, w, wrong, first, NULL, 0);
         free(x[k]);
     }
-    const char *t = getenv("TNT_TRANSPORT");
-    int shm = t && strcmp(t, "shm") == 0;
+    int shm = over_shm();
     th_report_expect(rep, "many_fds", rc == TNT_SUCCESS &&
                      fds[NDUP - 1] <= fds[0] &&
                      (shm ? fds[NDUP] > fds[NDUP - 1]
