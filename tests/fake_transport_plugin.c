@@ -1,7 +1,7 @@
 /*
  * Transport plugins that the loader must refuse, one per build flag
  * (tests/meson.build builds each as its own shared object):
- *   FAKE_NEWER   exports only tnt_transport_plugin_v4, a table of an
+ *   FAKE_NEWER   exports only tnt_transport_plugin_v5, a table of an
  *                interface version this library does not speak;
  *   FAKE_NO_SYM  exports no table at all;
  *   FAKE_NO_SEND exports a version-2 table without its send function.
@@ -52,11 +52,11 @@ static void fake_finalize(void *ctx)
 
 #if defined(FAKE_NEWER)
 /* What a plugin built against a later header would carry: its version
- * says 4, and it only exports the v4 symbol. */
-EXPORT const tnt_transport_t tnt_transport_plugin_v4 = {
+ * says 5, and it only exports the v5 symbol. */
+EXPORT const tnt_transport_t tnt_transport_plugin_v5 = {
     .size = sizeof(tnt_transport_t) + 64,
-    .version = 4,
-    .name = "fake-v4",
+    .version = 5,
+    .name = "fake-v5",
     .init = fake_init,
     .listen = fake_listen,
     .connect = fake_connect,

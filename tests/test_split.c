@@ -13,16 +13,22 @@
  * same error on every rank, the parent usable after), a split against
  * an allgather (TNT_ERR_MISMATCH on every rank), a NULL output, a
  * communicator freed twice. And the descriptors a dup and a split open
- * on each rank: over TCP none (they join the parent's net group and
- * share its connections: docs/design.md, "Sharing connections between
- * communicators", step 4); over shm, which shares after step 5, every
- * one of them closed again when they are freed (rank 0 prints what
- * they opened). A dup that fails (a split against an allgather) leaves
+ * on each rank: none, over TCP and over shm (they join the parent's net
+ * group and share its connections: docs/design.md, "Sharing connections
+ * between communicators", steps 4 and 5), and none left open when they
+ * are freed (rank 0 prints the counts). On a dup, float allreduces of
+ * the sizes of the on-host algorithms (over shm: the slots and staged
+ * ones, on the dup's own set of pair areas) take the algorithm the
+ * parent takes and give its bits; eight dups alive at once (over shm
+ * the eighth finds no free set of pair areas and makes contexts of its
+ * own) all work with allreduces in flight on all of them. A dup that
+ * fails (a split against an allgather) leaves
  * the parent working over the connections they share; and (owner_freed)
  * communicators derived from the first one keep working, and can be
  * derived from, after the first one is freed.
  */
 #include <CUnit/CUnit.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,16 +212,33 @@ static tnt_result_t settle(tnt_comm_t comm, int n)
     return rc == TNT_SUCCESS ? tnt_barrier(comm) : rc;
 }
 
-/* Whether this job's derived communicators join the parent's group:
- * over TCP (meson's "split" pass), not over shm. */
-static int joins(void)
+/* The transport this job's pairs use: TNT_TRANSPORT, unset meaning auto
+ * (every rank of these jobs is on one host: shared memory). */
+static const char *transport(void)
 {
     const char *t = getenv("TNT_TRANSPORT");
-    return t && strcmp(t, "tcp") == 0;
+    return t && *t ? t : "auto";
 }
 
-/* What a dup and a split by parity open on this rank (over TCP: none),
- * and that freeing them closes every descriptor they opened. */
+/* Whether the pairs go over shared memory (whose derived communicators
+ * join while a set of pair areas is free). */
+static int over_shm(void)
+{
+    return strcmp(transport(), "shm") == 0 ||
+           strcmp(transport(), "auto") == 0;
+}
+
+/* Whether this job's derived communicators join the parent's group:
+ * over TCP, verbs and shm (meson's "split" and "split_shm" passes, the
+ * soft-RoCE guest's, and a run with no TNT_TRANSPORT). */
+static int joins(void)
+{
+    return over_shm() || strcmp(transport(), "tcp") == 0 ||
+           strcmp(transport(), "verbs") == 0;
+}
+
+/* What a dup and a split by parity open on this rank (none where they
+ * join), and that freeing them closes every descriptor they opened. */
 static void fds_case(tnt_comm_t comm, th_report_t *rep, int rank, int n)
 {
     tnt_result_t rc = settle(comm, n);
@@ -254,10 +277,149 @@ static void fds_case(tnt_comm_t comm, th_report_t *rep, int rank, int n)
                      with_both, with_both - with_dup, after);
     th_report_expect(rep, "fds_none_joined", !joins() ||
                      (rc == TNT_SUCCESS && with_dup <= before &&
-                      with_both <= with_dup), rc, "over TCP a dup and a "
-                     "split open no descriptors: %d before, %d with the "
+                      with_both <= with_dup), rc, "a dup and a split that "
+                     "join open no descriptors: %d before, %d with the "
                      "dup, %d with the split too", before, with_dup,
                      with_both);
+}
+
+/* Float allreduces on the parent and on a dup of it, which has the same
+ * ranks: the same algorithm (by tnt_comm_stats) and the same bits,
+ * every element; over shm the on-host algorithms, the dup's over its
+ * own set of pair areas, with the parent's collectives in flight at the
+ * same time. Sizes: the slots (7, 1000 floats) and the staged allreduce
+ * (70001). */
+static float onhost_v(int r, size_t i)
+{
+    return 1.0f / (float)(1 + r + (int)(i % 97)) + (float)(i % 5) * 1e3f;
+}
+
+static void onhost_case(tnt_comm_t comm, th_report_t *rep, int rank, int n)
+{
+    static const size_t counts[] = {7, 1000, 70001};
+    tnt_comm_t dup = NULL;
+    tnt_result_t rc = tnt_comm_dup(comm, &dup);
+    th_report_check(rep, "onhost_dup", rc, 0, 0, NULL, 0);
+    if (rc != TNT_SUCCESS)
+        return;
+    tnt_stats_t s0[2] = {TNT_STATS_INIT, TNT_STATS_INIT};
+    tnt_stats_t s1[2] = {TNT_STATS_INIT, TNT_STATS_INIT};
+    tnt_comm_stats(comm, &s0[0]);
+    tnt_comm_stats(dup, &s0[1]);
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+        size_t c = counts[k];
+        float *x[2];
+        tnt_request_t req[2] = {NULL, NULL};
+        for (int j = 0; j < 2; j++) {
+            x[j] = th_xmalloc(c * sizeof(float));
+            for (size_t i = 0; i < c; i++)
+                x[j][i] = onhost_v(rank, i);
+        }
+        /* Both in flight at once, the dup's posted first. */
+        rc = tnt_iallreduce(dup, TNT_IN_PLACE, x[1], c, TNT_F32, TNT_SUM,
+                            &req[1]);
+        if (rc == TNT_SUCCESS)
+            rc = tnt_iallreduce(comm, TNT_IN_PLACE, x[0], c, TNT_F32,
+                                TNT_SUM, &req[0]);
+        for (int j = 0; j < 2; j++)
+            if (req[j]) {
+                tnt_result_t w = tnt_wait(req[j]);
+                rc = rc == TNT_SUCCESS ? w : rc;
+                tnt_request_free(req[j]);
+            }
+        /* The parent's sum near the exact one, the dup's the same bits. */
+        size_t wrong = 0, first = 0;
+        for (size_t i = 0; rc == TNT_SUCCESS && i < c; i++) {
+            double want = 0;
+            for (int r = 0; r < n; r++)
+                want += onhost_v(r, i);
+            if ((fabs(x[0][i] - want) > 1e-5 * (1 + fabs(want)) ||
+                 memcmp(&x[0][i], &x[1][i], sizeof(float)) != 0) &&
+                !wrong++)
+                first = i;
+        }
+        char name[TH_NAME_MAX];
+        snprintf(name, sizeof(name), "onhost_bits_%zu", c);
+        th_report_check(rep, name, rc, wrong, first, x[0],
+                        c * sizeof(float));
+        free(x[0]);
+        free(x[1]);
+    }
+    tnt_comm_stats(comm, &s1[0]);
+    tnt_comm_stats(dup, &s1[1]);
+    int same = 1, onhost = 0;
+    for (int a = 0; a < TNT_STATS_ALGOS; a++) {
+        uint64_t d0 = s1[0].algo[a].calls - s0[0].algo[a].calls;
+        uint64_t d1 = s1[1].algo[a].calls - s0[1].algo[a].calls;
+        const char *nm = tnt_stats_algo_name(a);
+        same &= d0 == d1;
+        onhost += d1 && nm && (strcmp(nm, "slots") == 0 ||
+                               strcmp(nm, "staged") == 0);
+    }
+    int shm = over_shm();
+    th_report_expect(rep, "onhost_algos", same && (!shm || onhost == 2), 0,
+                     "the dup's algorithms differ from the parent's, or "
+                     "over shm not both of slots and staged (%d)", onhost);
+    rc = tnt_comm_free(dup);
+    th_report_check(rep, "onhost_free", rc, 0, 0, NULL, 0);
+}
+
+/* More live communicators over the same pairs than the pairs have sets
+ * of pair areas (eight, the parent's one of them): over shm the first
+ * seven dups join (no descriptor), the eighth makes contexts of its own
+ * (descriptors); over TCP all join. All eight work, allreduces of the
+ * slots' size in flight on all of them at once, every element checked. */
+static void many_case(tnt_comm_t comm, th_report_t *rep, int rank, int n)
+{
+    enum { NDUP = 8, COUNT = 1000 };
+    tnt_comm_t d[NDUP] = {NULL};
+    int fds[NDUP + 1];
+    fds[0] = tnt_open_fds();
+    tnt_result_t rc = TNT_SUCCESS;
+    for (int k = 0; k < NDUP; k++) {
+        if (rc == TNT_SUCCESS)
+            rc = tnt_comm_dup(comm, &d[k]);
+        fds[k + 1] = tnt_open_fds();
+    }
+    th_report_check(rep, "many_make", rc, 0, 0, NULL, 0);
+    int64_t *x[NDUP];
+    tnt_request_t req[NDUP] = {NULL};
+    for (int k = 0; k < NDUP; k++) {
+        x[k] = th_xmalloc(COUNT * sizeof(int64_t));
+        for (size_t i = 0; i < COUNT; i++)
+            x[k][i] = in_v(rank, i + (size_t)k);
+        if (d[k] && tnt_iallreduce(d[k], TNT_IN_PLACE, x[k], COUNT, TNT_I64,
+                                   TNT_SUM, &req[k]) != TNT_SUCCESS)
+            req[k] = NULL;
+    }
+    for (int k = NDUP - 1; k >= 0; k--) {
+        tnt_result_t w = req[k] ? tnt_wait(req[k]) : TNT_ERR_INTERNAL;
+        if (req[k])
+            tnt_request_free(req[k]);
+        size_t wrong = 0, first = 0;
+        for (size_t i = 0; w == TNT_SUCCESS && i < COUNT; i++) {
+            int64_t want = 0;
+            for (int r = 0; r < n; r++)
+                want += in_v(r, i + (size_t)k);
+            if (x[k][i] != want && !wrong++)
+                first = i;
+        }
+        char c[TH_NAME_MAX];
+        snprintf(c, sizeof(c), "many_allreduce_%d", k);
+        th_report_check(rep, c, w, wrong, first, NULL, 0);
+        free(x[k]);
+    }
+    int shm = over_shm();
+    th_report_expect(rep, "many_fds", rc == TNT_SUCCESS &&
+                     fds[NDUP - 1] <= fds[0] &&
+                     (shm ? fds[NDUP] > fds[NDUP - 1]
+                          : fds[NDUP] <= fds[0]), rc,
+                     "descriptors: %d before, %d with seven dups, %d with "
+                     "the eighth (over shm its own contexts, over tcp "
+                     "none)", fds[0], fds[NDUP - 1], fds[NDUP]);
+    for (int k = NDUP - 1; k >= 0; k--)
+        if (d[k])
+            tnt_comm_free(d[k]);
 }
 
 /* The parent still works: an allreduce over all of it. */
@@ -331,6 +493,8 @@ static int rank_main(tnt_comm_t comm, int rank, int n, void *arg,
 
     inflight_case(comm, rep, rank, n);
     fds_case(comm, rep, rank, n);
+    onhost_case(comm, rep, rank, n);
+    many_case(comm, rep, rank, n);
 
     /* Bad input. */
     rc = tnt_comm_split(comm, 0, 0, NULL);

@@ -15,7 +15,7 @@
  * - versioned: an old caller's smaller struct gets only the fields its
  *   size covers, and nothing past it is written (a canary after it).
  * - bad_args: NULL, a size below TNT_STATS_SIZE_MIN: TNT_ERR_INVALID_ARG.
- * - plugins: over the TCP transport built as a v3 plugin (its table has
+ * - plugins: over the TCP transport built as a v4 plugin (its table has
  *   the stats entry) it reports; built as a v1 plugin (a table too short
  *   for it) it is running, counted by the core, and flagged as not
  *   reporting, its own counters zero (TNT_TEST_TCP_PLUGIN[_V1], set by
@@ -438,7 +438,7 @@ static void plugin_case(const char *var, const char *name, int reports)
     th_run_job(&job, NULL);
 }
 
-static void test_plugin_v3(void)
+static void test_plugin_current(void)
 {
     plugin_case("TNT_TEST_TCP_PLUGIN", "tcp-plugin", 1);
 }
@@ -567,7 +567,7 @@ static const th_test_def_t k_tests[] = {
     {"stats", "hwm", test_hwm},
     {"stats", "versioned", test_versioned},
     {"stats", "bad_args", test_bad_args},
-    {"stats", "plugin_v3_reports", test_plugin_v3},
+    {"stats", "plugin_v4_reports", test_plugin_current},
     {"stats", "plugin_v1_no_report", test_plugin_v1},
     {"stats", "strangers_tcp", test_strangers_tcp},
     {"stats", "strangers_shm", test_strangers_shm},

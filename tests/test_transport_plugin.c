@@ -10,7 +10,7 @@
  * TNT_SOCKETS_PER_PEER) must reach tnt_last_error() through the env.
  *
  * run: the TCP transport built as a plugin (libtnt-net-tcp.so, interface
- * version 3) and as a version-1 plugin (libtnt-net-tcp-v1.so, the size
+ * version 4) and as a version-1 plugin (libtnt-net-tcp-v1.so, the size
  * gate) carries real p=3 jobs: every peer must have the plugin's
  * transport, and allreduces of several sizes must give every element of
  * the reference on every rank, bitwise the same. The whole collective
@@ -101,7 +101,7 @@ static void test_missing_file(void)
 static void test_no_symbol(void)
 {
     refusal_t r = {.must_name = {"libfake-plugin-nosym.so",
-                                 "no symbol tnt_transport_plugin_v3",
+                                 "no symbol tnt_transport_plugin_v4",
                                  "undefined symbol"}};
     fake_path(&r, "libfake-plugin-nosym.so");
     expect_refusal(&r);
@@ -109,10 +109,10 @@ static void test_no_symbol(void)
 
 static void test_newer_version(void)
 {
-    refusal_t r = {.must_name = {"libfake-plugin-v4.so",
-                                 "interface version 4",
-                                 "versions 1 to 3"}};
-    fake_path(&r, "libfake-plugin-v4.so");
+    refusal_t r = {.must_name = {"libfake-plugin-v5.so",
+                                 "interface version 5",
+                                 "versions 1 to 4"}};
+    fake_path(&r, "libfake-plugin-v5.so");
     expect_refusal(&r);
 }
 
@@ -196,7 +196,7 @@ static void run_over(const char *path, const char *transport)
     th_run(3, env, run_rank, &a, 120, NULL);
 }
 
-static void test_run_v3(void)
+static void test_run_current(void)
 {
     run_over(need_env("TNT_TEST_TCP_PLUGIN"), "tcp-plugin");
 }
@@ -212,7 +212,7 @@ static const th_test_def_t k_tests[] = {
     {"load", "newer_version", test_newer_version},
     {"load", "incomplete_table", test_incomplete_table},
     {"load", "plugin_error_reaches_app", test_plugin_error_reaches_app},
-    {"run", "tcp_plugin_v3", test_run_v3},
+    {"run", "tcp_plugin_v4", test_run_current},
     {"run", "tcp_plugin_v1", test_run_v1},
     {NULL, NULL, NULL},
 };

@@ -26,11 +26,14 @@
  * (pair_area_bytes), so the core's on-host layouts can change without
  * the interface; a table of version 2 is taken to hand out version 2's
  * sizes (5 and 257 pages a side), and its areas serve while the core's
- * layouts fit them.
+ * layouts fit them. Version 4 appends pair_area_contexts and
+ * pair_area_at: a pair's areas in several sets, one per communicator
+ * sharing the transport's connections (the core's "context"); a table of
+ * an older version has one set, context 0, through pair_area.
  *
- * Plugins: a shared object exports one symbol, `tnt_transport_plugin_v3`
- * (a tnt_transport_t of version 3; `tnt_transport_plugin_v2` and `_v1`
- * are accepted too), and is loaded with dlopen(RTLD_NOW | RTLD_LOCAL).
+ * Plugins: a shared object exports one symbol, `tnt_transport_plugin_v4`
+ * (a tnt_transport_t of version 4; `tnt_transport_plugin_v3`, `_v2` and
+ * `_v1` are accepted too), and is loaded with dlopen(RTLD_NOW | RTLD_LOCAL).
  * A plugin has its own copy of whatever library code it links, with its
  * own statics (log level, the thread's last error): everything it
  * reports must cross through the env's services. A failing downcall
@@ -54,7 +57,7 @@ extern "C" {
 
 /** The interface version this header describes, and the oldest one the
  *  core still loads. */
-#define TNT_TRANSPORT_VERSION 3
+#define TNT_TRANSPORT_VERSION 4
 #define TNT_TRANSPORT_VERSION_MIN 1
 /** 1 if the table `t` (either struct) has `field`: its `size` covers it. */
 #define TNT_TRANSPORT_HAS(t, field)                                          \
@@ -300,12 +303,38 @@ typedef struct tnt_transport {
      *  core sets out->size and zeroes *out first, and a transport writes
      *  only the fields that out->size covers (TNT_TRANSPORT_HAS). */
     void (*stats)(void *ctx, struct tnt_transport_stats *out);
+
+    /* ---- version 4 ---- */
+    /** How many sets of pair areas each pair has (0 or 1: one, context 0,
+     *  which pair_area hands out). The core gives every live
+     *  communicator that shares this transport's connections a context
+     *  of its own, a number below this one that both ranks of a pair
+     *  agree on, so that the on-host algorithms of two communicators
+     *  never meet in one area (each keeps its own slot numbering and
+     *  staging rounds). Every context's areas start zeroed. */
+    unsigned pair_area_contexts;
+    /** Optional, with pair_area (NULL: context 0 only): pair_area for
+     *  the set `context` (< pair_area_contexts); context 0 is
+     *  pair_area's. TNT_ERR_UNSUPPORTED (no error recorded) for an area
+     *  or a context it lacks. */
+    tnt_result_t (*pair_area_at)(void *ctx, void *ep, unsigned context,
+                                 int area, void **mine, const void **theirs,
+                                 size_t *len);
+    /** With pair_area_at: zero this rank's side (mine) of every area of
+     *  `context` on the pair of `ep`, and give its memory back. The core
+     *  calls it before it hands a context whose last communicator is
+     *  freed to a new one, and before the peer can read that side for
+     *  the new one (each rank clears its own side). */
+    void (*pair_area_clear)(void *ctx, void *ep, unsigned context);
 } tnt_transport_t;
 /** Bytes of a version-1 table (every field up to finalize). */
 #define TNT_TRANSPORT_V1_SIZE offsetof(tnt_transport_t, preference)
+/** Bytes of a version-3 table (every field up to stats). */
+#define TNT_TRANSPORT_V3_SIZE offsetof(tnt_transport_t, pair_area_contexts)
 
 /** The symbols a transport plugin exports (a tnt_transport_t each). */
-#define TNT_TRANSPORT_PLUGIN_SYMBOL "tnt_transport_plugin_v3"
+#define TNT_TRANSPORT_PLUGIN_SYMBOL "tnt_transport_plugin_v4"
+#define TNT_TRANSPORT_PLUGIN_SYMBOL_V3 "tnt_transport_plugin_v3"
 #define TNT_TRANSPORT_PLUGIN_SYMBOL_V2 "tnt_transport_plugin_v2"
 #define TNT_TRANSPORT_PLUGIN_SYMBOL_V1 "tnt_transport_plugin_v1"
 

@@ -130,12 +130,20 @@ static tnt_result_t validate_config(const tnt_config_t *c, int needs_root)
 #define SHARED_CORES_COPY_MIN ((size_t)4 << 20)
 #define OWN_CORES_RNDV_MIN ((size_t)1 << 20)
 
+/* The handshake's part: changes schedules, so a communicator that
+ * joins its parent's contexts takes it too (join_host). */
+static void choose_ready(struct tnt_comm *comm)
+{
+    int shared = comm->host_cpus > 0 && comm->host_ranks > comm->host_cpus;
+    if (comm->intra_host)
+        comm->ready_min_bytes = shared ? SHARED_CORES_COPY_MIN : SIZE_MAX;
+}
+
 static void choose_copies(struct tnt_comm *comm)
 {
     int shared = comm->host_cpus > 0 && comm->host_ranks > comm->host_cpus;
     size_t min = shared ? SHARED_CORES_COPY_MIN : OWN_CORES_RNDV_MIN;
-    if (comm->intra_host)
-        comm->ready_min_bytes = shared ? SHARED_CORES_COPY_MIN : SIZE_MAX;
+    choose_ready(comm);
     /* Every transport with a single-copy rendezvous; the others say
      * TNT_ERR_UNSUPPORTED, which is no failure. */
     for (int i = 0; i < TNT_TP_COUNT; i++)
@@ -332,6 +340,23 @@ static tnt_result_t join_peers(struct tnt_comm *comm,
     return TNT_SUCCESS;
 }
 
+/* A joined communicator is on one host where a fresh one of its ranks
+ * would be (tnt__comm_create's rule): every member on this host over the
+ * transport of the pair areas, which has a set of them for it
+ * (comm->area_ctx, comm_split.c). It then selects as that one would: the
+ * same algorithms, the same bits. The contexts' rendezvous size stays
+ * what their first communicator set (the sender's choice alone: no
+ * schedule changes). */
+static void join_host(struct tnt_comm *comm)
+{
+    comm->intra_host = comm->net.area_tpi >= 0;
+    for (int i = 0; i < comm->nranks; i++)
+        if (strcmp(comm->peers[i].host, comm->host) != 0 ||
+            (i != comm->rank && comm->peers[i].tpi != comm->net.area_tpi))
+            comm->intra_host = 0;
+    choose_ready(comm);
+}
+
 /* Peers' connection state from the group's, and on the group's list,
  * in one hold of the lock: from then on connection events and messages
  * reach it (core/demux.c). */
@@ -388,6 +413,7 @@ static tnt_result_t join_create(const tnt_config_t *config,
     if (rc == TNT_SUCCESS)
         rc = build_topo(comm);
     if (rc == TNT_SUCCESS) {
+        join_host(comm);
         join_group(comm);
         if (comm->nranks <= TNT_EAGER_CONNECT_MAX)
             tnt__engine_connect_all(comm);

@@ -249,8 +249,9 @@ static uint32_t shrunk_id(struct tnt_comm *c)
 
 /* Whether this member's side lets the new communicator keep the old
  * one's connections: the group shares them (comm.c), every peer is over
- * TCP or verbs (shm's pair areas are per communicator only from step 5
- * on), and no connection to another member is lost in the group (one
+ * TCP or verbs (not shm yet: the new communicator would need a set of
+ * pair areas chosen alike on every member, and the old one's shm pairs
+ * forgotten at its failure rather than closed), and no connection to another member is lost in the group (one
  * that the old communicator's failure closed, with its sends in flight,
  * is lost on the closing side: the AND then makes every member open its
  * own). One still being made (a shrink right after the creation) is the

@@ -5,16 +5,17 @@
  * one color form a communicator, ordered by key, then by parent rank.
  * Its table of peers comes from the parent's own collectives, not from a
  * rendezvous at rank 0: two allgathers over the parent (one of each
- * rank's call, color and key, 24 bytes a rank; one of the new
- * communicators' transport addresses, a boot entry a rank), each as the
- * library's allgather algorithm for that size runs it. The new
- * communicator then has transports and connections of its own (its own
- * TCP listener and sockets, shared-memory rings, queue pairs), which it
- * makes as tnt_comm_init does; it does not reuse the parent's
- * connections. It carries a context id of its own (comm_id) in every
- * message header and every transport handshake, so messages of two
- * communicators never meet, and once made it depends on its parent in
- * nothing: either may be freed first.
+ * rank's call, color, key and whether it may share, 40 bytes a rank;
+ * then one of where each rank landed, with its new transport addresses
+ * where the new communicator does not join). Where every rank may
+ * (joinable) it joins the parent's net group and shares its
+ * connections, over shm with a set of the pairs' areas of its own
+ * (choose_area); elsewhere it has transports and connections of its own
+ * (its own TCP listener and sockets, shared-memory rings, queue pairs),
+ * made as tnt_comm_init does. It carries a context id of its own
+ * (comm_id) in every message header and every transport handshake, so
+ * messages of two communicators never meet, and once made it depends on
+ * its parent in nothing: either may be freed first.
  *
  * Both exchanges use an allgather whose signature no user call has
  * (reduction TNT_OP_DERIVE, which tnt_allgather never posts), so a rank
@@ -30,6 +31,7 @@
 #include <string.h>
 
 #include "core/comm.h"
+#include "core/comm_tp.h"
 #include "core/entry.h"
 #include "core/timeline.h"
 #include "util/error.h"
@@ -42,6 +44,7 @@
 typedef struct wish {
     int64_t call, color, key;
     int64_t joinable;          /* this rank's parent may share (below) */
+    int64_t areas_busy;        /* sets of pair areas its group uses */
 } wish_t;
 
 /* The second exchange: where a rank landed and its new transports. */
@@ -140,25 +143,112 @@ static tnt_result_t land_joined(derive_t *d, int32_t new_rank)
 
 /* Whether this rank's side of the parent lets a derived communicator
  * share its connections (docs/design.md, "Sharing connections between
- * communicators", step 4): every peer over TCP or verbs, whose
- * connections carry the context id and have no pair areas (shm shares
- * after its per-context areas, step 5), and no recovery mesh (a shrink
- * makes its own). The AND over all ranks decides, in the first
- * exchange, so every rank decides alike. */
-static int joinable(const struct tnt_comm *parent)
+ * communicators", steps 4 and 5): every peer over TCP or verbs, whose
+ * connections carry the context id and have no pair areas, or over shm
+ * with a set of pair areas per communicator (pair_area_contexts), and no
+ * recovery mesh (a shrink makes its own). 0: it may not; else how many
+ * sets its pairs have (INT32_MAX: no pair has areas). The minimum over
+ * all ranks decides, in the first exchange, so every rank decides
+ * alike. */
+static int64_t joinable(const struct tnt_comm *parent)
 {
     if (parent->rec || parent->nranks < 2)
         return 0;
+    int64_t sets = INT32_MAX;
     for (int i = 0; i < parent->nranks; i++) {
         const tnt_peer_t *p = &parent->peers[i];
         if (i == parent->rank)
             continue;
-        if (!p->tp || (strcmp(p->tp->name, "tcp") != 0 &&
-                       strcmp(p->tp->name, "verbs") != 0) ||
-            p->tpi == parent->net.area_tpi)
+        if (!p->tp)
+            return 0;
+        if (p->tpi == parent->net.area_tpi) {
+            unsigned n = tnt__comm_tp_area_contexts(parent);
+            if (strcmp(p->tp->name, "shm") != 0 || n < 2)
+                return 0;
+            sets = n;
+        }
+        else if (strcmp(p->tp->name, "tcp") != 0 &&
+                 strcmp(p->tp->name, "verbs") != 0)
             return 0;
     }
-    return 1;
+    return sets;
+}
+
+/* The sets of pair areas (tnt_comm.area_ctx) that this rank's group
+ * has in use, bit by set: its live communicators' and those agreed for
+ * one being made. */
+static uint64_t areas_busy_locked(const struct tnt_net_group *g)
+{
+    uint64_t busy = g->area_reserved;
+    for (const struct tnt_comm *c = g->comms; c; c = c->group_next)
+        busy |= (uint64_t)1 << c->area_ctx;
+    return busy;
+}
+
+static int64_t areas_busy(const struct tnt_comm *parent)
+{
+    pthread_mutex_lock(&parent->group->lock);
+    uint64_t busy = areas_busy_locked(parent->group);
+    pthread_mutex_unlock(&parent->group->lock);
+    return (int64_t)busy;
+}
+
+/* The set of pair areas for a communicator that joins, from the first
+ * exchange: the lowest that no rank of the parent has in use, below the
+ * fewest sets any rank's pairs have. 0 where no rank has a pair with
+ * areas (the set is never used); -1: none is free (the communicator
+ * then makes its own contexts, as before step 5). */
+static int64_t choose_area(int64_t sets, uint64_t busy)
+{
+    if (sets == INT32_MAX)
+        return 0;
+    for (int64_t c = 1; c < sets && c < 64; c++)
+        if (!(busy & ((uint64_t)1 << c)))
+            return c;
+    return -1;
+}
+
+/* Reserve set `ctx` on this rank until its communicator is on the
+ * group's list. Only a communicator being made at the same time on
+ * another thread of this rank, from a communicator of the same group,
+ * can have taken it since the first exchange: a member then fails the
+ * call (on every rank, through the landing exchange) rather than share
+ * the set. */
+static tnt_result_t take_area(tnt_comm_t parent, const char *fn,
+                              int64_t ctx)
+{
+    struct tnt_net_group *g = parent->group;
+    uint64_t bit = (uint64_t)1 << ctx;
+    pthread_mutex_lock(&g->lock);
+    int taken = ctx > 0 && (areas_busy_locked(g) & bit);
+    if (!taken && ctx > 0)
+        g->area_reserved |= bit;
+    pthread_mutex_unlock(&g->lock);
+    if (taken)
+        return tnt__error(TNT_ERR_INVALID_USAGE, "rank %d: %s: another "
+                          "communicator sharing these connections, made "
+                          "on another thread at the same time, took the "
+                          "shared-memory areas this one was to have; make "
+                          "communicators one at a time per process",
+                          parent->rank, fn);
+    return TNT_SUCCESS;
+}
+
+/* The new communicator (NULL: it failed) gets set ctx, zeroed on this
+ * rank's side of each of its pairs before any peer can use it there: a
+ * peer starts its first collective on it only after the landing
+ * exchange, which needs this rank's part, sent after this. */
+static void give_area(tnt_comm_t parent, tnt_comm_t comm, int64_t ctx)
+{
+    struct tnt_net_group *g = parent->group;
+    pthread_mutex_lock(&g->lock);
+    g->area_reserved &= ~((uint64_t)1 << ctx);
+    if (comm) {
+        comm->area_ctx = (unsigned)ctx;
+        if (ctx > 0)
+            tnt__comm_tp_pair_area_clear(comm);
+    }
+    pthread_mutex_unlock(&g->lock);
 }
 
 /* The boot function of a derived communicator (core/comm.h): this rank's
@@ -285,7 +375,7 @@ static tnt_result_t derive(tnt_comm_t parent, int64_t call, int color,
                           "pointer is NULL", parent->rank, fn);
     *out = NULL;
     int n = parent->nranks;
-    wish_t mine = {call, color, key, joinable(parent)};
+    wish_t mine = {call, color, key, joinable(parent), areas_busy(parent)};
     if (color < 0 && color != TNT_UNDEFINED)
         mine.call = CALL_BAD;
     wish_t *w = calloc((size_t)n, sizeof(*w));
@@ -294,15 +384,23 @@ static tnt_result_t derive(tnt_comm_t parent, int64_t call, int color,
     tnt_result_t rc = exchange(parent, fn, &mine, w, sizeof(mine));
     if (rc == TNT_SUCCESS)
         rc = check_wishes(parent, fn, w);
-    int rank = 0, size = 0, join = 1;
+    int rank = 0, size = 0, join = 0;
+    int64_t sets = INT64_MAX, area = -1;
+    uint64_t busy = 0;
     int *parent_of = rc == TNT_SUCCESS ? calloc((size_t)n, sizeof(int))
                                        : NULL;
     if (rc == TNT_SUCCESS && !parent_of)
         rc = tnt__error(TNT_ERR_NO_MEMORY, "out of memory");
     if (rc == TNT_SUCCESS)
         place(w, n, parent->rank, &rank, &size, parent_of);
-    for (int i = 0; rc == TNT_SUCCESS && i < n; i++)
-        join &= w[i].joinable != 0;
+    for (int i = 0; rc == TNT_SUCCESS && i < n; i++) {
+        sets = w[i].joinable < sets ? w[i].joinable : sets;
+        busy |= (uint64_t)w[i].areas_busy;
+    }
+    /* No rank refused, and a set of pair areas is free for it. */
+    if (rc == TNT_SUCCESS && sets > 0)
+        area = choose_area(sets, busy);
+    join = area >= 0;
     free(w);
     if (rc != TNT_SUCCESS) {
         free(parent_of);
@@ -314,6 +412,8 @@ static tnt_result_t derive(tnt_comm_t parent, int64_t call, int color,
     tnt_comm_t comm = NULL;
     if (!join) /* the boot fills the others */
         d.parent_of[rank] = parent->rank;
+    if (join && size > 0)
+        rc = take_area(parent, fn, area);
     if (rc == TNT_SUCCESS && size > 0) {
         tnt_config_t cfg = TNT_CONFIG_INIT;
         cfg.rank = rank;
@@ -325,6 +425,8 @@ static tnt_result_t derive(tnt_comm_t parent, int64_t call, int color,
         tnt_comm_origin_t o = {derive_boot, &d, parent,
                                derived_id(parent, nth, color), &lin, join};
         rc = tnt__comm_create(&cfg, &o, &comm);
+        if (join)
+            give_area(parent, rc == TNT_SUCCESS ? comm : NULL, area);
     }
     free(d.parent_of);
     /* A joined communicator is on the group's list under its id before

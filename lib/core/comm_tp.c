@@ -338,8 +338,31 @@ void tnt__comm_tp_pair_area(struct tnt_comm *comm, int q, int area,
     size_t len = 0;
     *mine = NULL;
     *theirs = NULL;
-    if (p->tp && p->tp->pair_area)
+    if (p->tp && p->tp->pair_area_at)
+        p->tp->pair_area_at(p->tp_ctx, p->ep, comm->area_ctx, area, mine,
+                            theirs, &len);
+    else if (p->tp && p->tp->pair_area && comm->area_ctx == 0)
         p->tp->pair_area(p->tp_ctx, p->ep, area, mine, theirs, &len);
+}
+
+unsigned tnt__comm_tp_area_contexts(const struct tnt_comm *comm)
+{
+    if (comm->net.area_tpi < 0)
+        return 0;
+    const tnt_transport_t *t = comm->net.tp[comm->net.area_tpi];
+    return t->pair_area_at && t->pair_area_clear &&
+                   t->pair_area_contexts > 1
+               ? t->pair_area_contexts : 1;
+}
+
+void tnt__comm_tp_pair_area_clear(struct tnt_comm *comm)
+{
+    for (int q = 0; q < comm->nranks; q++) {
+        tnt_peer_t *p = &comm->peers[q];
+        if (q != comm->rank && p->ep && p->tpi == comm->net.area_tpi &&
+            p->tp->pair_area_clear)
+            p->tp->pair_area_clear(p->tp_ctx, p->ep, comm->area_ctx);
+    }
 }
 
 /* Why: a transport that registers memory with a NIC (verbs) cannot

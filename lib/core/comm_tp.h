@@ -28,9 +28,18 @@ int tnt__comm_tp_runs(const void *blob, size_t len, int tpi);
  *  peer q through q's transport: this rank's side and q's. Only for the
  *  on-host algorithms, which run only where every pair has one
  *  (comm->intra_host: every rank on this host runs the transport of the
- *  pair areas, comm->net.area_tpi). */
+ *  pair areas, comm->net.area_tpi). The set of areas is comm's own
+ *  (comm->area_ctx). */
 void tnt__comm_tp_pair_area(struct tnt_comm *comm, int q, int area,
                             void **mine, const void **theirs);
+/** How many sets of pair areas (communicators sharing a pair) the
+ *  transport of the pair areas offers: 0 with none, 1 for context 0
+ *  alone (an interface older than 4). */
+unsigned tnt__comm_tp_area_contexts(const struct tnt_comm *comm);
+/** Zero this rank's side of comm's set of areas (comm->area_ctx) with
+ *  every peer over the transport of the pair areas that is connected
+ *  (a pair made later starts zeroed). Lock held. */
+void tnt__comm_tp_pair_area_clear(struct tnt_comm *comm);
 /** tnt_mem_alloc's memory of this rank, `len` bytes at ptr: every
  *  transport that serves a peer and has reg_mem registers it for its
  *  whole life (handles[i]; NULL where none, or where registering failed:

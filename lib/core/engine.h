@@ -457,6 +457,9 @@ struct tnt_net_group {
         void *buf;
     } *discard_old;
     struct tnt_notice_copy *notices;
+    /* Sets of pair areas (tnt_comm.area_ctx) agreed for a communicator
+     * being made here, not yet on the list (comm_split.c); bit by set. */
+    uint64_t area_reserved;
 };
 
 /* The requests of this communicator besides the collectives' sequence
@@ -534,6 +537,11 @@ struct tnt_comm {
     int host_cpus;             /* online CPUs of this host */
     int host_ranks;            /* ranks of this communicator on this host */
     size_t ready_min_bytes;    /* tnt_coll_args_t's; 0: the default */
+    /* Its set of pair areas (the transport's pair_area_at context): 0
+     * for a group's first communicator; a derived one that joins gets
+     * one that no live communicator of its members' groups has, agreed
+     * by its members (comm_split.c, right after its creation). */
+    unsigned area_ctx;
 
     /* Its net group, whose lock (comm->group->lock) guards everything
      * below unless a field says otherwise; set at creation. */

@@ -1,7 +1,7 @@
 /*
  * Transport plugins: TNT_TRANSPORT_PLUGIN=/path/libtnt-net-NAME.so. The
- * shared object exports a tnt_transport_t as `tnt_transport_plugin_v3`
- * (or `_v2`, `_v1`, an older table: still loaded); the
+ * shared object exports a tnt_transport_t as `tnt_transport_plugin_v4`
+ * (or `_v3`, `_v2`, `_v1`, an older table: still loaded); the
  * newest symbol found wins. It is opened once per process and never
  * closed: communicators of the process share it, and a dlclose would
  * pull code from under any of them.
@@ -36,6 +36,7 @@ const tnt_transport_t *tnt__transport_plugin(void)
 static const tnt_transport_t *find_table(void *h, const char *path)
 {
     const char *syms[] = {TNT_TRANSPORT_PLUGIN_SYMBOL,
+                          TNT_TRANSPORT_PLUGIN_SYMBOL_V3,
                           TNT_TRANSPORT_PLUGIN_SYMBOL_V2,
                           TNT_TRANSPORT_PLUGIN_SYMBOL_V1};
     for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
@@ -59,9 +60,9 @@ static const tnt_transport_t *find_table(void *h, const char *path)
         }
     }
     tnt__error(TNT_ERR_CONFIG, "TNT_TRANSPORT_PLUGIN=%s has no symbol %s "
-               "(nor %s, %s): %s", path, TNT_TRANSPORT_PLUGIN_SYMBOL,
-               TNT_TRANSPORT_PLUGIN_SYMBOL_V2, TNT_TRANSPORT_PLUGIN_SYMBOL_V1,
-               why);
+               "(nor %s, %s, %s): %s", path, TNT_TRANSPORT_PLUGIN_SYMBOL,
+               TNT_TRANSPORT_PLUGIN_SYMBOL_V3, TNT_TRANSPORT_PLUGIN_SYMBOL_V2,
+               TNT_TRANSPORT_PLUGIN_SYMBOL_V1, why);
     return NULL;
 }
 

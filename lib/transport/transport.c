@@ -50,6 +50,13 @@ tnt_result_t tnt__transport_adopt(const tnt_transport_t *t,
     memset(out, 0, sizeof(*out));
     memcpy(out, t, t->size < sizeof(*out) ? t->size : sizeof(*out));
     out->size = sizeof(*out);
+    /* A table that says an older version has none of the later fields,
+     * whatever its size. */
+    if (out->version < 4) {
+        out->pair_area_contexts = 0;
+        out->pair_area_at = NULL;
+        out->pair_area_clear = NULL;
+    }
     return TNT_SUCCESS;
 }
 

@@ -64,11 +64,25 @@ _Static_assert(sizeof(shm_ring_t) % TNT_SHM_APART == 0 &&
                offsetof(shm_seg_t, rings) % TNT_SHM_APART == 0,
                "sides' fields on separate pages");
 
-/* Where the staging areas start: after the slots, on a page boundary
- * (their buffers are page-aligned in their struct). */
-static size_t stage_off(const size_t *area_bytes, size_t cap)
+/* The header ends where the rings start, on a page. */
+_Static_assert(sizeof(shm_seg_t) == offsetof(shm_seg_t, rings),
+               "the rings follow the header");
+
+/* Where context c's pair areas start: after the rings (on a page), each
+ * set its slots, then its staging areas from the next page (their
+ * buffers are page-aligned in their struct); set c + 1 where set c
+ * ends. Set 0 lies where the only set lay before SHM_AREA_CONTEXTS. */
+static size_t slot_off(const size_t *area_bytes, size_t cap, unsigned c)
 {
-    size_t end = sizeof(shm_seg_t) + 2 * (sizeof(shm_ring_t) + cap) +
+    size_t a = TNT_TP_AREA_ALIGN;
+    size_t set = (2 * area_bytes[TNT_TP_AREA_SLOTS] + a - 1) / a * a +
+                 2 * area_bytes[TNT_TP_AREA_STAGES];
+    return sizeof(shm_seg_t) + 2 * (sizeof(shm_ring_t) + cap) + c * set;
+}
+
+static size_t stage_off(const size_t *area_bytes, size_t cap, unsigned c)
+{
+    size_t end = slot_off(area_bytes, cap, c) +
                  2 * area_bytes[TNT_TP_AREA_SLOTS];
     size_t a = TNT_TP_AREA_ALIGN;
     return (end + a - 1) / a * a;
@@ -76,7 +90,7 @@ static size_t stage_off(const size_t *area_bytes, size_t cap)
 
 size_t tnt__shm_seg_len(const size_t *area_bytes, size_t cap)
 {
-    return stage_off(area_bytes, cap) + 2 * area_bytes[TNT_TP_AREA_STAGES];
+    return slot_off(area_bytes, cap, SHM_AREA_CONTEXTS);
 }
 
 /* Populate [from, from + len) of the segment in this process's mapping,
@@ -97,14 +111,14 @@ static void populate(void *from, size_t len)
 #endif
 }
 
-void tnt__shm_warm(shm_ep_t *ep, unsigned part)
+void tnt__shm_warm(shm_ep_t *ep, unsigned c)
 {
-    if ((ep->warm & part) || !ep->seg)
+    if ((ep->warm & (1u << c)) || !ep->seg)
         return;
-    ep->warm |= part;
-    /* SHM_WARM_SLOTS: both sides' slots, from a page (the layout's
-     * static assertions). */
-    populate(ep->seg->rings + 2 * (sizeof(shm_ring_t) + ep->cap),
+    ep->warm |= 1u << c;
+    /* Both sides' slots, from a page (the layout's static assertions). */
+    populate((unsigned char *)ep->seg +
+                 slot_off(ep->ctx->area_bytes, ep->cap, c),
              2 * ep->ctx->area_bytes[TNT_TP_AREA_SLOTS]);
 }
 
@@ -129,15 +143,6 @@ static void ep_map_rings(shm_ep_t *ep)
     shm_ring_t *r1 = (shm_ring_t *)(ep->seg->rings + stride);
     ep->tx = ep->side == 0 ? r0 : r1;
     ep->rx = ep->side == 0 ? r1 : r0;
-    size_t slots = ep->ctx->area_bytes[TNT_TP_AREA_SLOTS];
-    size_t stages = ep->ctx->area_bytes[TNT_TP_AREA_STAGES];
-    unsigned char *s = ep->seg->rings + 2 * stride;
-    ep->slot_mine = s + (size_t)ep->side * slots;
-    ep->slot_theirs = s + (size_t)(1 - ep->side) * slots;
-    unsigned char *st =
-        (unsigned char *)ep->seg + stage_off(ep->ctx->area_bytes, ep->cap);
-    ep->stage_mine = st + (size_t)ep->side * stages;
-    ep->stage_theirs = st + (size_t)(1 - ep->side) * stages;
 }
 
 /* Can this process read `addr` in process `pid`? Tells whether the
@@ -899,27 +904,66 @@ static int shm_reachable(void *vctx, int peer, const char *peer_host,
     return 0;
 }
 
-/* The pair areas: the slots and staging areas of the pair's segment. */
+/* Where this side (*mine) and the peer's side of area `area` of context
+ * c lie in the pair's segment; 0 if the pair has no such area. */
+static size_t area_sides(const shm_ctx_t *ctx, const shm_ep_t *e,
+                         unsigned c, int area, unsigned char **mine,
+                         unsigned char **theirs)
+{
+    if (c >= SHM_AREA_CONTEXTS || !e->seg ||
+        (area != TNT_TP_AREA_SLOTS && area != TNT_TP_AREA_STAGES))
+        return 0;
+    size_t bytes = ctx->area_bytes[area];
+    size_t off = area == TNT_TP_AREA_SLOTS
+                     ? slot_off(ctx->area_bytes, e->cap, c)
+                     : stage_off(ctx->area_bytes, e->cap, c);
+    unsigned char *set = (unsigned char *)e->seg + off;
+    *mine = set + (size_t)e->side * bytes;
+    *theirs = set + (size_t)(1 - e->side) * bytes;
+    return bytes;
+}
+
+/* The pair areas: the slots and staging areas of context c's set in the
+ * pair's segment. */
+static tnt_result_t shm_pair_area_at(void *vctx, void *ep, unsigned c,
+                                     int area, void **mine,
+                                     const void **theirs, size_t *len)
+{
+    shm_ep_t *e = ep;
+    unsigned char *m, *t;
+    size_t bytes = area_sides(vctx, e, c, area, &m, &t);
+    if (!bytes)
+        return TNT_ERR_UNSUPPORTED;
+    if (area == TNT_TP_AREA_SLOTS)
+        tnt__shm_warm(e, c);
+    *mine = m;
+    *theirs = t;
+    *len = bytes;
+    return TNT_SUCCESS;
+}
+
+/* This side of context c's areas zeroed for its next communicator: the
+ * pages punched out of the memfd (MADV_REMOVE), so they read as zeros in
+ * both processes and cost no memory until used again; where the kernel
+ * refuses, written over. */
+static void shm_pair_area_clear(void *vctx, void *ep, unsigned c)
+{
+    shm_ep_t *e = ep;
+    for (int area = TNT_TP_AREA_SLOTS; area <= TNT_TP_AREA_STAGES; area++) {
+        unsigned char *m, *t;
+        size_t bytes = area_sides(vctx, e, c, area, &m, &t);
+        if (bytes && madvise(m, bytes, MADV_REMOVE) != 0)
+            memset(m, 0, bytes);
+    }
+    if (c < SHM_AREA_CONTEXTS)
+        e->warm &= ~(1u << c);
+}
+
 static tnt_result_t shm_pair_area(void *vctx, void *ep, int area,
                                   void **mine, const void **theirs,
                                   size_t *len)
 {
-    const shm_ctx_t *ctx = vctx;
-    shm_ep_t *e = ep;
-    if (area == TNT_TP_AREA_SLOTS && ctx->area_bytes[area]) {
-        tnt__shm_warm(e, SHM_WARM_SLOTS);
-        *mine = e->slot_mine;
-        *theirs = e->slot_theirs;
-        *len = ctx->area_bytes[area];
-        return TNT_SUCCESS;
-    }
-    if (area == TNT_TP_AREA_STAGES && ctx->area_bytes[area]) {
-        *mine = e->stage_mine;
-        *theirs = e->stage_theirs;
-        *len = ctx->area_bytes[area];
-        return TNT_SUCCESS;
-    }
-    return TNT_ERR_UNSUPPORTED;
+    return shm_pair_area_at(vctx, ep, 0, area, mine, theirs, len);
 }
 
 /* The built-in transports never reconnect: a lost connection fails the
@@ -953,4 +997,7 @@ const tnt_transport_t tnt__shm_transport = {
     .pair_area = shm_pair_area,
     .pair_notify = tnt__shm_slot_notify,
     .stats = shm_stats,
+    .pair_area_contexts = SHM_AREA_CONTEXTS,
+    .pair_area_at = shm_pair_area_at,
+    .pair_area_clear = shm_pair_area_clear,
 };

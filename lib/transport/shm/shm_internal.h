@@ -29,10 +29,11 @@
 #include "transport/shm/shm_ring.h"
 
 #define SHM_MAGIC 0x53544e54u    /* "TNTS" */
-#define SHM_VERSION 6u  /* 3: collective slots after the rings;
+#define SHM_VERSION 7u  /* 3: collective slots after the rings;
                             4: staging areas after the slots;
                             5: shared-allocation refs in their headers;
-                            6: sides' fields on separate pages */
+                            6: sides' fields on separate pages;
+                            7: SHM_AREA_CONTEXTS sets of pair areas */
 #define SHM_CHAL_MAGIC 0x43534e54u  /* "TNSC" */
 #define SHM_PROOF_MAGIC 0x50534e54u /* "TNSP" */
 #define SHM_NONCE_BYTES 16
@@ -60,9 +61,10 @@ typedef struct shm_frame {
 
 /* The segment: side 0 is the lower rank (it creates the segment), side 1
  * the higher; ring s carries side s's messages. The two sides' pair areas
- * for the core's on-host algorithms follow: the slots (TNT_TP_AREA_SLOTS)
- * after the rings, and the staging areas (TNT_TP_AREA_STAGES) after the
- * slots, from the next page, each side of the size the core gives in
+ * for the core's on-host algorithms follow, SHM_AREA_CONTEXTS sets of
+ * them one after another (one per context, below): in each, the slots
+ * (TNT_TP_AREA_SLOTS), then the staging areas (TNT_TP_AREA_STAGES) from
+ * the next page, each side of the size the core gives in
  * env->pair_area_bytes (ctx->area_bytes). Their layout is the core's
  * (lib/core/onhost/slot_layout.h, stage_layout.h); here they are
  * bytes. */
@@ -78,6 +80,19 @@ typedef struct shm_seg {
  *  slots, staging areas (area_bytes: a side of each pair area, by id,
  *  TNT_TP_AREA_END entries, as env->pair_area_bytes). */
 size_t tnt__shm_seg_len(const size_t *area_bytes, size_t cap);
+
+/* Sets of pair areas in every pair's segment (tnt_transport_t.
+ * pair_area_contexts): the core gives each communicator that shares the
+ * pair (a dup or split joining its parent's connections) a context of
+ * its own, so that two communicators' on-host algorithms never meet in
+ * one area. All sets are in the segment from its creation, so the peer
+ * learns of none later: the segment is a memfd whose pages exist only
+ * once touched, and a set that no communicator uses costs address
+ * space (about 2 MiB a pair), not memory. A set's pages are populated as
+ * its communicator uses them (tnt__shm_warm); before the core hands a
+ * set to its next communicator, each side clears its own
+ * (pair_area_clear), so every communicator's set starts zeroed. */
+#define SHM_AREA_CONTEXTS 8u
 
 typedef struct shm_hello {
     uint32_t magic;
@@ -150,12 +165,8 @@ typedef struct shm_ep {
     size_t seg_len;
     size_t cap;
     shm_ring_t *tx, *rx;
-    unsigned char *slot_mine;           /* in the segment, after the rings */
-    const unsigned char *slot_theirs;
-    unsigned char *stage_mine;          /* after the slots */
-    const unsigned char *stage_theirs;
     int sock_watched, efd_watched;
-    unsigned warm;        /* SHM_WARM_SLOTS: the slots are populated */
+    unsigned warm;        /* bit c: context c's slots are populated */
     size_t tx_warm, rx_warm; /* bytes of each ring populated, from 0 */
     int announced;        /* on_connected was called */
     int closed;
@@ -227,19 +238,19 @@ const char *tnt__shm_fds_check(const int *fds, int nfds, size_t seg_bytes);
  * p(p-1)/2 segments of 4 MiB at start-up, and populating them all was
  * almost all of its creation time (docs/scale.md, "Start-up"). A ring is
  * populated SHM_WARM_STEP bytes ahead of where it is written or read
- * (tnt__shm_warm_ring); the slots at the core's first look
- * (SHM_WARM_SLOTS). The staging areas (2 MiB a pair) are never populated
+ * (tnt__shm_warm_ring); a context's slots at the core's first look
+ * (tnt__shm_warm). The staging areas (2 MiB a pair) are never populated
  * as a whole: every rank reads every peer's staging headers while a
  * collective of messages is in flight (the stray check,
  * lib/core/onhost/queue.c), and populating all of them there made the
  * first barrier at p = 64 zero 4 GB. Their pages fault in as a staged
  * collective touches them. */
-#define SHM_WARM_SLOTS 1u
 #define SHM_WARM_STEP ((size_t)64 << 10)
 /* Populate ring `tx` (1) or the received one (0) up to ring position
  * `end` (positions from the start; the whole ring once it is reached). */
 void tnt__shm_warm_ring(shm_ep_t *ep, int tx, uint64_t end);
-void tnt__shm_warm(shm_ep_t *ep, unsigned part);
+/* Populate both sides' slots of context c (< SHM_AREA_CONTEXTS), once. */
+void tnt__shm_warm(shm_ep_t *ep, unsigned c);
 void tnt__shm_fail(shm_ep_t *ep, const char *what);
 void tnt__shm_free_graveyard(shm_ctx_t *ctx);
 /* The rest of a close (ep->closed is set): descriptors, queued sends,

@@ -17,7 +17,7 @@
 #define PLUGIN_VERSION 1
 #define PLUGIN_SIZE TNT_TRANSPORT_V1_SIZE
 #else
-#define PLUGIN_SYMBOL tnt_transport_plugin_v3
+#define PLUGIN_SYMBOL tnt_transport_plugin_v4
 #define PLUGIN_NAME "tcp-plugin"
 #define PLUGIN_VERSION TNT_TRANSPORT_VERSION
 #define PLUGIN_SIZE sizeof(tnt_transport_t)
