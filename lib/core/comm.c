@@ -130,19 +130,26 @@ static tnt_result_t validate_config(const tnt_config_t *c, int needs_root)
 #define SHARED_CORES_COPY_MIN ((size_t)4 << 20)
 #define OWN_CORES_RNDV_MIN ((size_t)1 << 20)
 
+/* This host's online CPUs; 0 when unknown. */
+static int online_cpus(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus > 0 && cpus < 1 << 20 ? (int)cpus : 0;
+}
+
 /* The handshake's part: changes schedules, so a communicator that
  * joins its parent's contexts takes it too (join_host). */
 static void choose_ready(struct tnt_comm *comm)
 {
-    int shared = comm->host_cpus > 0 && comm->host_ranks > comm->host_cpus;
     if (comm->intra_host)
-        comm->ready_min_bytes = shared ? SHARED_CORES_COPY_MIN : SIZE_MAX;
+        comm->ready_min_bytes =
+            tnt__cpus_shared(comm) ? SHARED_CORES_COPY_MIN : SIZE_MAX;
 }
 
 static void choose_copies(struct tnt_comm *comm)
 {
-    int shared = comm->host_cpus > 0 && comm->host_ranks > comm->host_cpus;
-    size_t min = shared ? SHARED_CORES_COPY_MIN : OWN_CORES_RNDV_MIN;
+    size_t min =
+        tnt__cpus_shared(comm) ? SHARED_CORES_COPY_MIN : OWN_CORES_RNDV_MIN;
     choose_ready(comm);
     /* Every transport with a single-copy rendezvous; the others say
      * TNT_ERR_UNSUPPORTED, which is no failure. */
@@ -320,8 +327,7 @@ static tnt_result_t join_peers(struct tnt_comm *comm,
     for (int j = 0; j < gn; j++)
         comm->from_net[j] = -1;
     comm->net = parent->net;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    comm->host_cpus = cpus > 0 && cpus < 1 << 20 ? (int)cpus : 0;
+    comm->host_cpus = online_cpus();
     for (int i = 0; i < n; i++) {
         const tnt_peer_t *pp = &parent->peers[parent_of[i]];
         tnt_peer_t *p = &comm->peers[i];
@@ -488,8 +494,7 @@ tnt_result_t tnt__comm_create(const tnt_config_t *config,
          * the answer comes from the table alone every rank reaches the
          * same one, so every rank selects the same algorithm. */
         comm->intra_host = (rc == TNT_SUCCESS);
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        comm->host_cpus = cpus > 0 && cpus < 1 << 20 ? (int)cpus : 0;
+        comm->host_cpus = online_cpus();
         for (int i = 0; rc == TNT_SUCCESS && i < comm->nranks; i++) {
             tnt_peer_t *p = &comm->peers[i];
             p->rank = i;

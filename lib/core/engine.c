@@ -1432,19 +1432,12 @@ static int cond_wait_until(struct tnt_comm *comm, const struct timespec *abs)
     return pthread_cond_timedwait(&comm->group->progress.cond, &comm->group->lock, abs);
 }
 
-/* More ranks of this communicator on this host than CPUs: a thread that
- * spins takes the CPU of a rank it waits for. */
-static int cpus_shared(const struct tnt_comm *comm)
-{
-    return comm->host_cpus > 0 && comm->host_ranks > comm->host_cpus;
-}
-
 /* Every rank has a CPU of its own and TNT_SPIN_ADAPT is on: the spins
  * are cut by what they see (wait_budget.c). Where ranks share CPUs the
  * spin yields to them at every round instead, as before. */
 static int spin_adapts(const struct tnt_comm *comm)
 {
-    return comm->params.spin_adapt && !cpus_shared(comm);
+    return comm->params.spin_adapt && !tnt__cpus_shared(comm);
 }
 
 /* How long a wait spins before its first sleep (wait_budget.h). */
@@ -1478,7 +1471,7 @@ static void spin(struct tnt_comm *comm,
     double own_until = adapts ? start : start + comm->params.spin_s;
     tnt_spin_seen_t seen;
     tnt__progress_spin(comm, done, arg, start, end, own_until,
-                       cpus_shared(comm), adapts ? &seen : NULL);
+                       tnt__cpus_shared(comm), adapts ? &seen : NULL);
     if (adapts)
         tnt__wait_spin_outcome(&comm->group->progress.waits, tnt__now() - start,
                                seen.measured, seen.lost_s,
@@ -1601,7 +1594,7 @@ static tnt_result_t wait_blocking(struct tnt_comm *comm,
     double t0 = tnt__now();
     double spin_s = tnt__wait_spin_budget(
         &comm->group->progress.waits, a->kind, bytes, spin_floor(comm),
-        cpus_shared(comm), comm->host_cpus, t0);
+        tnt__cpus_shared(comm), comm->host_cpus, t0);
     tnt_result_t rc = wait_locked(req, -1.0, spin_s, &finished);
     if (rc == TNT_SUCCESS)
         tnt__wait_learn(&comm->group->progress.waits, a->kind, bytes,

@@ -708,4 +708,12 @@ static inline void tnt__lock_to_post(struct tnt_comm *comm)
     __atomic_sub_fetch(&comm->group->lock_wanted, 1, __ATOMIC_RELAXED);
 }
 
+/** More ranks of this communicator on this host than CPUs: a thread that
+ *  spins takes the CPU of a rank it waits for, and on-host copies are
+ *  worth their cost from a smaller size (comm.c, engine.c). */
+static inline int tnt__cpus_shared(const struct tnt_comm *comm)
+{
+    return comm->host_cpus > 0 && comm->host_ranks > comm->host_cpus;
+}
+
 #endif /* TNT_CORE_ENGINE_H */
