@@ -795,11 +795,10 @@ static void test_select(void)
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_RING, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_LOCAL);
     /* One host, all pairs on shared memory: the slots up to 8 KiB,
-     * staged above, direct from 4 MiB where every rank has a core; staged
-     * broadcast at every size; forcing still wins. */
+     * staged above at every size; staged broadcast at every size;
+     * forcing still wins. */
     a.nranks = 4;
     a.intra_host = 1;
-    a.host_cpus = 8;
     a.count = 8;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_SLOTS);
@@ -820,11 +819,10 @@ static void test_select(void)
     CU_ASSERT_EQUAL(algo, TNT_ALGO_STAGED);
     a.count = 1 << 20;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
-    CU_ASSERT_EQUAL(algo, TNT_ALGO_DIRECT);
-    /* More ranks than cores: staged at every size above the slots. */
-    a.host_cpus = 2;
-    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_STAGED);
+    CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_DIRECT, &algo),
+                    TNT_SUCCESS);
+    CU_ASSERT_EQUAL(algo, TNT_ALGO_DIRECT);
     a.count = 8;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_SLOTS);
@@ -873,7 +871,6 @@ static void test_select(void)
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_MAPPED);
     a.count = 1 << 24;
-    a.host_cpus = 8;
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_AUTO, &algo), TNT_SUCCESS);
     CU_ASSERT_EQUAL(algo, TNT_ALGO_MAPPED);
     CU_ASSERT_EQUAL(tnt__algo_select(&a, TNT_ALGO_STAGED, &algo),

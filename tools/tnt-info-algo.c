@@ -107,21 +107,18 @@ int info_algorithms(info_out_t *o, const info_algo_query_t *q)
         info_close(o);
         return 1;
     }
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     tnt_coll_args_t a = {
         .dtype = TNT_F32, .op = TNT_SUM, .count = q->bytes / 4, .esize = 4,
         .nranks = q->nranks, .segment_bytes = p.segment_bytes,
         .topo = (q->nranks > 1 && p.topology == TNT_TOPOLOGY_AUTO) ? &topo
                                                                   : NULL,
         .intra_host = topo.nhosts == 1 && shm_runs(),
-        .host_cpus = cpus > 0 && cpus < 1 << 20 ? (int)cpus : 0,
         .mapped = q->mapped,
         .reproducible = p.reproducible,
     };
     info_int(o, "hosts", topo.nhosts);
     info_bool(o, "reproducible", p.reproducible);
     info_bool(o, "one_host_shm", a.intra_host);
-    info_int(o, "host_cpus", a.host_cpus);
     info_bool(o, "mapped_buffers", q->mapped);
     /* The broadcast's p-dependent threshold, for this rank count. */
     info_int(o, "bcast_binomial_max_bytes",

@@ -108,9 +108,6 @@ typedef struct tnt_coll_args {
      * the bootstrap table). Selection reads it, and the canonical
      * schedule's "ready" handshake (allreduce_canon.c). */
     int intra_host;
-    /* Online CPUs of this host (0: unknown); with intra_host, tells
-     * whether every rank can have a core of its own. */
-    int host_cpus;
     /* From this many bytes the direct allreduce waits for the
      * receiver's "ready"; 0: TNT_READY_MIN_BYTES. The same on every rank
      * (core/comm.c says how it is chosen). */
@@ -167,7 +164,6 @@ enum tnt_algo_rule_id {
     TNT_RULE_FORCED,
     TNT_RULE_SLOTS,
     TNT_RULE_MAPPED,
-    TNT_RULE_DIRECT,
     TNT_RULE_STAGED,
     TNT_RULE_BCAST_STAGED,
     TNT_RULE_HIER,

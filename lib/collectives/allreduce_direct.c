@@ -7,7 +7,11 @@
  * each step is one wake-up and one message per peer, streamed through
  * the pair's ring or, where ranks share cores, pulled with one
  * process_vm_readv from 4 MiB on (core/comm.c, choose_copies), so the
- * steps, not the bytes, are what the ring pays extra.
+ * steps, not the bytes, are what the ring pays extra. The table picks it
+ * for a reduce on one host (the on-host allreduces have no root); an
+ * allreduce there runs staged, which beat it at every size measured
+ * (docs/performance.md, "On one host: staged or direct"), so only when
+ * forced.
  *
  * Slices are cut into segments of DIRECT_SEG_FACTOR x segment_bytes (1 MiB
  * by default), each its own message and its own chain; the allgather of

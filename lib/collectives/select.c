@@ -14,8 +14,7 @@
  * When every rank is on this host and every pair talks through shared
  * memory (args->intra_host, from the bootstrap table, so every rank
  * agrees), allreduce runs on the memory, not through messages: the slots
- * up to 8 KiB, the staged allreduce above (direct, through the rings,
- * from 4 MiB where every rank has a core); broadcast is staged at every
+ * up to 8 KiB, the staged allreduce above; broadcast is staged at every
  * size; see docs/shm.md for how, docs/performance.md for the figures.
  */
 #include <string.h>
@@ -55,13 +54,6 @@
  * HIER_MAX_LOCAL ranks on a host. */
 #define ALLREDUCE_HIER_MIN_BYTES ((size_t)16 << 10)
 #define HIER_MAX_LOCAL 1024
-/* One host, above the slots: the staged allreduce (core/onhost/staged_allreduce.c:
- * no messages, two waits a round), except from here on where every rank
- * has a core of its own, where the direct allreduce streaming through
- * the rings (both sides copying at once) is faster (docs/performance.md,
- * "On one host: staged or direct"). */
-#define OWN_CORE_DIRECT_MIN_BYTES ((size_t)4 << 20)
-
 static const char *const algo_names[TNT_ALGO_END] = {
     [TNT_ALGO_AUTO] = "auto",
     [TNT_ALGO_RING] = "ring",
@@ -175,10 +167,6 @@ static const tnt_algo_rule_t k_rules[TNT_RULE_COUNT] = {
                          TNT_SLOT_BYTES + 1, 0,
                          "one host over shared memory, buffers from "
                          "tnt_mem_alloc on every rank"},
-    [TNT_RULE_DIRECT] = {TNT_COLL_ALLREDUCE, TNT_ALGO_DIRECT,
-                         OWN_CORE_DIRECT_MIN_BYTES, 0,
-                         "one host over shared memory, every rank has a "
-                         "core of its own (ranks <= online CPUs)"},
     [TNT_RULE_STAGED] = {TNT_COLL_ALLREDUCE, TNT_ALGO_STAGED,
                          TNT_SLOT_BYTES + 1, 0,
                          "one host over shared memory, otherwise"},
@@ -408,14 +396,14 @@ tnt_result_t tnt__algo_select_why(const tnt_coll_args_t *a, int forced,
         *rule = TNT_RULE_MAPPED;
         return TNT_SUCCESS;
     }
-    /* One host, larger: memory rather than messages, except where
-     * streaming through the rings wins (above). */
-    int own_core = a->host_cpus > 0 && a->nranks <= a->host_cpus;
+    /* One host, larger: the staged allreduce (core/onhost/staged_allreduce.c:
+     * no messages, two waits a round), at every size and whether or not
+     * every rank has a core: from 4 MiB at p = 2 it took 0.58-0.80x the
+     * direct allreduce's time, whose pulls by process_vm_readv pin every
+     * page (docs/performance.md, "On one host: staged or direct"). */
     if (a->intra_host && a->kind == TNT_COLL_ALLREDUCE && bytes > 0) {
-        *algo = own_core && bytes >= OWN_CORE_DIRECT_MIN_BYTES
-                    ? TNT_ALGO_DIRECT
-                    : TNT_ALGO_STAGED;
-        *rule = *algo == TNT_ALGO_DIRECT ? TNT_RULE_DIRECT : TNT_RULE_STAGED;
+        *algo = TNT_ALGO_STAGED;
+        *rule = TNT_RULE_STAGED;
         return TNT_SUCCESS;
     }
     /* Broadcast on one host: staged at every size, far ahead of flat and

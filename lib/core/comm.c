@@ -119,9 +119,10 @@ static tnt_result_t validate_config(const tnt_config_t *c, int needs_root)
  * process_vm_readv rendezvous and the direct allreduce's "ready"
  * handshake from 4 MiB, since a streaming sender is then often not
  * running. Where every rank has a core, the rendezvous from 1 MiB (the
- * direct allreduce's segments, its one user above the slots on such a
- * host): both ranks pull at once, one copy each, where streaming through
- * the rings costs each rank two (its send and its receive); and no
+ * direct allreduce's segments: a reduce on one host runs it, an
+ * allreduce only where forced; point-to-point messages): both ranks
+ * pull at once, one copy each, where streaming through the rings costs
+ * each rank two (its send and its receive); and no
  * handshake, which only delayed the pulls there (docs/performance.md,
  * "Copies between ranks of one host"). The handshake changes schedules,
  * so it is set only where every rank reaches the same answer (intra_host:

@@ -1398,7 +1398,6 @@ tnt_coll_args_t tnt__coll_args(const struct tnt_comm *comm, int kind,
                  comm->params.topology == TNT_TOPOLOGY_AUTO)
                     ? &comm->topo : NULL,
         .intra_host = comm->intra_host,
-        .host_cpus = comm->host_cpus,
         .ready_min_bytes = comm->ready_min_bytes,
         .reproducible = comm->params.reproducible,
     };
