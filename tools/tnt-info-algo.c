@@ -5,13 +5,11 @@
  * library's own decision, with the row that gave it. The case is
  * described as the communicator would describe it (core/comm.c): the
  * host layout from R, "one host over shared memory" when every rank is
- * on this host and TNT_TRANSPORT lets shm run, this host's online CPUs,
- * and the forced algorithm from TNT_ALLREDUCE_ALGO / TNT_BCAST_ALGO
- * (tnt__params_load).
+ * on this host and TNT_TRANSPORT lets shm run, and the forced algorithm
+ * from TNT_ALLREDUCE_ALGO / TNT_BCAST_ALGO (tnt__params_load).
  */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "collectives/algorithms.h"
 #include "collectives/topo.h"
